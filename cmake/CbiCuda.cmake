@@ -1,0 +1,28 @@
+# Decides whether the CUDA backend is built (sets CBI_CUDA_ENABLED).
+set(CBI_CUDA_ENABLED OFF)
+string(TOUPPER "${CBI_WITH_CUDA}" _cbi_cuda)
+if(NOT _cbi_cuda MATCHES "^(AUTO|ON|OFF)$")
+  message(FATAL_ERROR "CBI_WITH_CUDA must be AUTO, ON or OFF (got '${CBI_WITH_CUDA}')")
+endif()
+if(NOT _cbi_cuda STREQUAL "OFF")
+  include(CheckLanguage)
+  check_language(CUDA)
+  if(CMAKE_CUDA_COMPILER)
+    # Default: Hopper (H100/H200) machine code plus its PTX, which newer GPUs
+    # JIT-compile. Other GPUs: -DCMAKE_CUDA_ARCHITECTURES=80 (A100), 89, native...
+    if(NOT DEFINED CMAKE_CUDA_ARCHITECTURES)
+      set(CMAKE_CUDA_ARCHITECTURES 90)
+    endif()
+    enable_language(CUDA)
+    set(CMAKE_CUDA_STANDARD 20)
+    set(CMAKE_CUDA_STANDARD_REQUIRED ON)
+    find_package(CUDAToolkit REQUIRED)
+    set(CBI_CUDA_ENABLED ON)
+  elseif(_cbi_cuda STREQUAL "ON")
+    message(FATAL_ERROR "CBI_WITH_CUDA=ON but no CUDA compiler (nvcc) was found; "
+                        "put nvcc on PATH or set CMAKE_CUDA_COMPILER")
+  else()
+    message(STATUS "cbi: no CUDA compiler found, building the CPU backend only")
+  endif()
+endif()
+message(STATUS "cbi: CUDA backend ${CBI_CUDA_ENABLED}")

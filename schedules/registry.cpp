@@ -1,0 +1,92 @@
+#include "schedules/registry.hpp"
+
+#include <charconv>
+#include <stdexcept>
+
+namespace cbi {
+namespace {
+
+// A positive decimal integer, the whole string; nullopt-like -1 otherwise.
+int parse_positive(std::string_view text) {
+    int value = 0;
+    const char* end = text.data() + text.size();
+    auto [ptr, ec] = std::from_chars(text.data(), end, value);
+    if (text.empty() || ec != std::errc{} || ptr != end || value <= 0) return -1;
+    return value;
+}
+
+[[noreturn]] void bad_params(std::string_view form, std::string_view params, std::string_view why) {
+    throw std::invalid_argument("schedule '" + std::string(form) + "': '" + std::string(params) +
+                                "' " + std::string(why) + "; valid forms: " + valid_schedule_forms());
+}
+
+ScheduleSpec parse_naive(std::string_view params) {
+    if (!params.empty()) bad_params("naive", params, "naive takes no parameter");
+    return {ScheduleFamily::naive, 0, 0};
+}
+
+ScheduleSpec parse_width(ScheduleFamily family, std::string_view form, std::string_view params) {
+    const int w = parse_positive(params);
+    if (w < 0) bad_params(form, params, "is not a positive integer width");
+    return {family, w, 0};
+}
+
+ScheduleSpec parse_column(std::string_view p) { return parse_width(ScheduleFamily::column, "column:W", p); }
+ScheduleSpec parse_zigzag(std::string_view p) { return parse_width(ScheduleFamily::zigzag, "zigzag:W", p); }
+
+ScheduleSpec parse_tile(std::string_view params) {
+    const auto x = params.find('x');
+    if (x == std::string_view::npos) bad_params("tile:WxH", params, "is not of the form WxH");
+    const int w = parse_positive(params.substr(0, x));
+    const int h = parse_positive(params.substr(x + 1));
+    if (w < 0 || h < 0) bad_params("tile:WxH", params, "needs two positive integers WxH");
+    return {ScheduleFamily::tile, w, h};
+}
+
+constexpr ScheduleEntry registry[] = {
+    {"naive", "naive", "thread i computes pixel i in row-major order", "naive", parse_naive},
+    {"column", "column:W",
+     "vertical strips W pixels wide, top to bottom, row-major inside (thesis eqs. 4.1-4.6); "
+     "the last strip is narrower when W does not divide the width",
+     "column:1 column:3 column:8 column:32 column:33 column:4096", parse_column},
+    {"zigzag", "zigzag:W", "as column:W with every odd row of a strip walked right to left (thesis eq. 4.7)",
+     "zigzag:1 zigzag:5 zigzag:32 zigzag:4096", parse_zigzag},
+    {"tile", "tile:WxH", "WxH tiles in row-major tile order, row-major inside a tile; edge tiles clipped",
+     "tile:1x1 tile:4x3 tile:32x8 tile:16x16 tile:5000x2", parse_tile},
+};
+
+}  // namespace
+
+std::span<const ScheduleEntry> schedule_registry() { return registry; }
+
+std::string valid_schedule_forms() {
+    std::string forms;
+    for (const auto& e : registry) {
+        if (!forms.empty()) forms += ", ";
+        forms += e.form;
+    }
+    return forms;
+}
+
+ScheduleSpec parse_schedule(std::string_view text) {
+    const auto colon = text.find(':');
+    const auto name = text.substr(0, colon);
+    const auto params = colon == std::string_view::npos ? std::string_view{} : text.substr(colon + 1);
+    for (const auto& e : registry) {
+        if (e.name == name) return e.parse_params(params);
+    }
+    throw std::invalid_argument("unknown schedule '" + std::string(text) + "'; valid forms: " +
+                                valid_schedule_forms());
+}
+
+std::string ScheduleSpec::to_string() const {
+    switch (family) {
+        case ScheduleFamily::column: return "column:" + std::to_string(width);
+        case ScheduleFamily::zigzag: return "zigzag:" + std::to_string(width);
+        case ScheduleFamily::tile: return "tile:" + std::to_string(width) + "x" + std::to_string(height);
+        case ScheduleFamily::naive: break;
+    }
+    return "naive";
+}
+
+}  // namespace cbi
