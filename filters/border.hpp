@@ -1,0 +1,40 @@
+#pragma once
+// Border handling: the one host/device definition every filter reads
+// through. Same rules as OpenCV's cv::borderInterpolate, including kernels
+// larger than the image (reflection repeats until the index is inside).
+//   reflect101  gfedcb|abcdefgh|gfedcba   (OpenCV BORDER_REFLECT_101, SciPy "mirror")
+//   reflect     fedcba|abcdefgh|hgfedcb   (OpenCV BORDER_REFLECT,     SciPy "reflect")
+//   replicate   aaaaaa|abcdefgh|hhhhhhh
+//   constant    vvvvvv|abcdefgh|vvvvvvv
+//   wrap        cdefgh|abcdefgh|abcdefg
+#include <cstdint>
+
+#include "schedules/host_device.hpp"
+
+namespace cbi {
+
+enum class BorderMode : std::uint8_t { reflect101, reflect, replicate, constant, wrap };
+
+// Index of the pixel that stands in for coordinate p of an axis of length n,
+// or -1 for a constant border outside the image.
+template <BorderMode mode>
+CBI_HOST_DEVICE int border_index(int p, int n) {
+    if (static_cast<unsigned>(p) < static_cast<unsigned>(n)) return p;
+    if constexpr (mode == BorderMode::constant) {
+        return -1;
+    } else if constexpr (mode == BorderMode::replicate) {
+        return p < 0 ? 0 : n - 1;
+    } else if constexpr (mode == BorderMode::wrap) {
+        if (p < 0) p -= ((p - n + 1) / n) * n;
+        return p % n;
+    } else {
+        if (n == 1) return 0;
+        const int delta = mode == BorderMode::reflect101 ? 1 : 0;
+        do {
+            p = p < 0 ? -p - 1 + delta : n - 1 - (p - n) - delta;
+        } while (static_cast<unsigned>(p) >= static_cast<unsigned>(n));
+        return p;
+    }
+}
+
+}  // namespace cbi

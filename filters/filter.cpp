@@ -1,0 +1,285 @@
+#include "filters/filter.hpp"
+
+#include <cmath>
+#include <cstdlib>
+#include <sstream>
+#include <stdexcept>
+
+#include "pipeline/error.hpp"
+
+namespace cbi {
+namespace {
+
+[[noreturn]] void invalid(const std::string& message) { throw std::invalid_argument(message); }
+
+// Splits "a:b:c" at ':'.
+std::vector<std::string_view> split(std::string_view text, char sep) {
+    std::vector<std::string_view> parts;
+    std::size_t start = 0;
+    while (true) {
+        const auto pos = text.find(sep, start);
+        parts.push_back(text.substr(start, pos - start));
+        if (pos == std::string_view::npos) return parts;
+        start = pos + 1;
+    }
+}
+
+bool parse_int(std::string_view text, int& out) {
+    const std::string s(text);
+    if (s.empty() || s.size() > 9) return false;
+    char* end = nullptr;
+    const long v = std::strtol(s.c_str(), &end, 10);
+    if (*end != '\0' || std::isspace(static_cast<unsigned char>(s[0]))) return false;
+    out = static_cast<int>(v);
+    return true;
+}
+
+bool parse_double(std::string_view text, double& out) {
+    const std::string s(text);
+    if (s.empty() || std::isspace(static_cast<unsigned char>(s[0]))) return false;
+    char* end = nullptr;
+    out = std::strtod(s.c_str(), &end);
+    return *end == '\0' && std::isfinite(out);
+}
+
+int parse_ksize(std::string_view filter, std::string_view text) {
+    int k = 0;
+    if (!parse_int(text, k) || k < 1 || k > kMaxKernel || k % 2 == 0)
+        invalid(std::string(filter) + " kernel size '" + std::string(text) + "' must be an odd integer from 1 to " +
+                std::to_string(kMaxKernel));
+    return k;
+}
+
+std::string number(double v) {
+    std::ostringstream s;
+    s << v;
+    return s.str();
+}
+
+}  // namespace
+
+BoxFilter parse_box(std::string_view arg) { return {parse_ksize("blur", arg)}; }
+
+GaussianFilter parse_gaussian(std::string_view arg) {
+    const auto parts = split(arg, ':');
+    if (parts.size() > 2) invalid("gaussian '" + std::string(arg) + "' is not of the form K[:SIGMA]");
+    GaussianFilter f{parse_ksize("gaussian", parts[0]), 0.0};
+    if (parts.size() == 2 && (!parse_double(parts[1], f.sigma) || f.sigma < 0))
+        invalid("gaussian sigma '" + std::string(parts[1]) + "' must be a number >= 0 (0: derived from K)");
+    return f;
+}
+
+SobelFilter parse_sobel(std::string_view arg) {
+    const auto parts = split(arg, ':');
+    SobelFilter f;
+    if (parts.size() > 2) invalid("sobel '" + std::string(arg) + "' is not of the form x|y|mag[:KSIZE]");
+    if (parts[0] == "x") f.mode = SobelMode::x;
+    else if (parts[0] == "y") f.mode = SobelMode::y;
+    else if (parts[0] == "mag" || parts[0].empty()) f.mode = SobelMode::mag;
+    else invalid("sobel mode '" + std::string(parts[0]) + "' must be x, y or mag");
+    if (parts.size() == 2 && (!parse_int(parts[1], f.ksize) || (f.ksize != 1 && f.ksize != 3 && f.ksize != 5 && f.ksize != 7)))
+        invalid("sobel ksize '" + std::string(parts[1]) + "' must be 1, 3, 5 or 7");
+    return f;
+}
+
+ColorFilter parse_color(std::string_view arg) {
+    if (arg == "gray") return {ColorPreset::gray, {}};
+    if (arg == "sepia") return {ColorPreset::sepia, {}};
+    if (arg == "ycrcb") return {ColorPreset::ycrcb, {}};
+    const auto parts = split(arg, ',');
+    if (parts.size() != 9 && parts.size() != 12)
+        invalid("color '" + std::string(arg) +
+                "' must be gray, sepia, ycrcb or a matrix of 9 (3x3) or 12 (3x4) comma-separated numbers, rows R',G',B'");
+    ColorFilter f{ColorPreset::custom, {}};
+    const int cols = parts.size() == 9 ? 3 : 4;
+    for (std::size_t i = 0; i < parts.size(); ++i) {
+        double v = 0;
+        if (!parse_double(parts[i], v)) invalid("color matrix entry '" + std::string(parts[i]) + "' is not a number");
+        f.rgb_matrix[(i / cols) * 4 + i % cols] = v;
+    }
+    return f;
+}
+
+Filter parse_filter(std::string_view spec) {
+    const auto colon = spec.find(':');
+    const auto name = spec.substr(0, colon);
+    const auto arg = colon == std::string_view::npos ? std::string_view{} : spec.substr(colon + 1);
+    if (name == "blur") return parse_box(arg);
+    if (name == "gaussian") return parse_gaussian(arg);
+    if (name == "sobel") return parse_sobel(arg.empty() ? "mag" : arg);
+    if (name == "color") return parse_color(arg);
+    invalid("unknown filter '" + std::string(name) + "' (blur, gaussian, sobel or color)");
+}
+
+Border parse_border(std::string_view arg) {
+    const auto parts = split(arg, ':');
+    const auto name = parts[0];
+    Border b;
+    if (name == "reflect101") b.mode = BorderMode::reflect101;
+    else if (name == "reflect") b.mode = BorderMode::reflect;
+    else if (name == "replicate") b.mode = BorderMode::replicate;
+    else if (name == "wrap") b.mode = BorderMode::wrap;
+    else if (name == "constant") b.mode = BorderMode::constant;
+    else invalid("border '" + std::string(arg) + "' must be reflect101, reflect, replicate, constant[:V] or wrap");
+    if (parts.size() > 2 || (parts.size() == 2 && b.mode != BorderMode::constant))
+        invalid("border '" + std::string(arg) + "': only constant takes a value (constant:V)");
+    if (parts.size() == 2 && !parse_double(parts[1], b.value))
+        invalid("border value '" + std::string(parts[1]) + "' is not a number");
+    return b;
+}
+
+std::string to_string(const Border& b) {
+    switch (b.mode) {
+        case BorderMode::reflect101: return "reflect101";
+        case BorderMode::reflect: return "reflect";
+        case BorderMode::replicate: return "replicate";
+        case BorderMode::wrap: return "wrap";
+        case BorderMode::constant: return "constant:" + number(b.value);
+    }
+    return "?";
+}
+
+std::string to_string(const Filter& filter) {
+    struct Printer {
+        std::string operator()(const BoxFilter& f) const { return "blur:" + std::to_string(f.ksize); }
+        std::string operator()(const GaussianFilter& f) const {
+            return "gaussian:" + std::to_string(f.ksize) + (f.sigma > 0 ? ":" + number(f.sigma) : "");
+        }
+        std::string operator()(const SobelFilter& f) const {
+            const char* mode = f.mode == SobelMode::x ? "x" : f.mode == SobelMode::y ? "y" : "mag";
+            return std::string("sobel:") + mode + ":" + std::to_string(f.ksize);
+        }
+        std::string operator()(const ColorFilter& f) const {
+            switch (f.preset) {
+                case ColorPreset::gray: return "color:gray";
+                case ColorPreset::sepia: return "color:sepia";
+                case ColorPreset::ycrcb: return "color:ycrcb";
+                case ColorPreset::custom: break;
+            }
+            std::string s = "color:";
+            for (std::size_t i = 0; i < f.rgb_matrix.size(); ++i) s += (i ? "," : "") + number(f.rgb_matrix[i]);
+            return s;
+        }
+    };
+    return std::visit(Printer{}, filter);
+}
+
+std::vector<double> gaussian_weights(int n, double sigma) {
+    // OpenCV's small_gaussian_tab (used for k <= 9 when sigma <= 0).
+    static const double small_tables[5][9] = {
+        {1.0},
+        {0.25, 0.5, 0.25},
+        {0.0625, 0.25, 0.375, 0.25, 0.0625},
+        {0.03125, 0.109375, 0.21875, 0.28125, 0.21875, 0.109375, 0.03125},
+        {0.015625, 0.05078125, 0.1171875, 0.19921875, 0.234375, 0.19921875, 0.1171875, 0.05078125, 0.015625}};
+    const double* fixed = n % 2 == 1 && n <= 9 && sigma <= 0 ? small_tables[n >> 1] : nullptr;
+    const double s = sigma > 0 ? sigma : ((n - 1) * 0.5 - 1) * 0.3 + 0.8;
+    const double scale2 = -0.5 / (s * s);
+    std::vector<double> w(n);
+    double sum = 0;
+    for (int i = 0; i < n; ++i) {
+        const double x = i - (n - 1) * 0.5;
+        w[i] = fixed ? fixed[i] : std::exp(scale2 * x * x);
+        sum += w[i];
+    }
+    for (double& v : w) v /= sum;
+    return w;
+}
+
+namespace {
+// cv::getSobelKernel's construction of a 1-D kernel of a derivative order.
+void sobel_kernel(int* k, int order, int size) {
+    if (size == 1) {
+        k[0] = 1;
+        return;
+    }
+    if (size == 3) {
+        const int tables[2][3] = {{1, 2, 1}, {-1, 0, 1}};
+        for (int i = 0; i < 3; ++i) k[i] = tables[order][i];
+        return;
+    }
+    int ker[8] = {1};
+    for (int i = 0; i < size - order - 1; ++i) {  // smoothing: repeated [1 1]
+        int old = ker[0];
+        for (int j = 1; j <= size; ++j) {
+            const int next = ker[j] + ker[j - 1];
+            ker[j - 1] = old;
+            old = next;
+        }
+    }
+    for (int i = 0; i < order; ++i) {  // differencing: repeated [-1 1]
+        int old = -ker[0];
+        for (int j = 1; j <= size; ++j) {
+            const int next = ker[j - 1] - ker[j];
+            ker[j - 1] = old;
+            old = next;
+        }
+    }
+    for (int i = 0; i < size; ++i) k[i] = ker[i];
+}
+}  // namespace
+
+SobelKernels sobel_kernels(int ksize) {
+    SobelKernels k{};
+    k.deriv_size = ksize == 1 ? 3 : ksize;  // OpenCV widens a 1st derivative of ksize 1 to [-1 0 1]
+    k.smooth_size = ksize;
+    sobel_kernel(k.deriv, 1, k.deriv_size);
+    sobel_kernel(k.smooth, 0, k.smooth_size);
+    return k;
+}
+
+StorageMatrix storage_matrix(const ColorFilter& f, Depth depth) {
+    StorageMatrix s{};
+    // Rows and columns below are in storage order: B, G, R. For 8/16-bit
+    // images cv::cvtColor (4.6) uses fixed-point coefficients: BGR2GRAY
+    // 3735, 19235, 9798 over 2^15; BGR2YCrCb 1868, 9617, 4899 and 11682,
+    // 9241 over 2^14 (checked against cvtColor on 16-bit pixels). We use the
+    // same values so 16-bit results stay within 1 of OpenCV; 0.114, 0.587,
+    // 0.299 would differ by up to 2.
+    const bool fixed = depth != Depth::f32;
+    const double gray[3] = {fixed ? 3735 / 32768.0 : 0.114, fixed ? 19235 / 32768.0 : 0.587,
+                            fixed ? 9798 / 32768.0 : 0.299};
+    const double y[3] = {fixed ? 1868 / 16384.0 : 0.114, fixed ? 9617 / 16384.0 : 0.587, fixed ? 4899 / 16384.0 : 0.299};
+    const double cr = fixed ? 11682 / 16384.0 : 0.713, cb = fixed ? 9241 / 16384.0 : 0.564;
+    switch (f.preset) {
+        case ColorPreset::gray:  // cv::cvtColor COLOR_BGR2GRAY
+            s.rows = 1;
+            for (int c = 0; c < 3; ++c) s.m[0][c] = static_cast<float>(gray[c]);
+            return s;
+        case ColorPreset::sepia: {
+            const float m[3][4] = {{.131f, .534f, .272f, 0}, {.168f, .686f, .349f, 0}, {.189f, .769f, .393f, 0}};
+            s.rows = 3;
+            for (int r = 0; r < 3; ++r)
+                for (int c = 0; c < 4; ++c) s.m[r][c] = m[r][c];
+            return s;
+        }
+        case ColorPreset::ycrcb: {  // cv::cvtColor COLOR_BGR2YCrCb: Y, Cr, Cb
+            const double delta = depth == Depth::u8 ? 128.0 : depth == Depth::u16 ? 32768.0 : 0.5;
+            s.rows = 3;
+            for (int c = 0; c < 3; ++c) {
+                s.m[0][c] = static_cast<float>(y[c]);
+                s.m[1][c] = static_cast<float>(cr * ((c == 2) - y[c]));  // Cr = (R - Y) * 0.713 + delta
+                s.m[2][c] = static_cast<float>(cb * ((c == 0) - y[c]));  // Cb = (B - Y) * 0.564 + delta
+            }
+            s.m[1][3] = s.m[2][3] = static_cast<float>(delta);
+            return s;
+        }
+        case ColorPreset::custom: break;
+    }
+    s.rows = 3;  // user rows R', G', B' and columns R, G, B become storage order
+    for (int r = 0; r < 3; ++r) {
+        for (int c = 0; c < 3; ++c) s.m[r][c] = static_cast<float>(f.rgb_matrix[(2 - r) * 4 + (2 - c)]);
+        s.m[r][3] = static_cast<float>(f.rgb_matrix[(2 - r) * 4 + 3]);
+    }
+    return s;
+}
+
+int output_channels(const Filter& f, int channels) {
+    const auto* color = std::get_if<ColorFilter>(&f);
+    if (!color) return channels;
+    if (channels != 3 && channels != 4)
+        throw Error(to_string(f), "needs a 3- or 4-channel image, this one has " + std::to_string(channels));
+    return color->preset == ColorPreset::gray ? 1 : channels;
+}
+
+}  // namespace cbi

@@ -1,0 +1,84 @@
+#pragma once
+// What a filter node is: the filter and its parameters, the border rule and
+// the thread schedule. Semantics follow OpenCV (DESIGN.md section 3):
+//   BoxFilter       cv::blur(src, dst, {k,k}, {-1,-1}, border)
+//   GaussianFilter  cv::GaussianBlur(src, dst, {k,k}, sigma, sigma, border)
+//   SobelFilter     |gx|, |gy| or sqrt(gx^2+gy^2) of cv::Sobel(src, CV_32F, ...)
+//   ColorFilter     3x3/3x4 matrix on (R,G,B); alpha kept; gray gives 1 channel
+// Kernel sizes: odd, 1..kMaxKernel (Sobel: 1, 3, 5, 7).
+#include <array>
+#include <string>
+#include <string_view>
+#include <variant>
+#include <vector>
+
+#include "filters/ops.hpp"
+#include "schedules/registry.hpp"
+
+namespace cbi {
+
+struct BoxFilter {
+    int ksize = 3;
+};
+struct GaussianFilter {
+    int ksize = 3;
+    double sigma = 0;  // 0: derived from ksize by OpenCV's rule
+};
+struct SobelFilter {
+    SobelMode mode = SobelMode::mag;
+    int ksize = 3;
+};
+enum class ColorPreset : std::uint8_t { custom, gray, sepia, ycrcb };
+struct ColorFilter {
+    ColorPreset preset = ColorPreset::gray;
+    // custom only: rows R', G', B'; columns R, G, B, offset (image units).
+    std::array<double, 12> rgb_matrix{};
+};
+
+using Filter = std::variant<BoxFilter, GaussianFilter, SobelFilter, ColorFilter>;
+
+struct Border {
+    BorderMode mode = BorderMode::reflect101;
+    double value = 0;  // constant border value, in the image's units
+};
+
+struct Node {
+    Filter filter;
+    Border border;
+    ScheduleSpec schedule;
+};
+
+// Parsers for the option syntax; throw std::invalid_argument naming the
+// option and the valid forms.
+//   box:      "K"                       gaussian: "K[:SIGMA]"
+//   sobel:    "x|y|mag[:KSIZE]"          color:    "gray|sepia|ycrcb|m00,m01,...(9 or 12 numbers)"
+//   border:   "reflect101|reflect|replicate|constant[:V]|wrap"
+BoxFilter parse_box(std::string_view arg);
+GaussianFilter parse_gaussian(std::string_view arg);
+SobelFilter parse_sobel(std::string_view arg);
+ColorFilter parse_color(std::string_view arg);
+Border parse_border(std::string_view arg);
+
+// "blur:K", "gaussian:K[:SIGMA]", "sobel:MODE[:KSIZE]" or "color:SPEC": the
+// form to_string prints and the pipeline language uses.
+Filter parse_filter(std::string_view spec);
+
+std::string to_string(const Filter& f);   // "gaussian:5:1.2"
+std::string to_string(const Border& b);   // "constant:7"
+
+// OpenCV's 1-D Gaussian kernel (cv::getGaussianKernel): the fixed tables for
+// k <= 9 when sigma <= 0, otherwise sampled and normalised; double precision.
+std::vector<double> gaussian_weights(int ksize, double sigma);
+
+// OpenCV's Sobel kernels for a first derivative (cv::getDerivKernels).
+SobelKernels sobel_kernels(int ksize);
+
+// The colour matrix in storage order for a depth (presets with offsets,
+// such as ycrcb's 128 for 8-bit, depend on it).
+StorageMatrix storage_matrix(const ColorFilter& f, Depth depth);
+
+// Channels of the node's output for an input with `channels` channels.
+// Throws cbi::Error when the filter cannot take such an input.
+int output_channels(const Filter& f, int channels);
+
+}  // namespace cbi

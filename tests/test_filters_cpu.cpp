@@ -1,0 +1,270 @@
+// CPU backend against OpenCV: every filter x depth x channel count x border
+// on awkward sizes, every schedule against the naive order (bit-exact, each
+// pixel written once), views of a larger image, and real photos.
+#include <gtest/gtest.h>
+
+#include <opencv2/imgcodecs.hpp>
+
+#include <filesystem>
+#include <sstream>
+#include <tuple>
+
+#include "filters/cpu_backend.hpp"
+#include "pipeline/error.hpp"
+#include "pipeline/executor.hpp"
+#include "reference.hpp"
+
+namespace cbi {
+namespace {
+
+namespace fs = std::filesystem;
+using test::compare;
+using test::opencv_reference;
+using test::random_image;
+
+const char* const kFilters[] = {
+    "blur:1",        "blur:3",         "blur:9",        "gaussian:3",  "gaussian:5:1.2", "gaussian:9",
+    "sobel:x:1",     "sobel:y:1",      "sobel:mag:3",   "sobel:x:5",   "sobel:y:7",      "sobel:mag:7",
+    "color:gray",    "color:sepia",    "color:ycrcb",
+    "color:0.5,0.25,0.25,10,-0.2,1.1,0.1,-5,0.3,0.3,0.3,0"};
+const char* const kBorders[] = {"reflect101", "reflect", "replicate", "constant", "constant:7", "wrap"};
+const cv::Size kSizes[] = {{1, 1}, {1, 17}, {17, 1}, {31, 7}, {257, 129}, {1000, 3}};
+const Depth kDepths[] = {Depth::u8, Depth::u16, Depth::f32};
+
+bool is_color(const Filter& f) { return std::holds_alternative<ColorFilter>(f); }
+
+// 8/16-bit within 1 of OpenCV, float within 1e-5 relative (DESIGN.md).
+test::Comparison check_against_opencv(const Node& node, const cv::Mat& src, const cv::Mat& got) {
+    return compare(got, opencv_reference(node, src), 1.0, 1e-5, test::output_scale(node, src));
+}
+
+cv::Mat run_cpu(const Node& node, const cv::Mat& src) {
+    const Node nodes[] = {node};
+    Image out = run_chain(nodes, view_of(src), RunOptions{});
+    return as_mat(out.view()).clone();
+}
+
+using MatrixParam = std::tuple<const char*, Depth, int>;
+
+class CpuVsOpenCV : public ::testing::TestWithParam<MatrixParam> {};
+
+TEST_P(CpuVsOpenCV, AllBordersAndSizes) {
+    const auto [filter_text, depth, channels] = GetParam();
+    const Filter filter = parse_filter(filter_text);
+    if (is_color(filter) && channels == 1) GTEST_SKIP() << "colour matrices need 3 or 4 channels (tested below)";
+    unsigned seed = 1;
+    for (const char* border_text : kBorders) {
+        if (is_color(filter) && border_text != kBorders[0]) continue;  // pointwise: no border
+        const Node node{filter, parse_border(border_text), ScheduleSpec{}};
+        for (const cv::Size size : kSizes) {
+            const cv::Mat src = random_image(size.width, size.height, channels, depth, seed++);
+            const std::string name = std::string(filter_text) + "-" + border_text + "-" + depth_name(depth) + "-c" +
+                                     std::to_string(channels) + "-" + std::to_string(size.width) + "x" +
+                                     std::to_string(size.height);
+            SCOPED_TRACE(name);
+            const cv::Mat got = run_cpu(node, src);
+            const auto result = check_against_opencv(node, src, got);
+            EXPECT_TRUE(result.ok) << result.where << "; max diff " << result.max_diff << "; images: "
+                                   << test::dump_failure(name, got, opencv_reference(node, src));
+        }
+    }
+}
+
+std::string matrix_name(const ::testing::TestParamInfo<MatrixParam>& info) {
+    std::string name = std::string(std::get<0>(info.param)) + "_" + depth_name(std::get<1>(info.param)) + "_c" +
+                       std::to_string(std::get<2>(info.param));
+    for (char& c : name)
+        if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
+    return name;
+}
+
+INSTANTIATE_TEST_SUITE_P(Matrix, CpuVsOpenCV,
+                         ::testing::Combine(::testing::ValuesIn(kFilters), ::testing::ValuesIn(kDepths),
+                                            ::testing::Values(1, 3, 4)),
+                         matrix_name);
+
+std::vector<ScheduleSpec> registered_schedules() {
+    std::vector<ScheduleSpec> all;
+    for (const auto& entry : schedule_registry()) {
+        std::istringstream words{std::string(entry.examples)};
+        for (std::string w; words >> w;) all.push_back(parse_schedule(w));
+    }
+    return all;
+}
+
+// Poisons dst, runs the node, and checks every sample was written: the
+// poison (0xA5 bytes; a NaN for float) never survives a correct run.
+cv::Mat run_poisoned(const Node& node, const cv::Mat& src, int out_channels) {
+    cv::Mat dst(src.size(), CV_MAKETYPE(src.depth(), out_channels));
+    dst.setTo(cv::Scalar::all(0));
+    std::memset(dst.data, 0xA5, dst.total() * dst.elemSize());
+    run_node_cpu(node, view_of(src), view_of(dst));
+    return dst;
+}
+
+TEST(CpuSchedules, EveryScheduleGivesTheNaiveResultBitExactly) {
+    const char* filters[] = {"blur:5", "gaussian:7:2", "sobel:mag:3", "color:sepia"};
+    const cv::Size sizes[] = {{1, 1}, {31, 7}, {257, 129}, {33, 40}};
+    unsigned seed = 100;
+    for (const char* filter_text : filters)
+        for (const Depth depth : kDepths)
+            for (const cv::Size size : sizes) {
+                const cv::Mat src = random_image(size.width, size.height, 3, depth, seed++);
+                Node node{parse_filter(filter_text), parse_border("reflect101"), ScheduleSpec{}};
+                const cv::Mat naive = run_poisoned(node, src, 3);
+                for (const ScheduleSpec& schedule : registered_schedules()) {
+                    node.schedule = schedule;
+                    SCOPED_TRACE(std::string(filter_text) + " " + depth_name(depth) + " " + schedule.to_string() +
+                                 " " + std::to_string(size.width) + "x" + std::to_string(size.height));
+                    const cv::Mat got = run_poisoned(node, src, 3);
+                    // memcmp: bit-exact, and NaN poison would compare unequal.
+                    ASSERT_EQ(std::memcmp(got.data, naive.data, got.total() * got.elemSize()), 0);
+                }
+            }
+}
+
+TEST(CpuViews, RoiInputIsFilteredAsAnIsolatedImage) {
+    const cv::Mat big = random_image(300, 200, 3, Depth::u8, 7);
+    const cv::Mat roi = big(cv::Rect(13, 21, 101, 77));  // strided, not contiguous
+    ASSERT_FALSE(roi.isContinuous());
+    for (const char* filter_text : {"blur:9", "gaussian:5", "sobel:mag:3", "color:ycrcb"}) {
+        const Node node{parse_filter(filter_text), Border{}, parse_schedule("column:32")};
+        const auto r = check_against_opencv(node, roi.clone(), run_cpu(node, roi));
+        EXPECT_TRUE(r.ok) << filter_text << ": " << r.where;
+    }
+}
+
+TEST(CpuViews, RoiOutputWritesOnlyItsRectangle) {
+    const cv::Mat src = random_image(64, 48, 1, Depth::u16, 8);
+    cv::Mat canvas(100, 100, CV_16UC1, cv::Scalar(4242));
+    cv::Mat window = canvas(cv::Rect(10, 20, 64, 48));
+    const Node node{parse_filter("gaussian:5"), Border{}, parse_schedule("tile:16x16")};
+    run_node_cpu(node, view_of(src), view_of(window));
+    EXPECT_TRUE(check_against_opencv(node, src, window.clone()).ok);
+    cv::Mat outside = canvas.clone();
+    window = outside(cv::Rect(10, 20, 64, 48));
+    window.setTo(4242);
+    EXPECT_EQ(cv::countNonZero(outside != 4242), 0) << "pixels outside the view changed";
+}
+
+TEST(CpuBorders, BorderIndexEqualsOpenCVAtExtremeCoordinates) {
+    for (int n : {1, 2, 3, 7, 100})
+        for (int p = -3 * n - 5; p <= 4 * n + 5; ++p) {
+            SCOPED_TRACE("p=" + std::to_string(p) + " n=" + std::to_string(n));
+            EXPECT_EQ(border_index<BorderMode::reflect101>(p, n), cv::borderInterpolate(p, n, cv::BORDER_REFLECT_101));
+            EXPECT_EQ(border_index<BorderMode::reflect>(p, n), cv::borderInterpolate(p, n, cv::BORDER_REFLECT));
+            EXPECT_EQ(border_index<BorderMode::replicate>(p, n), cv::borderInterpolate(p, n, cv::BORDER_REPLICATE));
+            EXPECT_EQ(border_index<BorderMode::wrap>(p, n), cv::borderInterpolate(p, n, cv::BORDER_WRAP));
+            EXPECT_EQ(border_index<BorderMode::constant>(p, n), cv::borderInterpolate(p, n, cv::BORDER_CONSTANT));
+        }
+}
+
+TEST(CpuKernels, GaussianWeightsEqualOpenCV) {
+    for (int k : {1, 3, 5, 7, 9, 31})
+        for (double sigma : {0.0, 0.5, 1.2, 3.0}) {
+            const cv::Mat ref = cv::getGaussianKernel(k, sigma, CV_64F);
+            const auto w = gaussian_weights(k, sigma);
+            for (int i = 0; i < k; ++i) EXPECT_NEAR(w[i], ref.at<double>(i), 1e-15) << k << " " << sigma;
+        }
+}
+
+TEST(CpuKernels, SobelKernelsEqualOpenCV) {
+    for (int k : {1, 3, 5, 7}) {
+        cv::Mat kx, ky;
+        cv::getDerivKernels(kx, ky, 1, 0, k, false, CV_32F);
+        const SobelKernels s = sobel_kernels(k);
+        ASSERT_EQ(s.deriv_size, kx.total());
+        ASSERT_EQ(s.smooth_size, ky.total());
+        for (int i = 0; i < s.deriv_size; ++i) EXPECT_EQ(s.deriv[i], kx.at<float>(i)) << k;
+        for (int i = 0; i < s.smooth_size; ++i) EXPECT_EQ(s.smooth[i], ky.at<float>(i)) << k;
+    }
+}
+
+TEST(CpuColor, ColorMatrixNeedsThreeOrFourChannels) {
+    const cv::Mat gray = random_image(5, 5, 1, Depth::u8, 3);
+    const Node nodes[] = {Node{parse_filter("color:sepia"), Border{}, ScheduleSpec{}}};
+    EXPECT_THROW(run_chain(nodes, view_of(gray), RunOptions{}), Error);
+}
+
+TEST(CpuColor, GrayDropsAlphaAndOthersKeepIt) {
+    const cv::Mat src = random_image(9, 4, 4, Depth::u8, 4);
+    const Node gray{parse_filter("color:gray"), Border{}, ScheduleSpec{}};
+    EXPECT_EQ(run_cpu(gray, src).channels(), 1);
+    const Node sepia{parse_filter("color:sepia"), Border{}, ScheduleSpec{}};
+    const cv::Mat out = run_cpu(sepia, src);
+    ASSERT_EQ(out.channels(), 4);
+    std::vector<cv::Mat> a, b;
+    cv::split(out, a);
+    cv::split(src, b);
+    EXPECT_EQ(cv::countNonZero(a[3] != b[3]), 0);
+}
+
+TEST(CpuChain, ChainEqualsComposedReferences) {
+    const cv::Mat src = random_image(120, 90, 3, Depth::u8, 11);
+    const Node nodes[] = {{parse_filter("color:gray"), Border{}, parse_schedule("column:32")},
+                          {parse_filter("gaussian:5"), Border{}, parse_schedule("zigzag:16")},
+                          {parse_filter("sobel:mag:3"), Border{}, parse_schedule("tile:32x8")}};
+    const Image out = run_chain(nodes, view_of(src), RunOptions{});
+    // Stage by stage against OpenCV applied to cbi's previous stage, so the
+    // +-1 tolerance does not compound.
+    cv::Mat stage = src;
+    for (const Node& node : nodes) {
+        const Node one[] = {node};
+        const cv::Mat got = as_mat(run_chain(one, view_of(stage), RunOptions{}).view()).clone();
+        EXPECT_TRUE(check_against_opencv(node, stage, got).ok) << to_string(node.filter);
+        stage = got;
+    }
+    EXPECT_EQ(cv::norm(stage, as_mat(out.view()), cv::NORM_INF), 0.0);
+}
+
+TEST(CpuParse, FilterStringsRoundTripAndBadOnesAreRejected) {
+    for (const char* text : {"blur:9", "gaussian:5", "gaussian:5:1.2", "sobel:x:1", "sobel:mag:7", "color:gray",
+                             "color:sepia", "color:ycrcb"})
+        EXPECT_EQ(to_string(parse_filter(text)), text);
+    for (const char* bad : {"blur:0", "blur:-3", "blur:4", "blur:abc", "blur:", "blur:257", "blur:9.0", "gaussian:3:-1",
+                            "gaussian:3:x", "gaussian:3:1:2", "sobel:z", "sobel:x:2", "sobel:x:9", "color:purple",
+                            "color:1,2,3", "color:1,2,3,4,5,6,7,8,nan", "median:3"})
+        EXPECT_THROW(parse_filter(bad), std::invalid_argument) << bad;
+    for (const char* bad : {"mirror", "constant:x", "reflect:3", ""}) EXPECT_THROW(parse_border(bad), std::invalid_argument) << bad;
+    EXPECT_EQ(parse_border("constant:7").value, 7.0);
+}
+
+// Real photos, the CLI's "done when": cv::blur 9 for every schedule.
+std::vector<fs::path> photos() {
+    std::vector<fs::path> all;
+    for (const fs::path& dir : {fs::path(CBI_SAMPLES_DIR), fs::path(CBI_SHARED_IMAGES_DIR)}) {
+        if (!fs::is_directory(dir)) continue;
+        for (const auto& e : fs::directory_iterator(dir))
+            if (e.path().extension() == ".jpg" || e.path().extension() == ".png") all.push_back(e.path());
+    }
+    std::sort(all.begin(), all.end());
+    return all;
+}
+
+TEST(CpuPhotos, BoxBlur9EqualsOpenCVForEverySchedule) {
+    const cv::Mat photo = cv::imread(std::string(CBI_SAMPLES_DIR) + "/butterfly.jpg", cv::IMREAD_UNCHANGED);
+    ASSERT_FALSE(photo.empty());
+    for (const ScheduleSpec& schedule : registered_schedules()) {
+        const Node node{parse_filter("blur:9"), Border{}, schedule};
+        const auto r = check_against_opencv(node, photo, run_cpu(node, photo));
+        EXPECT_TRUE(r.ok) << schedule.to_string() << ": " << r.where;
+    }
+}
+
+TEST(CpuPhotos, EveryFilterOnEveryPhoto) {
+    const auto all = photos();
+    ASSERT_GE(all.size(), 3u);
+    for (const fs::path& path : all) {
+        const cv::Mat photo = cv::imread(path.string(), cv::IMREAD_UNCHANGED);
+        ASSERT_FALSE(photo.empty()) << path;
+        for (const char* filter_text : kFilters) {
+            const Node node{parse_filter(filter_text), Border{}, parse_schedule("column:32")};
+            const cv::Mat got = run_cpu(node, photo);
+            const auto r = check_against_opencv(node, photo, got);
+            EXPECT_TRUE(r.ok) << path << " " << filter_text << ": " << r.where << " max diff " << r.max_diff;
+        }
+    }
+}
+
+}  // namespace
+}  // namespace cbi

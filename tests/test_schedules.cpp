@@ -1,0 +1,155 @@
+// Schedules: every registered mapping is a bijection onto the pixels, and
+// each family visits pixels in the order its definition states, checked
+// against orders built independently with nested loops.
+#include <gtest/gtest.h>
+
+#include <sstream>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "schedules/registry.hpp"
+
+namespace cbi {
+namespace {
+
+struct Size {
+    int width, height;
+};
+const Size kSizes[] = {{1, 1}, {1, 17}, {17, 1}, {31, 7}, {257, 129}, {1000, 3}, {64, 64}, {33, 2}};
+
+std::vector<std::string> registered_examples() {
+    std::vector<std::string> all;
+    for (const auto& entry : schedule_registry()) {
+        std::istringstream words{std::string(entry.examples)};
+        for (std::string w; words >> w;) all.push_back(w);
+    }
+    return all;
+}
+
+// The visit order a schedule produces: order[i] = y * width + x.
+std::vector<int> visit_order(const ScheduleSpec& spec, int width, int height) {
+    std::vector<int> order(static_cast<std::size_t>(width) * height);
+    with_schedule(spec, [&](auto schedule) {
+        for (std::uint32_t i = 0; i < order.size(); ++i) {
+            const Pixel p = schedule.map(i, width, height);
+            order[i] = p.x >= 0 && p.x < width && p.y >= 0 && p.y < height ? p.y * width + p.x : -1;
+        }
+    });
+    return order;
+}
+
+// Tiles of tw x th in row-major tile order, row-major (or zigzag) inside.
+std::vector<int> loop_order(int width, int height, int tw, int th, bool zigzag) {
+    std::vector<int> order;
+    for (int ty = 0; ty < height; ty += th)
+        for (int tx = 0; tx < width; tx += tw) {
+            const int w = std::min(tw, width - tx), h = std::min(th, height - ty);
+            for (int y = 0; y < h; ++y)
+                for (int k = 0; k < w; ++k) {
+                    const int x = zigzag && (y % 2 == 1) ? w - 1 - k : k;
+                    order.push_back((ty + y) * width + tx + x);
+                }
+        }
+    return order;
+}
+
+TEST(Schedules, EveryRegisteredScheduleIsABijection) {
+    const auto examples = registered_examples();
+    ASSERT_GE(examples.size(), 4u);
+    for (const auto& text : examples) {
+        const ScheduleSpec spec = parse_schedule(text);
+        for (const Size s : kSizes) {
+            SCOPED_TRACE(text + " on " + std::to_string(s.width) + "x" + std::to_string(s.height));
+            const auto order = visit_order(spec, s.width, s.height);
+            std::vector<int> hits(order.size(), 0);
+            for (int p : order) {
+                ASSERT_GE(p, 0) << "mapped outside the image";
+                ++hits[p];
+            }
+            for (std::size_t p = 0; p < hits.size(); ++p) ASSERT_EQ(hits[p], 1) << "pixel " << p;
+        }
+    }
+}
+
+TEST(Schedules, NaiveIsRowMajor) {
+    const auto order = visit_order(parse_schedule("naive"), 31, 7);
+    for (int i = 0; i < 31 * 7; ++i) EXPECT_EQ(order[i], i);
+}
+
+TEST(Schedules, ColumnMatchesStripsTopToBottom) {
+    for (const Size s : kSizes)
+        for (int w : {1, 2, 3, 8, 32, 33, 2000}) {
+            SCOPED_TRACE("column:" + std::to_string(w));
+            EXPECT_EQ(visit_order(parse_schedule("column:" + std::to_string(w)), s.width, s.height),
+                      loop_order(s.width, s.height, w, s.height, false));
+        }
+}
+
+TEST(Schedules, ColumnFollowsThesisListing5) {
+    // Listing 5 verbatim (col_size = height * col_w, min for the last column).
+    const int width = 37, height = 5, col_w = 8;
+    const auto order = visit_order(parse_schedule("column:8"), width, height);
+    for (int tid = 0; tid < width * height; ++tid) {
+        const int col_size = height * col_w;
+        const int col_id = tid / col_size;
+        const int col_tid = tid % col_size;
+        const int col_off = col_id * col_w;
+        const int col_tw = std::min(width - col_id * col_w, col_w);
+        const int x = col_tid % col_tw + col_off, y = col_tid / col_tw;
+        EXPECT_EQ(order[tid], x + y * width) << "tid " << tid;
+    }
+}
+
+TEST(Schedules, ZigzagReversesOddRowsOfEachStrip) {
+    for (const Size s : kSizes)
+        for (int w : {1, 4, 5, 32, 4096}) {
+            SCOPED_TRACE("zigzag:" + std::to_string(w));
+            EXPECT_EQ(visit_order(parse_schedule("zigzag:" + std::to_string(w)), s.width, s.height),
+                      loop_order(s.width, s.height, w, s.height, true));
+        }
+    // A hand-written case: 5x3 image, strips of 3: rows 0 and 2 forwards, row 1 backwards.
+    const std::vector<int> expected = {0, 1, 2, 7, 6, 5, 10, 11, 12, 3, 4, 9, 8, 13, 14};
+    EXPECT_EQ(visit_order(parse_schedule("zigzag:3"), 5, 3), expected);
+}
+
+TEST(Schedules, TileIsRowMajorTilesWithClippedEdges) {
+    for (const Size s : kSizes)
+        for (auto [tw, th] : {std::pair{1, 1}, {4, 3}, {32, 8}, {5000, 2}, {3, 5000}}) {
+            SCOPED_TRACE("tile:" + std::to_string(tw) + "x" + std::to_string(th));
+            EXPECT_EQ(visit_order(parse_schedule("tile:" + std::to_string(tw) + "x" + std::to_string(th)), s.width,
+                                  s.height),
+                      loop_order(s.width, s.height, tw, th, false));
+        }
+}
+
+TEST(Schedules, MalformedStringsListTheValidForms) {
+    for (const char* bad : {"column:0", "column:-3", "column:abc", "column:", "column", "column:3x", "tile:32",
+                            "tile:0x8", "tile:8x0", "tile:x", "zigzag:1.5", "naive:3", "warp", "", "Column:8"}) {
+        SCOPED_TRACE(bad);
+        try {
+            parse_schedule(bad);
+            ADD_FAILURE() << "accepted";
+        } catch (const std::invalid_argument& e) {
+            const std::string what = e.what();
+            EXPECT_NE(what.find("naive, column:W, zigzag:W, tile:WxH"), std::string::npos) << what;
+        }
+    }
+}
+
+TEST(Schedules, ParseAndPrintRoundTrip) {
+    for (const auto& text : registered_examples()) EXPECT_EQ(parse_schedule(text).to_string(), text);
+    EXPECT_EQ(parse_schedule("tile:32x8"), (ScheduleSpec{ScheduleFamily::tile, 32, 8}));
+}
+
+TEST(Schedules, RegistryDescribesEveryEntry) {
+    for (const auto& e : schedule_registry()) {
+        EXPECT_FALSE(e.name.empty());
+        EXPECT_TRUE(e.form.starts_with(e.name)) << e.form;
+        EXPECT_GT(e.description.size(), 10u) << e.name;
+        EXPECT_FALSE(e.examples.empty()) << e.name;
+    }
+}
+
+}  // namespace
+}  // namespace cbi
