@@ -1,0 +1,83 @@
+#pragma once
+// Image file I/O: size-limited decoding and atomic encoding (DESIGN.md
+// section 4). All errors are one line naming the file:
+//   cbi::Error             unreadable, corrupt, truncated, too large, unsupported
+//                          format or depth, failed write (apps: exit 1).
+//
+// Read: the file is read into memory once, its dimensions are taken from the
+// header *before* decoding (PNG, JPEG, TIFF/BigTIFF, BMP, WebP, PNM/PAM/PFM,
+// OpenEXR, Radiance HDR, Sun raster) and images over `max_pixels` are refused
+// without allocating them. Files whose header cbi cannot read are refused
+// rather than handed to a decoder unchecked. Decoding keeps 16-bit samples and
+// alpha (cv::IMREAD_UNCHANGED, so EXIF orientation is not applied). Results
+// are 8u, 16u or 32f with 1, 3 or 4 channels (BGR(A) order); 64-bit and
+// 16-bit float samples are converted to 32f (the only lossy step: doubles are
+// rounded to float); signed/32-bit integer samples and 2-channel images are
+// refused.
+//
+// Write: the format comes from the extension; a depth or channel count the
+// format cannot store exactly is an error (OpenCV itself would silently
+// convert 16u/32f to 8u or drop alpha):
+//   .png                 8u 16u      1 3 4
+//   .jpg .jpeg .jpe      8u          1 3      (lossy, quality 95)
+//   .tif .tiff           8u 16u 32f  1 3 4
+//   .bmp                 8u          1 3
+//   .webp                8u          3 4      (lossless, except that the colour of
+//                                             fully transparent pixels is not kept)
+//   .pgm / .ppm / .pnm   8u 16u      1 / 3 / 1 3
+//   .pfm                 32f         1 3
+//   .exr                 32f         1 3 4
+#include <cstdint>
+#include <filesystem>
+#include <span>
+#include <string>
+#include <vector>
+
+#include <opencv2/core.hpp>
+
+namespace cbi {
+
+inline constexpr std::uint64_t default_max_pixels = std::uint64_t{1} << 28;
+
+// Dimensions read from a file header without decoding.
+struct ImageHeader {
+    const char* format = "";  // "PNG", "JPEG", ...
+    std::uint64_t width = 0;
+    std::uint64_t height = 0;
+};
+
+// Reads the whole file. Errors: missing, dangling symlink, directory, not a
+// regular file (a FIFO does not block), permission denied, empty, over 2 GiB
+// (the decoder's limit), I/O error.
+std::vector<std::uint8_t> read_file(const std::filesystem::path& path);
+
+// The format and dimensions from the header. Throws cbi::Error(subject, ...)
+// for unrecognized formats and malformed headers.
+ImageHeader probe_image(std::span<const std::uint8_t> bytes, const std::string& subject);
+
+// Probes, enforces max_pixels, checks for truncation (PNG IEND, JPEG EOI,
+// WebP RIFF size, binary PNM data size) and decodes. `subject` names the
+// data in errors (usually the path).
+cv::Mat decode_image(std::span<const std::uint8_t> bytes, const std::string& subject,
+                     std::uint64_t max_pixels = default_max_pixels);
+
+// read_file + decode_image.
+cv::Mat read_image(const std::filesystem::path& path, std::uint64_t max_pixels = default_max_pixels);
+
+// Throws cbi::Error naming `out` unless its extension can store an image of
+// this OpenCV type exactly. Cheap: apps call it before doing any work.
+void check_output_format(const std::filesystem::path& out, int cv_type);
+
+// Encodes by extension and writes atomically: a temporary `.cbi-tmp-XXXXXX`
+// in the target directory is written, fsync'ed, closed and renamed over
+// `out`. On any failure the temporary is removed, `out` is untouched and
+// cbi::Error names `out` and the reason. A replaced file keeps its mode;
+// a new one gets 0666 & ~umask. If `out` is a symlink, the link itself is
+// replaced by the new file (its target is not written through).
+void write_image_atomic(const std::filesystem::path& out, const cv::Mat& image);
+
+// True when both paths exist and are the same file (device and inode, after
+// following symlinks), so an output never overwrites an input.
+bool same_file(const std::filesystem::path& a, const std::filesystem::path& b);
+
+}  // namespace cbi

@@ -1,0 +1,626 @@
+// Image file I/O: round trips, header probes, hostile and broken files,
+// atomic writes that fail (DESIGN.md section 4).
+#include "pipeline/image_io.hpp"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <random>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include <gtest/gtest.h>
+#include <opencv2/imgcodecs.hpp>
+
+#include "pipeline/error.hpp"
+
+namespace fs = std::filesystem;
+using cbi::Error;
+
+namespace {
+
+// A fresh directory per test, removed afterwards.
+class TempDir {
+public:
+    TempDir() {
+        std::string templ = (fs::temp_directory_path() / "cbi-io-test-XXXXXX").string();
+        if (!::mkdtemp(templ.data())) throw std::runtime_error("mkdtemp failed");
+        path_ = templ;
+    }
+    ~TempDir() {
+        std::error_code ec;
+        fs::permissions(path_, fs::perms::owner_all, fs::perm_options::add, ec);
+        fs::remove_all(path_, ec);
+    }
+    const fs::path& path() const { return path_; }
+    fs::path operator/(const std::string& name) const { return path_ / name; }
+    std::vector<std::string> names() const {
+        std::vector<std::string> out;
+        for (const auto& e : fs::directory_iterator(path_)) out.push_back(e.path().filename().string());
+        return out;
+    }
+
+private:
+    fs::path path_;
+};
+
+void write_bytes(const fs::path& p, const std::vector<std::uint8_t>& bytes) {
+    std::ofstream f(p, std::ios::binary);
+    f.write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
+}
+
+std::vector<std::uint8_t> encode(const std::string& ext, const cv::Mat& m, const std::vector<int>& params = {}) {
+    std::vector<std::uint8_t> buf;
+    if (!cv::imencode(ext, m, buf, params)) throw std::runtime_error("imencode " + ext + " failed");
+    return buf;
+}
+
+// Random values over the depth's range (floats also negative and > 1, which
+// only exact float formats preserve).
+cv::Mat random_image(int w, int h, int type, unsigned seed) {
+    cv::Mat m(h, w, type);
+    cv::RNG rng(seed);
+    const int d = CV_MAT_DEPTH(type);
+    if (d == CV_8U) rng.fill(m, cv::RNG::UNIFORM, 0, 256);
+    else if (d == CV_16U) rng.fill(m, cv::RNG::UNIFORM, 0, 65536);
+    else rng.fill(m, cv::RNG::UNIFORM, -2.0, 3.0);
+    return m;
+}
+
+// A smooth image for lossy JPEG comparisons.
+cv::Mat gradient_image(int w, int h, int channels) {
+    cv::Mat m(h, w, CV_8UC(channels));
+    for (int y = 0; y < h; ++y)
+        for (int x = 0; x < w; ++x)
+            for (int c = 0; c < channels; ++c) m.ptr<std::uint8_t>(y)[x * channels + c] = static_cast<std::uint8_t>((x * 3 + y * 2 + c * 40) % 256 / 2 + 60);
+    return m;
+}
+
+double max_abs_diff(const cv::Mat& a, const cv::Mat& b) { return cv::norm(a, b, cv::NORM_INF); }
+
+template <class F>
+std::string error_of(F&& f) {
+    try {
+        f();
+    } catch (const Error& e) {
+        return e.what();
+    }
+    return "<no cbi::Error thrown>";
+}
+
+std::uint32_t crc32(const std::uint8_t* p, std::size_t n) {
+    std::uint32_t c = 0xFFFFFFFFu;
+    for (std::size_t i = 0; i < n; ++i) {
+        c ^= p[i];
+        for (int k = 0; k < 8; ++k) c = (c >> 1) ^ (0xEDB88320u & (0u - (c & 1u)));
+    }
+    return ~c;
+}
+
+void put_be32(std::vector<std::uint8_t>& v, std::uint32_t x) {
+    for (int s = 24; s >= 0; s -= 8) v.push_back(static_cast<std::uint8_t>(x >> s));
+}
+
+// Signature + a valid IHDR chunk (correct CRC) claiming w x h, 8-bit RGB,
+// + a tiny IDAT and IEND, so only the size is wrong.
+std::vector<std::uint8_t> png_claiming(std::uint32_t w, std::uint32_t h) {
+    std::vector<std::uint8_t> v = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1a, '\n'};
+    auto chunk = [&](const char* type, const std::vector<std::uint8_t>& data) {
+        put_be32(v, static_cast<std::uint32_t>(data.size()));
+        std::vector<std::uint8_t> td(type, type + 4);
+        td.insert(td.end(), data.begin(), data.end());
+        v.insert(v.end(), td.begin(), td.end());
+        put_be32(v, crc32(td.data(), td.size()));
+    };
+    std::vector<std::uint8_t> ihdr;
+    put_be32(ihdr, w);
+    put_be32(ihdr, h);
+    ihdr.insert(ihdr.end(), {8, 2, 0, 0, 0});
+    chunk("IHDR", ihdr);
+    chunk("IDAT", {0x78, 0x9c, 0x03, 0x00, 0x00, 0x00, 0x00, 0x01});
+    chunk("IEND", {});
+    return v;
+}
+
+std::string shared_images_dir() { return CBI_SHARED_IMAGES_DIR; }
+
+std::string type_name(int type) {
+    const int d = CV_MAT_DEPTH(type);
+    return std::string(d == CV_8U ? "8u" : d == CV_16U ? "16u" : "32f") + "c" + std::to_string(CV_MAT_CN(type));
+}
+
+}  // namespace
+
+// ------------------------------------------------------------ round trips
+
+// Extension x type: supported pairs must round-trip (exactly, or within JPEG
+// loss); unsupported pairs must be refused with a message naming the file.
+struct Format {
+    const char* ext;
+    bool lossless;
+};
+
+class RoundTrip : public ::testing::TestWithParam<std::tuple<Format, int>> {};
+
+TEST_P(RoundTrip, WritesAndReadsBack) {
+    const auto [fmt, type] = GetParam();
+    TempDir dir;
+    const fs::path out = dir / (std::string("img") + fmt.ext);
+    cv::Mat src = fmt.lossless ? random_image(37, 23, type, 7u + type) : gradient_image(37, 23, CV_MAT_CN(type));
+    if (std::string(fmt.ext) == ".webp" && src.type() == CV_8UC4) {
+        // WebP drops the colour of fully transparent pixels (documented): keep alpha >= 1.
+        for (auto it = src.begin<cv::Vec4b>(); it != src.end<cv::Vec4b>(); ++it) (*it)[3] = std::max<std::uint8_t>((*it)[3], 1);
+    }
+
+    bool supported = true;
+    try {
+        cbi::check_output_format(out, src.type());
+    } catch (const Error& e) {
+        supported = false;
+        EXPECT_NE(std::string(e.what()).find(out.string()), std::string::npos) << e.what();
+        EXPECT_NE(std::string(e.what()).find("cannot store"), std::string::npos) << e.what();
+        // write_image_atomic refuses the same way and creates nothing.
+        EXPECT_EQ(error_of([&] { cbi::write_image_atomic(out, src); }), std::string(e.what()));
+        EXPECT_TRUE(dir.names().empty());
+    }
+    if (!supported) return;
+
+    cbi::write_image_atomic(out, src);
+    EXPECT_EQ(dir.names(), std::vector<std::string>{out.filename().string()});  // no temporaries left
+    const cv::Mat back = cbi::read_image(out);
+    ASSERT_EQ(back.type(), src.type()) << cv::typeToString(back.type());
+    ASSERT_EQ(back.size(), src.size());
+    if (fmt.lossless) {
+        EXPECT_EQ(max_abs_diff(back, src), 0.0);
+    } else {
+        EXPECT_LE(max_abs_diff(back, src), 12.0);  // JPEG quality 95 on a smooth image
+        EXPECT_LT(cv::norm(back, src, cv::NORM_L1) / static_cast<double>(src.total() * src.channels()), 2.0);
+    }
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Formats, RoundTrip,
+    ::testing::Combine(::testing::Values(Format{".png", true}, Format{".tiff", true}, Format{".tif", true},
+                                         Format{".jpg", false}, Format{".bmp", true}, Format{".webp", true},
+                                         Format{".pgm", true}, Format{".ppm", true}, Format{".pfm", true},
+                                         Format{".exr", true}),
+                       ::testing::Values(CV_8UC1, CV_8UC3, CV_8UC4, CV_16UC1, CV_16UC3, CV_16UC4, CV_32FC1, CV_32FC3,
+                                         CV_32FC4)),
+    [](const auto& info) {
+        std::string e = std::get<0>(info.param).ext + 1;
+        return e + "_" + type_name(std::get<1>(info.param));
+    });
+
+TEST(ImageIo, SupportMatrixIsWhatTheHeaderDocuments) {
+    auto ok = [](const char* name, int type) {
+        try {
+            cbi::check_output_format(name, type);
+            return true;
+        } catch (const Error&) {
+            return false;
+        }
+    };
+    EXPECT_TRUE(ok("a.png", CV_16UC4));
+    EXPECT_FALSE(ok("a.png", CV_32FC3));
+    EXPECT_TRUE(ok("a.TIFF", CV_32FC4));  // extension case does not matter
+    EXPECT_TRUE(ok("a.jpeg", CV_8UC3));
+    EXPECT_FALSE(ok("a.jpg", CV_16UC3));
+    EXPECT_FALSE(ok("a.jpg", CV_8UC4));
+    EXPECT_TRUE(ok("a.exr", CV_32FC4));
+    EXPECT_FALSE(ok("a.webp", CV_8UC1));
+    EXPECT_FALSE(ok("a.png", CV_16SC1));
+}
+
+TEST(ImageIo, WriteErrorsNameThePathAndSuggestAFormat) {
+    TempDir dir;
+    const cv::Mat f32 = random_image(8, 8, CV_32FC3, 1);
+    const std::string png = error_of([&] { cbi::write_image_atomic(dir / "f.png", f32); });
+    EXPECT_NE(png.find((dir / "f.png").string() + ": PNG cannot store 32-bit float images"), std::string::npos) << png;
+    EXPECT_NE(png.find(".tiff"), std::string::npos) << png;
+
+    const std::string jpg = error_of([&] { cbi::write_image_atomic(dir / "g.jpg", random_image(8, 8, CV_16UC1, 2)); });
+    EXPECT_NE(jpg.find("g.jpg: JPEG cannot store 16-bit images"), std::string::npos) << jpg;
+
+    const std::string unknown = error_of([&] { cbi::write_image_atomic(dir / "h.xyz", f32); });
+    EXPECT_NE(unknown.find("h.xyz: unknown image extension '.xyz'"), std::string::npos) << unknown;
+    const std::string none = error_of([&] { cbi::write_image_atomic(dir / "noext", f32); });
+    EXPECT_NE(none.find("noext: no file extension"), std::string::npos) << none;
+
+    const std::string empty = error_of([&] { cbi::write_image_atomic(dir / "e.png", cv::Mat()); });
+    EXPECT_NE(empty.find("e.png: cannot write an empty image"), std::string::npos) << empty;
+    EXPECT_TRUE(dir.names().empty());
+}
+
+// ------------------------------------------------------------ real photos
+
+TEST(ImageIo, ReadsRealPhotosLikeOpenCv) {
+    std::vector<fs::path> files;
+    for (const std::string& d : {std::string(CBI_SAMPLES_DIR), shared_images_dir()}) {
+        if (!fs::is_directory(d)) continue;
+        for (const auto& e : fs::directory_iterator(d)) {
+            const std::string ext = e.path().extension().string();
+            if (ext == ".jpg" || ext == ".png" || ext == ".tif" || ext == ".tiff") files.push_back(e.path());
+        }
+    }
+    if (files.empty()) GTEST_SKIP() << "no photos in " << CBI_SAMPLES_DIR << " or " << shared_images_dir();
+    for (const auto& f : files) {
+        SCOPED_TRACE(f.string());
+        const cv::Mat ours = cbi::read_image(f);
+        const cv::Mat ref = cv::imread(f.string(), cv::IMREAD_UNCHANGED);
+        ASSERT_FALSE(ref.empty());
+        ASSERT_EQ(ours.type(), ref.type());
+        ASSERT_EQ(ours.size(), ref.size());
+        EXPECT_EQ(max_abs_diff(ours, ref), 0.0);
+        // The probe agrees with the decoder.
+        const auto bytes = cbi::read_file(f);
+        const cbi::ImageHeader h = cbi::probe_image(bytes, f.string());
+        EXPECT_EQ(h.width, static_cast<std::uint64_t>(ref.cols));
+        EXPECT_EQ(h.height, static_cast<std::uint64_t>(ref.rows));
+    }
+}
+
+// ------------------------------------------------------------ header probes
+
+TEST(ImageIo, ProbeReadsEveryFormatsHeader) {
+    const cv::Mat rgb = random_image(53, 29, CV_8UC3, 3);
+    cv::Mat f32;
+    rgb.convertTo(f32, CV_32F, 1 / 255.0);
+    cv::Mat rgba;
+    cv::Mat channels[] = {rgb, rgb};
+    const int from_to[] = {0, 0, 1, 1, 2, 2, 3, 3};
+    rgba.create(rgb.size(), CV_8UC4);
+    cv::mixChannels(channels, 2, &rgba, 1, from_to, 4);
+    struct Case {
+        const char* ext;
+        cv::Mat image;
+        std::vector<int> params;
+        const char* format;
+    };
+    const std::vector<Case> cases = {
+        {".png", rgb, {}, "PNG"},
+        {".jpg", rgb, {}, "JPEG"},
+        {".jpg", rgb, {cv::IMWRITE_JPEG_PROGRESSIVE, 1}, "JPEG"},
+        {".tiff", rgb, {}, "TIFF"},
+        {".bmp", rgb, {}, "BMP"},
+        {".webp", rgb, {}, "WebP"},                              // lossless: VP8L
+        {".webp", rgb, {cv::IMWRITE_WEBP_QUALITY, 80}, "WebP"},  // lossy: VP8
+        {".webp", rgba, {cv::IMWRITE_WEBP_QUALITY, 80}, "WebP"}, // lossy with alpha: VP8X
+        {".ppm", rgb, {}, "PNM"},
+        {".pgm", random_image(53, 29, CV_8UC1, 4), {cv::IMWRITE_PXM_BINARY, 0}, "PNM"},  // ASCII P2
+        {".pam", rgb, {}, "PAM"},
+        {".pfm", f32, {}, "PFM"},
+        {".exr", f32, {}, "OpenEXR"},
+        {".hdr", f32, {}, "Radiance HDR"},
+        {".ras", rgb, {}, "Sun raster"},
+    };
+    for (const auto& c : cases) {
+        SCOPED_TRACE(std::string(c.ext) + " params " + std::to_string(c.params.size()));
+        const auto bytes = encode(c.ext, c.image, c.params);
+        const cbi::ImageHeader h = cbi::probe_image(bytes, "mem");
+        EXPECT_STREQ(h.format, c.format);
+        EXPECT_EQ(h.width, 53u);
+        EXPECT_EQ(h.height, 29u);
+        const cv::Mat back = cbi::decode_image(bytes, "mem");
+        EXPECT_EQ(back.cols, 53);
+        EXPECT_EQ(back.rows, 29);
+    }
+}
+
+TEST(ImageIo, ProbeReadsBigTiff) {
+    // Little-endian BigTIFF: header (16 bytes), IFD at 16 with 2 entries:
+    // ImageWidth LONG8 = 70000, ImageLength LONG = 50000.
+    std::vector<std::uint8_t> b = {'I', 'I', 43, 0, 8, 0, 0, 0, 16, 0, 0, 0, 0, 0, 0, 0};
+    auto le = [&](std::uint64_t v, int n) {
+        for (int i = 0; i < n; ++i) b.push_back(static_cast<std::uint8_t>(v >> (8 * i)));
+    };
+    le(2, 8);
+    le(256, 2), le(16, 2), le(1, 8), le(70000, 8);
+    le(257, 2), le(4, 2), le(1, 8), le(50000, 8);
+    le(0, 8);
+    const cbi::ImageHeader h = cbi::probe_image(b, "big.tif");
+    EXPECT_STREQ(h.format, "TIFF");
+    EXPECT_EQ(h.width, 70000u);
+    EXPECT_EQ(h.height, 50000u);
+    const std::string e = error_of([&] { cbi::decode_image(b, "big.tif"); });
+    EXPECT_NE(e.find("big.tif: image is 70000x50000 = 3500000000 pixels, larger than --max-pixels 268435456"),
+              std::string::npos) << e;
+}
+
+// ------------------------------------------------------------ hostile input
+
+TEST(ImageIo, RefusesDecompressionBombBeforeDecoding) {
+    TempDir dir;
+    const fs::path p = dir / "bomb.png";
+    write_bytes(p, png_claiming(100000, 100000));
+    // The header is valid PNG: the probe sees the claimed size.
+    const auto bytes = cbi::read_file(p);
+    EXPECT_EQ(cbi::probe_image(bytes, p.string()).width, 100000u);
+    // A 3e10-byte allocation would fail or take seconds; the refusal is immediate.
+    const std::string e = error_of([&] { cbi::read_image(p); });
+    EXPECT_EQ(e, p.string() + ": image is 100000x100000 = 10000000000 pixels, larger than --max-pixels 268435456");
+    // With our limit lifted, OpenCV's own limit (2^30 pixels) still refuses it
+    // before allocating, and the message says which limit.
+    const std::string cv_limit = error_of([&] { cbi::read_image(p, std::uint64_t{1} << 40); });
+    EXPECT_EQ(cv_limit.rfind(p.string() + ": image is 100000x100000, over OpenCV's decoder limits", 0), 0u) << cv_limit;
+    // The limit is the caller's: a smaller one refuses a normal image too.
+    const fs::path small = dir / "small.png";
+    write_bytes(small, encode(".png", random_image(20, 10, CV_8UC1, 5)));
+    EXPECT_EQ(cbi::read_image(small, 200).total(), 200u);
+    EXPECT_NE(error_of([&] { cbi::read_image(small, 199); }).find("image is 20x10 = 200 pixels, larger than --max-pixels 199"),
+              std::string::npos);
+}
+
+TEST(ImageIo, RefusesHugeJpegFrameBeforeDecoding) {
+    auto jpg = encode(".jpg", gradient_image(16, 16, 3));
+    // Patch the SOF0 frame size to 60000x60000.
+    for (std::size_t i = 2; i + 9 < jpg.size(); ++i)
+        if (jpg[i] == 0xFF && jpg[i + 1] == 0xC0) {
+            jpg[i + 5] = jpg[i + 7] = 0xEA;
+            jpg[i + 6] = jpg[i + 8] = 0x60;
+            break;
+        }
+    const std::string e = error_of([&] { cbi::decode_image(jpg, "huge.jpg"); });
+    EXPECT_NE(e.find("huge.jpg: image is 60000x60000 = 3600000000 pixels"), std::string::npos) << e;
+}
+
+TEST(ImageIo, MissingEmptyAndNonFiles) {
+    TempDir dir;
+    const fs::path missing = dir / "missing.png";
+    EXPECT_EQ(error_of([&] { cbi::read_image(missing); }), missing.string() + ": no such file");
+
+    const fs::path empty = dir / "empty.png";
+    write_bytes(empty, {});
+    EXPECT_EQ(error_of([&] { cbi::read_image(empty); }), empty.string() + ": empty file (0 bytes)");
+
+    const fs::path d = dir / "x.png";
+    fs::create_directory(d);
+    EXPECT_EQ(error_of([&] { cbi::read_image(d); }), d.string() + ": is a directory, not an image file");
+
+    const fs::path link = dir / "dangling.jpg";
+    fs::create_symlink(dir / "nowhere.jpg", link);
+    EXPECT_EQ(error_of([&] { cbi::read_image(link); }), link.string() + ": dangling symbolic link (its target does not exist)");
+
+    // A FIFO must be refused, not block the reader forever.
+    const fs::path fifo = dir / "fifo.png";
+    ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+    EXPECT_EQ(error_of([&] { cbi::read_image(fifo); }), fifo.string() + ": not a regular file");
+}
+
+TEST(ImageIo, UnreadableFile) {
+    TempDir dir;
+    ASSERT_EQ(::chmod(dir.path().c_str(), 0755), 0);  // others may look up the name
+    const fs::path p = dir / "secret.png";
+    write_bytes(p, encode(".png", random_image(4, 4, CV_8UC1, 6)));
+    ASSERT_EQ(::chmod(p.c_str(), 0), 0);
+    const std::string expected = p.string() + ": permission denied";
+    if (::geteuid() != 0) {
+        EXPECT_EQ(error_of([&] { cbi::read_image(p); }), expected);
+        return;
+    }
+    // Root reads mode-000 files anyway (CAP_DAC_OVERRIDE): check in a child
+    // that drops to nobody (65534).
+    const pid_t pid = ::fork();
+    ASSERT_GE(pid, 0);
+    if (pid == 0) {
+        if (::setgid(65534) != 0 || ::setuid(65534) != 0) ::_exit(77);
+        ::_exit(error_of([&] { cbi::read_image(p); }) == expected ? 0 : 1);
+    }
+    int status = 0;
+    ASSERT_EQ(::waitpid(pid, &status, 0), pid);
+    ASSERT_TRUE(WIFEXITED(status));
+    if (WEXITSTATUS(status) == 77) GTEST_SKIP() << "running as root and cannot drop to uid 65534: mode 000 does not stop root";
+    EXPECT_EQ(WEXITSTATUS(status), 0) << "expected '" << expected << "' in the unprivileged child";
+}
+
+TEST(ImageIo, GarbageIsNotAnImage) {
+    TempDir dir;
+    const fs::path random = dir / "random.png";
+    std::vector<std::uint8_t> noise(4096);
+    std::mt19937 rng(42);
+    for (auto& b : noise) b = static_cast<std::uint8_t>(rng());
+    noise[0] = 0x00;  // make sure it does not start with a real signature by chance
+    write_bytes(random, noise);
+    EXPECT_NE(error_of([&] { cbi::read_image(random); }).find(random.string() + ": not a recognized image format"),
+              std::string::npos);
+
+    const fs::path text = dir / "notes.jpg";
+    const std::string words = "this is a text file, not a JPEG\n";
+    write_bytes(text, std::vector<std::uint8_t>(words.begin(), words.end()));
+    EXPECT_NE(error_of([&] { cbi::read_image(text); }).find(text.string() + ": not a recognized image format"),
+              std::string::npos);
+}
+
+TEST(ImageIo, CorruptDataAfterAValidHeader) {
+    // A real PNG whose compressed data is overwritten: header and IEND intact.
+    auto png = encode(".png", random_image(64, 64, CV_8UC3, 8));
+    std::size_t idat = 0;
+    for (std::size_t i = 8; i + 8 < png.size() && !idat; i += 12 + ((png[i] << 24) | (png[i + 1] << 16) | (png[i + 2] << 8) | png[i + 3]))
+        if (std::memcmp(&png[i + 4], "IDAT", 4) == 0) idat = i;
+    ASSERT_GT(idat, 0u);
+    for (std::size_t i = idat + 8 + 2; i < idat + 8 + 200; ++i) png[i] ^= 0x5A;  // zlib stream, chunk lengths intact
+    const std::string e = error_of([&] { cbi::decode_image(png, "bad.png"); });
+    EXPECT_EQ(e, "bad.png: corrupt or unsupported image data (PNG)");
+}
+
+TEST(ImageIo, TruncatedPngAndJpeg) {
+    TempDir dir;
+    const std::string photo = shared_images_dir() + "/fruits.jpg";
+    std::vector<std::uint8_t> jpg = fs::exists(photo) ? cbi::read_file(photo) : encode(".jpg", gradient_image(300, 200, 3));
+    std::vector<std::uint8_t> png = encode(".png", random_image(120, 80, CV_16UC3, 9));
+
+    for (double frac : {0.3, 0.9, 0.999}) {
+        SCOPED_TRACE(frac);
+        const fs::path cut_jpg = dir / "cut.jpg";
+        write_bytes(cut_jpg, std::vector<std::uint8_t>(jpg.begin(), jpg.begin() + static_cast<long>(jpg.size() * frac)));
+        EXPECT_EQ(error_of([&] { cbi::read_image(cut_jpg); }), cut_jpg.string() + ": truncated JPEG data (no end-of-image marker)");
+
+        const fs::path cut_png = dir / "cut.png";
+        write_bytes(cut_png, std::vector<std::uint8_t>(png.begin(), png.begin() + static_cast<long>(png.size() * frac)));
+        EXPECT_EQ(error_of([&] { cbi::read_image(cut_png); }), cut_png.string() + ": truncated PNG data (no IEND chunk)");
+    }
+    // Cut inside the header: still a one-line error naming the file.
+    const std::vector<std::uint8_t> head(png.begin(), png.begin() + 16);
+    EXPECT_EQ(error_of([&] { cbi::decode_image(head, "head.png"); }), "head.png: PNG header is incomplete or has no IHDR chunk");
+
+    // Progressive JPEG (several scans) cut between scans.
+    const auto prog = encode(".jpg", gradient_image(200, 120, 3), {cv::IMWRITE_JPEG_PROGRESSIVE, 1});
+    EXPECT_EQ(cbi::decode_image(prog, "p.jpg").cols, 200);
+    const std::vector<std::uint8_t> prog_cut(prog.begin(), prog.begin() + static_cast<long>(prog.size() * 0.6));
+    EXPECT_EQ(error_of([&] { cbi::decode_image(prog_cut, "p.jpg"); }), "p.jpg: truncated JPEG data (no end-of-image marker)");
+
+    // Bytes after EOI (camera trailers, padding) are fine.
+    std::vector<std::uint8_t> padded = jpg;
+    padded.insert(padded.end(), 100, 0x00);
+    EXPECT_FALSE(cbi::decode_image(padded, "padded.jpg").empty());
+}
+
+TEST(ImageIo, EveryPrefixFailsWithAOneLineError) {
+    // Cut files at every length inside the header (the probes' territory) and
+    // at intervals after it: only cbi::Error may come out, one line, naming
+    // the subject; formats with a truncation check never decode a prefix.
+    const cv::Mat rgb = random_image(23, 11, CV_8UC3, 15);
+    cv::Mat f32;
+    rgb.convertTo(f32, CV_32F, 1 / 255.0);
+    const std::vector<std::pair<const char*, cv::Mat>> cases = {
+        {".png", rgb}, {".jpg", rgb}, {".webp", rgb}, {".ppm", rgb}, {".tiff", rgb}, {".bmp", rgb}, {".pfm", f32}};
+    for (const auto& [ext, img] : cases) {
+        const auto full = encode(ext, img);
+        const bool checked = std::string(ext) != ".tiff" && std::string(ext) != ".bmp" && std::string(ext) != ".pfm";
+        for (std::size_t n = 1; n < full.size(); n += (n < 400 || n + 70 > full.size() ? 1 : 61)) {
+            SCOPED_TRACE(std::string(ext) + " cut at " + std::to_string(n) + " of " + std::to_string(full.size()));
+            const std::vector<std::uint8_t> cut(full.begin(), full.begin() + static_cast<long>(n));
+            try {
+                const cv::Mat m = cbi::decode_image(cut, "cut");
+                EXPECT_FALSE(checked) << "a prefix decoded";
+                EXPECT_EQ(m.size(), img.size());
+            } catch (const Error& e) {
+                const std::string msg = e.what();
+                EXPECT_EQ(msg.rfind("cut: ", 0), 0u) << msg;
+                EXPECT_EQ(msg.find('\n'), std::string::npos) << msg;
+            }
+        }
+    }
+}
+
+TEST(ImageIo, TruncatedWebpAndPnm) {
+    const auto webp = encode(".webp", gradient_image(64, 64, 3));
+    const std::vector<std::uint8_t> webp_cut(webp.begin(), webp.begin() + static_cast<long>(webp.size() / 2));
+    EXPECT_EQ(error_of([&] { cbi::decode_image(webp_cut, "a.webp"); }), "a.webp: truncated WebP data (shorter than its RIFF size)");
+    const auto ppm = encode(".ppm", random_image(64, 64, CV_16UC3, 10));
+    const std::vector<std::uint8_t> ppm_cut(ppm.begin(), ppm.end() - 1);
+    EXPECT_EQ(error_of([&] { cbi::decode_image(ppm_cut, "a.ppm"); }), "a.ppm: truncated PNM data");
+    EXPECT_EQ(max_abs_diff(cbi::decode_image(ppm, "a.ppm"), cv::imdecode(ppm, cv::IMREAD_UNCHANGED)), 0.0);
+}
+
+TEST(ImageIo, SampleTypesCbiDoesNotSupport) {
+    // TIFF can hold signed and double samples; OpenCV returns them as such.
+    const cv::Mat s16 = random_image(9, 7, CV_16SC1, 11);
+    EXPECT_EQ(error_of([&] { cbi::decode_image(encode(".tiff", s16), "s.tif"); }),
+              "s.tif: unsupported sample type CV_16SC1 (cbi supports 8-bit unsigned, 16-bit unsigned and 32-bit float)");
+    // Doubles are converted to float (documented).
+    cv::Mat f64(7, 9, CV_64FC1);
+    cv::randu(f64, -1.0, 1.0);
+    const cv::Mat back = cbi::decode_image(encode(".tiff", f64), "d.tif");
+    ASSERT_EQ(back.type(), CV_32FC1);
+    cv::Mat expect;
+    f64.convertTo(expect, CV_32F);
+    EXPECT_EQ(max_abs_diff(back, expect), 0.0);
+}
+
+// ------------------------------------------------------------ atomic writes
+
+TEST(ImageIo, WriteReplacesExistingOutputAndKeepsItsMode) {
+    TempDir dir;
+    const fs::path out = dir / "out.png";
+    write_bytes(out, {'o', 'l', 'd'});
+    ASSERT_EQ(::chmod(out.c_str(), 0640), 0);
+    const cv::Mat img = random_image(10, 6, CV_16UC4, 12);
+    cbi::write_image_atomic(out, img);
+    EXPECT_EQ(max_abs_diff(cbi::read_image(out), img), 0.0);
+    struct stat st;
+    ASSERT_EQ(::stat(out.c_str(), &st), 0);
+    EXPECT_EQ(st.st_mode & 07777, 0640u);
+    EXPECT_EQ(dir.names(), std::vector<std::string>{"out.png"});
+
+    // A path without a directory part writes into the current directory.
+    const fs::path cwd = fs::current_path();
+    fs::current_path(dir.path());
+    cbi::write_image_atomic("rel.png", img);
+    fs::current_path(cwd);
+    EXPECT_EQ(max_abs_diff(cbi::read_image(dir / "rel.png"), img), 0.0);
+}
+
+TEST(ImageIo, FailedWriteLeavesNothingAndKeepsTheOldFile) {
+    TempDir dir;
+    const cv::Mat img = random_image(16, 16, CV_8UC3, 13);
+    const fs::path nodir = dir / "no" / "such" / "dir" / "out.png";
+    const std::string e = error_of([&] { cbi::write_image_atomic(nodir, img); });
+    EXPECT_EQ(e.rfind(nodir.string() + ": cannot create a temporary file in ", 0), 0u) << e;
+    EXPECT_NE(e.find("No such file or directory"), std::string::npos) << e;
+
+    // The output is a directory: refused, directory untouched.
+    const fs::path d = dir / "d.png";
+    fs::create_directory(d);
+    EXPECT_EQ(error_of([&] { cbi::write_image_atomic(d, img); }), d.string() + ": is a directory");
+    EXPECT_TRUE(fs::is_directory(d));
+    EXPECT_EQ(dir.names(), std::vector<std::string>{"d.png"});
+}
+
+TEST(ImageIo, DiskFullWriteLeavesNoPartialFile) {
+    // RLIMIT_FSIZE in a child stands in for a full disk: write() fails with
+    // EFBIG once the file reaches the limit (SIGXFSZ ignored, as a real
+    // caller's default would kill it). The old output must survive.
+    TempDir dir;
+    const fs::path out = dir / "big.tiff";
+    write_bytes(out, {'o', 'l', 'd'});
+    const cv::Mat img = random_image(512, 512, CV_32FC4, 14);  // 4 MiB of incompressible samples
+    const pid_t pid = ::fork();
+    ASSERT_GE(pid, 0);
+    if (pid == 0) {
+        ::signal(SIGXFSZ, SIG_IGN);
+        const rlimit lim{65536, 65536};
+        ::setrlimit(RLIMIT_FSIZE, &lim);
+        int code = 3;
+        try {
+            cbi::write_image_atomic(out, img);
+            code = 1;  // should not succeed
+        } catch (const Error& e) {
+            const std::string m = e.what();
+            code = m.rfind(out.string() + ": write failed: File too large", 0) == 0 ? 0 : 2;
+        } catch (...) {
+        }
+        ::_exit(code);
+    }
+    int status = 0;
+    ASSERT_EQ(::waitpid(pid, &status, 0), pid);
+    ASSERT_TRUE(WIFEXITED(status)) << "child died with signal " << WTERMSIG(status);
+    EXPECT_EQ(WEXITSTATUS(status), 0) << "1: write succeeded, 2: wrong message, 3: other exception";
+    EXPECT_EQ(dir.names(), std::vector<std::string>{"big.tiff"});  // no .cbi-tmp-* left
+    EXPECT_EQ(fs::file_size(out), 3u);                              // old content intact
+}
+
+// ------------------------------------------------------------ same_file
+
+TEST(ImageIo, SameFileComparesDeviceAndInode) {
+    TempDir dir;
+    const fs::path a = dir / "a.png", b = dir / "b.png";
+    write_bytes(a, {1});
+    write_bytes(b, {1});
+    EXPECT_TRUE(cbi::same_file(a, a));
+    EXPECT_TRUE(cbi::same_file(a, dir.path() / "." / "a.png"));
+    EXPECT_FALSE(cbi::same_file(a, b));  // equal contents, different files
+    fs::create_hard_link(a, dir / "hard.png");
+    EXPECT_TRUE(cbi::same_file(a, dir / "hard.png"));
+    fs::create_symlink(a, dir / "soft.png");
+    EXPECT_TRUE(cbi::same_file(dir / "soft.png", a));
+    EXPECT_FALSE(cbi::same_file(a, dir / "missing.png"));
+    EXPECT_FALSE(cbi::same_file(dir / "missing.png", dir / "missing.png"));
+}
