@@ -1,0 +1,13 @@
+#pragma once
+// CUDA backend: one kernel per (filter, depth, border, schedule family);
+// thread i computes the pixel schedule.map(i, w, h). Views point to device
+// memory. Enqueues on `stream`; does not synchronise.
+#include <cuda_runtime_api.h>
+
+#include "filters/filter.hpp"
+
+namespace cbi {
+
+void run_node_cuda(const Node& node, const ImageView& src, const ImageView& dst, cudaStream_t stream, int block);
+
+}  // namespace cbi

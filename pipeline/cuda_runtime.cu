@@ -1,0 +1,176 @@
+#include "pipeline/cuda_runtime.hpp"
+
+#include <cstring>
+#include <map>
+#include <mutex>
+#include <utility>
+#include <vector>
+
+#include "filters/cuda_backend.hpp"
+#include "pipeline/error.hpp"
+
+namespace cbi {
+namespace {
+
+// Errors after which the CUDA context is unusable for the process.
+bool is_sticky(cudaError_t e) {
+    switch (e) {
+        case cudaErrorIllegalAddress:
+        case cudaErrorLaunchFailure:
+        case cudaErrorHardwareStackError:
+        case cudaErrorIllegalInstruction:
+        case cudaErrorMisalignedAddress:
+        case cudaErrorInvalidAddressSpace:
+        case cudaErrorInvalidPc:
+        case cudaErrorAssert:
+        case cudaErrorLaunchTimeout:
+        case cudaErrorECCUncorrectable:
+            return true;
+        default:
+            return false;
+    }
+}
+
+std::mutex poisoned_mutex;
+std::map<int, std::string> poisoned;  // device -> the error that poisoned it
+thread_local int current_device = 0;
+
+}  // namespace
+
+void cuda_check(cudaError_t status, const std::string& operation, const char* file, int line) {
+    if (status == cudaSuccess) return;
+    std::string message = std::string(cudaGetErrorName(status)) + ": " + cudaGetErrorString(status);
+    if (is_sticky(status)) {
+        std::lock_guard lock(poisoned_mutex);
+        poisoned.emplace(current_device, operation + ": " + message);
+        message += " (the device is unusable for the rest of this process)";
+    } else {
+        cudaGetLastError();  // clear a recoverable error so it is not reported again
+    }
+    const char* base = std::strrchr(file, '/');
+    throw Error("CUDA " + operation, message + " [" + (base ? base + 1 : file) + ":" + std::to_string(line) + "]");
+}
+
+int cuda_device_count(std::string& why) {
+    int count = 0;
+    const cudaError_t status = cudaGetDeviceCount(&count);
+    if (status != cudaSuccess) {
+        why = std::string(cudaGetErrorName(status)) + ": " + cudaGetErrorString(status);
+        cudaGetLastError();
+        return 0;
+    }
+    if (count == 0) why = "no CUDA device found";
+    return count;
+}
+
+void use_device(int device) {
+    {
+        std::lock_guard lock(poisoned_mutex);
+        if (auto it = poisoned.find(device); it != poisoned.end())
+            throw Error("CUDA device " + std::to_string(device), "unusable after an earlier error: " + it->second);
+    }
+    current_device = device;
+    CBI_CUDA_CHECK(cudaSetDevice(device), "cudaSetDevice(" + std::to_string(device) + ")");
+}
+
+DeviceBuffer::DeviceBuffer(std::size_t bytes) : bytes_(bytes) {
+    void* p = nullptr;
+    const cudaError_t status = cudaMalloc(&p, bytes);
+    if (status == cudaErrorMemoryAllocation) {
+        cudaGetLastError();
+        throw Error("CUDA cudaMalloc", "out of device memory allocating " + std::to_string(bytes) + " bytes");
+    }
+    CBI_CUDA_CHECK(status, "cudaMalloc(" + std::to_string(bytes) + " bytes)");
+    data_ = static_cast<std::byte*>(p);
+}
+DeviceBuffer::DeviceBuffer(DeviceBuffer&& o) noexcept
+    : data_(std::exchange(o.data_, nullptr)), bytes_(std::exchange(o.bytes_, 0)) {}
+DeviceBuffer& DeviceBuffer::operator=(DeviceBuffer&& o) noexcept {
+    std::swap(data_, o.data_);
+    std::swap(bytes_, o.bytes_);
+    return *this;
+}
+DeviceBuffer::~DeviceBuffer() {
+    if (data_) cudaFree(data_);  // a destructor cannot throw; errors resurface at the next checked call
+}
+
+PinnedBuffer::PinnedBuffer(std::size_t bytes) : bytes_(bytes) {
+    void* p = nullptr;
+    const cudaError_t status = cudaMallocHost(&p, bytes);
+    if (status == cudaErrorMemoryAllocation) {
+        cudaGetLastError();
+        throw Error("CUDA cudaMallocHost", "out of pinned host memory allocating " + std::to_string(bytes) + " bytes");
+    }
+    CBI_CUDA_CHECK(status, "cudaMallocHost(" + std::to_string(bytes) + " bytes)");
+    data_ = static_cast<std::byte*>(p);
+}
+PinnedBuffer::PinnedBuffer(PinnedBuffer&& o) noexcept
+    : data_(std::exchange(o.data_, nullptr)), bytes_(std::exchange(o.bytes_, 0)) {}
+PinnedBuffer& PinnedBuffer::operator=(PinnedBuffer&& o) noexcept {
+    std::swap(data_, o.data_);
+    std::swap(bytes_, o.bytes_);
+    return *this;
+}
+PinnedBuffer::~PinnedBuffer() {
+    if (data_) cudaFreeHost(data_);
+}
+
+Stream::Stream() { CBI_CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "cudaStreamCreate"); }
+Stream::~Stream() {
+    if (stream_) cudaStreamDestroy(stream_);
+}
+void Stream::synchronize(const char* what) const { CBI_CUDA_CHECK(cudaStreamSynchronize(stream_), what); }
+
+DeviceImage::DeviceImage(int width, int height, int channels, Depth depth) {
+    view = ImageView{nullptr, width, height, channels, depth, 0};
+    view.stride = view.row_bytes();
+    buffer = DeviceBuffer(view.stride * static_cast<std::size_t>(height));
+    view.data = buffer.data();
+}
+
+void upload(const ImageView& host, const ImageView& device, cudaStream_t stream) {
+    CBI_CUDA_CHECK(cudaMemcpy2DAsync(device.data, device.stride, host.data, host.stride, host.row_bytes(), host.height,
+                                     cudaMemcpyHostToDevice, stream),
+                   "upload " + describe(host));
+}
+
+void download(const ImageView& device, const ImageView& host, cudaStream_t stream) {
+    CBI_CUDA_CHECK(cudaMemcpy2DAsync(host.data, host.stride, device.data, device.stride, device.row_bytes(),
+                                     device.height, cudaMemcpyDeviceToHost, stream),
+                   "download " + describe(device));
+}
+
+Image run_chain_cuda(std::span<const Node> nodes, const ImageView& input, int device, int block) {
+    use_device(device);
+    Stream stream;
+    // Stage through pinned memory so the copies are asynchronous DMA.
+    PinnedBuffer staging(input.row_bytes() * static_cast<std::size_t>(input.height));
+    ImageView staged = input;
+    staged.data = staging.data();
+    staged.stride = input.row_bytes();
+    copy_pixels(input, staged);
+
+    // Every buffer is allocated before anything is enqueued and freed after
+    // the final synchronisation: cudaFree would otherwise synchronise the
+    // device in the middle of the chain.
+    std::vector<DeviceImage> images;
+    images.reserve(nodes.size() + 1);
+    images.emplace_back(input.width, input.height, input.channels, input.depth);
+    for (const Node& node : nodes)
+        images.emplace_back(input.width, input.height, output_channels(node.filter, images.back().view.channels),
+                            input.depth);
+    upload(staged, images.front().view, stream.get());
+    for (std::size_t i = 0; i < nodes.size(); ++i)
+        run_node_cuda(nodes[i], images[i].view, images[i + 1].view, stream.get(), block);
+    const DeviceImage& last = images.back();
+    Image result(input.width, input.height, last.view.channels, input.depth);
+    PinnedBuffer out_staging(result.view().row_bytes() * static_cast<std::size_t>(input.height));
+    ImageView out_view = result.view();
+    out_view.data = out_staging.data();
+    download(last.view, out_view, stream.get());
+    stream.synchronize("cudaStreamSynchronize after the chain");
+    copy_pixels(out_view, result.view());
+    return result;
+}
+
+}  // namespace cbi

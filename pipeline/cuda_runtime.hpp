@@ -1,0 +1,90 @@
+#pragma once
+// CUDA resources and error handling (only in builds with CBI_HAVE_CUDA).
+// Every CUDA call goes through CBI_CUDA_CHECK: a failure becomes a
+// cbi::Error carrying the operation, CUDA's error name and message. Errors
+// that poison the context (illegal address, launch failure, ...) mark the
+// device unusable for the rest of the process: later use reports the first
+// error instead of retrying. Out-of-memory is reported and recoverable.
+#include <cuda_runtime_api.h>
+
+#include <cstddef>
+#include <span>
+#include <string>
+
+#include "filters/filter.hpp"
+#include "pipeline/image.hpp"
+
+namespace cbi {
+
+// Throws cbi::Error for `status` (no-op for cudaSuccess). `operation` names
+// what was attempted, e.g. "cudaMalloc(4194304 bytes)".
+void cuda_check(cudaError_t status, const std::string& operation, const char* file, int line);
+#define CBI_CUDA_CHECK(call, operation) ::cbi::cuda_check((call), (operation), __FILE__, __LINE__)
+
+// Usable CUDA devices; 0 with `why` filled in when there are none.
+int cuda_device_count(std::string& why);
+
+// Makes `device` current; throws if an earlier sticky error made it unusable.
+void use_device(int device);
+
+class DeviceBuffer {
+public:
+    DeviceBuffer() = default;
+    explicit DeviceBuffer(std::size_t bytes);
+    DeviceBuffer(DeviceBuffer&& other) noexcept;
+    DeviceBuffer& operator=(DeviceBuffer&& other) noexcept;
+    ~DeviceBuffer();
+    std::byte* data() const { return data_; }
+    std::size_t size() const { return bytes_; }
+
+private:
+    std::byte* data_ = nullptr;
+    std::size_t bytes_ = 0;
+};
+
+// Page-locked host memory, so uploads and downloads are true async DMA.
+class PinnedBuffer {
+public:
+    PinnedBuffer() = default;
+    explicit PinnedBuffer(std::size_t bytes);
+    PinnedBuffer(PinnedBuffer&& other) noexcept;
+    PinnedBuffer& operator=(PinnedBuffer&& other) noexcept;
+    ~PinnedBuffer();
+    std::byte* data() const { return data_; }
+    std::size_t size() const { return bytes_; }
+
+private:
+    std::byte* data_ = nullptr;
+    std::size_t bytes_ = 0;
+};
+
+class Stream {
+public:
+    Stream();
+    Stream(const Stream&) = delete;
+    Stream& operator=(const Stream&) = delete;
+    ~Stream();
+    cudaStream_t get() const { return stream_; }
+    void synchronize(const char* what) const;
+
+private:
+    cudaStream_t stream_ = nullptr;
+};
+
+// A device image: contiguous rows in a DeviceBuffer.
+struct DeviceImage {
+    DeviceBuffer buffer;
+    ImageView view;  // points into buffer
+    DeviceImage() = default;
+    DeviceImage(int width, int height, int channels, Depth depth);
+};
+
+// Host <-> device copies on `stream` (host views may be strided).
+void upload(const ImageView& host, const ImageView& device, cudaStream_t stream);
+void download(const ImageView& device, const ImageView& host, cudaStream_t stream);
+
+// Runs the chain on CUDA device `device`: one stream, pinned staging,
+// nodes enqueued back to back, one synchronisation at the end.
+Image run_chain_cuda(std::span<const Node> nodes, const ImageView& input, int device, int block);
+
+}  // namespace cbi

@@ -1,0 +1,204 @@
+// CUDA backend on a real GPU: the CPU suite's filter x depth x channel x
+// border x size matrix, for every registered schedule and several block
+// sizes. Integer outputs must equal the CPU backend bit for bit; float
+// within 1e-5 relative; both against OpenCV as on the CPU. Every output
+// buffer is poisoned first, so an unwritten pixel fails. Without a visible
+// CUDA device every test is skipped (and counted as skipped).
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <sstream>
+#include <tuple>
+
+#include "filters/cpu_backend.hpp"
+#include "filters/cuda_backend.hpp"
+#include "pipeline/cuda_runtime.hpp"
+#include "pipeline/error.hpp"
+#include "pipeline/executor.hpp"
+#include "reference.hpp"
+
+namespace cbi {
+namespace {
+
+using test::random_image;
+
+// Skips the calling test when no CUDA device is visible.
+#define REQUIRE_GPU()                                                              \
+    do {                                                                           \
+        std::string why;                                                           \
+        if (cuda_device_count(why) == 0) GTEST_SKIP() << "no CUDA device: " << why; \
+        use_device(0);                                                             \
+    } while (0)
+
+const char* const kFilters[] = {
+    "blur:1",        "blur:3",         "blur:9",        "gaussian:3",  "gaussian:5:1.2", "gaussian:9",
+    "sobel:x:1",     "sobel:y:1",      "sobel:mag:3",   "sobel:x:5",   "sobel:y:7",      "sobel:mag:7",
+    "color:gray",    "color:sepia",    "color:ycrcb",
+    "color:0.5,0.25,0.25,10,-0.2,1.1,0.1,-5,0.3,0.3,0.3,0"};
+const char* const kBorders[] = {"reflect101", "reflect", "replicate", "constant", "constant:7", "wrap"};
+const cv::Size kSizes[] = {{1, 1}, {1, 17}, {17, 1}, {31, 7}, {257, 129}, {1000, 3}};
+const Depth kDepths[] = {Depth::u8, Depth::u16, Depth::f32};
+
+std::vector<ScheduleSpec> registered_schedules() {
+    std::vector<ScheduleSpec> all;
+    for (const auto& entry : schedule_registry()) {
+        std::istringstream words{std::string(entry.examples)};
+        for (std::string w; words >> w;) all.push_back(parse_schedule(w));
+    }
+    return all;
+}
+
+// Runs one node on the GPU into a poisoned device buffer and returns the
+// downloaded result.
+cv::Mat run_gpu_poisoned(const Node& node, const DeviceImage& src, int out_channels, const Stream& stream, int block) {
+    DeviceImage dst(src.view.width, src.view.height, out_channels, src.view.depth);
+    const std::size_t bytes = dst.view.stride * dst.view.height;
+    CBI_CUDA_CHECK(cudaMemsetAsync(dst.view.data, 0xA5, bytes, stream.get()), "poison");
+    run_node_cuda(node, src.view, dst.view, stream.get(), block);
+    cv::Mat out(src.view.height, src.view.width, cv_type(src.view.depth, out_channels));
+    download(dst.view, view_of(out), stream.get());
+    stream.synchronize("test");
+    return out;
+}
+
+// Integer outputs bit-exact; float within 1e-5 of the data's scale.
+test::Comparison compare_with_cpu(const cv::Mat& gpu, const cv::Mat& cpu, double scale) {
+    if (gpu.depth() != CV_32F) {
+        test::Comparison c;
+        c.ok = gpu.size() == cpu.size() && gpu.type() == cpu.type() &&
+               std::memcmp(gpu.data, cpu.data, gpu.total() * gpu.elemSize()) == 0;
+        if (!c.ok) c.where = "not bit-exact: max diff " + std::to_string(cv::norm(gpu, cpu, cv::NORM_INF));
+        return c;
+    }
+    return test::compare(gpu, cpu, 0, 1e-5, scale);
+}
+
+using MatrixParam = std::tuple<const char*, Depth, int>;
+class CudaMatrix : public ::testing::TestWithParam<MatrixParam> {};
+
+TEST_P(CudaMatrix, EqualsCpuAndOpenCVForEveryScheduleBorderAndSize) {
+    REQUIRE_GPU();
+    const auto [filter_text, depth, channels] = GetParam();
+    const Filter filter = parse_filter(filter_text);
+    const bool color = std::holds_alternative<ColorFilter>(filter);
+    if (color && channels == 1) GTEST_SKIP() << "colour matrices need 3 or 4 channels";
+    const auto schedules = registered_schedules();
+    const Stream stream;
+    unsigned seed = 1;
+    for (const char* border_text : kBorders) {
+        if (color && border_text != kBorders[0]) continue;
+        for (const cv::Size size : kSizes) {
+            const cv::Mat src = random_image(size.width, size.height, channels, depth, seed++);
+            Node node{filter, parse_border(border_text), ScheduleSpec{}};
+            const int out_channels = output_channels(filter, channels);
+            cv::Mat cpu(src.size(), cv_type(depth, out_channels));
+            run_node_cpu(node, view_of(src), view_of(cpu));
+            const double scale = test::output_scale(node, src);
+            const auto vs_opencv = test::compare(cpu, test::opencv_reference(node, src), 1.0, 1e-5, scale);
+            ASSERT_TRUE(vs_opencv.ok) << "CPU reference disagrees with OpenCV: " << vs_opencv.where;
+
+            DeviceImage device_src(size.width, size.height, channels, depth);
+            upload(view_of(src), device_src.view, stream.get());
+            for (const ScheduleSpec& schedule : schedules) {
+                node.schedule = schedule;
+                const std::string name = std::string(filter_text) + "-" + border_text + "-" + depth_name(depth) +
+                                         "-c" + std::to_string(channels) + "-" + std::to_string(size.width) + "x" +
+                                         std::to_string(size.height) + "-" + schedule.to_string();
+                SCOPED_TRACE(name);
+                const cv::Mat gpu = run_gpu_poisoned(node, device_src, out_channels, stream, 256);
+                const auto r = compare_with_cpu(gpu, cpu, scale);
+                ASSERT_TRUE(r.ok) << r.where << "; images: " << test::dump_failure(name, gpu, cpu);
+            }
+        }
+    }
+}
+
+std::string matrix_name(const ::testing::TestParamInfo<MatrixParam>& info) {
+    std::string name = std::string(std::get<0>(info.param)) + "_" + depth_name(std::get<1>(info.param)) + "_c" +
+                       std::to_string(std::get<2>(info.param));
+    for (char& c : name)
+        if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
+    return name;
+}
+
+INSTANTIATE_TEST_SUITE_P(Matrix, CudaMatrix,
+                         ::testing::Combine(::testing::ValuesIn(kFilters), ::testing::ValuesIn(kDepths),
+                                            ::testing::Values(1, 3, 4)),
+                         matrix_name);
+
+TEST(Cuda, BlockSizeDoesNotChangeTheResult) {
+    REQUIRE_GPU();
+    const cv::Mat src = random_image(333, 97, 3, Depth::u8, 5);
+    const Stream stream;
+    DeviceImage device_src(src.cols, src.rows, 3, Depth::u8);
+    upload(view_of(src), device_src.view, stream.get());
+    for (const char* schedule : {"naive", "column:32", "zigzag:32", "tile:32x8"}) {
+        const Node node{parse_filter("gaussian:7"), Border{}, parse_schedule(schedule)};
+        const cv::Mat expected = run_gpu_poisoned(node, device_src, 3, stream, 256);
+        for (int block : {1, 32, 33, 64, 128, 512, 1024}) {
+            const cv::Mat got = run_gpu_poisoned(node, device_src, 3, stream, block);
+            EXPECT_EQ(std::memcmp(got.data, expected.data, got.total() * got.elemSize()), 0) << schedule << " " << block;
+        }
+    }
+    EXPECT_THROW(run_node_cuda(Node{}, device_src.view, device_src.view, stream.get(), 0), std::invalid_argument);
+}
+
+TEST(Cuda, ChainOnRoiEqualsCpuChain) {
+    REQUIRE_GPU();
+    const cv::Mat big = random_image(640, 480, 4, Depth::u16, 9);
+    const cv::Mat roi = big(cv::Rect(17, 29, 401, 333));
+    const Node nodes[] = {{parse_filter("color:ycrcb"), Border{}, parse_schedule("column:32")},
+                          {parse_filter("gaussian:5:1.2"), parse_border("reflect"), parse_schedule("zigzag:32")},
+                          {parse_filter("sobel:mag:3"), parse_border("constant:100"), parse_schedule("tile:32x8")},
+                          {parse_filter("blur:9"), Border{}, parse_schedule("naive")}};
+    RunOptions gpu;
+    gpu.device = resolve_device(parse_device("cuda"));
+    const Image on_gpu = run_chain(nodes, view_of(roi), gpu);
+    const Image on_cpu = run_chain(nodes, view_of(roi), RunOptions{});
+    EXPECT_EQ(cv::norm(as_mat(on_gpu.view()), as_mat(on_cpu.view()), cv::NORM_INF), 0.0);
+    EXPECT_GT(cv::norm(as_mat(on_gpu.view()), cv::NORM_INF), 0.0);
+}
+
+TEST(Cuda, RealPhotoBlur9EqualsCpuForEverySchedule) {
+    REQUIRE_GPU();
+    const cv::Mat photo = cv::imread(std::string(CBI_SAMPLES_DIR) + "/butterfly.jpg", cv::IMREAD_UNCHANGED);
+    ASSERT_FALSE(photo.empty());
+    RunOptions gpu;
+    gpu.device = resolve_device(parse_device("cuda:0"));
+    for (const ScheduleSpec& schedule : registered_schedules()) {
+        const Node nodes[] = {{parse_filter("blur:9"), Border{}, schedule}};
+        const Image a = run_chain(nodes, view_of(photo), gpu);
+        const Image b = run_chain(nodes, view_of(photo), RunOptions{});
+        EXPECT_EQ(cv::norm(as_mat(a.view()), as_mat(b.view()), cv::NORM_INF), 0.0) << schedule.to_string();
+    }
+}
+
+TEST(Cuda, OutOfMemoryIsReportedAndRecoverable) {
+    REQUIRE_GPU();
+    try {
+        DeviceBuffer huge(std::size_t{1} << 50);  // 1 PiB
+        FAIL() << "a 1 PiB allocation succeeded";
+    } catch (const Error& e) {
+        EXPECT_NE(std::string(e.what()).find("out of device memory"), std::string::npos) << e.what();
+    }
+    const cv::Mat src = random_image(64, 64, 1, Depth::f32, 3);
+    RunOptions gpu;
+    gpu.device = resolve_device(parse_device("cuda"));
+    const Node nodes[] = {{parse_filter("blur:3"), Border{}, ScheduleSpec{}}};
+    const Image out = run_chain(nodes, view_of(src), gpu);
+    EXPECT_GT(cv::norm(as_mat(out.view()), cv::NORM_INF), 0.0);
+}
+
+TEST(Cuda, DeviceSelectionErrorsNameTheDevice) {
+    REQUIRE_GPU();
+    try {
+        resolve_device(parse_device("cuda:99"));
+        FAIL() << "cuda:99 accepted";
+    } catch (const Error& e) {
+        EXPECT_NE(std::string(e.what()).find("cuda:99"), std::string::npos) << e.what();
+    }
+    EXPECT_TRUE(resolve_device(parse_device("auto")).cuda);
+}
+
+}  // namespace
+}  // namespace cbi
