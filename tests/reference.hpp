@@ -9,6 +9,7 @@
 #include <opencv2/imgcodecs.hpp>
 #include <opencv2/imgproc.hpp>
 
+#include <cstdlib>
 #include <filesystem>
 #include <string>
 #include <variant>
@@ -17,6 +18,13 @@
 #include "pipeline/opencv.hpp"
 
 namespace cbi::test {
+
+// The samples folder: $CBI_SAMPLES_DIR when set (the GPU bundle sets it),
+// else the source tree's.
+inline std::string samples_dir() {
+    const char* dir = std::getenv("CBI_SAMPLES_DIR");
+    return dir && *dir ? dir : CBI_SAMPLES_DIR;
+}
 
 inline int cv_border(BorderMode m) {
     switch (m) {

@@ -232,7 +232,7 @@ TEST(CpuParse, FilterStringsRoundTripAndBadOnesAreRejected) {
 // Real photos, the CLI's "done when": cv::blur 9 for every schedule.
 std::vector<fs::path> photos() {
     std::vector<fs::path> all;
-    for (const fs::path& dir : {fs::path(CBI_SAMPLES_DIR), fs::path(CBI_SHARED_IMAGES_DIR)}) {
+    for (const fs::path& dir : {fs::path(test::samples_dir()), fs::path(CBI_SHARED_IMAGES_DIR)}) {
         if (!fs::is_directory(dir)) continue;
         for (const auto& e : fs::directory_iterator(dir))
             if (e.path().extension() == ".jpg" || e.path().extension() == ".png") all.push_back(e.path());
@@ -242,7 +242,7 @@ std::vector<fs::path> photos() {
 }
 
 TEST(CpuPhotos, BoxBlur9EqualsOpenCVForEverySchedule) {
-    const cv::Mat photo = cv::imread(std::string(CBI_SAMPLES_DIR) + "/butterfly.jpg", cv::IMREAD_UNCHANGED);
+    const cv::Mat photo = cv::imread(test::samples_dir() + "/butterfly.jpg", cv::IMREAD_UNCHANGED);
     ASSERT_FALSE(photo.empty());
     for (const ScheduleSpec& schedule : registered_schedules()) {
         const Node node{parse_filter("blur:9"), Border{}, schedule};

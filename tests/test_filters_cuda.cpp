@@ -161,7 +161,7 @@ TEST(Cuda, ChainOnRoiEqualsCpuChain) {
 
 TEST(Cuda, RealPhotoBlur9EqualsCpuForEverySchedule) {
     REQUIRE_GPU();
-    const cv::Mat photo = cv::imread(std::string(CBI_SAMPLES_DIR) + "/butterfly.jpg", cv::IMREAD_UNCHANGED);
+    const cv::Mat photo = cv::imread(test::samples_dir() + "/butterfly.jpg", cv::IMREAD_UNCHANGED);
     ASSERT_FALSE(photo.empty());
     RunOptions gpu;
     gpu.device = resolve_device(parse_device("cuda:0"));
