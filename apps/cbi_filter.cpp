@@ -130,12 +130,15 @@ int run(const CLI::App& app, const Options& o) {
     if (!run_options.device.notice.empty()) std::cerr << kProgram << ": notice: " << run_options.device.notice << "\n";
 
     const cv::Mat image = cbi::read_image(input, o.max_pixels);
-    cbi::Image result;
+    int out_channels = 0;
     try {
-        result = cbi::run_chain(nodes, cbi::view_of(image), run_options);
+        out_channels = cbi::check_chain(nodes, cbi::view_of(image));
     } catch (const cbi::Error& e) {
-        throw cbi::Error(input.string(), e.what());  // name the file the chain failed on
+        throw cbi::Error(input.string(), e.what());  // name the file the chain cannot take
     }
+    // Refuse an output format that cannot hold the result before the work.
+    cbi::check_output_format(output, CV_MAKETYPE(image.depth(), out_channels));
+    const cbi::Image result = cbi::run_chain(nodes, cbi::view_of(image), run_options);
     cbi::write_image_atomic(output, cbi::as_mat(result.view()));
     return 0;
 }

@@ -12,7 +12,9 @@
 #include <cstdlib>
 #include <filesystem>
 #include <string>
+#include <tuple>
 #include <variant>
+#include <vector>
 
 #include "filters/filter.hpp"
 #include "pipeline/opencv.hpp"
@@ -35,6 +37,19 @@ inline int cv_border(BorderMode m) {
         case BorderMode::wrap: return cv::BORDER_WRAP;
     }
     return cv::BORDER_DEFAULT;
+}
+
+// (filter, depth, channels) for every filter x depth x {1, 3, 4} channels,
+// less the combinations a filter refuses (colour matrices on 1 channel,
+// tested separately).
+template <std::size_t F, std::size_t D>
+std::vector<std::tuple<const char*, Depth, int>> filter_matrix(const char* const (&filters)[F], const Depth (&depths)[D]) {
+    std::vector<std::tuple<const char*, Depth, int>> all;
+    for (const char* f : filters)
+        for (const Depth d : depths)
+            for (int c : {1, 3, 4})
+                if (c != 1 || !std::holds_alternative<ColorFilter>(parse_filter(f))) all.emplace_back(f, d, c);
+    return all;
 }
 
 // Random samples over the depth's whole range (floats in [-1, 2)), never all zeros.
