@@ -6,21 +6,36 @@
 #include "filters/dispatch.hpp"
 
 namespace cbi {
+namespace {
 
-void run_node_cpu(const Node& node, const ImageView& src, const ImageView& dst) {
-    const int width = dst.width, height = dst.height;
-    const auto n = static_cast<std::uint32_t>(dst.pixels());
-    dispatch_node(node, src, dst, [&](auto schedule, const auto& op) {
-        // Each task walks a contiguous run of schedule indices, so a column
-        // schedule keeps a task inside one strip of the image.
+// Walks the schedule's index range with TBB. Each task takes a contiguous
+// run of schedule indices, so a column schedule keeps a task inside one
+// strip of the image.
+struct CpuLaunch {
+    int width, height;
+
+    template <class Schedule, class Op>
+    void operator()(Schedule schedule, const Op& op) const {
         constexpr std::uint32_t grain = 4096;
+        const auto n = static_cast<std::uint32_t>(width) * static_cast<std::uint32_t>(height);
         tbb::parallel_for(tbb::blocked_range<std::uint32_t>(0, n, grain), [&](const auto& range) {
             for (std::uint32_t i = range.begin(); i != range.end(); ++i) {
                 const Pixel p = schedule.map(i, width, height);
                 op(p.x, p.y);
             }
         });
-    });
+    }
+};
+
+}  // namespace
+
+void run_node_cpu(const Node& node, const ImageView& src, const ImageView& dst) {
+    dispatch_node(node, src, dst, CpuLaunch{dst.width, dst.height});
+}
+
+void run_blend_cpu(const BlendFilter& blend, const ScheduleSpec& schedule, const ImageView& a, const ImageView& b,
+                   const ImageView& dst) {
+    dispatch_blend(blend, schedule, a, b, dst, CpuLaunch{dst.width, dst.height});
 }
 
 }  // namespace cbi

@@ -10,4 +10,7 @@ namespace cbi {
 
 void run_node_cuda(const Node& node, const ImageView& src, const ImageView& dst, cudaStream_t stream, int block);
 
+void run_blend_cuda(const BlendFilter& blend, const ScheduleSpec& schedule, const ImageView& a, const ImageView& b,
+                    const ImageView& dst, cudaStream_t stream, int block);
+
 }  // namespace cbi

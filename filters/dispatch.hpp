@@ -54,13 +54,26 @@ void dispatch_node(const Node& node, const ImageView& src, const ImageView& dst,
                     launch(schedule, BoxOp<T, B>{source, dst, box->ksize});
                 } else if (const auto* gauss = std::get_if<GaussianFilter>(&node.filter)) {
                     GaussianOp<T, B> op{source, dst, gauss->ksize, {}};
-                    const auto w = gaussian_weights(gauss->ksize, gauss->sigma);
-                    for (int i = 0; i < gauss->ksize; ++i) op.weights[i] = static_cast<float>(w[i]);
+                    const auto kernel = gaussian_weights(gauss->ksize, gauss->sigma);
+                    for (int i = 0; i < gauss->ksize; ++i) op.weights[i] = static_cast<float>(kernel.w[i]);
                     launch(schedule, op);
                 } else if (const auto* sobel = std::get_if<SobelFilter>(&node.filter)) {
                     launch(schedule, SobelOp<T, B>{source, dst, sobel->mode, sobel_kernels(sobel->ksize)});
                 }
             });
+        });
+    });
+}
+
+// Builds the blend op for `a`, `b` -> `dst` and calls launch(schedule, op).
+template <class Launch>
+void dispatch_blend(const BlendFilter& blend, const ScheduleSpec& schedule_spec, const ImageView& a, const ImageView& b,
+                    const ImageView& dst, Launch&& launch) {
+    with_depth(a.depth, [&](auto sample) {
+        using T = decltype(sample);
+        with_schedule(schedule_spec, [&](auto schedule) {
+            launch(schedule, BlendOp<T>{a, b, dst, static_cast<float>(blend.alpha), static_cast<float>(blend.beta),
+                                        static_cast<float>(blend.gamma)});
         });
     });
 }

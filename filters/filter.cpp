@@ -111,6 +111,20 @@ Filter parse_filter(std::string_view spec) {
     invalid("unknown filter '" + std::string(name) + "' (blur, gaussian, sobel or color)");
 }
 
+BlendFilter parse_blend(std::string_view arg) {
+    const auto parts = split(arg, ':');
+    BlendFilter b;
+    double* fields[] = {&b.alpha, &b.beta, &b.gamma};
+    if (parts.size() < 2 || parts.size() > 3) invalid("blend '" + std::string(arg) + "' is not of the form ALPHA:BETA[:GAMMA]");
+    for (std::size_t i = 0; i < parts.size(); ++i)
+        if (!parse_double(parts[i], *fields[i])) invalid("blend weight '" + std::string(parts[i]) + "' is not a number");
+    return b;
+}
+
+std::string to_string(const BlendFilter& b) {
+    return "blend:" + number(b.alpha) + ":" + number(b.beta) + ":" + number(b.gamma);
+}
+
 Border parse_border(std::string_view arg) {
     const auto parts = split(arg, ':');
     const auto name = parts[0];
@@ -164,7 +178,7 @@ std::string to_string(const Filter& filter) {
     return std::visit(Printer{}, filter);
 }
 
-std::vector<double> gaussian_weights(int n, double sigma) {
+GaussianKernel1D gaussian_weights(int n, double sigma) {
     // OpenCV's small_gaussian_tab (used for k <= 9 when sigma <= 0).
     static const double small_tables[5][9] = {
         {1.0},
@@ -175,15 +189,15 @@ std::vector<double> gaussian_weights(int n, double sigma) {
     const double* fixed = n % 2 == 1 && n <= 9 && sigma <= 0 ? small_tables[n >> 1] : nullptr;
     const double s = sigma > 0 ? sigma : ((n - 1) * 0.5 - 1) * 0.3 + 0.8;
     const double scale2 = -0.5 / (s * s);
-    std::vector<double> w(n);
+    GaussianKernel1D k{n, {}};
     double sum = 0;
     for (int i = 0; i < n; ++i) {
         const double x = i - (n - 1) * 0.5;
-        w[i] = fixed ? fixed[i] : std::exp(scale2 * x * x);
-        sum += w[i];
+        k.w[i] = fixed ? fixed[i] : std::exp(scale2 * x * x);
+        sum += k.w[i];
     }
-    for (double& v : w) v /= sum;
-    return w;
+    for (int i = 0; i < n; ++i) k.w[i] /= sum;
+    return k;
 }
 
 namespace {

@@ -37,6 +37,18 @@ struct ColorFilter {
 
 using Filter = std::variant<BoxFilter, GaussianFilter, SobelFilter, ColorFilter>;
 
+// The two-input node of a graph: alpha*A + beta*B + gamma per sample, as
+// cv::addWeighted (rounded and saturated to the depth). Unsharp masking is
+// blend(src, gaussian(src)) with alpha = 1 + amount, beta = -amount.
+struct BlendFilter {
+    double alpha = 1;
+    double beta = 1;
+    double gamma = 0;
+};
+// "ALPHA:BETA[:GAMMA]"; throws std::invalid_argument.
+BlendFilter parse_blend(std::string_view arg);
+std::string to_string(const BlendFilter& b);  // "blend:1.5:-0.5:0"
+
 struct Border {
     BorderMode mode = BorderMode::reflect101;
     double value = 0;  // constant border value, in the image's units
@@ -68,7 +80,12 @@ std::string to_string(const Border& b);   // "constant:7"
 
 // OpenCV's 1-D Gaussian kernel (cv::getGaussianKernel): the fixed tables for
 // k <= 9 when sigma <= 0, otherwise sampled and normalised; double precision.
-std::vector<double> gaussian_weights(int ksize, double sigma);
+// A fixed-size array, so preparing a launch allocates nothing.
+struct GaussianKernel1D {
+    int size;
+    double w[kMaxKernel];
+};
+GaussianKernel1D gaussian_weights(int ksize, double sigma);
 
 // OpenCV's Sobel kernels for a first derivative (cv::getDerivKernels).
 SobelKernels sobel_kernels(int ksize);

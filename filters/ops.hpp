@@ -176,4 +176,23 @@ struct ColorOp {
     }
 };
 
+// cv::addWeighted: alpha*A + beta*B + gamma per sample, float arithmetic.
+template <class T>
+struct BlendOp {
+    ImageView a;
+    ImageView b;
+    ImageView dst;
+    float alpha, beta, gamma;
+
+    CBI_HOST_DEVICE void operator()(int x, int y) const {
+        const T* pa = a.row<const T>(y) + x * a.channels;
+        const T* pb = b.row<const T>(y) + x * b.channels;
+        T* out = dst.row<T>(y) + x * dst.channels;
+        for (int c = 0; c < dst.channels; ++c)
+            out[c] = saturate_round<T>(add_rn(add_rn(mul_rn(alpha, static_cast<float>(pa[c])),
+                                                     mul_rn(beta, static_cast<float>(pb[c]))),
+                                              gamma));
+    }
+};
+
 }  // namespace cbi

@@ -6,7 +6,6 @@
 #include <utility>
 #include <vector>
 
-#include "filters/cuda_backend.hpp"
 #include "pipeline/error.hpp"
 
 namespace cbi {
@@ -138,39 +137,6 @@ void download(const ImageView& device, const ImageView& host, cudaStream_t strea
     CBI_CUDA_CHECK(cudaMemcpy2DAsync(host.data, host.stride, device.data, device.stride, device.row_bytes(),
                                      device.height, cudaMemcpyDeviceToHost, stream),
                    "download " + describe(device));
-}
-
-Image run_chain_cuda(std::span<const Node> nodes, const ImageView& input, int device, int block) {
-    use_device(device);
-    Stream stream;
-    // Stage through pinned memory so the copies are asynchronous DMA.
-    PinnedBuffer staging(input.row_bytes() * static_cast<std::size_t>(input.height));
-    ImageView staged = input;
-    staged.data = staging.data();
-    staged.stride = input.row_bytes();
-    copy_pixels(input, staged);
-
-    // Every buffer is allocated before anything is enqueued and freed after
-    // the final synchronisation: cudaFree would otherwise synchronise the
-    // device in the middle of the chain.
-    std::vector<DeviceImage> images;
-    images.reserve(nodes.size() + 1);
-    images.emplace_back(input.width, input.height, input.channels, input.depth);
-    for (const Node& node : nodes)
-        images.emplace_back(input.width, input.height, output_channels(node.filter, images.back().view.channels),
-                            input.depth);
-    upload(staged, images.front().view, stream.get());
-    for (std::size_t i = 0; i < nodes.size(); ++i)
-        run_node_cuda(nodes[i], images[i].view, images[i + 1].view, stream.get(), block);
-    const DeviceImage& last = images.back();
-    Image result(input.width, input.height, last.view.channels, input.depth);
-    PinnedBuffer out_staging(result.view().row_bytes() * static_cast<std::size_t>(input.height));
-    ImageView out_view = result.view();
-    out_view.data = out_staging.data();
-    download(last.view, out_view, stream.get());
-    stream.synchronize("cudaStreamSynchronize after the chain");
-    copy_pixels(out_view, result.view());
-    return result;
 }
 
 }  // namespace cbi

@@ -8,10 +8,8 @@
 #include <cuda_runtime_api.h>
 
 #include <cstddef>
-#include <span>
 #include <string>
 
-#include "filters/filter.hpp"
 #include "pipeline/image.hpp"
 
 namespace cbi {
@@ -82,9 +80,5 @@ struct DeviceImage {
 // Host <-> device copies on `stream` (host views may be strided).
 void upload(const ImageView& host, const ImageView& device, cudaStream_t stream);
 void download(const ImageView& device, const ImageView& host, cudaStream_t stream);
-
-// Runs the chain on CUDA device `device`: one stream, pinned staging,
-// nodes enqueued back to back, one synchronisation at the end.
-Image run_chain_cuda(std::span<const Node> nodes, const ImageView& input, int device, int block);
 
 }  // namespace cbi

@@ -1,11 +1,14 @@
 #include "pipeline/executor.hpp"
 
 #include <charconv>
+#include <iomanip>
+#include <sstream>
 #include <stdexcept>
 
 #include "filters/cpu_backend.hpp"
 #include "pipeline/error.hpp"
 #if CBI_HAVE_CUDA
+#include "filters/cuda_backend.hpp"
 #include "pipeline/cuda_runtime.hpp"
 #endif
 
@@ -54,28 +57,241 @@ ResolvedDevice resolve_device(const DeviceSpec& spec) {
 #endif
 }
 
+struct GraphExecutor::Plan {
+    int width = 0, height = 0, channels = 0;
+    Depth depth = Depth::u8;
+    std::vector<NodeId> order;          // nodes that feed an output, inputs first
+    std::vector<int> channels_of;       // per node
+    std::vector<int> buffer_of;         // per node; -1: the graph input
+    std::vector<int> buffer_channels;   // capacity of each buffer, in channels
+
+    ImageView view(std::byte* base, NodeId node) const {
+        ImageView v{base, width, height, channels_of[node], depth, 0};
+        v.stride = v.row_bytes();
+        return v;
+    }
+};
+
+#if CBI_HAVE_CUDA
+struct GraphExecutor::CudaState {
+    Stream stream;
+    DeviceImage input;
+    std::vector<DeviceBuffer> buffers;
+    PinnedBuffer input_staging;
+    std::vector<PinnedBuffer> output_staging;
+};
+#else
+struct GraphExecutor::CudaState {};
+#endif
+
+GraphExecutor::GraphExecutor(Graph graph, RunOptions options) : graph_(std::move(graph)), options_(options) {
+    graph_.check_complete();
+    if (options_.block < 1 || options_.block > 1024) throw std::invalid_argument("--block must be from 1 to 1024");
+#if !CBI_HAVE_CUDA
+    if (options_.device.cuda) throw Error("--device cuda", "this build of cbi has no CUDA backend");
+#endif
+}
+
+GraphExecutor::~GraphExecutor() = default;
+
+void GraphExecutor::prepare(int width, int height, int channels, Depth depth) {
+    const ImageView probe{nullptr, width, height, channels, depth, static_cast<std::size_t>(width) * channels * depth_bytes(depth)};
+    check_supported(probe, "input");
+    if (probe.pixels() > max_schedulable_pixels)
+        throw Error("input", cbi::describe(probe) + " has more than 2^32-1 pixels, the most a schedule can index");
+
+    auto plan = std::make_unique<Plan>();
+    plan->width = width, plan->height = height, plan->channels = channels, plan->depth = depth;
+    plan->channels_of = node_channels(graph_, channels);
+
+    // Only nodes that feed an output run. Node ids are already topological:
+    // every node's inputs were added before it.
+    const auto& nodes = graph_.nodes();
+    std::vector<bool> needed(nodes.size(), false);
+    for (NodeId o : graph_.outputs()) needed[o] = true;
+    for (NodeId id = static_cast<NodeId>(nodes.size()) - 1; id > 0; --id)
+        if (needed[id])
+            for (NodeId in : nodes[id].inputs) needed[in] = true;
+    for (NodeId id = 1; id < static_cast<NodeId>(nodes.size()); ++id)
+        if (needed[id]) plan->order.push_back(id);
+
+    // Buffers by lifetime: a node's buffer is free again once every node
+    // that reads it has run; outputs keep theirs. A node never writes the
+    // buffer it reads (stencils cannot run in place).
+    constexpr int kForever = 1 << 30;
+    std::vector<int> last_read(nodes.size(), -1);
+    for (std::size_t step = 0; step < plan->order.size(); ++step)
+        for (NodeId in : nodes[plan->order[step]].inputs) last_read[in] = static_cast<int>(step);
+    for (NodeId o : graph_.outputs()) last_read[o] = kForever;
+    plan->buffer_of.assign(nodes.size(), -1);
+    std::vector<bool> buffer_free;
+    std::vector<NodeId> holders;  // nodes whose buffer is still live
+    for (std::size_t step = 0; step < plan->order.size(); ++step) {
+        for (auto it = holders.begin(); it != holders.end();)
+            if (last_read[*it] < static_cast<int>(step)) {
+                buffer_free[plan->buffer_of[*it]] = true;
+                it = holders.erase(it);
+            } else {
+                ++it;
+            }
+        const NodeId id = plan->order[step];
+        const int want = plan->channels_of[id];
+        int best = -1;
+        for (std::size_t b = 0; b < buffer_free.size(); ++b)
+            if (buffer_free[b] && plan->buffer_channels[b] >= want &&
+                (best < 0 || plan->buffer_channels[b] < plan->buffer_channels[best]))
+                best = static_cast<int>(b);
+        if (best < 0) {
+            best = static_cast<int>(plan->buffer_channels.size());
+            plan->buffer_channels.push_back(want);
+            buffer_free.push_back(false);
+        }
+        buffer_free[best] = false;
+        plan->buffer_of[id] = best;
+        holders.push_back(id);
+    }
+
+    // Allocate once for this format.
+    const std::size_t plane = static_cast<std::size_t>(width) * height * depth_bytes(depth);
+    host_buffers_.clear();
+    cuda_.reset();
+    if (!options_.device.cuda) {
+        for (int ch : plan->buffer_channels) {
+            host_buffers_.emplace_back(width, height, ch, depth);
+            ++allocations_;
+        }
+    }
+#if CBI_HAVE_CUDA
+    else {
+        use_device(options_.device.index);
+        cuda_ = std::make_unique<CudaState>();
+        cuda_->input = DeviceImage(width, height, channels, depth);
+        for (int ch : plan->buffer_channels) cuda_->buffers.emplace_back(plane * ch);
+        cuda_->input_staging = PinnedBuffer(plane * channels);
+        for (NodeId o : graph_.outputs()) cuda_->output_staging.emplace_back(plane * plan->channels_of[o]);
+        allocations_ += 3 + cuda_->buffers.size() + cuda_->output_staging.size();  // + stream
+    }
+#endif
+    (void)plane;
+    plan_ = std::move(plan);
+    outputs_.assign(graph_.outputs().size(), ImageView{});
+}
+
+std::span<const ImageView> GraphExecutor::run(const ImageView& input) {
+    check_supported(input, "input");
+    if (!plan_ || plan_->width != input.width || plan_->height != input.height || plan_->channels != input.channels ||
+        plan_->depth != input.depth)
+        prepare(input.width, input.height, input.channels, input.depth);
+    const Plan& plan = *plan_;
+    const auto& nodes = graph_.nodes();
+    const auto& outs = graph_.outputs();
+
+    if (!cuda_) {
+        const auto view_of_node = [&](NodeId id) {
+            return id == Graph::input() ? input : plan.view(host_buffers_[plan.buffer_of[id]].view().data, id);
+        };
+        for (NodeId id : plan.order) {
+            const GraphNode& n = nodes[id];
+            const ImageView dst = view_of_node(id);
+            if (const auto* f = std::get_if<Filter>(&n.op))
+                run_node_cpu(Node{*f, graph_.border_of(id), graph_.schedule_of(id)}, view_of_node(n.inputs[0]), dst);
+            else
+                run_blend_cpu(std::get<BlendFilter>(n.op), graph_.schedule_of(id), view_of_node(n.inputs[0]),
+                              view_of_node(n.inputs[1]), dst);
+        }
+        for (std::size_t i = 0; i < outs.size(); ++i) outputs_[i] = view_of_node(outs[i]);
+        return outputs_;
+    }
+#if CBI_HAVE_CUDA
+    CudaState& cu = *cuda_;
+    const cudaStream_t stream = cu.stream.get();
+    const auto device_view = [&](NodeId id) {
+        return id == Graph::input() ? cu.input.view : plan.view(cu.buffers[plan.buffer_of[id]].data(), id);
+    };
+    // Stage through pinned memory so the copies are asynchronous DMA.
+    const ImageView staged = plan.view(cu.input_staging.data(), Graph::input());
+    copy_pixels(input, staged);
+    upload(staged, cu.input.view, stream);
+    for (NodeId id : plan.order) {
+        const GraphNode& n = nodes[id];
+        const ImageView dst = device_view(id);
+        if (const auto* f = std::get_if<Filter>(&n.op))
+            run_node_cuda(Node{*f, graph_.border_of(id), graph_.schedule_of(id)}, device_view(n.inputs[0]), dst, stream,
+                          options_.block);
+        else
+            run_blend_cuda(std::get<BlendFilter>(n.op), graph_.schedule_of(id), device_view(n.inputs[0]),
+                           device_view(n.inputs[1]), dst, stream, options_.block);
+    }
+    for (std::size_t i = 0; i < outs.size(); ++i) {
+        outputs_[i] = plan.view(cu.output_staging[i].data(), outs[i]);
+        download(device_view(outs[i]), outputs_[i], stream);
+    }
+    cu.stream.synchronize("cudaStreamSynchronize after the graph");
+#endif
+    return outputs_;
+}
+
+Image GraphExecutor::process(const ImageView& input) {
+    const ImageView out = run(input).front();
+    Image copy(out.width, out.height, out.channels, out.depth);
+    copy_pixels(out, copy.view());
+    return copy;
+}
+
+std::string GraphExecutor::describe() const {
+    std::ostringstream s;
+    const auto& nodes = graph_.nodes();
+    s << "pipeline on " << (options_.device.cuda ? "cuda:" + std::to_string(options_.device.index) : std::string("cpu"));
+    if (plan_) s << ", input " << cbi::describe(ImageView{nullptr, plan_->width, plan_->height, plan_->channels, plan_->depth, 0});
+    s << "\n";
+    std::size_t name_width = 5, op_width = 8;
+    for (const auto& n : nodes) {
+        name_width = std::max(name_width, n.name.size());
+        op_width = std::max(op_width, n.op_string().size());
+    }
+    for (NodeId id = 1; id < static_cast<NodeId>(nodes.size()); ++id) {
+        const GraphNode& n = nodes[id];
+        std::string inputs;
+        for (NodeId in : n.inputs) inputs += (inputs.empty() ? "" : ", ") + nodes[in].name;
+        s << "  " << std::left << std::setw(static_cast<int>(name_width)) << n.name << "  "
+          << std::setw(static_cast<int>(op_width)) << n.op_string() << "  @" << std::setw(12)
+          << graph_.schedule_of(id).to_string();
+        if (std::holds_alternative<Filter>(n.op) && !std::holds_alternative<ColorFilter>(std::get<Filter>(n.op)))
+            s << "  border " << std::setw(12) << to_string(graph_.border_of(id));
+        else
+            s << "  " << std::setw(19) << "";
+        s << "  <- " << inputs;
+        if (plan_) {
+            if (plan_->buffer_of[id] < 0) s << "  (not needed by any output: skipped)";
+            else s << "  -> buffer " << plan_->buffer_of[id] << " (" << plan_->channels_of[id] << " ch)";
+        }
+        for (std::size_t o = 0; o < graph_.outputs().size(); ++o)
+            if (graph_.outputs()[o] == id) s << "  [output " << o << "]";
+        s << "\n";
+    }
+    if (plan_) {
+        const std::size_t plane = static_cast<std::size_t>(plan_->width) * plan_->height * depth_bytes(plan_->depth);
+        std::size_t bytes = 0;
+        for (int ch : plan_->buffer_channels) bytes += plane * ch;
+        s << "  " << plan_->order.size() << " nodes run, " << plan_->buffer_channels.size() << " buffers ("
+          << std::fixed << std::setprecision(1) << bytes / 1048576.0 << " MiB) reused by lifetime\n";
+    } else {
+        s << "  buffers are planned when the input's size is known\n";
+    }
+    return s.str();
+}
+
 int check_chain(std::span<const Node> nodes, const ImageView& input) {
     check_supported(input, "input");
     if (input.pixels() > max_schedulable_pixels)
         throw Error("input", describe(input) + " has more than 2^32-1 pixels, the most a schedule can index");
-    int channels = input.channels;
-    for (const Node& node : nodes) channels = output_channels(node.filter, channels);
-    return channels;
+    const Graph graph = chain_graph(nodes);
+    return node_channels(graph, input.channels)[graph.outputs().front()];
 }
 
-Image run_chain(std::span<const Node> nodes, const ImageView& input, [[maybe_unused]] const RunOptions& options) {
-    check_chain(nodes, input);
-#if CBI_HAVE_CUDA
-    if (options.device.cuda) return run_chain_cuda(nodes, input, options.device.index, options.block);
-#endif
-    Image current(input.width, input.height, input.channels, input.depth);
-    copy_pixels(input, current.view());
-    for (const Node& node : nodes) {
-        Image next(input.width, input.height, output_channels(node.filter, current.view().channels), input.depth);
-        run_node_cpu(node, current.view(), next.view());
-        current = std::move(next);
-    }
-    return current;
+Image run_chain(std::span<const Node> nodes, const ImageView& input, const RunOptions& options) {
+    GraphExecutor executor(chain_graph(nodes), options);
+    return executor.process(input);
 }
 
 }  // namespace cbi

@@ -1,12 +1,15 @@
 #pragma once
-// Runs a chain of filter nodes on an image, on the CPU (TBB) or on a CUDA
-// device. The graph executor of later issues generalises this.
+// Device selection and the graph executor: runs a pipeline graph on the CPU
+// (TBB) or on a CUDA device.
+#include <memory>
 #include <span>
 #include <string>
 #include <string_view>
 
 #include "filters/filter.hpp"
+#include "pipeline/graph.hpp"
 #include "pipeline/image.hpp"
+#include "pipeline/processor.hpp"
 
 namespace cbi {
 
@@ -32,13 +35,58 @@ struct RunOptions {
     int block = 256;  // CUDA threads per block
 };
 
-// Checks that the chain can run on an input of this geometry (channel
-// counts, size limits) and returns the output channel count. Throws
-// cbi::Error naming the node otherwise.
+// Executes a graph on the CPU or a CUDA device. Prepared per image format
+// (size, channels, depth): the topological order, the channel count of every
+// node and an assignment of intermediate buffers by lifetime (a buffer is
+// reused once its last reader has run) are computed once, and the buffers
+// (plus, on CUDA, the stream and pinned staging) are allocated once. Running
+// again on an image of the same format allocates nothing. On CUDA every node
+// is enqueued on the executor's one stream with no host synchronisation in
+// between; run() synchronises once, after the downloads.
+// One executor serves one thread at a time.
+class GraphExecutor : public Processor {
+public:
+    GraphExecutor(Graph graph, RunOptions options);
+    ~GraphExecutor() override;
+    GraphExecutor(const GraphExecutor&) = delete;
+    GraphExecutor& operator=(const GraphExecutor&) = delete;
+
+    // Checks the graph against an input format and plans buffers for it.
+    // Throws cbi::Error naming the node when a node cannot take its input.
+    void prepare(int width, int height, int channels, Depth depth);
+
+    // Runs on `input`; returns host views of the outputs, in the graph's
+    // output order, valid until the next run or prepare.
+    std::span<const ImageView> run(const ImageView& input);
+
+    // Processor: a copy of the first output.
+    Image process(const ImageView& input) override;
+
+    // The resolved graph: nodes, schedules, borders, buffers and reuse.
+    std::string describe() const;
+
+    // Buffers (host, device or pinned) this executor has allocated so far.
+    std::size_t allocations() const { return allocations_; }
+
+    const Graph& graph() const { return graph_; }
+
+private:
+    struct Plan;
+    struct CudaState;
+    Graph graph_;
+    RunOptions options_;
+    std::unique_ptr<Plan> plan_;
+    std::unique_ptr<CudaState> cuda_;
+    std::vector<Image> host_buffers_;
+    std::vector<ImageView> outputs_;
+    std::size_t allocations_ = 0;
+};
+
+// Output channels of a chain for this input; throws cbi::Error naming the
+// node that cannot take its input, or when the image is too large.
 int check_chain(std::span<const Node> nodes, const ImageView& input);
 
-// Runs the nodes in order; returns the last node's output (a copy of the
-// input when the chain is empty).
+// Runs a chain of nodes once (a convenience over GraphExecutor).
 Image run_chain(std::span<const Node> nodes, const ImageView& input, const RunOptions& options);
 
 }  // namespace cbi

@@ -160,7 +160,8 @@ TEST(CpuKernels, GaussianWeightsEqualOpenCV) {
         for (double sigma : {0.0, 0.5, 1.2, 3.0}) {
             const cv::Mat ref = cv::getGaussianKernel(k, sigma, CV_64F);
             const auto w = gaussian_weights(k, sigma);
-            for (int i = 0; i < k; ++i) EXPECT_NEAR(w[i], ref.at<double>(i), 1e-15) << k << " " << sigma;
+            ASSERT_EQ(w.size, k);
+            for (int i = 0; i < k; ++i) EXPECT_NEAR(w.w[i], ref.at<double>(i), 1e-15) << k << " " << sigma;
         }
 }
 

@@ -1,0 +1,99 @@
+#pragma once
+// A pipeline graph: a DAG whose nodes are filters (one input) or blends
+// (two inputs), each with its own schedule and border (or the graph's
+// defaults), fed by one input image, with one or more outputs. Structure is
+// validated as the graph is built; channel counts when an executor is
+// prepared for an image format, before any pixel is touched.
+//
+// Two textual forms:
+//   chain language   "color:gray | gaussian:5:1.2@column:32 | sobel:mag@tile:32x8"
+//   JSON (DAGs)      {"schedule": "column:32", "border": "reflect101",
+//                     "nodes": [{"name": "blurred", "filter": "gaussian:9:2", "input": "input"},
+//                               {"name": "sharp", "blend": "blend:1.5:-0.5", "inputs": ["input", "blurred"],
+//                                "schedule": "tile:32x8"}],
+//                     "outputs": ["sharp"]}
+// "input" names the graph's input image.
+#include <filesystem>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <variant>
+#include <vector>
+
+#include "filters/filter.hpp"
+
+namespace cbi {
+
+using NodeId = int;
+
+struct NodeOptions {
+    std::optional<ScheduleSpec> schedule;  // empty: the graph's default
+    std::optional<Border> border;          // empty: the graph's default
+};
+
+struct GraphNode {
+    std::string name;
+    std::variant<std::monostate, Filter, BlendFilter> op;  // monostate: the graph input
+    std::vector<NodeId> inputs;                            // 0, 1 or 2 (blend: A, B)
+    NodeOptions options;
+
+    bool is_input() const { return std::holds_alternative<std::monostate>(op); }
+    std::string op_string() const;  // "gaussian:5", "blend:1:1:0", "input"
+};
+
+class Graph {
+public:
+    // A graph always has its input, node 0, named "input".
+    Graph();
+
+    NodeId add_filter(std::string name, const Filter& filter, NodeId input, NodeOptions options = {});
+    NodeId add_blend(std::string name, const BlendFilter& blend, NodeId a, NodeId b, NodeOptions options = {});
+    void add_output(NodeId node);
+
+    void set_default_schedule(const ScheduleSpec& s) { default_schedule_ = s; }
+    void set_default_border(const Border& b) { default_border_ = b; }
+    const ScheduleSpec& default_schedule() const { return default_schedule_; }
+    const Border& default_border() const { return default_border_; }
+
+    static constexpr NodeId input() { return 0; }
+    const std::vector<GraphNode>& nodes() const { return nodes_; }
+    const std::vector<NodeId>& outputs() const { return outputs_; }
+    // The node named `name`; throws std::invalid_argument if none.
+    NodeId find(std::string_view name) const;
+
+    ScheduleSpec schedule_of(NodeId id) const { return nodes_[id].options.schedule.value_or(default_schedule_); }
+    Border border_of(NodeId id) const { return nodes_[id].options.border.value_or(default_border_); }
+
+    // Throws std::invalid_argument naming the graph when it has no output.
+    void check_complete() const;
+
+    friend bool operator==(const Graph& a, const Graph& b);
+
+private:
+    NodeId add(GraphNode node);
+
+    std::vector<GraphNode> nodes_;
+    std::vector<NodeId> outputs_;
+    ScheduleSpec default_schedule_;
+    Border default_border_;
+};
+
+// A chain of single-input filters, each output feeding the next.
+Graph chain_graph(std::span<const Node> nodes);
+
+// The chain language: stages separated by '|', each FILTER[@SCHEDULE].
+// Throws std::invalid_argument pointing at the offending stage and column.
+Graph parse_pipeline(std::string_view text, const ScheduleSpec& default_schedule = {}, const Border& default_border = {});
+
+// JSON form (see above). Errors name the node or field; std::invalid_argument
+// for malformed content, cbi::Error for unreadable files.
+Graph graph_from_json(std::string_view json_text);
+Graph load_pipeline_file(const std::filesystem::path& path);
+std::string graph_to_json(const Graph& graph);
+
+// Output channels of every node for an input of `channels` channels;
+// throws cbi::Error naming the node that cannot take its input.
+std::vector<int> node_channels(const Graph& graph, int channels);
+
+}  // namespace cbi
