@@ -196,5 +196,35 @@ TEST(Cuda, DeviceSelectionErrorsNameTheDevice) {
     EXPECT_TRUE(resolve_device(parse_device("auto")).cuda);
 }
 
+TEST(Cuda, GraphEqualsCpuAndRerunAllocatesNothing) {
+    REQUIRE_GPU();
+    const char* json = R"({"schedule": "column:32",
+        "nodes": [{"name": "blurred", "filter": "gaussian:9:2", "input": "input", "schedule": "tile:32x8"},
+                  {"name": "sharp", "blend": "blend:1.6:-0.6", "inputs": ["input", "blurred"]},
+                  {"name": "gray", "filter": "color:gray", "input": "sharp"},
+                  {"name": "fine", "filter": "gaussian:5:1", "input": "gray"},
+                  {"name": "coarse", "filter": "gaussian:9:2", "input": "gray", "border": "replicate"},
+                  {"name": "dog", "blend": "blend:1:-1:128", "inputs": ["fine", "coarse"], "schedule": "zigzag:32"}],
+        "outputs": ["sharp", "dog"]})";
+    for (const Depth depth : kDepths) {
+        const cv::Mat a = random_image(517, 301, 3, depth, 21), b = random_image(517, 301, 3, depth, 22);
+        RunOptions gpu;
+        gpu.device = resolve_device(parse_device("cuda"));
+        GraphExecutor on_gpu(graph_from_json(json), gpu), on_cpu(graph_from_json(json), RunOptions{});
+        for (const cv::Mat* src : {&a, &b}) {
+            const auto g = on_gpu.run(view_of(*src));
+            const auto c = on_cpu.run(view_of(*src));
+            ASSERT_EQ(g.size(), 2u);
+            for (std::size_t i = 0; i < g.size(); ++i) {
+                const auto r = compare_with_cpu(as_mat(g[i]), as_mat(c[i]), test::peak_magnitude(*src));
+                EXPECT_TRUE(r.ok) << depth_name(depth) << " output " << i << ": " << r.where;
+            }
+        }
+        const std::size_t allocations = on_gpu.allocations();
+        on_gpu.run(view_of(a));
+        EXPECT_EQ(on_gpu.allocations(), allocations) << "a rerun on the same size allocated";
+    }
+}
+
 }  // namespace
 }  // namespace cbi

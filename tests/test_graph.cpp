@@ -1,0 +1,212 @@
+// Pipeline graphs: DAG results against OpenCV composed node by node, build-
+// and prepare-time validation naming the node, the chain language and its
+// errors, JSON round trips, buffer reuse, and no allocation on a rerun.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <cstdlib>
+#include <new>
+
+#include "pipeline/error.hpp"
+#include "pipeline/executor.hpp"
+#include "pipeline/graph.hpp"
+#include "reference.hpp"
+
+// Counts every operator new in this test binary, to prove a rerun allocates nothing.
+static std::atomic<long> g_news{0};
+void* operator new(std::size_t n) {
+    ++g_news;
+    if (void* p = std::malloc(n ? n : 1)) return p;
+    throw std::bad_alloc();
+}
+void operator delete(void* p) noexcept { std::free(p); }
+void operator delete(void* p, std::size_t) noexcept { std::free(p); }
+
+namespace cbi {
+namespace {
+
+using test::random_image;
+
+cv::Mat mat_of(const ImageView& v) { return as_mat(v).clone(); }
+
+void expect_within_one(const cv::Mat& got, const cv::Mat& want, const std::string& what) {
+    const auto c = test::compare(got, want, 1.0, 1e-5, test::peak_magnitude(want));
+    EXPECT_TRUE(c.ok) << what << ": " << c.where << " max diff " << c.max_diff;
+}
+
+Graph unsharp_mask(double amount) {
+    Graph g;
+    const NodeId blurred = g.add_filter("blurred", parse_filter("gaussian:9:2"), Graph::input(),
+                                        NodeOptions{parse_schedule("tile:32x8"), std::nullopt});
+    const NodeId sharp = g.add_blend("sharp", BlendFilter{1 + amount, -amount, 0}, Graph::input(), blurred);
+    g.add_output(sharp);
+    g.add_output(blurred);
+    return g;
+}
+
+TEST(Graph, UnsharpMaskEqualsOpenCVNodeByNode) {
+    for (const Depth depth : {Depth::u8, Depth::u16, Depth::f32}) {
+        const cv::Mat src = random_image(203, 117, 3, depth, 1);
+        GraphExecutor ex(unsharp_mask(0.5), RunOptions{});
+        const auto outs = ex.run(view_of(src));
+        ASSERT_EQ(outs.size(), 2u);
+        const cv::Mat sharp = mat_of(outs[0]), blurred = mat_of(outs[1]);
+        cv::Mat blurred_ref, sharp_ref;
+        cv::GaussianBlur(src, blurred_ref, {9, 9}, 2, 2, cv::BORDER_REFLECT_101);
+        expect_within_one(blurred, blurred_ref, "gaussian");
+        cv::addWeighted(src, 1.5, blurred, -0.5, 0, sharp_ref);  // OpenCV on cbi's previous node
+        expect_within_one(sharp, sharp_ref, "blend");
+    }
+}
+
+TEST(Graph, DifferenceOfGaussiansEqualsOpenCVNodeByNode) {
+    const char* json = R"({"schedule": "column:32",
+        "nodes": [{"name": "fine", "filter": "gaussian:5:1", "input": "input"},
+                  {"name": "coarse", "filter": "gaussian:9:2", "input": "input", "schedule": "zigzag:16"},
+                  {"name": "dog", "blend": "blend:1:-1:128", "inputs": ["fine", "coarse"]}],
+        "outputs": ["dog", "fine", "coarse"]})";
+    const cv::Mat src = random_image(160, 90, 1, Depth::u8, 2);
+    GraphExecutor ex(graph_from_json(json), RunOptions{});
+    const auto outs = ex.run(view_of(src));
+    cv::Mat fine, coarse, dog;
+    cv::GaussianBlur(src, fine, {5, 5}, 1, 1);
+    cv::GaussianBlur(src, coarse, {9, 9}, 2, 2);
+    expect_within_one(mat_of(outs[1]), fine, "fine");
+    expect_within_one(mat_of(outs[2]), coarse, "coarse");
+    cv::addWeighted(mat_of(outs[1]), 1, mat_of(outs[2]), -1, 128, dog);
+    expect_within_one(mat_of(outs[0]), dog, "dog");
+}
+
+TEST(Graph, GrayGaussianSobelChainFromTheLanguageEqualsTheJsonForm) {
+    const cv::Mat src = random_image(257, 129, 3, Depth::u8, 3);
+    const Graph chain = parse_pipeline("color:gray | gaussian:5 | sobel:mag");
+    const Graph json = graph_from_json(R"({"nodes": [
+        {"name": "n1", "filter": "color:gray", "input": "input"},
+        {"name": "n2", "filter": "gaussian:5", "input": "n1"},
+        {"name": "n3", "filter": "sobel:mag:3", "input": "n2"}], "outputs": ["n3"]})");
+    GraphExecutor a(chain, RunOptions{}), b(json, RunOptions{});
+    const cv::Mat from_chain = mat_of(a.run(view_of(src)).front());
+    const cv::Mat from_json = mat_of(b.run(view_of(src)).front());
+    EXPECT_EQ(cv::norm(from_chain, from_json, cv::NORM_INF), 0.0);
+    // Node by node against OpenCV.
+    cv::Mat gray, blurred, edges;
+    cv::cvtColor(src, gray, cv::COLOR_BGR2GRAY);
+    const Node gauss{parse_filter("gaussian:5"), Border{}, ScheduleSpec{}};
+    const Node sobel{parse_filter("sobel:mag:3"), Border{}, ScheduleSpec{}};
+    const Node first[] = {Node{parse_filter("color:gray"), Border{}, ScheduleSpec{}}};
+    const cv::Mat cbi_gray = as_mat(run_chain(first, view_of(src), RunOptions{}).view()).clone();
+    expect_within_one(cbi_gray, gray, "gray");
+    const Node second[] = {gauss};
+    const cv::Mat cbi_blur = as_mat(run_chain(second, view_of(cbi_gray), RunOptions{}).view()).clone();
+    expect_within_one(cbi_blur, test::opencv_reference(gauss, cbi_gray), "gaussian");
+    expect_within_one(from_chain, test::opencv_reference(sobel, cbi_blur), "sobel");
+}
+
+TEST(Graph, PerNodeScheduleOverridesTheDefault) {
+    const Graph g = parse_pipeline("blur:3 | gaussian:5@tile:32x8", parse_schedule("column:16"));
+    EXPECT_EQ(g.schedule_of(1).to_string(), "column:16");
+    EXPECT_EQ(g.schedule_of(2).to_string(), "tile:32x8");
+}
+
+void expect_invalid(const std::function<void()>& f, const std::string& needle) {
+    try {
+        f();
+        ADD_FAILURE() << "accepted; expected an error containing '" << needle << "'";
+    } catch (const std::invalid_argument& e) {
+        EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what();
+    }
+}
+
+TEST(Graph, LanguageErrorsPointAtTheOffendingStage) {
+    expect_invalid([] { parse_pipeline("color:gray | gausian:5"); }, "stage 2 'gausian:5' (column 14)");
+    expect_invalid([] { parse_pipeline("blur:3 || blur:5"); }, "stage 2");
+    expect_invalid([] { parse_pipeline("blur:3 | blur:5@column:0"); }, "valid forms");
+    expect_invalid([] { parse_pipeline("blur:4"); }, "stage 1 'blur:4' (column 1)");
+    expect_invalid([] { parse_pipeline(""); }, "empty stage");
+}
+
+TEST(Graph, JsonErrorsNameTheNode) {
+    expect_invalid([] { graph_from_json("{"); }, "not valid JSON");
+    expect_invalid([] { graph_from_json(R"({"nodes": [{"name": "a", "filter": "blur:3", "input": "nope"}], "outputs": ["a"]})"); },
+                   "node 'a': input 'nope' is not a node");
+    expect_invalid([] { graph_from_json(R"({"nodes": [{"name": "a", "filter": "blur:3", "input": "b"},
+                                                       {"name": "b", "filter": "blur:3", "input": "a"}], "outputs": ["a"]})"); },
+                   "is part of a cycle");
+    expect_invalid([] { graph_from_json(R"({"nodes": [{"name": "a", "filter": "blur:3", "input": "input"},
+                                                       {"name": "a", "filter": "blur:5", "input": "input"}], "outputs": ["a"]})"); },
+                   "node 'a': the name is used twice");
+    expect_invalid([] { graph_from_json(R"({"nodes": [{"name": "a", "filter": "blur:3", "input": "input", "schedule": "warp"}], "outputs": ["a"]})"); },
+                   "node 'a': unknown schedule 'warp'");
+    expect_invalid([] { graph_from_json(R"({"nodes": [{"name": "a", "blend": "1:1", "inputs": ["input"]}], "outputs": ["a"]})"); },
+                   "node 'a': a blend takes 2 inputs");
+    expect_invalid([] { graph_from_json(R"({"nodes": [{"name": "a", "input": "input"}], "outputs": ["a"]})"); },
+                   "node 'a': needs exactly one of \"filter\" and \"blend\"");
+    expect_invalid([] { graph_from_json(R"({"nodes": [{"name": "a", "filter": "blur:3", "input": "input"}], "outputs": []})"); },
+                   "\"outputs\" must be a non-empty array");
+    expect_invalid([] { graph_from_json(R"({"nodes": [], "outputs": ["x"]})"); }, "no node named 'x'");
+    expect_invalid([] { graph_from_json(R"({"nodes": [], "outputs": ["input"], "extra": 1})"); }, "unknown field \"extra\"");
+}
+
+TEST(Graph, ChannelMismatchesAreFoundWhenPreparingNotWhileRunning) {
+    Graph g;
+    const NodeId gray = g.add_filter("gray", parse_filter("color:gray"), Graph::input());
+    const NodeId mix = g.add_blend("mix", BlendFilter{}, gray, Graph::input());
+    g.add_output(mix);
+    GraphExecutor ex(g, RunOptions{});
+    try {
+        ex.prepare(64, 64, 3, Depth::u8);
+        FAIL() << "a 1- and 3-channel blend was accepted";
+    } catch (const Error& e) {
+        EXPECT_NE(std::string(e.what()).find("node 'mix': blend inputs 'gray' and 'input' have 1 and 3 channels"),
+                  std::string::npos)
+            << e.what();
+    }
+    GraphExecutor sepia(parse_pipeline("color:sepia"), RunOptions{});
+    EXPECT_THROW(sepia.prepare(8, 8, 1, Depth::u8), Error);
+    EXPECT_THROW(GraphExecutor(Graph{}, RunOptions{}), std::invalid_argument);  // no output
+}
+
+TEST(Graph, JsonRoundTrip) {
+    Graph g = unsharp_mask(0.7);
+    g.set_default_schedule(parse_schedule("zigzag:32"));
+    g.set_default_border(parse_border("constant:3"));
+    const std::string text = graph_to_json(g);
+    const Graph back = graph_from_json(text);
+    EXPECT_TRUE(back == g) << text;
+    EXPECT_EQ(graph_to_json(back), text);
+    const Graph chain = parse_pipeline("color:ycrcb | sobel:x:5@tile:8x8 | blur:7");
+    EXPECT_TRUE(graph_from_json(graph_to_json(chain)) == chain);
+}
+
+TEST(Graph, BuffersAreReusedByLifetimeAndUnusedNodesSkipped) {
+    Graph g;
+    NodeId last = Graph::input();
+    for (int i = 0; i < 6; ++i) last = g.add_filter("b" + std::to_string(i), parse_filter("blur:3"), last);
+    g.add_filter("unused", parse_filter("blur:5"), Graph::input());
+    g.add_output(last);
+    GraphExecutor ex(g, RunOptions{});
+    ex.prepare(50, 40, 3, Depth::u8);
+    const std::string plan = ex.describe();
+    EXPECT_NE(plan.find("6 nodes run, 2 buffers"), std::string::npos) << plan;
+    EXPECT_NE(plan.find("not needed by any output: skipped"), std::string::npos) << plan;
+    EXPECT_EQ(ex.allocations(), 2u);
+}
+
+TEST(Graph, RerunOnTheSameSizeAllocatesNothing) {
+    const cv::Mat a = random_image(300, 200, 3, Depth::u8, 4), b = random_image(300, 200, 3, Depth::u8, 5);
+    GraphExecutor ex(unsharp_mask(1.0), RunOptions{});
+    const cv::Mat first = mat_of(ex.run(view_of(a)).front());
+    const std::size_t buffers = ex.allocations();
+    const ImageView in = view_of(b);
+    const long before = g_news.load();
+    const auto outs = ex.run(in);
+    const long news = g_news.load() - before;
+    EXPECT_EQ(ex.allocations(), buffers);
+    EXPECT_EQ(news, 0) << "operator new calls during a rerun";
+    EXPECT_GT(cv::norm(as_mat(outs.front()), first, cv::NORM_INF), 0.0);  // it did run on the new image
+    ex.run(view_of(random_image(301, 200, 3, Depth::u8, 6)));             // a new size plans again
+    EXPECT_GT(ex.allocations(), buffers);
+}
+
+}  // namespace
+}  // namespace cbi
