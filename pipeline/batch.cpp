@@ -1,0 +1,430 @@
+#include "pipeline/batch.hpp"
+
+#include <fcntl.h>
+#include <fnmatch.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cerrno>
+#include <chrono>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <set>
+#include <stdexcept>
+#include <system_error>
+#include <utility>
+
+#include <oneapi/tbb/info.h>
+#include <oneapi/tbb/parallel_pipeline.h>
+#include <oneapi/tbb/task_arena.h>
+#include <opencv2/core.hpp>
+
+#include "pipeline/error.hpp"
+#include "pipeline/opencv.hpp"
+
+namespace cbi {
+namespace {
+
+namespace fs = std::filesystem;
+using Clock = std::chrono::steady_clock;
+
+// write_image_atomic's temporaries: never inputs, removed as leftovers.
+constexpr std::string_view kTempPrefix = ".cbi-tmp-";
+// Inserted before the extension when an output shares its input's folder.
+constexpr std::string_view kOutputTag = ".cbi";
+
+double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
+
+std::string lower(std::string s) {
+    std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return std::tolower(c); });
+    return s;
+}
+
+// The extensions of the formats read_image probes (pipeline/image_io.hpp).
+bool has_image_extension(const fs::path& name) {
+    static const std::set<std::string> exts{".png", ".jpg", ".jpeg", ".jpe", ".tif", ".tiff", ".bmp", ".dib",
+                                            ".webp", ".pbm", ".pgm", ".ppm", ".pnm", ".pam", ".pfm", ".exr",
+                                            ".hdr", ".pic", ".sr", ".ras"};
+    return exts.count(lower(name.extension().string())) != 0;
+}
+
+fs::path output_name(const fs::path& name, OutputFormat format, bool tag) {
+    std::string ext = name.extension().string();
+    if (format == OutputFormat::png) ext = ".png";
+    if (format == OutputFormat::jpg) ext = ".jpg";
+    if (format == OutputFormat::tiff) ext = ".tiff";
+    return name.stem().string() + (tag ? std::string(kOutputTag) : "") + ext;
+}
+
+bool is_tagged_output(const fs::path& name) { return name.stem().string().ends_with(kOutputTag); }
+
+struct FileId {
+    dev_t dev;
+    ino_t ino;
+    auto operator<=>(const FileId&) const = default;
+};
+std::optional<FileId> file_id(const fs::path& p) {
+    struct stat st;
+    if (::stat(p.c_str(), &st) != 0) return std::nullopt;
+    return FileId{st.st_dev, st.st_ino};
+}
+
+BatchItem failed_item(const fs::path& input, const fs::path& output, std::string error) {
+    BatchItem item;
+    item.input = input;
+    item.output = output;
+    item.status = ItemStatus::failed;
+    item.error = std::move(error);
+    return item;
+}
+
+// Adds a job unless another input already claimed its output name.
+class Planner {
+public:
+    explicit Planner(BatchPlan& plan) : plan_(plan) {}
+    void add(const fs::path& input, const fs::path& output) {
+        const auto [it, fresh] = claimed_.emplace(output.lexically_normal().string(), input);
+        if (fresh) {
+            plan_.jobs.push_back({input, output});
+        } else {
+            plan_.rejected.push_back(failed_item(
+                input, {}, input.string() + ": its output " + output.string() + " is also the output of " +
+                               it->second.string() + " (choose another output format)"));
+        }
+    }
+
+private:
+    BatchPlan& plan_;
+    std::map<std::string, fs::path> claimed_;
+};
+
+class FolderWalker {
+public:
+    FolderWalker(const FolderOptions& o, const fs::path& out_root, bool tag, BatchPlan& plan)
+        : o_(o), out_root_(out_root), out_id_(file_id(out_root)), tag_(tag), plan_(plan), planner_(plan) {}
+
+    void walk(const fs::path& dir, const fs::path& rel) {
+        std::error_code ec;
+        std::vector<fs::directory_entry> entries;
+        for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) entries.push_back(*it);
+        if (ec) {
+            if (rel.empty()) throw Error(dir.string(), "cannot list the input folder: " + ec.message());
+            plan_.rejected.push_back(failed_item(dir, {}, dir.string() + ": cannot list the folder: " + ec.message()));
+            return;
+        }
+        std::sort(entries.begin(), entries.end(),
+                  [](const auto& a, const auto& b) { return a.path().filename() < b.path().filename(); });
+        for (const auto& entry : entries) {
+            const fs::path name = entry.path().filename();
+            if (name.string().starts_with(kTempPrefix)) continue;
+            // Not following links: a link to a folder is not descended into
+            // (no cycles); links named like images are jobs like files.
+            const bool is_dir = entry.symlink_status(ec).type() == fs::file_type::directory;
+            if (is_dir && !has_image_extension(name)) {
+                if (o_.recursive && file_id(entry.path()) != out_id_) walk(entry.path(), rel / name);
+                continue;
+            }
+            if (!matches(name, rel / name)) continue;
+            if (tag_ && is_tagged_output(name)) continue;  // an earlier in-place run's output
+            planner_.add(entry.path(), out_root_ / rel / output_name(name, o_.format, tag_));
+        }
+    }
+
+private:
+    bool matches(const fs::path& name, const fs::path& rel) const {
+        if (o_.pattern.empty()) return name.string()[0] != '.' && has_image_extension(name);
+        const bool by_path = o_.pattern.find('/') != std::string::npos;
+        const std::string subject = by_path ? rel.generic_string() : name.string();
+        return ::fnmatch(o_.pattern.c_str(), subject.c_str(), FNM_PERIOD | (by_path ? FNM_PATHNAME : 0)) == 0;
+    }
+
+    const FolderOptions& o_;
+    fs::path out_root_;
+    std::optional<FileId> out_id_;
+    bool tag_;
+    BatchPlan& plan_;
+    Planner planner_;
+};
+
+// An exclusive flock on an output root for the run: the leftover
+// temporaries there are then a killed run's, never a live batch's.
+class DirLock {
+public:
+    explicit DirLock(const fs::path& dir) : fd_(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC)) {
+        if (fd_ < 0) throw Error(dir.string(), "cannot open the output folder: " + std::system_category().message(errno));
+        if (::flock(fd_, LOCK_EX | LOCK_NB) != 0) {
+            const int err = errno;
+            ::close(fd_);
+            if (err == EWOULDBLOCK) throw Error(dir.string(), "another cbi batch is writing to this output folder");
+            throw Error(dir.string(), "cannot lock the output folder: " + std::system_category().message(err));
+        }
+    }
+    DirLock(const DirLock&) = delete;
+    DirLock& operator=(const DirLock&) = delete;
+    ~DirLock() { ::close(fd_); }
+
+private:
+    int fd_;
+};
+
+void remove_leftover_temporaries(const fs::path& dir) {
+    std::error_code ec;
+    for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+        std::error_code type_ec;
+        if (it->path().filename().string().starts_with(kTempPrefix) && it->is_regular_file(type_ec))
+            fs::remove(it->path(), type_ec);  // best effort: a leftover that stays is ignored anyway
+    }
+}
+
+// One line naming `subject` (unless the message already starts with it).
+std::string failure(const fs::path& subject, std::string message) {
+    std::replace(message.begin(), message.end(), '\n', ' ');
+    const std::string s = subject.string();
+    return message.rfind(s + ":", 0) == 0 ? message : s + ": " + message;
+}
+
+// Runs f; an exception becomes the item's failure, named after `subject`.
+template <class F>
+bool attempt(BatchItem& item, const fs::path& subject, F&& f) {
+    try {
+        f();
+        return true;
+    } catch (const cv::Exception& e) {
+        item.error = failure(subject, "OpenCV: " + e.err);
+    } catch (const std::bad_alloc&) {
+        item.error = failure(subject, "out of memory");
+    } catch (const std::exception& e) {
+        item.error = failure(subject, e.what());
+    } catch (...) {
+        item.error = failure(subject, "unknown error");
+    }
+    item.status = ItemStatus::failed;
+    return false;
+}
+
+// The K processors; a token in the process stage borrows one.
+class ProcessorPool {
+public:
+    ProcessorPool(const ProcessorFactory& factory, int count) {
+        for (int i = 0; i < count; ++i) free_.push_back(factory());
+    }
+    // Calls f(processor) with a borrowed processor, returned even if f throws.
+    template <class F>
+    void with(F&& f) {
+        std::unique_ptr<Processor> p;
+        {
+            std::lock_guard lock(mutex_);
+            p = std::move(free_.back());  // never empty: at most K tokens are in flight
+            free_.pop_back();
+        }
+        struct Return {
+            ProcessorPool& pool;
+            std::unique_ptr<Processor>& p;
+            ~Return() {
+                std::lock_guard lock(pool.mutex_);
+                pool.free_.push_back(std::move(p));
+            }
+        } back{*this, p};
+        f(*p);
+    }
+
+private:
+    std::mutex mutex_;
+    std::vector<std::unique_ptr<Processor>> free_;
+};
+
+}  // namespace
+
+OutputFormat parse_output_format(std::string_view text) {
+    if (text == "same") return OutputFormat::same;
+    if (text == "png") return OutputFormat::png;
+    if (text == "jpg") return OutputFormat::jpg;
+    if (text == "tiff") return OutputFormat::tiff;
+    throw std::invalid_argument("format '" + std::string(text) + "' must be same, png, jpg or tiff");
+}
+
+BatchPlan plan_folder(const FolderOptions& o) {
+    std::error_code ec;
+    if (!fs::is_directory(o.input_dir, ec)) throw Error(o.input_dir.string(), "is not a folder");
+    const fs::path out_root = o.output_dir.empty() ? o.input_dir : o.output_dir;
+    if (o.output_dir.empty() && !o.in_place) throw std::invalid_argument("an output folder is required unless in place");
+    const bool same_dir = same_file(o.input_dir, out_root);
+    if (same_dir && !o.in_place)
+        throw std::invalid_argument(out_root.string() + " is the input folder; in-place mode writes NAME.cbi.EXT beside the inputs");
+    BatchPlan plan;
+    plan.output_roots.push_back(out_root);
+    FolderWalker(o, out_root, same_dir, plan).walk(o.input_dir, {});
+    return plan;
+}
+
+BatchPlan plan_files(const std::vector<fs::path>& inputs, const fs::path& output_dir, OutputFormat format,
+                     bool in_place) {
+    BatchPlan plan;
+    Planner planner(plan);
+    std::set<std::string> roots;
+    for (const fs::path& input : inputs) {
+        const fs::path dir = input.has_parent_path() ? input.parent_path() : fs::path(".");
+        fs::path out;
+        if (output_dir.empty()) {
+            out = dir / output_name(input.filename(), format, true);
+            roots.insert(dir.string());
+        } else {
+            const bool same_dir = same_file(dir, output_dir);
+            if (same_dir && !in_place)
+                throw std::invalid_argument(output_dir.string() + " is the folder of " + input.string() +
+                                            "; in-place mode writes NAME.cbi.EXT beside the inputs");
+            out = output_dir / output_name(input.filename(), format, same_dir);
+        }
+        planner.add(input, out);
+    }
+    if (!output_dir.empty()) roots.insert(output_dir.string());
+    plan.output_roots.assign(roots.begin(), roots.end());
+    return plan;
+}
+
+BatchSummary run_batch(const BatchPlan& plan, const ProcessorFactory& factory, const BatchOptions& options) {
+    if (options.jobs < 0) throw std::invalid_argument("jobs must be at least 1 (0: all cores)");
+    if (options.in_flight < 0) throw std::invalid_argument("in-flight must be at least 1 (0: twice the jobs)");
+    const int jobs = options.jobs > 0 ? options.jobs : tbb::info::default_concurrency();
+    const int k = !options.overlap ? 1 : options.in_flight > 0 ? options.in_flight : 2 * jobs;
+
+    // Lock each output root once (two spellings of one folder would lock
+    // against each other), then clear a killed run's temporaries.
+    std::vector<std::unique_ptr<DirLock>> locks;
+    std::set<FileId> locked;
+    for (const fs::path& root : plan.output_roots) {
+        std::error_code ec;
+        fs::create_directories(root, ec);
+        if (ec) throw Error(root.string(), "cannot create the output folder: " + ec.message());
+        const auto id = file_id(root);
+        if (id && locked.insert(*id).second) locks.push_back(std::make_unique<DirLock>(root));
+    }
+    std::set<std::string> out_dirs;
+    for (const BatchJob& job : plan.jobs) out_dirs.insert(job.output.parent_path().string());
+    for (const std::string& dir : out_dirs) remove_leftover_temporaries(dir.empty() ? "." : dir);
+
+    ProcessorPool pool(factory, k);
+
+    BatchSummary summary;
+    summary.jobs = jobs;
+    summary.in_flight = k;
+    summary.overlap = options.overlap;
+    summary.items = plan.rejected;
+    const std::size_t first_job = summary.items.size();
+    for (const BatchJob& job : plan.jobs) {
+        BatchItem item;
+        item.input = job.input;
+        item.output = job.output;
+        item.status = ItemStatus::processed;  // until a stage fails or skips it
+        summary.items.push_back(std::move(item));
+    }
+
+    std::mutex progress_mutex;
+    BatchProgress progress;
+    progress.total = summary.items.size();
+    const Clock::time_point start = Clock::now();
+    auto finished = [&](const BatchItem& item) {
+        std::lock_guard lock(progress_mutex);
+        ++progress.done;
+        progress.failed += item.status == ItemStatus::failed;
+        progress.skipped += item.status == ItemStatus::skipped;
+        progress.elapsed_s = seconds_since(start);
+        progress.item = &item;
+        if (options.on_progress) options.on_progress(progress);
+    };
+    for (std::size_t i = 0; i < first_job; ++i) finished(summary.items[i]);
+
+    struct Slot {
+        cv::Mat input;
+        Image output;
+    };
+    std::vector<Slot> slots(plan.jobs.size());
+    auto live = [&](std::size_t i) { return summary.items[first_job + i].status == ItemStatus::processed; };
+
+    std::size_t next = 0;
+    tbb::task_arena arena(jobs);
+    arena.execute([&] {
+        tbb::parallel_pipeline(
+            static_cast<std::size_t>(k),
+            tbb::make_filter<void, std::size_t>(tbb::filter_mode::serial_in_order,
+                                                [&](tbb::flow_control& fc) -> std::size_t {
+                                                    if (next == plan.jobs.size()) fc.stop();
+                                                    return next++;
+                                                }) &
+                tbb::make_filter<std::size_t, std::size_t>(
+                    tbb::filter_mode::parallel,
+                    [&](std::size_t i) {
+                        const Clock::time_point t0 = Clock::now();
+                        const BatchJob& job = plan.jobs[i];
+                        BatchItem& item = summary.items[first_job + i];
+                        std::error_code ec;
+                        if (options.skip_existing && fs::exists(job.output, ec)) {
+                            item.status = ItemStatus::skipped;
+                        } else if (same_file(job.input, job.output)) {
+                            item.status = ItemStatus::failed;
+                            item.error = job.input.string() + ": is also the output " + job.output.string() +
+                                         "; cbi never overwrites its input";
+                        } else {
+                            attempt(item, job.input, [&] { slots[i].input = read_image(job.input, options.max_pixels); });
+                        }
+                        item.read_s = seconds_since(t0);
+                        return i;
+                    }) &
+                tbb::make_filter<std::size_t, std::size_t>(
+                    tbb::filter_mode::parallel,
+                    [&](std::size_t i) {
+                        if (!live(i)) return i;
+                        const Clock::time_point t0 = Clock::now();
+                        BatchItem& item = summary.items[first_job + i];
+                        attempt(item, plan.jobs[i].input, [&] {
+                            pool.with([&](Processor& processor) {
+                                // Isolated: while this thread waits inside the
+                                // processor's own parallel loops it must not pick
+                                // up another image's decode or encode, which would
+                                // delay this image and blur the stage times.
+                                tbb::this_task_arena::isolate(
+                                    [&] { slots[i].output = processor.process(view_of(slots[i].input)); });
+                            });
+                        });
+                        slots[i].input = cv::Mat();  // free the decoded input now: memory stays ~K images
+                        item.process_s = seconds_since(t0);
+                        return i;
+                    }) &
+                tbb::make_filter<std::size_t, void>(tbb::filter_mode::parallel, [&](std::size_t i) {
+                    BatchItem& item = summary.items[first_job + i];
+                    if (live(i)) {
+                        const Clock::time_point t0 = Clock::now();
+                        const fs::path& out = plan.jobs[i].output;
+                        attempt(item, out, [&] {
+                            std::error_code ec;
+                            if (out.has_parent_path()) fs::create_directories(out.parent_path(), ec);
+                            if (ec) throw Error(out.parent_path().string(), "cannot create the folder: " + ec.message());
+                            write_image_atomic(out, as_mat(slots[i].output.view()));
+                        });
+                        slots[i].output = Image();
+                        item.write_s = seconds_since(t0);
+                    }
+                    finished(item);
+                }));
+    });
+    summary.wall_s = seconds_since(start);
+
+    const int lanes = std::min(k, jobs);
+    summary.stages = {{"read+decode", 0, lanes}, {"process", 0, lanes}, {"encode+write", 0, lanes}};
+    for (const BatchItem& item : summary.items) {
+        summary.stages[0].busy_s += item.read_s;
+        summary.stages[1].busy_s += item.process_s;
+        summary.stages[2].busy_s += item.write_s;
+        summary.processed += item.status == ItemStatus::processed;
+        summary.failed += item.status == ItemStatus::failed;
+        summary.skipped += item.status == ItemStatus::skipped;
+    }
+    return summary;
+}
+
+}  // namespace cbi

@@ -1,0 +1,134 @@
+#pragma once
+// The batch runner: many images through read+decode -> process -> encode+write
+// as a tbb::parallel_pipeline with at most K images in flight (DESIGN.md
+// section 7), so memory stays bounded whatever the folder size and the
+// stages of different images overlap. Library code: it never prints or
+// exits; per-file failures come back as results, progress through a callback.
+//
+// Guarantees (DESIGN.md section 4):
+//   - every output is written to a `.cbi-tmp-*` file in its directory and
+//     renamed into place after a successful encode, fsync and close
+//     (write_image_atomic), so a killed run leaves only complete outputs;
+//     the next run removes the leftover temporaries of the directories it
+//     writes to (it holds an flock on each output root, so it never removes
+//     those of another running batch);
+//   - an input is never overwritten (device and inode are compared);
+//   - one file's error never cancels the others.
+#include <cstddef>
+#include <cstdint>
+#include <filesystem>
+#include <functional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "pipeline/image_io.hpp"
+#include "pipeline/processor.hpp"
+
+namespace cbi {
+
+// The output format of a batch: `same` keeps each input's extension.
+enum class OutputFormat { same, png, jpg, tiff };
+// "same", "png", "jpg" or "tiff"; throws std::invalid_argument.
+OutputFormat parse_output_format(std::string_view text);
+
+struct BatchJob {
+    std::filesystem::path input;
+    std::filesystem::path output;
+};
+
+enum class ItemStatus { processed, failed, skipped };
+
+// The result of one file (or of a directory that could not be listed).
+struct BatchItem {
+    std::filesystem::path input;
+    std::filesystem::path output;  // empty when the file never got one
+    ItemStatus status = ItemStatus::failed;
+    std::string error;  // failed: one line naming the file and the reason
+    // Seconds spent in each stage on this item (0 for stages not reached).
+    double read_s = 0, process_s = 0, write_s = 0;
+};
+
+// What to run: the jobs in a deterministic order, the files refused while
+// planning (reported as failed) and the output roots the run locks.
+struct BatchPlan {
+    std::vector<BatchJob> jobs;
+    std::vector<BatchItem> rejected;
+    std::vector<std::filesystem::path> output_roots;
+};
+
+struct FolderOptions {
+    std::filesystem::path input_dir;
+    std::filesystem::path output_dir;  // may be empty with in_place: the input dir
+    bool recursive = false;
+    // fnmatch(3) glob on the file name (on the path relative to input_dir
+    // when it contains '/'); a leading '.' must be matched explicitly.
+    // Empty: every file with a readable image extension, any case.
+    std::string pattern;
+    OutputFormat format = OutputFormat::same;
+    // Allows output_dir to be input_dir. Outputs there get `.cbi` before the
+    // extension (as single-image mode names them) and such files are not
+    // taken as inputs, so a second run does not filter its own outputs.
+    bool in_place = false;
+};
+
+// Lists input_dir (sorted by relative path; sub-folders mirrored under
+// output_dir when recursive). Entries whose name matches are jobs even when
+// they are not regular files (a directory or dangling link named x.png fails
+// when read, with its reason); other directories are descended into when
+// recursive, symbolic links to directories are not followed, the output dir
+// is never descended into, `.cbi-tmp-*` files are ignored. Unlistable
+// sub-folders and two inputs that would write the same output (a.png and
+// a.jpg with format png) become `rejected` items.
+// Throws std::invalid_argument (usage) when output_dir is input_dir without
+// in_place, cbi::Error when input_dir cannot be listed.
+BatchPlan plan_folder(const FolderOptions& options);
+
+// Jobs for a list of files. With an output_dir, outputs are
+// output_dir/<name> (with `.cbi` inserted when output_dir is the file's own
+// directory: allowed only with in_place, else std::invalid_argument);
+// without one, each output goes next to its input as IN.cbi.EXT.
+BatchPlan plan_files(const std::vector<std::filesystem::path>& inputs, const std::filesystem::path& output_dir,
+                     OutputFormat format, bool in_place);
+
+struct BatchProgress {
+    std::size_t done = 0;   // items finished (processed + failed + skipped)
+    std::size_t total = 0;  // jobs + rejected
+    std::size_t failed = 0;
+    std::size_t skipped = 0;
+    double elapsed_s = 0;
+    const BatchItem* item = nullptr;  // the item that just finished
+};
+
+struct BatchOptions {
+    int jobs = 0;       // worker threads; 0: all cores
+    int in_flight = 0;  // K, images in flight and processors made; 0: 2 x jobs
+    bool overlap = true;  // false: the same stages, one image at a time
+    bool skip_existing = false;  // an existing output (complete: writes are atomic) is kept
+    std::uint64_t max_pixels = default_max_pixels;
+    // Called once per finished item, never concurrently, from worker threads.
+    std::function<void(const BatchProgress&)> on_progress;
+};
+
+struct StageStats {
+    std::string name;  // "read+decode", "process", "encode+write"
+    double busy_s = 0;  // summed over items
+    int lanes = 1;      // how many items the stage can work on at once
+};
+
+struct BatchSummary {
+    std::vector<BatchItem> items;  // rejected first, then the jobs in plan order
+    std::size_t processed = 0, failed = 0, skipped = 0;
+    double wall_s = 0;
+    std::vector<StageStats> stages;
+    int jobs = 0, in_flight = 0;
+    bool overlap = true;
+    double images_per_s() const { return wall_s > 0 ? static_cast<double>(processed) / wall_s : 0; }
+};
+
+// Runs the plan. Per-file problems are results; throws (std::invalid_argument
+// for bad options, cbi::Error when an output root is locked by another run,
+// or whatever the factory throws) only before any file is touched.
+BatchSummary run_batch(const BatchPlan& plan, const ProcessorFactory& factory, const BatchOptions& options);
+
+}  // namespace cbi

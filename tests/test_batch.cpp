@@ -1,0 +1,659 @@
+// Batch mode (issue 5): a folder tree of good and bad files through the
+// library and the real cbi-filter binary; outputs compared pixel-wise with
+// the single-image path; SIGKILL mid-run and resume; a full disk.
+#include "pipeline/batch.hpp"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/file.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <optional>
+#include <random>
+#include <set>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <gtest/gtest.h>
+#include <opencv2/imgcodecs.hpp>
+
+#include "filters/filter.hpp"
+#include "pipeline/chain_processor.hpp"
+#include "pipeline/error.hpp"
+#include "pipeline/executor.hpp"
+#include "pipeline/opencv.hpp"
+
+namespace fs = std::filesystem;
+
+namespace {
+
+class TempDir {
+public:
+    TempDir() {
+        std::string templ = (fs::temp_directory_path() / "cbi-batch-test-XXXXXX").string();
+        if (!::mkdtemp(templ.data())) throw std::runtime_error("mkdtemp failed");
+        path_ = templ;
+    }
+    ~TempDir() {
+        std::error_code ec;
+        fs::remove_all(path_, ec);
+    }
+    const fs::path& path() const { return path_; }
+    fs::path operator/(const std::string& name) const { return path_ / name; }
+
+private:
+    fs::path path_;
+};
+
+void write_bytes(const fs::path& p, const std::vector<std::uint8_t>& bytes) {
+    fs::create_directories(p.parent_path());
+    std::ofstream f(p, std::ios::binary);
+    f.write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
+}
+
+std::vector<std::uint8_t> encode(const std::string& ext, const cv::Mat& m) {
+    std::vector<std::uint8_t> buf;
+    if (!cv::imencode(ext, m, buf)) throw std::runtime_error("imencode " + ext + " failed");
+    return buf;
+}
+
+cv::Mat random_image(int w, int h, int type, unsigned seed) {
+    cv::Mat m(h, w, type);
+    cv::RNG rng(seed);
+    const int d = CV_MAT_DEPTH(type);
+    if (d == CV_8U) rng.fill(m, cv::RNG::UNIFORM, 0, 256);
+    else if (d == CV_16U) rng.fill(m, cv::RNG::UNIFORM, 0, 65536);
+    else rng.fill(m, cv::RNG::UNIFORM, -2.0, 3.0);
+    return m;
+}
+
+// Smooth content, so JPEG inputs are realistic.
+cv::Mat smooth_image(int w, int h, unsigned seed) {
+    cv::Mat m(h, w, CV_8UC3);
+    for (int y = 0; y < h; ++y)
+        for (int x = 0; x < w; ++x)
+            m.at<cv::Vec3b>(y, x) = cv::Vec3b((x * 5 + seed) % 256, (y * 3 + seed) % 256, (x + y + seed) % 256);
+    return m;
+}
+
+std::string error_of(const std::function<void()>& f) {
+    try {
+        f();
+    } catch (const std::exception& e) {
+        return e.what();
+    }
+    return "";
+}
+
+std::vector<cbi::Node> blur_chain(int k) { return {{cbi::BoxFilter{k}, {}, {}}}; }
+
+cbi::RunOptions cpu_options() {
+    cbi::RunOptions o;
+    o.device = cbi::resolve_device(cbi::parse_device("cpu"));
+    return o;
+}
+
+// Regular files under `root` (relative, sorted); temporaries listed too.
+std::vector<std::string> files_under(const fs::path& root) {
+    std::vector<std::string> out;
+    for (const auto& e : fs::recursive_directory_iterator(root))
+        if (e.is_regular_file()) out.push_back(fs::relative(e.path(), root).generic_string());
+    std::sort(out.begin(), out.end());
+    return out;
+}
+
+bool is_temporary(const fs::path& p) { return p.filename().string().starts_with(".cbi-tmp-"); }
+
+// The single-image path: decode `input`, run_chain on the CPU, encode to
+// `output`'s format. Expects the decoded `output` to equal it exactly
+// (lossy JPEG too: the same encoder on the same pixels).
+void expect_matches_single_image(const fs::path& input, const fs::path& output, const std::vector<cbi::Node>& nodes,
+                                 const fs::path& scratch) {
+    SCOPED_TRACE(output.string());
+    const cv::Mat in = cbi::read_image(input);
+    const cbi::Image ref = cbi::run_chain(nodes, cbi::view_of(in), cpu_options());
+    const fs::path ref_file = scratch / ("ref" + output.extension().string());
+    cbi::write_image_atomic(ref_file, cbi::as_mat(ref.view()));
+    const cv::Mat want = cbi::read_image(ref_file), got = cbi::read_image(output);
+    ASSERT_EQ(got.type(), want.type());
+    ASSERT_EQ(got.size(), want.size());
+    EXPECT_EQ(cv::norm(got, want, cv::NORM_INF), 0.0);
+    EXPECT_GT(cv::norm(got, cv::NORM_INF), 0.0);  // an all-zero output never passes
+}
+
+// The test tree: good images of several formats and depths in sub-folders,
+// and the bad files of issue 5 (the unreadable one has its own test).
+struct Tree {
+    std::vector<std::string> good;  // relative paths
+    std::vector<std::string> bad;
+};
+Tree make_tree(const fs::path& in) {
+    write_bytes(in / "a.png", encode(".png", random_image(37, 23, CV_8UC3, 1)));
+    write_bytes(in / "e.png", encode(".png", random_image(13, 11, CV_8UC4, 2)));
+    write_bytes(in / "sub/b16.png", encode(".png", random_image(31, 17, CV_16UC1, 3)));
+    write_bytes(in / "sub/deep/c.jpg", encode(".jpg", smooth_image(40, 30, 4)));
+    cv::Mat f = random_image(19, 21, CV_32FC3, 5);
+    cbi::write_image_atomic(in / "sub/d.tiff", f);
+
+    write_bytes(in / "zero.png", {});
+    std::vector<std::uint8_t> noise(2048);
+    std::mt19937 rng(42);
+    for (auto& b : noise) b = static_cast<std::uint8_t>(rng());
+    noise[0] = 0;  // no real signature by chance
+    write_bytes(in / "random.png", noise);
+    auto png = encode(".png", random_image(64, 64, CV_8UC3, 6));
+    png.resize(png.size() / 2);
+    write_bytes(in / "sub/trunc.png", png);
+    auto jpg = encode(".jpg", smooth_image(64, 64, 7));
+    jpg.resize(jpg.size() * 2 / 3);
+    write_bytes(in / "sub/deep/trunc.jpg", jpg);
+    write_bytes(in / "text.jpg", {'h', 'e', 'l', 'l', 'o', '\n'});
+    fs::create_directories(in / "x.png");
+    fs::create_symlink(in / "nowhere.jpg", in / "sub/dangling.jpg");
+    // Never inputs: not an image name, and a killed run's temporary.
+    write_bytes(in / "notes.txt", {'n'});
+    write_bytes(in / ".cbi-tmp-AbC123", {'t'});
+    return {{"a.png", "e.png", "sub/b16.png", "sub/d.tiff", "sub/deep/c.jpg"},
+            {"random.png", "sub/dangling.jpg", "sub/deep/trunc.jpg", "sub/trunc.png", "text.jpg", "x.png", "zero.png"}};
+}
+
+// ------------------------------------------------------------ the real CLI
+
+struct CliResult {
+    int code = -1;  // exit code, or 128 + signal
+    std::string out, err;
+};
+
+struct ChildSetup {
+    bool as_nobody = false;
+    std::optional<rlim_t> file_size_limit;
+};
+
+std::string slurp(const fs::path& p) {
+    std::ifstream f(p, std::ios::binary);
+    return {std::istreambuf_iterator<char>(f), {}};
+}
+
+// fork + exec of cbi-filter. Everything the child needs is prepared before
+// the fork: between fork and exec only async-signal-safe calls (the parent
+// has TBB threads).
+pid_t spawn_cli(const std::vector<std::string>& args, const fs::path& out_file, const fs::path& err_file,
+                const ChildSetup& setup = {}) {
+    std::vector<std::string> all{CBI_FILTER_BIN};
+    all.insert(all.end(), args.begin(), args.end());
+    std::vector<char*> argv;
+    for (auto& a : all) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    const int out_fd = ::open(out_file.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
+    const int err_fd = ::open(err_file.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
+    if (out_fd < 0 || err_fd < 0) throw std::runtime_error("cannot create the capture files");
+    const rlimit lim{setup.file_size_limit.value_or(0), setup.file_size_limit.value_or(0)};
+    const pid_t pid = ::fork();
+    if (pid == 0) {
+        ::dup2(out_fd, STDOUT_FILENO);
+        ::dup2(err_fd, STDERR_FILENO);
+        if (setup.as_nobody && (::setgid(65534) != 0 || ::setuid(65534) != 0)) ::_exit(77);
+        if (setup.file_size_limit) {
+            ::signal(SIGXFSZ, SIG_IGN);  // write() then fails with EFBIG, as on a full disk
+            ::setrlimit(RLIMIT_FSIZE, &lim);
+        }
+        ::execv(argv[0], argv.data());
+        ::_exit(127);
+    }
+    ::close(out_fd);
+    ::close(err_fd);
+    return pid;
+}
+
+int wait_code(pid_t pid) {
+    int status = 0;
+    if (::waitpid(pid, &status, 0) != pid) return -1;
+    return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+CliResult run_cli(const std::vector<std::string>& args, const fs::path& scratch, const ChildSetup& setup = {}) {
+    const fs::path out = scratch / "stdout.txt", err = scratch / "stderr.txt";
+    CliResult r;
+    r.code = wait_code(spawn_cli(args, out, err, setup));
+    r.out = slurp(out);
+    r.err = slurp(err);
+    return r;
+}
+
+std::vector<std::string> lines(const std::string& text) {
+    std::vector<std::string> out;
+    std::istringstream s(text);
+    for (std::string l; std::getline(s, l);) out.push_back(l);
+    return out;
+}
+
+bool contains_line(const std::string& text, const std::string& line) {
+    const auto all = lines(text);
+    return std::find(all.begin(), all.end(), line) != all.end();
+}
+
+// ------------------------------------------------------------ library
+
+TEST(Batch, FolderTreeGoodAndBadFiles) {
+    TempDir dir, scratch;
+    const fs::path in = dir / "in", out = dir / "out", out_serial = dir / "out-serial";
+    const Tree tree = make_tree(in);
+
+    cbi::FolderOptions fo;
+    fo.input_dir = in;
+    fo.output_dir = out;
+    fo.recursive = true;
+    const cbi::BatchPlan plan = cbi::plan_folder(fo);
+    ASSERT_EQ(plan.jobs.size(), tree.good.size() + tree.bad.size());
+    EXPECT_TRUE(plan.rejected.empty());
+    // Deterministic order: sorted by relative path, outputs mirrored.
+    EXPECT_EQ(plan.jobs.front().input, in / "a.png");
+    EXPECT_EQ(plan.jobs.front().output, out / "a.png");
+
+    const auto nodes = blur_chain(3);
+    std::atomic<int> inside{0};
+    std::size_t calls = 0, last_done = 0;
+    bool concurrent = false, monotonic = true;
+    cbi::BatchOptions bo;
+    bo.jobs = 2;
+    bo.in_flight = 3;
+    bo.on_progress = [&](const cbi::BatchProgress& p) {
+        concurrent |= inside.fetch_add(1) != 0;
+        ++calls;
+        monotonic &= p.done == last_done + 1 && p.total == plan.jobs.size();
+        last_done = p.done;
+        inside.fetch_sub(1);
+    };
+    const cbi::BatchSummary s = cbi::run_batch(plan, cbi::chain_processor_factory(nodes, cpu_options()), bo);
+    EXPECT_EQ(s.processed, tree.good.size());
+    EXPECT_EQ(s.failed, tree.bad.size());
+    EXPECT_EQ(s.skipped, 0u);
+    EXPECT_EQ(s.in_flight, 3);
+    EXPECT_EQ(calls, plan.jobs.size());
+    EXPECT_FALSE(concurrent);
+    EXPECT_TRUE(monotonic);
+
+    // Each failure carries the single-image path's one-line reason.
+    std::set<std::string> failed;
+    for (const cbi::BatchItem& item : s.items) {
+        if (item.status != cbi::ItemStatus::failed) continue;
+        failed.insert(fs::relative(item.input, in).generic_string());
+        EXPECT_EQ(item.error, error_of([&] { cbi::read_image(item.input); }));
+        EXPECT_EQ(item.error.find('\n'), std::string::npos);
+    }
+    EXPECT_EQ(failed, std::set<std::string>(tree.bad.begin(), tree.bad.end()));
+    const auto error_for = [&](const std::string& rel) {
+        for (const auto& item : s.items)
+            if (item.input == in / rel) return item.error;
+        return std::string();
+    };
+    EXPECT_EQ(error_for("zero.png"), (in / "zero.png").string() + ": empty file (0 bytes)");
+    EXPECT_EQ(error_for("x.png"), (in / "x.png").string() + ": is a directory, not an image file");
+    EXPECT_EQ(error_for("sub/dangling.jpg"),
+              (in / "sub/dangling.jpg").string() + ": dangling symbolic link (its target does not exist)");
+    EXPECT_NE(error_for("sub/trunc.png").find("truncated"), std::string::npos) << error_for("sub/trunc.png");
+    EXPECT_NE(error_for("sub/deep/trunc.jpg").find("truncated"), std::string::npos) << error_for("sub/deep/trunc.jpg");
+    EXPECT_NE(error_for("text.jpg").find("not a recognized image format"), std::string::npos);
+    EXPECT_NE(error_for("random.png").find("not a recognized image format"), std::string::npos);
+
+    // Exactly the good files, mirrored; no temporaries; pixel-exact.
+    EXPECT_EQ(files_under(out), tree.good);
+    for (const std::string& rel : tree.good) expect_matches_single_image(in / rel, out / rel, nodes, scratch.path());
+
+    // Stage times: every processed item spent time in every stage.
+    ASSERT_EQ(s.stages.size(), 3u);
+    for (const auto& st : s.stages) {
+        EXPECT_GT(st.busy_s, 0.0) << st.name;
+        EXPECT_EQ(st.lanes, 2) << st.name;
+    }
+    EXPECT_GT(s.wall_s, 0.0);
+    EXPECT_NEAR(s.images_per_s(), s.processed / s.wall_s, 1e-9);
+
+    // --no-overlap: the same stages one image at a time, the same files.
+    fo.output_dir = out_serial;
+    bo.overlap = false;
+    bo.on_progress = nullptr;
+    const cbi::BatchSummary serial =
+        cbi::run_batch(cbi::plan_folder(fo), cbi::chain_processor_factory(nodes, cpu_options()), bo);
+    EXPECT_EQ(serial.in_flight, 1);
+    EXPECT_EQ(serial.stages[0].lanes, 1);
+    EXPECT_EQ(serial.processed, s.processed);
+    EXPECT_EQ(serial.failed, s.failed);
+    ASSERT_EQ(files_under(out_serial), tree.good);
+    for (const std::string& rel : tree.good) EXPECT_EQ(slurp(out_serial / rel), slurp(out / rel)) << rel;
+}
+
+TEST(Batch, ProcessorErrorsAreResults) {
+    // A gray conversion needs 3 or 4 channels: the 1-channel file fails in
+    // the process stage, the others complete.
+    TempDir dir;
+    write_bytes(dir / "in/a.png", encode(".png", random_image(9, 8, CV_8UC3, 1)));
+    write_bytes(dir / "in/b.png", encode(".png", random_image(9, 8, CV_8UC1, 2)));
+    write_bytes(dir / "in/c.png", encode(".png", random_image(9, 8, CV_8UC4, 3)));
+    cbi::FolderOptions fo;
+    fo.input_dir = dir / "in";
+    fo.output_dir = dir / "out";
+    const std::vector<cbi::Node> nodes{{cbi::parse_color("gray"), {}, {}}};
+    const auto s = cbi::run_batch(cbi::plan_folder(fo), cbi::chain_processor_factory(nodes, cpu_options()), {});
+    EXPECT_EQ(s.processed, 2u);
+    ASSERT_EQ(s.failed, 1u);
+    // The chain's own reason, named after the file.
+    const std::string reason =
+        error_of([&] { cbi::run_chain(nodes, cbi::view_of(cbi::read_image(dir / "in/b.png")), cpu_options()); });
+    EXPECT_NE(reason.find("needs a 3- or 4-channel image"), std::string::npos) << reason;
+    EXPECT_EQ(s.items[1].error, (dir / "in/b.png").string() + ": " + reason);
+    EXPECT_GT(s.items[1].process_s, 0.0);
+    EXPECT_EQ(files_under(dir / "out"), (std::vector<std::string>{"a.png", "c.png"}));
+    EXPECT_EQ(cbi::read_image(dir / "out/c.png").channels(), 1);
+}
+
+TEST(Batch, OutputFormatsAndNameClashes) {
+    TempDir dir;
+    write_bytes(dir / "in/a.png", encode(".png", random_image(9, 8, CV_8UC3, 1)));
+    write_bytes(dir / "in/a.jpg", encode(".jpg", smooth_image(9, 8, 2)));
+    cbi::write_image_atomic(dir / "in/f.tiff", random_image(5, 4, CV_32FC1, 3));
+    cbi::FolderOptions fo;
+    fo.input_dir = dir / "in";
+    fo.output_dir = dir / "out";
+    fo.format = cbi::parse_output_format("png");
+    const cbi::BatchPlan plan = cbi::plan_folder(fo);
+    // a.jpg sorts first and claims out/a.png; a.png is refused, not overwritten.
+    ASSERT_EQ(plan.rejected.size(), 1u);
+    EXPECT_EQ(plan.rejected[0].error, (dir / "in/a.png").string() + ": its output " + (dir / "out/a.png").string() +
+                                          " is also the output of " + (dir / "in/a.jpg").string() +
+                                          " (choose another output format)");
+    const auto s = cbi::run_batch(plan, cbi::chain_processor_factory(blur_chain(3), cpu_options()), {});
+    EXPECT_EQ(s.processed, 1u);
+    EXPECT_EQ(s.failed, 2u);
+    EXPECT_EQ(s.items.size(), 3u);
+    const std::string reason = error_of([&] { cbi::check_output_format(dir / "out/f.png", CV_32FC1); });
+    EXPECT_TRUE(reason.starts_with((dir / "out/f.png").string() + ": PNG cannot store 32-bit float images")) << reason;
+    EXPECT_EQ(s.items[2].error, reason);
+    EXPECT_EQ(files_under(dir / "out"), std::vector<std::string>{"a.png"});
+    EXPECT_THROW(cbi::parse_output_format("bmp"), std::invalid_argument);
+}
+
+TEST(Batch, OutputFolderRulesAndInPlace) {
+    TempDir dir;
+    const fs::path in = dir / "in";
+    write_bytes(in / "a.png", encode(".png", random_image(9, 8, CV_8UC3, 1)));
+    write_bytes(in / "s/b.png", encode(".png", random_image(9, 8, CV_8UC3, 2)));
+    fs::create_directory_symlink(in, dir / "alias");
+
+    cbi::FolderOptions fo;
+    fo.input_dir = in;
+    fo.output_dir = dir / "alias";  // the input folder by another name: device+inode
+    fo.recursive = true;
+    EXPECT_THROW(cbi::plan_folder(fo), std::invalid_argument);
+    fo.output_dir.clear();
+    EXPECT_THROW(cbi::plan_folder(fo), std::invalid_argument);
+    fo.input_dir = dir / "missing";
+    fo.output_dir = dir / "out";
+    EXPECT_EQ(error_of([&] { cbi::plan_folder(fo); }), (dir / "missing").string() + ": is not a folder");
+
+    // In place: NAME.cbi.EXT beside the inputs; a second run ignores them.
+    fo.input_dir = in;
+    fo.output_dir = dir / "alias";
+    fo.in_place = true;
+    const auto factory = cbi::chain_processor_factory(blur_chain(3), cpu_options());
+    const auto first = cbi::run_batch(cbi::plan_folder(fo), factory, {});
+    EXPECT_EQ(first.processed, 2u);
+    const auto plan2 = cbi::plan_folder(fo);
+    ASSERT_EQ(plan2.jobs.size(), 2u);
+    EXPECT_EQ(plan2.jobs[0].output, dir / "alias/a.cbi.png");
+    EXPECT_EQ(files_under(in), (std::vector<std::string>{"a.cbi.png", "a.png", "s/b.cbi.png", "s/b.png"}));
+
+    // An output folder inside the input folder is not walked as input.
+    const fs::path in2 = dir / "in2";
+    write_bytes(in2 / "a.png", encode(".png", random_image(9, 8, CV_8UC3, 1)));
+    write_bytes(in2 / "s/b.png", encode(".png", random_image(9, 8, CV_8UC3, 2)));
+    fo.input_dir = in2;
+    fo.in_place = false;
+    fo.output_dir = in2 / "s" / "out";
+    const auto s = cbi::run_batch(cbi::plan_folder(fo), factory, {});
+    EXPECT_EQ(s.processed, 2u);
+    EXPECT_EQ(cbi::plan_folder(fo).jobs.size(), 2u);
+    EXPECT_EQ(files_under(in2 / "s/out"), (std::vector<std::string>{"a.png", "s/b.png"}));
+}
+
+TEST(Batch, SkipExistingLeftoverTemporariesAndLock) {
+    TempDir dir;
+    const fs::path in = dir / "in", out = dir / "out";
+    write_bytes(in / "a.png", encode(".png", random_image(9, 8, CV_8UC3, 1)));
+    write_bytes(in / "s/b.png", encode(".png", random_image(9, 8, CV_8UC3, 2)));
+    write_bytes(out / "a.png", {'k', 'e', 'e', 'p'});
+    write_bytes(out / "s/.cbi-tmp-Zz9xQ1", {'l', 'e', 'f', 't'});  // a killed run's
+    cbi::FolderOptions fo;
+    fo.input_dir = in;
+    fo.output_dir = out;
+    fo.recursive = true;
+    cbi::BatchOptions bo;
+    bo.skip_existing = true;
+    const auto factory = cbi::chain_processor_factory(blur_chain(3), cpu_options());
+
+    // Another batch holds the output folder: refused before touching anything.
+    const int fd = ::open(out.c_str(), O_RDONLY | O_DIRECTORY);
+    ASSERT_EQ(::flock(fd, LOCK_EX), 0);
+    EXPECT_EQ(error_of([&] { cbi::run_batch(cbi::plan_folder(fo), factory, bo); }),
+              out.string() + ": another cbi batch is writing to this output folder");
+    EXPECT_TRUE(fs::exists(out / "s/.cbi-tmp-Zz9xQ1"));
+    ::close(fd);
+
+    const auto s = cbi::run_batch(cbi::plan_folder(fo), factory, bo);
+    EXPECT_EQ(s.skipped, 1u);
+    EXPECT_EQ(s.processed, 1u);
+    EXPECT_EQ(slurp(out / "a.png"), "keep");
+    EXPECT_EQ(files_under(out), (std::vector<std::string>{"a.png", "s/b.png"}));  // leftover removed
+}
+
+TEST(Batch, FileListOutputs) {
+    TempDir dir;
+    write_bytes(dir / "x/a.png", encode(".png", random_image(9, 8, CV_8UC3, 1)));
+    write_bytes(dir / "y/a.png", encode(".png", random_image(9, 8, CV_8UC3, 2)));
+    const auto factory = cbi::chain_processor_factory(blur_chain(3), cpu_options());
+    const std::vector<fs::path> inputs{dir / "x/a.png", dir / "y/a.png"};
+
+    auto plan = cbi::plan_files(inputs, dir / "out", cbi::OutputFormat::tiff, false);
+    ASSERT_EQ(plan.jobs.size(), 1u);
+    EXPECT_EQ(plan.jobs[0].output, dir / "out/a.tiff");
+    ASSERT_EQ(plan.rejected.size(), 1u);
+    EXPECT_EQ(plan.rejected[0].input, dir / "y/a.png");
+    EXPECT_EQ(cbi::run_batch(plan, factory, {}).processed, 1u);
+    EXPECT_EQ(cbi::read_image(dir / "out/a.tiff").type(), CV_8UC3);
+
+    // Without an output folder: IN.cbi.EXT beside each input.
+    plan = cbi::plan_files(inputs, {}, cbi::OutputFormat::same, false);
+    ASSERT_EQ(plan.jobs.size(), 2u);
+    EXPECT_EQ(cbi::run_batch(plan, factory, {}).processed, 2u);
+    EXPECT_TRUE(fs::is_regular_file(dir / "x/a.cbi.png"));
+    EXPECT_TRUE(fs::is_regular_file(dir / "y/a.cbi.png"));
+
+    EXPECT_THROW(cbi::plan_files(inputs, dir / "x", cbi::OutputFormat::same, false), std::invalid_argument);
+    plan = cbi::plan_files(inputs, dir / "x", cbi::OutputFormat::same, true);
+    EXPECT_EQ(plan.jobs[0].output, dir / "x/a.cbi.png");
+}
+
+// ------------------------------------------------------------ the CLI
+
+TEST(BatchCli, TreeSummaryErrorsAndExitCode) {
+    TempDir dir, scratch;
+    const fs::path in = dir / "in", out = dir / "out";
+    const Tree tree = make_tree(in);
+    const auto r = run_cli({"--input-dir", in.string(), "--output-dir", out.string(), "--recursive", "--blur", "3",
+                            "--device", "cpu", "--jobs", "2", "--stats"},
+                           scratch.path());
+    EXPECT_EQ(r.code, 1) << r.err;
+    for (const std::string& rel : tree.bad) {
+        std::string reason = error_of([&] { cbi::read_image(in / rel); });
+        EXPECT_TRUE(contains_line(r.err, "cbi-filter: error: " + reason)) << reason << "\n" << r.err;
+    }
+    const auto err_lines = lines(r.err);
+    ASSERT_FALSE(err_lines.empty());
+    EXPECT_TRUE(err_lines.back().starts_with("cbi-filter: 12 files: 5 processed, 7 failed, 0 skipped in ")) << r.err;
+    EXPECT_NE(r.out.find("read+decode"), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("encode+write"), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("jobs 2, in flight 4, overlap on"), std::string::npos) << r.out;
+    EXPECT_EQ(files_under(out), tree.good);
+    const auto nodes = blur_chain(3);
+    for (const std::string& rel : tree.good) expect_matches_single_image(in / rel, out / rel, nodes, scratch.path());
+
+    // --quiet: the error lines only. All good files and --skip-existing: exit 0.
+    const auto q = run_cli({"--input-dir", in.string(), "--output-dir", out.string(), "--recursive", "--blur", "3",
+                            "--device", "cpu", "--quiet", "--skip-existing"},
+                           scratch.path());
+    EXPECT_EQ(q.code, 1);
+    EXPECT_EQ(lines(q.err).size(), tree.bad.size()) << q.err;
+    const auto ok = run_cli({"--input-dir", in.string(), "--output-dir", (dir / "png").string(), "--recursive",
+                             "--pattern", "*.png", "--blur", "3", "--device", "cpu", "--no-overlap"},
+                            scratch.path());
+    // *.png also matches the bad PNGs: zero, random, truncated, x.png.
+    EXPECT_EQ(ok.code, 1);
+    EXPECT_TRUE(lines(ok.err).back().starts_with("cbi-filter: 7 files: 3 processed, 4 failed, 0 skipped")) << ok.err;
+    const auto good = run_cli({"--input-dir", in.string(), "--output-dir", (dir / "one").string(), "--pattern",
+                               "sub/deep/c.*", "--recursive", "--blur", "3", "--device", "cpu"},
+                              scratch.path());
+    EXPECT_EQ(good.code, 0) << good.err;
+    EXPECT_EQ(files_under(dir / "one"), std::vector<std::string>{"sub/deep/c.jpg"});
+}
+
+TEST(BatchCli, UsageErrorsExit2) {
+    TempDir dir, scratch;
+    write_bytes(dir / "in/a.png", encode(".png", random_image(9, 8, CV_8UC3, 1)));
+    write_bytes(dir / "file.png", encode(".png", random_image(9, 8, CV_8UC3, 2)));
+    const std::string in = (dir / "in").string(), a = (dir / "in/a.png").string();
+    const std::vector<std::pair<std::vector<std::string>, std::string>> cases{
+        {{"--input-dir", in, "--output-dir", in, "--device", "cpu"},
+         "cbi-filter: error: --output-dir: " + in + " is the input folder; in-place mode writes NAME.cbi.EXT beside the inputs"},
+        {{"--input-dir", in, "--device", "cpu"},
+         "cbi-filter: error: --input-dir: --output-dir is required (or --in-place to write NAME.cbi.EXT beside the inputs)"},
+        {{a, "--stats", "--device", "cpu"},
+         "cbi-filter: error: --stats: applies to batch mode only (--input-dir, --output-dir or several inputs)"},
+        {{a, a, "-o", (dir / "file.png").string(), "--device", "cpu"},
+         "cbi-filter: error: " + (dir / "file.png").string() +
+             ": is not a folder; in batch mode -o/--output-dir names the output folder"},
+        {{"--input-dir", in, a, "--output-dir", (dir / "o").string(), "--device", "cpu"},
+         "cbi-filter: error: IN: give either --input-dir or input files, not both"},
+    };
+    for (const auto& [args, want] : cases) {
+        const auto r = run_cli(args, scratch.path());
+        EXPECT_EQ(r.code, 2) << want;
+        EXPECT_EQ(r.err, want + "\n");
+    }
+    for (const std::vector<std::string>& args :
+         {std::vector<std::string>{"--input-dir", in, "--output-dir", (dir / "o").string(), "--format", "bmp"},
+          std::vector<std::string>{"--input-dir", in, "--output-dir", (dir / "o").string(), "--in-flight", "0"}}) {
+        const auto r = run_cli(args, scratch.path());
+        EXPECT_EQ(r.code, 2) << r.err;
+        EXPECT_TRUE(r.err.starts_with("cbi-filter: error: --")) << r.err;
+    }
+    EXPECT_FALSE(fs::exists(dir / "o"));
+
+    // Single-image mode is unchanged.
+    const auto single = run_cli({a, "--blur", "3", "--device", "cpu", "-o", (dir / "single.png").string()}, scratch.path());
+    EXPECT_EQ(single.code, 0);
+    EXPECT_EQ(single.err, "");
+    EXPECT_TRUE(fs::is_regular_file(dir / "single.png"));
+}
+
+TEST(BatchCli, UnreadableFileAsUnprivilegedUser) {
+    // Root reads mode-000 files anyway (CAP_DAC_OVERRIDE): as in
+    // test_image_io, the run happens in a child that drops to nobody.
+    TempDir dir, scratch;
+    ASSERT_EQ(::chmod(dir.path().c_str(), 0755), 0);
+    ASSERT_EQ(::chmod(scratch.path().c_str(), 0777), 0);
+    const fs::path in = dir / "in", out = dir / "out";
+    write_bytes(in / "good.png", encode(".png", random_image(9, 8, CV_8UC3, 1)));
+    write_bytes(in / "secret.png", encode(".png", random_image(9, 8, CV_8UC3, 2)));
+    ASSERT_EQ(::chmod((in / "secret.png").c_str(), 0), 0);
+    fs::create_directories(out);
+    ASSERT_EQ(::chmod(out.c_str(), 0777), 0);
+    ChildSetup setup;
+    setup.as_nobody = ::geteuid() == 0;
+    const auto r = run_cli({"--input-dir", in.string(), "--output-dir", out.string(), "--blur", "3", "--device", "cpu"},
+                           scratch.path(), setup);
+    if (r.code == 77) GTEST_SKIP() << "running as root and cannot drop to uid 65534";
+    EXPECT_EQ(r.code, 1) << r.err;
+    EXPECT_TRUE(contains_line(r.err, "cbi-filter: error: " + (in / "secret.png").string() + ": permission denied")) << r.err;
+    EXPECT_TRUE(r.err.find("2 files: 1 processed, 1 failed") != std::string::npos) << r.err;
+    EXPECT_EQ(files_under(out), std::vector<std::string>{"good.png"});
+}
+
+TEST(BatchCli, SigkillLeavesOnlyCompleteOutputsAndSkipExistingResumes) {
+    TempDir dir, scratch;
+    const fs::path in = dir / "in", out = dir / "out";
+    constexpr int count = 48;
+    for (int i = 0; i < count; ++i)
+        write_bytes(in / ("s" + std::to_string(i % 3)) / ("img" + std::to_string(100 + i) + ".png"),
+                    encode(".png", random_image(480, 360, CV_8UC3, 100 + i)));
+    // About 25 ms an image on 2 cores: 1-2 s for the folder.
+    const std::vector<std::string> chain{"--blur", "9"};
+    const auto nodes = blur_chain(9);
+    std::vector<std::string> args{"--input-dir", in.string(), "--output-dir", out.string(), "--recursive",
+                                  "--device", "cpu", "--jobs", "2", "--quiet"};
+    args.insert(args.end(), chain.begin(), chain.end());
+
+    const pid_t pid = spawn_cli(args, scratch / "out1.txt", scratch / "err1.txt");
+    auto complete_outputs = [&] {
+        std::size_t n = 0;
+        std::error_code ec;
+        for (auto it = fs::recursive_directory_iterator(out, ec); !ec && it != fs::recursive_directory_iterator();
+             it.increment(ec))
+            n += it->is_regular_file(ec) && !is_temporary(it->path());
+        return n;
+    };
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+    while (complete_outputs() < 3 && std::chrono::steady_clock::now() < deadline)
+        std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    ASSERT_EQ(::kill(pid, SIGKILL), 0);
+    ASSERT_EQ(wait_code(pid), 128 + SIGKILL) << "the batch finished before it was killed";
+
+    std::vector<std::string> done;
+    for (const std::string& rel : files_under(out))
+        if (!is_temporary(rel)) done.push_back(rel);
+    ASSERT_GE(done.size(), 3u);
+    ASSERT_LT(done.size(), static_cast<std::size_t>(count)) << "killed too late to test anything";
+    for (const std::string& rel : done) expect_matches_single_image(in / rel, out / rel, nodes, scratch.path());
+
+    args.push_back("--skip-existing");
+    args.erase(std::find(args.begin(), args.end(), "--quiet"));
+    const auto r = run_cli(args, scratch.path());
+    EXPECT_EQ(r.code, 0) << r.err;
+    std::ostringstream want;
+    want << "cbi-filter: " << count << " files: " << count - done.size() << " processed, 0 failed, " << done.size()
+         << " skipped in ";
+    EXPECT_TRUE(lines(r.err).back().starts_with(want.str())) << r.err;
+    const auto all = files_under(out);
+    ASSERT_EQ(all.size(), static_cast<std::size_t>(count));  // the leftover temporaries are gone
+    for (const std::string& rel : all)
+        if (std::find(done.begin(), done.end(), rel) == done.end())
+            expect_matches_single_image(in / rel, out / rel, nodes, scratch.path());
+}
+
+TEST(BatchCli, DiskFullLeavesNoPartialOutput) {
+    // RLIMIT_FSIZE in the child stands in for a full disk.
+    TempDir dir, scratch;
+    const fs::path in = dir / "in", out = dir / "out";
+    write_bytes(in / "small.png", encode(".png", random_image(8, 8, CV_8UC3, 1)));
+    cbi::write_image_atomic(in / "big.tiff", random_image(512, 512, CV_32FC4, 2));  // ~4 MiB, incompressible
+    ChildSetup setup;
+    setup.file_size_limit = 256 * 1024;
+    const auto r = run_cli({"--input-dir", in.string(), "--output-dir", out.string(), "--blur", "3", "--device", "cpu"},
+                           scratch.path(), setup);
+    EXPECT_EQ(r.code, 1) << r.err;
+    EXPECT_TRUE(contains_line(r.err, "cbi-filter: error: " + (out / "big.tiff").string() + ": write failed: File too large"))
+        << r.err;
+    EXPECT_TRUE(r.err.find("2 files: 1 processed, 1 failed") != std::string::npos) << r.err;
+    EXPECT_EQ(files_under(out), std::vector<std::string>{"small.png"});  // no partial big.tiff, no temporary
+}
+
+}  // namespace
