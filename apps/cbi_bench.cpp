@@ -1,26 +1,41 @@
-// cbi-bench: times cbi's CUDA kernels per filter x schedule x block size x
-// image format with CUDA events (median of >= 20 runs after warm-up), next
-// to the memory-bandwidth floor measured in the same run. Every
-// configuration is validated against the CPU backend before it is timed;
-// inputs are random; input buffers rotate so repeated runs do not measure
-// the L2 cache.
-//   cbi-bench --size 4096x4096 --image 32f:1 --image 8u:3 --csv out.csv --json out.json
+// cbi-bench: times cbi's kernels and the thesis' workloads with CUDA events
+// (median of >= 20 runs after warm-up), next to the memory-bandwidth floor
+// measured in the same run. Every configuration is validated before it is
+// timed; inputs are random; inputs rotate when the working set fits in L2.
+// Suites (--suite, repeatable):
+//   filters         cbi filters x schedules x blocks x images (cbi's own kernels)
+//   thesis-stencil  thesis Fig. 5.1a / 5.2: 9x9 box, 4096^2 and 4037^2 float,
+//                   column widths 4..2048 and naive, blocks 32..1024
+//   thesis-sizes    thesis Fig. 5.3: time relative to naive, N = 2^8..2^13
+//   matmul          thesis Fig. 5.1b / 5.4 (naive, column:W over C) plus shared-
+//                   memory, register-tiled and Volkov-style kernels and cuBLAS
+//   cpu             OpenCV vs cbi's CPU backend, same thread count (no GPU needed)
+//   cbi-bench --suite filters --size 4096x4096 --image 32f:1 --csv out.csv --json out.json
 #include <CLI/CLI.hpp>
 #include <cuda_runtime_api.h>
 #include <nlohmann/json.hpp>
 #include <opencv2/core.hpp>
+#include <opencv2/imgproc.hpp>
+#include <tbb/global_control.h>
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstring>
 #include <ctime>
+#include <filesystem>
 #include <fstream>
+#include <functional>
 #include <iomanip>
 #include <iostream>
+#include <random>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
+#include "apps/bench/matmul.hpp"
+#include "apps/bench/stencil.hpp"
 #include "filters/cpu_backend.hpp"
 #include "filters/cuda_backend.hpp"
 #include "pipeline/cuda_runtime.hpp"
@@ -32,6 +47,7 @@ namespace {
 using namespace cbi;
 
 struct Options {
+    std::vector<std::string> suites{"filters"};
     std::vector<std::string> sizes{"4096x4096"};
     std::vector<std::string> images{"32f:1", "8u:3"};
     std::vector<std::string> filters{"blur:9", "gaussian:9", "sobel:mag:3", "color:sepia"};
@@ -41,18 +57,24 @@ struct Options {
     int runs = 25;
     int warmup = 3;
     int device = 0;
+    bool quick = false;  // smaller sweeps, for a smoke test
+    std::string dump_dir;
+    int cpu_threads = 0;
+    std::string cpu_size = "2048x2048";
+    int cpu_runs = 7;
     std::string csv, json;
 };
 
 struct Timing {
-    double median_ms, min_ms, max_ms;
+    double median_ms = 0, min_ms = 0, max_ms = 0;
+    std::size_t runs = 0;
 };
 
 Timing summarize(std::vector<float> ms) {
     std::sort(ms.begin(), ms.end());
     const std::size_t n = ms.size();
     const double median = n % 2 ? ms[n / 2] : 0.5 * (ms[n / 2 - 1] + ms[n / 2]);
-    return {median, ms.front(), ms.back()};
+    return {median, ms.front(), ms.back(), n};
 }
 
 class Events {
@@ -81,20 +103,111 @@ private:
     cudaEvent_t start_{}, stop_{};
 };
 
+// The GPU context shared by the suites: device facts, stream, events, floor.
+struct Gpu {
+    cudaDeviceProp prop{};
+    Stream stream;
+    Events events;
+    double bandwidth = 0;  // device-to-device copy, bytes read + written per second
+    int warmup = 3, runs = 25;
+
+    // Median etc. of `runs` timed calls after `warmup` untimed ones; launch(i)
+    // gets the run index so the caller can rotate inputs.
+    Timing time(const std::function<void(int)>& launch) {
+        std::vector<float> ms;
+        for (int i = 0; i < warmup + runs; ++i) {
+            const float t = events.time(stream.get(), [&] { launch(i); });
+            if (i >= warmup) ms.push_back(t);
+        }
+        return summarize(ms);
+    }
+    // Input sets needed so consecutive runs cannot be served from L2.
+    int rotations(std::size_t bytes_per_set) const {
+        const std::size_t l2 = static_cast<std::size_t>(prop.l2CacheSize);
+        return static_cast<int>(std::min<std::size_t>(256, 2 * l2 / std::max<std::size_t>(bytes_per_set, 1) + 1));
+    }
+};
+
 // Device-to-device copy bandwidth (bytes read + bytes written per second).
-double copy_bandwidth(const Stream& stream, Events& events) {
+double copy_bandwidth(Gpu& gpu) {
     const std::size_t bytes = std::size_t{1} << 30;
     DeviceBuffer a(bytes), b(bytes);
-    CBI_CUDA_CHECK(cudaMemsetAsync(a.data(), 1, bytes, stream.get()), "cudaMemset");
+    CBI_CUDA_CHECK(cudaMemsetAsync(a.data(), 1, bytes, gpu.stream.get()), "cudaMemset");
     std::vector<float> ms;
     for (int i = 0; i < 23; ++i) {
-        const float t = events.time(stream.get(), [&] {
-            CBI_CUDA_CHECK(cudaMemcpyAsync(b.data(), a.data(), bytes, cudaMemcpyDeviceToDevice, stream.get()), "copy");
+        const float t = gpu.events.time(gpu.stream.get(), [&] {
+            CBI_CUDA_CHECK(cudaMemcpyAsync(b.data(), a.data(), bytes, cudaMemcpyDeviceToDevice, gpu.stream.get()),
+                           "copy");
         });
         if (i >= 3) ms.push_back(t);
     }
     return 2.0 * bytes / (summarize(ms).median_ms * 1e-3);
 }
+
+// One row of results, the same columns for every suite (and for the peers'
+// scripts, which write this CSV header too).
+struct Row {
+    std::string suite, workload, variant;
+    int block = 0, width = 0, height = 0;
+    std::string depth;
+    int channels = 1;
+    Timing t;
+    double bytes = 0, flops = 0, floor_ms = 0;
+};
+
+class Report {
+public:
+    static constexpr const char* header =
+        "suite,workload,variant,block,width,height,depth,channels,median_ms,min_ms,max_ms,runs,bytes,flops,GBps,"
+        "GFLOPs,floor_ms,x_floor";
+
+    explicit Report(nlohmann::json facts) : doc_(std::move(facts)) {
+        doc_["results"] = nlohmann::json::array();
+        csv_ << header << "\n";
+    }
+    nlohmann::json& doc() { return doc_; }
+
+    void add(const Row& r) {
+        const double s = r.t.median_ms * 1e-3;
+        const double gbps = r.bytes > 0 ? r.bytes / s / 1e9 : 0;
+        const double gflops = r.flops > 0 ? r.flops / s / 1e9 : 0;
+        const double x_floor = r.floor_ms > 0 ? r.t.median_ms / r.floor_ms : 0;
+        std::cout << std::left << std::setw(15) << r.suite << std::setw(14) << r.workload << std::setw(16)
+                  << r.variant << std::setw(6) << r.block << std::setw(18)
+                  << (std::to_string(r.width) + "x" + std::to_string(r.height) + " " + r.depth + ":" +
+                      std::to_string(r.channels))
+                  << std::right << std::fixed << std::setprecision(4) << std::setw(10) << r.t.median_ms
+                  << std::setw(10) << r.t.min_ms << std::setprecision(0) << std::setw(8) << gbps;
+        if (r.flops > 0) std::cout << std::setw(8) << gflops << " GFLOP/s";
+        if (x_floor > 0) std::cout << std::setprecision(2) << std::setw(8) << x_floor << "x floor";
+        std::cout << "\n";
+        csv_ << r.suite << "," << r.workload << "," << r.variant << "," << r.block << "," << r.width << ","
+             << r.height << "," << r.depth << "," << r.channels << "," << std::setprecision(6) << std::defaultfloat
+             << r.t.median_ms << "," << r.t.min_ms << "," << r.t.max_ms << "," << r.t.runs << "," << r.bytes << ","
+             << r.flops << "," << gbps << "," << gflops << "," << r.floor_ms << "," << x_floor << "\n";
+        doc_["results"].push_back({{"suite", r.suite}, {"workload", r.workload}, {"variant", r.variant},
+                                   {"block", r.block}, {"width", r.width}, {"height", r.height},
+                                   {"depth", r.depth}, {"channels", r.channels}, {"median_ms", r.t.median_ms},
+                                   {"min_ms", r.t.min_ms}, {"max_ms", r.t.max_ms}, {"runs", r.t.runs},
+                                   {"bytes", r.bytes}, {"flops", r.flops}, {"GBps", gbps}, {"GFLOPs", gflops},
+                                   {"floor_ms", r.floor_ms}, {"x_floor", x_floor}});
+    }
+    void fail(const std::string& what) {
+        std::cout << what << ": OUTPUT DIFFERS FROM THE REFERENCE, not timed\n";
+        doc_["failures"].push_back(what);
+        ++failures_;
+    }
+    int failures() const { return failures_; }
+    void write(const std::string& csv, const std::string& json) const {
+        if (!csv.empty()) std::ofstream(csv) << csv_.str();
+        if (!json.empty()) std::ofstream(json) << doc_.dump(2) << "\n";
+    }
+
+private:
+    nlohmann::json doc_;
+    std::ostringstream csv_;
+    int failures_ = 0;
+};
 
 cv::Mat random_input(int w, int h, int channels, Depth depth, unsigned seed) {
     cv::Mat m(h, w, cv_type(depth, channels));
@@ -104,11 +217,16 @@ cv::Mat random_input(int w, int h, int channels, Depth depth, unsigned seed) {
     return m;
 }
 
-// Integer outputs bit-exact, float within 1e-5 of the result's scale.
-bool matches(const cv::Mat& gpu, const cv::Mat& cpu) {
-    if (gpu.depth() != CV_32F) return std::memcmp(gpu.data, cpu.data, gpu.total() * gpu.elemSize()) == 0;
-    const double scale = std::max(1.0, cv::norm(cpu, cv::NORM_INF));
-    return cv::norm(gpu, cpu, cv::NORM_INF) <= 1e-5 * scale;
+// Integer outputs within `int_tol` (0: bit-exact), float within rel_tol of
+// the result's scale.
+bool matches(const cv::Mat& got, const cv::Mat& ref, double rel_tol = 1e-5, double int_tol = 0) {
+    if (got.depth() != CV_32F) {
+        if (int_tol == 0) return std::memcmp(got.data, ref.data, got.total() * got.elemSize()) == 0;
+        return cv::norm(got, ref, cv::NORM_INF) <= int_tol;
+    }
+    const double scale = std::max(1.0, cv::norm(ref, cv::NORM_INF));
+    const double err = cv::norm(got, ref, cv::NORM_INF);
+    return err <= rel_tol * scale;  // NaN fails
 }
 
 std::string now_utc() {
@@ -118,144 +236,450 @@ std::string now_utc() {
     return buf;
 }
 
-int run(const Options& o) {
-    use_device(o.device);
-    cudaDeviceProp prop{};
-    CBI_CUDA_CHECK(cudaGetDeviceProperties(&prop, o.device), "cudaGetDeviceProperties");
-    int driver = 0, runtime = 0, sm_clock = 0, mem_clock = 0;
-    cudaDriverGetVersion(&driver);
-    cudaRuntimeGetVersion(&runtime);
-    cudaDeviceGetAttribute(&sm_clock, cudaDevAttrClockRate, o.device);
-    cudaDeviceGetAttribute(&mem_clock, cudaDevAttrMemoryClockRate, o.device);
+void parse_size(const std::string& text, int& w, int& h) {
+    if (std::sscanf(text.c_str(), "%dx%d", &w, &h) != 2 || w <= 0 || h <= 0)
+        throw std::invalid_argument("size '" + text + "' must be WxH");
+}
 
-    const Stream stream;
-    Events events;
-    const double bandwidth = copy_bandwidth(stream, events);
-    nlohmann::json doc = {{"device", prop.name},
-                          {"sm_count", prop.multiProcessorCount},
-                          {"l2_bytes", prop.l2CacheSize},
-                          {"sm_clock_khz", sm_clock},
-                          {"memory_clock_khz", mem_clock},
-                          {"driver_version", driver},
-                          {"runtime_version", runtime},
-                          {"date", now_utc()},
-                          {"copy_bandwidth_GBps", bandwidth / 1e9},
-                          {"runs", o.runs},
-                          {"results", nlohmann::json::array()}};
-    std::cout << prop.name << ", " << prop.multiProcessorCount << " SMs, L2 " << prop.l2CacheSize / (1 << 20)
-              << " MiB, driver " << driver << ", runtime " << runtime << "\n"
-              << "device-to-device copy: " << std::fixed << std::setprecision(0) << bandwidth / 1e9
-              << " GB/s (read + write)\n\n";
-    std::ostringstream csv;
-    csv << "filter,schedule,block,width,height,depth,channels,median_ms,min_ms,max_ms,runs,bytes,GBps,floor_ms,x_floor\n";
-    std::cout << std::left << std::setw(14) << "filter" << std::setw(12) << "schedule" << std::setw(6) << "block"
-              << std::setw(16) << "image" << std::right << std::setw(10) << "median ms" << std::setw(10) << "min ms"
-              << std::setw(10) << "GB/s" << std::setw(10) << "x floor" << "\n";
+void parse_image(const std::string& text, Depth& depth, int& channels, std::string& depth_text) {
+    const auto colon = text.find(':');
+    depth_text = text.substr(0, colon);
+    channels = colon == std::string::npos ? 1 : std::atoi(text.c_str() + colon + 1);
+    depth = depth_text == "8u" ? Depth::u8 : depth_text == "16u" ? Depth::u16 : Depth::f32;
+    if ((depth_text != "8u" && depth_text != "16u" && depth_text != "32f") ||
+        (channels != 1 && channels != 3 && channels != 4))
+        throw std::invalid_argument("--image '" + text + "' must be DEPTH:CHANNELS, e.g. 32f:1, 8u:3");
+}
 
-    int failures = 0;
+std::string file_tag(std::string s) {
+    std::replace(s.begin(), s.end(), ':', '-');
+    return s;
+}
+
+void write_raw(const std::filesystem::path& path, const cv::Mat& m) {
+    std::ofstream f(path, std::ios::binary);
+    f.write(reinterpret_cast<const char*>(m.data), static_cast<std::streamsize>(m.total() * m.elemSize()));
+    if (!f) throw Error(path.string(), "cannot write");
+}
+
+// ---------------------------------------------------------------- filters
+// cbi's own CUDA kernels, validated against its CPU backend. With a dump
+// directory, the inputs and references of the first size are written for
+// the NPP and CuPy peers (raw, row-major, interleaved), with meta.txt.
+void suite_filters(const Options& o, Gpu& gpu, Report& report) {
     const Border border = parse_border(o.border);
+    std::ofstream meta;
+    if (!o.dump_dir.empty()) {
+        std::filesystem::create_directories(o.dump_dir);
+        meta.open(std::filesystem::path(o.dump_dir) / "meta.txt");
+        meta << "bandwidth_GBps " << gpu.bandwidth / 1e9 << "\nborder " << o.border << "\n";
+        const auto g = gaussian_weights(9, 0);
+        meta << "gaussian9";
+        for (int i = 0; i < g.size; ++i) meta << " " << std::setprecision(17) << g.w[i];
+        meta << "\n";
+        for (Depth d : {Depth::u8, Depth::f32}) {
+            const StorageMatrix s = storage_matrix(parse_color("sepia"), d);
+            meta << "sepia_" << depth_name(d);
+            for (auto& row : s.m)
+                for (float v : row) meta << " " << std::setprecision(9) << v;
+            meta << "\n";
+        }
+    }
+    bool dumped_size = false;
     for (const std::string& size_text : o.sizes) {
         int w = 0, h = 0;
-        if (std::sscanf(size_text.c_str(), "%dx%d", &w, &h) != 2 || w <= 0 || h <= 0)
-            throw std::invalid_argument("--size '" + size_text + "' must be WxH");
+        parse_size(size_text, w, h);
+        const bool dump = meta.is_open() && !dumped_size;
+        dumped_size = true;
         for (const std::string& image_text : o.images) {
-            const auto colon = image_text.find(':');
-            const std::string depth_text = image_text.substr(0, colon);
-            const int channels = colon == std::string::npos ? 1 : std::atoi(image_text.c_str() + colon + 1);
-            const Depth depth = depth_text == "8u" ? Depth::u8 : depth_text == "16u" ? Depth::u16 : Depth::f32;
-            if ((depth_text != "8u" && depth_text != "16u" && depth_text != "32f") ||
-                (channels != 1 && channels != 3 && channels != 4))
-                throw std::invalid_argument("--image '" + image_text + "' must be DEPTH:CHANNELS, e.g. 32f:1, 8u:3");
+            Depth depth;
+            int channels;
+            std::string depth_text;
+            parse_image(image_text, depth, channels, depth_text);
             const cv::Mat input = random_input(w, h, channels, depth, 12345);
             const std::size_t in_bytes = input.total() * input.elemSize();
-            // Enough rotating inputs that consecutive runs cannot hit in L2.
-            const int rotations = std::max<int>(1, static_cast<int>((2 * static_cast<std::size_t>(prop.l2CacheSize)) / in_bytes) + 1);
+            const int rotations = gpu.rotations(in_bytes);
             std::vector<DeviceImage> inputs;
             for (int r = 0; r < rotations; ++r) {
                 inputs.emplace_back(w, h, channels, depth);
-                upload(view_of(input), inputs.back().view, stream.get());
+                upload(view_of(input), inputs.back().view, gpu.stream.get());
             }
+            const std::string tag = depth_text + "_c" + std::to_string(channels);
+            if (dump) write_raw(std::filesystem::path(o.dump_dir) / ("in_" + tag + ".raw"), input);
             for (const std::string& filter_text : o.filters) {
                 const Filter filter = parse_filter(filter_text);
                 int out_channels = 0;
                 try {
                     out_channels = output_channels(filter, channels);
                 } catch (const Error& e) {
-                    std::cout << std::left << std::setw(14) << filter_text << "skipped on " << image_text << ": " << e.what() << "\n";
-                    continue;
+                    continue;  // e.g. a colour matrix on a 1-channel image
                 }
                 cv::Mat cpu(h, w, cv_type(depth, out_channels));
                 run_node_cpu(Node{filter, border, ScheduleSpec{}}, view_of(input), view_of(cpu));
+                if (dump) {
+                    const std::string ref = "ref_" + file_tag(filter_text) + "_" + tag + ".raw";
+                    write_raw(std::filesystem::path(o.dump_dir) / ref, cpu);
+                    meta << "case " << filter_text << " " << depth_text << " " << channels << " " << out_channels
+                         << " " << w << " " << h << " in_" << tag << ".raw " << ref << "\n";
+                }
                 DeviceImage output(w, h, out_channels, depth);
                 const std::size_t out_bytes = cpu.total() * cpu.elemSize();
-                const double floor_ms = (in_bytes + out_bytes) / bandwidth * 1e3;
+                const double floor_ms = (in_bytes + out_bytes) / gpu.bandwidth * 1e3;
                 for (const std::string& schedule_text : o.schedules)
                     for (const int block : o.blocks) {
                         const Node node{filter, border, parse_schedule(schedule_text)};
-                        // Validate this configuration before timing it.
-                        CBI_CUDA_CHECK(cudaMemsetAsync(output.view.data, 0xA5, out_bytes, stream.get()), "poison");
-                        run_node_cuda(node, inputs[0].view, output.view, stream.get(), block);
-                        cv::Mat gpu(h, w, cpu.type());
-                        download(output.view, view_of(gpu), stream.get());
-                        stream.synchronize("validation");
-                        if (!matches(gpu, cpu)) {
-                            std::cout << filter_text << " " << schedule_text << " block " << block
-                                      << ": OUTPUT DIFFERS FROM THE CPU BACKEND, not timed\n";
-                            ++failures;
+                        CBI_CUDA_CHECK(cudaMemsetAsync(output.view.data, 0xA5, out_bytes, gpu.stream.get()), "poison");
+                        run_node_cuda(node, inputs[0].view, output.view, gpu.stream.get(), block);
+                        cv::Mat got(h, w, cpu.type());
+                        download(output.view, view_of(got), gpu.stream.get());
+                        gpu.stream.synchronize("validation");
+                        if (!matches(got, cpu)) {
+                            report.fail(filter_text + " " + schedule_text + " block " + std::to_string(block) + " " +
+                                        image_text);
                             continue;
                         }
-                        std::vector<float> ms;
-                        for (int i = 0; i < o.warmup + o.runs; ++i) {
-                            const auto& src = inputs[i % rotations];
-                            const float t = events.time(stream.get(), [&] {
-                                run_node_cuda(node, src.view, output.view, stream.get(), block);
-                            });
-                            if (i >= o.warmup) ms.push_back(t);
-                        }
-                        const Timing t = summarize(ms);
-                        const double gbps = (in_bytes + out_bytes) / (t.median_ms * 1e-3) / 1e9;
-                        const std::string image = size_text + " " + image_text;
-                        std::cout << std::left << std::setw(14) << filter_text << std::setw(12) << schedule_text
-                                  << std::setw(6) << block << std::setw(16) << image << std::right << std::fixed
-                                  << std::setprecision(4) << std::setw(10) << t.median_ms << std::setw(10) << t.min_ms
-                                  << std::setprecision(0) << std::setw(10) << gbps << std::setprecision(1)
-                                  << std::setw(10) << t.median_ms / floor_ms << "\n";
-                        csv << filter_text << "," << schedule_text << "," << block << "," << w << "," << h << ","
-                            << depth_text << "," << channels << "," << t.median_ms << "," << t.min_ms << "," << t.max_ms
-                            << "," << ms.size() << "," << in_bytes + out_bytes << "," << gbps << "," << floor_ms
-                            << "," << t.median_ms / floor_ms << "\n";
-                        doc["results"].push_back({{"filter", filter_text}, {"schedule", schedule_text},
-                                                  {"block", block}, {"width", w}, {"height", h},
-                                                  {"depth", depth_text}, {"channels", channels},
-                                                  {"median_ms", t.median_ms}, {"min_ms", t.min_ms},
-                                                  {"max_ms", t.max_ms}, {"runs", ms.size()},
-                                                  {"bytes", in_bytes + out_bytes}, {"GBps", gbps},
-                                                  {"floor_ms", floor_ms}, {"x_floor", t.median_ms / floor_ms}});
+                        const Timing t = gpu.time([&](int i) {
+                            run_node_cuda(node, inputs[i % rotations].view, output.view, gpu.stream.get(), block);
+                        });
+                        report.add({"filters", filter_text, schedule_text, block, w, h, depth_text, channels, t,
+                                    static_cast<double>(in_bytes + out_bytes), 0, floor_ms});
                     }
             }
         }
     }
-    if (!o.csv.empty()) std::ofstream(o.csv) << csv.str();
-    if (!o.json.empty()) std::ofstream(o.json) << doc.dump(2) << "\n";
-    if (failures) std::cerr << "cbi-bench: error: " << failures << " configurations differ from the CPU backend\n";
-    return failures ? 1 : 0;
+}
+
+// ---------------------------------------------------------------- thesis stencil
+// The thesis' 9x9 float box kernel and cbi's own blur:9 (replicate border, as
+// the thesis' clamped kernel), both through the registry's schedules.
+void stencil_sweep(Gpu& gpu, Report& report, const std::string& suite, const std::vector<int>& sizes,
+                   const std::vector<std::string>& schedules, const std::vector<int>& blocks) {
+    const Border border = parse_border("replicate");
+    const Filter box = parse_filter("blur:9");
+    for (const int n : sizes) {
+        const cv::Mat input = random_input(n, n, 1, Depth::f32, 777 + n);
+        cv::Mat ref(n, n, CV_32F);
+        run_node_cpu(Node{box, border, ScheduleSpec{}}, view_of(input), view_of(ref));
+        const std::size_t bytes = input.total() * sizeof(float);
+        const int rotations = gpu.rotations(bytes);
+        std::vector<DeviceImage> inputs;
+        for (int r = 0; r < rotations; ++r) {
+            inputs.emplace_back(n, n, 1, Depth::f32);
+            upload(view_of(input), inputs.back().view, gpu.stream.get());
+        }
+        DeviceImage output(n, n, 1, Depth::f32);
+        const double floor_ms = 2.0 * bytes / gpu.bandwidth * 1e3;
+        for (const std::string& kernel : std::vector<std::string>{"thesis-box9", "cbi-blur9"}) {
+            for (const std::string& schedule_text : schedules)
+                for (const int block : blocks) {
+                    const ScheduleSpec spec = parse_schedule(schedule_text);
+                    const Node node{box, border, spec};
+                    auto launch = [&](const DeviceImage& in) {
+                        if (kernel == "thesis-box9")
+                            bench::run_thesis_box9(spec, reinterpret_cast<const float*>(in.view.data),
+                                                   reinterpret_cast<float*>(output.view.data), n, n, block,
+                                                   gpu.stream.get());
+                        else
+                            run_node_cuda(node, in.view, output.view, gpu.stream.get(), block);
+                    };
+                    CBI_CUDA_CHECK(cudaMemsetAsync(output.view.data, 0xFF, bytes, gpu.stream.get()), "poison");
+                    launch(inputs[0]);
+                    cv::Mat got(n, n, CV_32F);
+                    download(output.view, view_of(got), gpu.stream.get());
+                    gpu.stream.synchronize("validation");
+                    // The thesis kernel sums 81 floats in float: within 2e-5 of the double sum.
+                    if (!matches(got, ref, kernel == "thesis-box9" ? 2e-5 : 1e-5)) {
+                        report.fail(suite + " " + kernel + " " + schedule_text + " block " + std::to_string(block) +
+                                    " " + std::to_string(n));
+                        continue;
+                    }
+                    const Timing t = gpu.time([&](int i) { launch(inputs[i % rotations]); });
+                    report.add({suite, kernel, schedule_text, block, n, n, "32f", 1, t, 2.0 * bytes, 81.0 * n * n,
+                                floor_ms});
+                }
+        }
+    }
+}
+
+const std::vector<int> thesis_widths{4, 8, 16, 30, 31, 32, 33, 34, 48, 64, 96, 128, 256, 512, 1024, 2048};
+
+std::vector<std::string> thesis_schedules(const std::vector<int>& widths) {
+    std::vector<std::string> s{"naive"};
+    for (int w : widths) s.push_back("column:" + std::to_string(w));
+    return s;
+}
+
+void suite_thesis_stencil(const Options& o, Gpu& gpu, Report& report) {
+    if (o.quick)
+        stencil_sweep(gpu, report, "thesis-stencil", {1024, 1009}, thesis_schedules({4, 32, 33}), {128, 256});
+    else
+        stencil_sweep(gpu, report, "thesis-stencil", {4096, 4037}, thesis_schedules(thesis_widths),
+                      {32, 64, 128, 256, 512, 1024});
+}
+
+void suite_thesis_sizes(const Options& o, Gpu& gpu, Report& report) {
+    if (o.quick)
+        stencil_sweep(gpu, report, "thesis-sizes", {256, 512}, thesis_schedules({32, 64}), {256});
+    else
+        stencil_sweep(gpu, report, "thesis-sizes", {256, 512, 1024, 2048, 4096, 8192},
+                      thesis_schedules({16, 32, 64, 128, 256, 1024}), {256});
+}
+
+// ---------------------------------------------------------------- matmul
+// Every variant is validated on a random sample of entries of C against a
+// double-precision CPU dot product, tolerance relative to sum |a_ik b_kj|.
+struct MatmulCase {
+    int n;
+    std::vector<float> a, b;
+    std::vector<DeviceBuffer> da, db;
+    DeviceBuffer dc;
+};
+
+bool validate_matmul(const MatmulCase& mc, const std::vector<float>& c, std::mt19937& rng) {
+    const int n = mc.n;
+    std::uniform_int_distribution<int> pick(0, n - 1);
+    for (int s = 0; s < 512; ++s) {
+        const int i = s < 4 ? (s & 1) * (n - 1) : pick(rng);  // the corners, then random entries
+        const int j = s < 4 ? (s >> 1) * (n - 1) : pick(rng);
+        double ref = 0, mag = 0;
+        for (int t = 0; t < n; ++t) {
+            const double p = static_cast<double>(mc.a[static_cast<std::size_t>(i) * n + t]) *
+                             mc.b[static_cast<std::size_t>(t) * n + j];
+            ref += p;
+            mag += std::fabs(p);
+        }
+        const double err = std::fabs(c[static_cast<std::size_t>(i) * n + j] - ref);
+        if (!(err <= 1e-5 * mag)) return false;  // NaN (an unwritten entry) fails too
+    }
+    return true;
+}
+
+void matmul_sweep(Gpu& gpu, Report& report, bench::Cublas& cublas, const std::string& suite, int n,
+                  const std::vector<std::string>& variants, const std::vector<int>& blocks) {
+    MatmulCase mc;
+    mc.n = n;
+    const std::size_t elems = static_cast<std::size_t>(n) * n, bytes = elems * sizeof(float);
+    std::mt19937 rng(4242 + n);
+    std::uniform_real_distribution<float> u(-1.f, 1.f);
+    mc.a.resize(elems);
+    mc.b.resize(elems);
+    for (auto& v : mc.a) v = u(rng);
+    for (auto& v : mc.b) v = u(rng);
+    const int rotations = gpu.rotations(2 * bytes);
+    for (int r = 0; r < rotations; ++r) {
+        mc.da.emplace_back(bytes);
+        mc.db.emplace_back(bytes);
+        CBI_CUDA_CHECK(cudaMemcpyAsync(mc.da.back().data(), mc.a.data(), bytes, cudaMemcpyHostToDevice,
+                                       gpu.stream.get()), "upload A");
+        CBI_CUDA_CHECK(cudaMemcpyAsync(mc.db.back().data(), mc.b.data(), bytes, cudaMemcpyHostToDevice,
+                                       gpu.stream.get()), "upload B");
+    }
+    mc.dc = DeviceBuffer(bytes);
+    auto* c = reinterpret_cast<float*>(mc.dc.data());
+    std::vector<float> host_c(elems);
+    const double flops = 2.0 * n * static_cast<double>(n) * n;
+    for (const std::string& text : variants) {
+        const bench::MatmulVariant v = bench::parse_matmul_variant(text);
+        const bool uses_block = v.kind == bench::MatmulKind::remap;
+        for (const int block : uses_block ? blocks : std::vector<int>{0}) {
+            auto launch = [&](int r) {
+                bench::run_matmul(v, reinterpret_cast<const float*>(mc.da[r].data()),
+                                  reinterpret_cast<const float*>(mc.db[r].data()), c, n, n, n, block,
+                                  gpu.stream.get(), cublas);
+            };
+            CBI_CUDA_CHECK(cudaMemsetAsync(c, 0xFF, bytes, gpu.stream.get()), "poison");  // NaN
+            launch(0);
+            CBI_CUDA_CHECK(cudaMemcpyAsync(host_c.data(), c, bytes, cudaMemcpyDeviceToHost, gpu.stream.get()),
+                           "download C");
+            gpu.stream.synchronize("validation");
+            if (!validate_matmul(mc, host_c, rng)) {
+                report.fail(suite + " " + text + " block " + std::to_string(block) + " n " + std::to_string(n));
+                continue;
+            }
+            const Timing t = gpu.time([&](int i) { launch(i % rotations); });
+            report.add({suite, "matmul", v.name(), v.threads(block), n, n, "32f", 1, t, 3.0 * bytes, flops, 0});
+        }
+    }
+}
+
+void suite_matmul(const Options& o, Gpu& gpu, Report& report) {
+    bench::Cublas cublas;
+    const std::vector<std::string> tiled{"smem:16", "smem:32", "regtile:16x4", "regtile:16x8",
+                                         "volkov:64x16", "volkov:128x32", "cublas"};
+    if (o.quick) {
+        matmul_sweep(gpu, report, cublas, "thesis-matmul", 256, thesis_schedules({4, 32}), {128, 256});
+        std::vector<std::string> v{"naive", "column:32"};
+        v.insert(v.end(), tiled.begin(), tiled.end());
+        matmul_sweep(gpu, report, cublas, "matmul-sizes", 200, v, {256});
+        return;
+    }
+    // Fig. 5.1b: 1024^2, every width and block size.
+    matmul_sweep(gpu, report, cublas, "thesis-matmul", 1024, thesis_schedules(thesis_widths),
+                 {32, 64, 128, 256, 512, 1024});
+    // Fig. 5.4: sizes 2^7..2^12, the widths that matter, plus the tiled kernels and cuBLAS.
+    std::vector<std::string> v = thesis_schedules({16, 32, 64, 128});
+    v.insert(v.end(), tiled.begin(), tiled.end());
+    for (int n : {128, 256, 512, 1024, 2048, 4096}) matmul_sweep(gpu, report, cublas, "matmul-sizes", n, v, {256});
+}
+
+// ---------------------------------------------------------------- cpu
+// OpenCV's own functions against cbi's CPU backend, the same thread count
+// for both (cv::setNumThreads, tbb::global_control). std::chrono medians.
+int opencv_border(BorderMode m) {
+    switch (m) {
+        case BorderMode::replicate: return cv::BORDER_REPLICATE;
+        case BorderMode::reflect: return cv::BORDER_REFLECT;
+        case BorderMode::reflect101: return cv::BORDER_REFLECT_101;
+        default: throw std::invalid_argument("--suite cpu: OpenCV's filters take reflect101, reflect or replicate");
+    }
+}
+
+void suite_cpu(const Options& o, Report& report) {
+    const int threads = o.cpu_threads > 0 ? o.cpu_threads : static_cast<int>(std::thread::hardware_concurrency());
+    cv::setNumThreads(threads);
+    tbb::global_control limit(tbb::global_control::max_allowed_parallelism, static_cast<std::size_t>(threads));
+    const Border border = parse_border(o.border);
+    const int cvb = opencv_border(border.mode);
+    int w = 0, h = 0;
+    parse_size(o.quick ? "512x512" : o.cpu_size, w, h);
+    auto time_cpu = [&](const std::function<void()>& f) {
+        f();  // warm-up: allocations, thread pools
+        std::vector<float> ms;
+        for (int i = 0; i < o.cpu_runs; ++i) {
+            const auto t0 = std::chrono::steady_clock::now();
+            f();
+            ms.push_back(std::chrono::duration<float, std::milli>(std::chrono::steady_clock::now() - t0).count());
+        }
+        return summarize(ms);
+    };
+    for (const std::string& image_text : o.images) {
+        Depth depth;
+        int channels;
+        std::string depth_text;
+        parse_image(image_text, depth, channels, depth_text);
+        const cv::Mat input = random_input(w, h, channels, depth, 999);
+        for (const std::string& filter_text : o.filters) {
+            const Filter filter = parse_filter(filter_text);
+            int out_channels = 0;
+            try {
+                out_channels = output_channels(filter, channels);
+            } catch (const Error&) {
+                continue;
+            }
+            cv::Mat ours(h, w, cv_type(depth, out_channels)), theirs, gx, gy, mag;
+            std::function<void()> opencv;
+            if (const auto* b = std::get_if<BoxFilter>(&filter)) {
+                opencv = [&, k = b->ksize] { cv::blur(input, theirs, {k, k}, {-1, -1}, cvb); };
+            } else if (const auto* g = std::get_if<GaussianFilter>(&filter)) {
+                opencv = [&, k = g->ksize, s = g->sigma] { cv::GaussianBlur(input, theirs, {k, k}, s, s, cvb); };
+            } else if (const auto* s = std::get_if<SobelFilter>(&filter)) {
+                opencv = [&, k = s->ksize, mode = s->mode] {
+                    if (mode != SobelMode::y) cv::Sobel(input, gx, CV_32F, 1, 0, k, 1, 0, cvb);
+                    if (mode != SobelMode::x) cv::Sobel(input, gy, CV_32F, 0, 1, k, 1, 0, cvb);
+                    if (mode == SobelMode::mag) cv::magnitude(gx, gy, mag);
+                    else mag = cv::abs(mode == SobelMode::x ? gx : gy);
+                    mag.convertTo(theirs, input.depth());  // rounds and saturates, as cbi
+                };
+            } else if (const auto* c = std::get_if<ColorFilter>(&filter)) {
+                const StorageMatrix sm = storage_matrix(*c, depth);
+                cv::Mat m(sm.rows, 4, CV_32F);
+                for (int r = 0; r < sm.rows; ++r)
+                    for (int col = 0; col < 4; ++col) m.at<float>(r, col) = sm.m[r][col];
+                opencv = [&, m] { cv::transform(input, theirs, m); };
+            }
+            const Node node{filter, border, ScheduleSpec{}};
+            auto cbi_cpu = [&] { run_node_cpu(node, view_of(input), view_of(ours)); };
+            cbi_cpu();
+            opencv();
+            // 8-bit within 1 of OpenCV, float within 1e-4 of the scale (DESIGN.md section 3).
+            if (!matches(ours, theirs, 1e-4, 1)) {
+                report.fail("cpu " + filter_text + " " + image_text + " cbi vs OpenCV");
+                continue;
+            }
+            const double bytes = static_cast<double>(input.total() * input.elemSize() + ours.total() * ours.elemSize());
+            report.add({"cpu", filter_text, "opencv", threads, w, h, depth_text, channels, time_cpu(opencv), bytes, 0, 0});
+            report.add({"cpu", filter_text, "cbi-cpu", threads, w, h, depth_text, channels, time_cpu(cbi_cpu), bytes, 0, 0});
+        }
+    }
+}
+
+// ---------------------------------------------------------------- main
+bool needs_gpu(const Options& o) {
+    return std::any_of(o.suites.begin(), o.suites.end(), [](const std::string& s) { return s != "cpu"; });
+}
+
+int run(const Options& o) {
+    for (const std::string& s : o.suites)
+        if (s != "filters" && s != "thesis-stencil" && s != "thesis-sizes" && s != "matmul" && s != "cpu")
+            throw std::invalid_argument("--suite '" + s + "': filters, thesis-stencil, thesis-sizes, matmul or cpu");
+    nlohmann::json facts = {{"date", now_utc()}, {"runs", o.runs}, {"warmup", o.warmup},
+                            {"suites", o.suites}, {"border", o.border},
+                            {"cpu_threads", o.cpu_threads > 0 ? o.cpu_threads
+                                                              : static_cast<int>(std::thread::hardware_concurrency())},
+                            {"opencv", CV_VERSION}};
+    std::unique_ptr<Gpu> gpu;
+    if (needs_gpu(o)) {
+        use_device(o.device);
+        gpu = std::make_unique<Gpu>();
+        gpu->warmup = o.warmup;
+        gpu->runs = o.runs;
+        CBI_CUDA_CHECK(cudaGetDeviceProperties(&gpu->prop, o.device), "cudaGetDeviceProperties");
+        int driver = 0, runtime = 0, sm_clock = 0, mem_clock = 0;
+        cudaDriverGetVersion(&driver);
+        cudaRuntimeGetVersion(&runtime);
+        cudaDeviceGetAttribute(&sm_clock, cudaDevAttrClockRate, o.device);
+        cudaDeviceGetAttribute(&mem_clock, cudaDevAttrMemoryClockRate, o.device);
+        gpu->bandwidth = copy_bandwidth(*gpu);
+        facts.update({{"device", gpu->prop.name}, {"sm_count", gpu->prop.multiProcessorCount},
+                      {"l2_bytes", gpu->prop.l2CacheSize}, {"sm_clock_khz", sm_clock},
+                      {"memory_clock_khz", mem_clock}, {"driver_version", driver}, {"runtime_version", runtime},
+                      {"copy_bandwidth_GBps", gpu->bandwidth / 1e9}});
+        std::cout << gpu->prop.name << ", " << gpu->prop.multiProcessorCount << " SMs, L2 "
+                  << gpu->prop.l2CacheSize / (1 << 20) << " MiB, driver " << driver << ", runtime " << runtime << "\n"
+                  << "device-to-device copy: " << std::fixed << std::setprecision(0) << gpu->bandwidth / 1e9
+                  << " GB/s (read + write)\n\n";
+    }
+    Report report(facts);
+    for (const std::string& s : o.suites) {
+        const auto t0 = std::chrono::steady_clock::now();
+        if (s == "filters") suite_filters(o, *gpu, report);
+        else if (s == "thesis-stencil") suite_thesis_stencil(o, *gpu, report);
+        else if (s == "thesis-sizes") suite_thesis_sizes(o, *gpu, report);
+        else if (s == "matmul") suite_matmul(o, *gpu, report);
+        else suite_cpu(o, report);
+        std::cout << "# suite " << s << ": " << std::fixed << std::setprecision(1)
+                  << std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() << " s\n";
+        report.write(o.csv, o.json);  // after each suite: a later failure keeps what was measured
+    }
+    if (report.failures())
+        std::cerr << "cbi-bench: error: " << report.failures() << " configurations differ from their reference\n";
+    return report.failures() ? 1 : 0;
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
-    CLI::App app{"cbi-bench: CUDA kernel timings per filter x schedule x block, against the bandwidth floor",
+    CLI::App app{"cbi-bench: kernel timings per workload x schedule x block x size, against the bandwidth floor",
                  "cbi-bench"};
     Options o;
-    app.add_option("--size", o.sizes, "image sizes WxH")->capture_default_str();
+    app.add_option("--suite", o.suites, "filters, thesis-stencil, thesis-sizes, matmul, cpu")->capture_default_str();
+    app.add_option("--size", o.sizes, "filters suite: image sizes WxH")->capture_default_str();
     app.add_option("--image", o.images, "formats DEPTH:CHANNELS (8u, 16u, 32f)")->capture_default_str();
     app.add_option("--filter", o.filters, "filters, as blur:9 gaussian:9 sobel:mag:3 color:sepia")->capture_default_str();
-    app.add_option("--schedule", o.schedules, "schedules (see cbi-filter --list-schedules)")->capture_default_str();
-    app.add_option("--block", o.blocks, "CUDA threads per block")->check(CLI::Range(1, 1024))->capture_default_str();
-    app.add_option("--border", o.border, "border mode")->capture_default_str();
-    app.add_option("--runs", o.runs, "timed runs per configuration (>= 20)")->check(CLI::Range(20, 100000))->capture_default_str();
+    app.add_option("--schedule", o.schedules, "filters suite: schedules (see cbi-filter --list-schedules)")
+        ->capture_default_str();
+    app.add_option("--block", o.blocks, "filters suite: CUDA threads per block")->check(CLI::Range(1, 1024))
+        ->capture_default_str();
+    app.add_option("--border", o.border, "border mode (filters and cpu suites)")->capture_default_str();
+    app.add_option("--runs", o.runs, "timed runs per GPU configuration (>= 20)")->check(CLI::Range(20, 100000))
+        ->capture_default_str();
     app.add_option("--warmup", o.warmup, "untimed runs first")->check(CLI::Range(1, 1000))->capture_default_str();
     app.add_option("--device", o.device, "CUDA device ordinal")->check(CLI::NonNegativeNumber);
+    app.add_flag("--quick", o.quick, "small sweeps (a smoke test, not results)");
+    app.add_option("--dump-dir", o.dump_dir, "filters suite: write inputs and references for the NPP/CuPy peers here");
+    app.add_option("--cpu-threads", o.cpu_threads, "cpu suite: threads for OpenCV and cbi (0: all)");
+    app.add_option("--cpu-size", o.cpu_size, "cpu suite: image size WxH")->capture_default_str();
+    app.add_option("--cpu-runs", o.cpu_runs, "cpu suite: timed runs")->check(CLI::Range(3, 1000))->capture_default_str();
     app.add_option("--csv", o.csv, "write results as CSV");
     app.add_option("--json", o.json, "write results and device facts as JSON");
     CLI11_PARSE(app, argc, argv);

@@ -5,11 +5,13 @@
 # shared libraries (xz-compressed: OpenCV's imgcodecs pulls in ~175 MB of
 # GDAL & co.), the samples and run.sh. See README "Testing on a GPU host".
 #   scripts/gpu-bundle.sh            # then, on the GPU host: bundle/run.sh all
+# CBI_BUILD_DIR / CBI_BUNDLE_DIR choose other folders (default build-gpu, bundle).
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 cd "$here"
 arch=${CBI_CUDA_ARCH:-90}
-build=build-gpu
+build=${CBI_BUILD_DIR:-build-gpu}
+out=${CBI_BUNDLE_DIR:-bundle}
 export PATH=$PATH:/usr/local/cuda/bin
 
 cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release -DCBI_WITH_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES="$arch" >/dev/null
@@ -17,20 +19,22 @@ cmake --build "$build" -j"$(nproc)" --target cbi-filter cbi-bench test_filters_c
 
 binaries=("$build/cbi-filter" "$build/cbi-bench" "$build/tests/test_filters_cuda" "$build/tests/test_cuda_errors"
           "$build/tests/test_filters_cpu" "$build/tests/test_schedules")
-rm -rf bundle && mkdir -p bundle/samples
+rm -rf "$out" && mkdir -p "$out/samples" "$out/bench"
 # The binaries travel xz-compressed too: the device tool carries 64 MiB at most.
 stage_bin=$(mktemp -d)
 mkdir "$stage_bin/bin"
 cp "${binaries[@]}" "$stage_bin/bin/"
 strip "$stage_bin"/bin/*
-tar -C "$stage_bin" -cf - bin | xz -T0 -6 > bundle/bin.tar.xz
+tar -C "$stage_bin" -cf - bin | xz -T0 -6 > "$out/bin.tar.xz"
 rm -rf "$stage_bin"
-cp samples/*.jpg samples/*.png bundle/samples/
+cp samples/*.jpg samples/*.png "$out/samples/"
+# The benchmark peers are built or run there (NPP exists only on the GPU host).
+cp apps/bench/npp_peer.cu apps/bench/cupy_peer.py apps/bench/plot.py "$out/bench/"
 
 # Non-system libraries: everything ldd resolves except glibc, libstdc++,
-# libgcc and the CUDA driver, which the GPU host provides.
+# libgcc, the CUDA driver and cuBLAS (hundreds of MB), which the GPU host provides.
 libs=$(ldd "${binaries[@]}" | awk '/=> \// {print $3}' |
-       grep -v -E '/(libc|libm|libdl|libpthread|librt|libstdc\+\+|libgcc_s|libcuda)\.so' | sort -u)
+       grep -v -E '/(libc|libm|libdl|libpthread|librt|libstdc\+\+|libgcc_s|libcuda|libcublas|libcublasLt)\.so' | sort -u)
 key=$(for l in $libs; do sha256sum "$l"; done | sha256sum | cut -c1-16)
 mkdir -p bundle-cache
 if [ ! -f "bundle-cache/libs-$key.tar.xz" ]; then
@@ -41,7 +45,7 @@ if [ ! -f "bundle-cache/libs-$key.tar.xz" ]; then
   mv "bundle-cache/libs-$key.tar.xz.part" "bundle-cache/libs-$key.tar.xz"
   rm -rf "$stage"
 fi
-cp "bundle-cache/libs-$key.tar.xz" bundle/libs.tar.xz
-cp scripts/gpu-run.sh bundle/run.sh
-chmod +x bundle/run.sh
-du -sh bundle | sed 's/^/bundle size: /'
+cp "bundle-cache/libs-$key.tar.xz" "$out/libs.tar.xz"
+cp scripts/gpu-run.sh "$out/run.sh"
+chmod +x "$out/run.sh"
+du -sh "$out" | sed 's/^/bundle size: /'

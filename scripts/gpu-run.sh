@@ -5,6 +5,9 @@
 #   run.sh bench      cbi-bench baseline table (CSV/JSON to $OUT or ./)
 #   run.sh cli        cbi-filter on a photo, CUDA vs CPU
 #   run.sh all        all of the above
+#   run.sh bench-all  issue 6: cbi-bench suites (filters, thesis sweeps, matmul,
+#                     CPU vs OpenCV) plus the NPP and CuPy peers on the same
+#                     inputs; $OUT gets bench.csv (all rows), cbi.json, logs.tgz
 # Logs go to /tmp/cbi-out; at the end they are packed into $OUT/logs.tgz
 # (the device tool brings back at most 8 files), and the benchmark's CSV and
 # JSON are copied to $OUT beside it. Without $OUT they stay in /tmp/cbi-out.
@@ -15,7 +18,11 @@ rm -rf "$out" && mkdir -p "$out"
 unpacked=/tmp/cbi-bundle
 rm -rf "$unpacked" && mkdir -p "$unpacked"
 tar -C "$unpacked" -xJf "$bundle/libs.tar.xz" && tar -C "$unpacked" -xJf "$bundle/bin.tar.xz" || exit 1
-export LD_LIBRARY_PATH="$unpacked/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+export PATH=$PATH:/usr/local/cuda/bin
+# cuBLAS does not travel in the bundle: the host's CUDA toolkit provides it (and NPP).
+cuda_lib=$(dirname "$(find /usr/local/cuda/ /usr/local/cuda/targets/ -maxdepth 3 -name 'libcublas.so.*' 2>/dev/null | head -1)")
+[ "$cuda_lib" = . ] && cuda_lib=/usr/local/cuda/lib64
+export LD_LIBRARY_PATH="$unpacked/lib:$cuda_lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 export CBI_SAMPLES_DIR="$bundle/samples"
 bin=$unpacked/bin
 status=0
@@ -51,6 +58,37 @@ run_bench() {
     "$@" | tee "$out/baseline.txt" || status=1
 }
 
+# Everything of issue 6 in one go (about 5 minutes on an H100). Extra
+# arguments go to the GPU part of cbi-bench (e.g. --quick for a smoke test).
+run_bench_all() {
+  local dump=/tmp/cbi-dump t0=$SECONDS
+  nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,clocks.mem,temperature.gpu,power.draw \
+    --format=csv > "$out/nvidia-smi.csv" 2>&1
+  "$bin/cbi-bench" --suite filters --suite thesis-stencil --suite thesis-sizes --suite matmul --border replicate \
+    --image 32f:1 --image 8u:3 --image 32f:3 \
+    --filter blur:9 --filter gaussian:9 --filter sobel:x:3 --filter sobel:mag:3 --filter color:sepia \
+    --schedule naive --schedule column:16 --schedule column:32 --schedule column:64 --schedule column:128 \
+    --schedule zigzag:32 --schedule tile:32x8 --schedule tile:64x4 --schedule tile:16x16 \
+    --block 128 --block 256 --block 512 --dump-dir "$dump" --csv "$out/cbi.csv" --json "$out/cbi.json" "$@" \
+    > "$out/cbi.txt" 2>&1 || status=1
+  grep -E '^#|error|DIFFERS' "$out/cbi.txt"; echo "cbi-bench GPU suites done at $((SECONDS - t0)) s"
+  # NPP: compiled here with the host's nvcc, against the host's NPP.
+  if nvcc -O3 -std=c++17 -arch=sm_90 "$bundle/bench/npp_peer.cu" -o /tmp/npp_peer \
+       -Xlinker -rpath="$cuda_lib" -lnppif -lnppicc -lnppc > "$out/npp-build.log" 2>&1; then
+    /tmp/npp_peer "$dump" "$out/npp.csv" > "$out/npp.txt" 2>&1 || status=1
+  else echo "npp_peer did not build (see npp-build.log)"; status=1; fi
+  tail -1 "$out/npp.txt" 2>/dev/null; echo "NPP done at $((SECONDS - t0)) s"
+  PYTHONUNBUFFERED=1 python3 "$bundle/bench/cupy_peer.py" "$dump" "$out/cupy.csv" > "$out/cupy.txt" 2>&1 || status=1
+  tail -1 "$out/cupy.txt"; echo "CuPy done at $((SECONDS - t0)) s"
+  "$bin/cbi-bench" --suite cpu --border replicate --image 32f:1 --image 8u:3 --image 32f:3 \
+    --filter blur:9 --filter gaussian:9 --filter sobel:x:3 --filter sobel:mag:3 --filter color:sepia \
+    --cpu-threads "$(nproc)" --csv "$out/cpu.csv" --json "$out/cpu.json" > "$out/cpu.txt" 2>&1 || status=1
+  echo "CPU done at $((SECONDS - t0)) s"
+  { cat "$out/cbi.csv"; for f in npp cupy cpu; do [ -f "$out/$f.csv" ] && tail -n +2 "$out/$f.csv"; done; } > "$out/bench.csv"
+  rm -rf "$dump"
+  python3 "$bundle/bench/plot.py" --summary "$out/bench.csv" || status=1
+}
+
 run_cli() {
   local photo=$bundle/samples/butterfly.jpg
   "$bin/cbi-filter" "$photo" --device cuda --blur 9 --schedule column:32 -o "$out/butterfly-cuda.png" || status=1
@@ -65,10 +103,11 @@ case "${1:-all}" in
   bench) shift; run_bench "$@" ;;
   cli) run_cli ;;
   all) run_tests; run_cli; run_sanitize; run_bench ;;
-  *) echo "usage: run.sh tests|sanitize|bench|cli|all" >&2; exit 2 ;;
+  bench-all) shift; run_bench_all "$@" ;;
+  *) echo "usage: run.sh tests|sanitize|bench|cli|all|bench-all" >&2; exit 2 ;;
 esac
 if [ -n "${OUT:-}" ]; then
   tar -C "$out" -czf "$OUT/logs.tgz" .
-  for f in baseline.csv baseline.json butterfly-cuda.png; do [ -f "$out/$f" ] && cp "$out/$f" "$OUT/"; done
+  for f in baseline.csv baseline.json butterfly-cuda.png bench.csv cbi.json; do [ -f "$out/$f" ] && cp "$out/$f" "$OUT/"; done
 fi
 exit $status

@@ -1,0 +1,344 @@
+// NPP peer of cbi-bench: times NPP's filters on the inputs cbi-bench wrote
+// (cbi-bench --dump-dir DIR: raw images, cbi's outputs, meta.txt) with CUDA
+// events, validates each against cbi's output first, and writes rows in
+// cbi-bench's CSV format. Standalone: NPP exists only on the GPU host, where
+// scripts/gpu-run.sh compiles it:
+//   nvcc -O3 -std=c++17 -arch=sm_90 apps/bench/npp_peer.cu -lnppif -lnppicc -lnppc -o npp_peer
+//   npp_peer DIR out.csv
+// Semantics: NPP's bordered filters support only NPP_BORDER_REPLICATE, so
+// cbi-bench dumps with --border replicate. NPP's fixed 9x9 Gaussian mask is
+// its own kernel, not OpenCV's (sigma 1.7 for k = 9): it is timed but not
+// comparable; nppiFilterGaussAdvancedBorder with cbi's weights is the
+// validated Gaussian. NPP has no Sobel magnitude: "npp-2pass" times the
+// vertical and horizontal Sobel passes (magnitude left out, so a lower bound)
+// and validates sqrt(gx^2 + gy^2) computed on the host.
+#include <cuda_runtime.h>
+#include <nppi.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <functional>
+#include <iostream>
+#include <map>
+#include <sstream>
+#include <string>
+#include <vector>
+
+namespace {
+
+#define CUDA_OK(call)                                                                                    \
+    do {                                                                                                 \
+        cudaError_t e_ = (call);                                                                         \
+        if (e_ != cudaSuccess) {                                                                         \
+            std::fprintf(stderr, "npp_peer: %s: %s (%s:%d)\n", #call, cudaGetErrorName(e_), __FILE__, __LINE__); \
+            std::exit(1);                                                                                \
+        }                                                                                                \
+    } while (0)
+
+struct NppFailure {
+    std::string what;
+};
+void npp_ok(NppStatus s, const char* what) {
+    if (s != NPP_SUCCESS) throw NppFailure{std::string(what) + ": NppStatus " + std::to_string(static_cast<int>(s))};
+    const cudaError_t e = cudaGetLastError();
+    if (e != cudaSuccess) throw NppFailure{std::string(what) + ": " + cudaGetErrorName(e)};
+}
+
+struct Case {
+    std::string filter, depth, in_file, ref_file;
+    int channels = 0, out_channels = 0, w = 0, h = 0;
+};
+
+struct Meta {
+    double bandwidth_gbps = 0;
+    std::vector<float> gaussian9;
+    std::map<std::string, std::vector<float>> sepia;  // "8u"/"32f" -> 12 numbers, storage order
+    std::vector<Case> cases;
+};
+
+Meta read_meta(const std::string& dir) {
+    std::ifstream f(dir + "/meta.txt");
+    if (!f) {
+        std::fprintf(stderr, "npp_peer: cannot read %s/meta.txt\n", dir.c_str());
+        std::exit(1);
+    }
+    Meta m;
+    std::string line;
+    while (std::getline(f, line)) {
+        std::istringstream s(line);
+        std::string key;
+        s >> key;
+        if (key == "bandwidth_GBps") s >> m.bandwidth_gbps;
+        else if (key == "gaussian9") for (float v; s >> v;) m.gaussian9.push_back(v);
+        else if (key.rfind("sepia_", 0) == 0) for (float v; s >> v;) m.sepia[key.substr(6)].push_back(v);
+        else if (key == "case") {
+            Case c;
+            s >> c.filter >> c.depth >> c.channels >> c.out_channels >> c.w >> c.h >> c.in_file >> c.ref_file;
+            m.cases.push_back(c);
+        }
+    }
+    return m;
+}
+
+std::vector<unsigned char> read_file(const std::string& path, std::size_t bytes) {
+    std::vector<unsigned char> data(bytes);
+    std::ifstream f(path, std::ios::binary);
+    f.read(reinterpret_cast<char*>(data.data()), static_cast<std::streamsize>(bytes));
+    if (!f) {
+        std::fprintf(stderr, "npp_peer: cannot read %zu bytes of %s\n", bytes, path.c_str());
+        std::exit(1);
+    }
+    return data;
+}
+
+// Largest |got - ref| over the image (as floats); abs_values compares |got|.
+double max_diff(const std::vector<unsigned char>& got, const std::vector<unsigned char>& ref, bool f32,
+                bool abs_values = false) {
+    double worst = 0;
+    const std::size_t n = f32 ? got.size() / 4 : got.size();
+    for (std::size_t i = 0; i < n; ++i) {
+        double a, b;
+        if (f32) {
+            float x, y;
+            std::memcpy(&x, &got[4 * i], 4);
+            std::memcpy(&y, &ref[4 * i], 4);
+            a = abs_values ? std::fabs(x) : x;
+            b = y;
+        } else {
+            a = got[i];
+            b = ref[i];
+        }
+        const double d = std::fabs(a - b);
+        if (!(d <= worst)) worst = d;  // NaN sticks
+        if (std::isnan(d)) return d;
+    }
+    return worst;
+}
+
+struct Timer {
+    cudaStream_t stream;
+    cudaEvent_t start, stop;
+    int warmup = 3, runs = 25;
+    std::vector<float> time(const std::function<void(int)>& launch) {
+        std::vector<float> ms;
+        for (int i = 0; i < warmup + runs; ++i) {
+            CUDA_OK(cudaEventRecord(start, stream));
+            launch(i);
+            CUDA_OK(cudaEventRecord(stop, stream));
+            CUDA_OK(cudaEventSynchronize(stop));
+            float t = 0;
+            CUDA_OK(cudaEventElapsedTime(&t, start, stop));
+            if (i >= warmup) ms.push_back(t);
+        }
+        std::sort(ms.begin(), ms.end());
+        return ms;
+    }
+};
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    if (argc != 3) {
+        std::fprintf(stderr, "usage: npp_peer DUMP_DIR OUT.csv\n");
+        return 2;
+    }
+    const std::string dir = argv[1];
+    const Meta meta = read_meta(dir);
+    cudaDeviceProp prop{};
+    CUDA_OK(cudaGetDeviceProperties(&prop, 0));
+    Timer timer;
+    CUDA_OK(cudaStreamCreate(&timer.stream));
+    CUDA_OK(cudaEventCreate(&timer.start));
+    CUDA_OK(cudaEventCreate(&timer.stop));
+    NppStreamContext ctx{};
+    ctx.hStream = timer.stream;
+    ctx.nCudaDeviceId = 0;
+    ctx.nMultiProcessorCount = prop.multiProcessorCount;
+    ctx.nMaxThreadsPerMultiProcessor = prop.maxThreadsPerMultiProcessor;
+    ctx.nMaxThreadsPerBlock = prop.maxThreadsPerBlock;
+    ctx.nSharedMemPerBlock = prop.sharedMemPerBlock;
+    ctx.nCudaDevAttrComputeCapabilityMajor = prop.major;
+    ctx.nCudaDevAttrComputeCapabilityMinor = prop.minor;
+    CUDA_OK(cudaStreamGetFlags(timer.stream, &ctx.nStreamFlags));
+    const NppLibraryVersion* v = nppGetLibVersion();
+    std::printf("NPP %d.%d.%d on %s; floor from cbi-bench's copy bandwidth %.0f GB/s\n", v->major, v->minor, v->build,
+                prop.name, meta.bandwidth_gbps);
+
+    std::ofstream csv(argv[2]);
+    csv << "suite,workload,variant,block,width,height,depth,channels,median_ms,min_ms,max_ms,runs,bytes,flops,GBps,"
+           "GFLOPs,floor_ms,x_floor\n";
+    int failures = 0;
+    float* d_gauss = nullptr;  // NPP reads the advanced Gaussian's taps from device memory
+    CUDA_OK(cudaMalloc(&d_gauss, sizeof(float) * 9));
+    CUDA_OK(cudaMemcpy(d_gauss, meta.gaussian9.data(), sizeof(float) * 9, cudaMemcpyHostToDevice));
+
+    for (const Case& c : meta.cases) {
+        const bool f32 = c.depth == "32f";
+        const std::size_t sample = f32 ? 4 : 1;
+        const std::size_t in_bytes = static_cast<std::size_t>(c.w) * c.h * c.channels * sample;
+        const std::size_t out_bytes = static_cast<std::size_t>(c.w) * c.h * c.out_channels * sample;
+        const int in_step = c.w * c.channels * static_cast<int>(sample);
+        const int out_step = c.w * c.out_channels * static_cast<int>(sample);
+        const auto input = read_file(dir + "/" + c.in_file, in_bytes);
+        const auto ref = read_file(dir + "/" + c.ref_file, out_bytes);
+        const int rotations = static_cast<int>(std::min<std::size_t>(64, 2 * static_cast<std::size_t>(prop.l2CacheSize) / in_bytes + 1));
+        std::vector<void*> ins(rotations);
+        for (auto& p : ins) {
+            CUDA_OK(cudaMalloc(&p, in_bytes));
+            CUDA_OK(cudaMemcpy(p, input.data(), in_bytes, cudaMemcpyHostToDevice));
+        }
+        void *out = nullptr, *out2 = nullptr;
+        CUDA_OK(cudaMalloc(&out, out_bytes));
+        CUDA_OK(cudaMalloc(&out2, out_bytes));
+        const NppiSize size{c.w, c.h};
+        const NppiPoint origin{0, 0};
+        const std::string kind = c.depth + "_c" + std::to_string(c.channels);
+
+        // variant name -> (launch on input i, how to validate)
+        struct Variant {
+            std::string name;
+            std::function<void(const void*)> run;
+            bool comparable = true;
+            bool two_pass_mag = false;
+            bool abs_values = false;
+        };
+        std::vector<Variant> variants;
+        if (c.filter == "blur:9") {
+            const NppiSize mask{9, 9};
+            const NppiPoint anchor{4, 4};
+            if (kind == "32f_c1")
+                variants.push_back({"npp", [&](const void* s) {
+                    npp_ok(nppiFilterBoxBorder_32f_C1R_Ctx(static_cast<const Npp32f*>(s), in_step, size, origin,
+                        static_cast<Npp32f*>(out), out_step, size, mask, anchor, NPP_BORDER_REPLICATE, ctx), "box 32f C1");
+                }});
+            else if (kind == "32f_c3")
+                variants.push_back({"npp", [&](const void* s) {
+                    npp_ok(nppiFilterBoxBorder_32f_C3R_Ctx(static_cast<const Npp32f*>(s), in_step, size, origin,
+                        static_cast<Npp32f*>(out), out_step, size, mask, anchor, NPP_BORDER_REPLICATE, ctx), "box 32f C3");
+                }});
+            else if (kind == "8u_c3")
+                variants.push_back({"npp", [&](const void* s) {
+                    npp_ok(nppiFilterBoxBorder_8u_C3R_Ctx(static_cast<const Npp8u*>(s), in_step, size, origin,
+                        static_cast<Npp8u*>(out), out_step, size, mask, anchor, NPP_BORDER_REPLICATE, ctx), "box 8u C3");
+                }});
+        } else if (c.filter == "gaussian:9") {
+            if (kind == "32f_c1") {
+                variants.push_back({"npp-fixedmask", [&](const void* s) {
+                    npp_ok(nppiFilterGaussBorder_32f_C1R_Ctx(static_cast<const Npp32f*>(s), in_step, size, origin,
+                        static_cast<Npp32f*>(out), out_step, size, NPP_MASK_SIZE_9_X_9, NPP_BORDER_REPLICATE, ctx), "gauss 32f C1");
+                }, false});
+                variants.push_back({"npp-advanced", [&](const void* s) {
+                    npp_ok(nppiFilterGaussAdvancedBorder_32f_C1R_Ctx(static_cast<const Npp32f*>(s), in_step, size, origin,
+                        static_cast<Npp32f*>(out), out_step, size, 9, d_gauss, NPP_BORDER_REPLICATE, ctx), "gauss adv 32f C1");
+                }});
+            } else if (kind == "32f_c3") {
+                variants.push_back({"npp-fixedmask", [&](const void* s) {
+                    npp_ok(nppiFilterGaussBorder_32f_C3R_Ctx(static_cast<const Npp32f*>(s), in_step, size, origin,
+                        static_cast<Npp32f*>(out), out_step, size, NPP_MASK_SIZE_9_X_9, NPP_BORDER_REPLICATE, ctx), "gauss 32f C3");
+                }, false});
+                variants.push_back({"npp-advanced", [&](const void* s) {
+                    npp_ok(nppiFilterGaussAdvancedBorder_32f_C3R_Ctx(static_cast<const Npp32f*>(s), in_step, size, origin,
+                        static_cast<Npp32f*>(out), out_step, size, 9, d_gauss, NPP_BORDER_REPLICATE, ctx), "gauss adv 32f C3");
+                }});
+            } else if (kind == "8u_c3") {
+                variants.push_back({"npp-fixedmask", [&](const void* s) {
+                    npp_ok(nppiFilterGaussBorder_8u_C3R_Ctx(static_cast<const Npp8u*>(s), in_step, size, origin,
+                        static_cast<Npp8u*>(out), out_step, size, NPP_MASK_SIZE_9_X_9, NPP_BORDER_REPLICATE, ctx), "gauss 8u C3");
+                }, false});
+                variants.push_back({"npp-advanced", [&](const void* s) {
+                    npp_ok(nppiFilterGaussAdvancedBorder_8u_C3R_Ctx(static_cast<const Npp8u*>(s), in_step, size, origin,
+                        static_cast<Npp8u*>(out), out_step, size, 9, d_gauss, NPP_BORDER_REPLICATE, ctx), "gauss adv 8u C3");
+                }});
+            }
+        } else if (c.filter == "sobel:x:3" && kind == "32f_c1") {
+            // NPP's "Vert" mask finds vertical edges: the x derivative. Its sign
+            // convention may differ from OpenCV's, so |result| is compared.
+            Variant v{"npp", [&](const void* s) {
+                npp_ok(nppiFilterSobelVertBorder_32f_C1R_Ctx(static_cast<const Npp32f*>(s), in_step, size, origin,
+                    static_cast<Npp32f*>(out), out_step, size, NPP_BORDER_REPLICATE, ctx), "sobel vert 32f");
+            }};
+            v.abs_values = true;
+            variants.push_back(v);
+        } else if (c.filter == "sobel:mag:3" && kind == "32f_c1") {
+            Variant v{"npp-2pass", [&](const void* s) {
+                npp_ok(nppiFilterSobelVertBorder_32f_C1R_Ctx(static_cast<const Npp32f*>(s), in_step, size, origin,
+                    static_cast<Npp32f*>(out), out_step, size, NPP_BORDER_REPLICATE, ctx), "sobel vert 32f");
+                npp_ok(nppiFilterSobelHorizBorder_32f_C1R_Ctx(static_cast<const Npp32f*>(s), in_step, size, origin,
+                    static_cast<Npp32f*>(out2), out_step, size, NPP_BORDER_REPLICATE, ctx), "sobel horiz 32f");
+            }};
+            v.two_pass_mag = true;
+            variants.push_back(v);
+        } else if (c.filter == "color:sepia") {
+            Npp32f twist[3][4];
+            const auto& m = meta.sepia.at(c.depth);
+            for (int r = 0; r < 3; ++r)
+                for (int col = 0; col < 4; ++col) twist[r][col] = m[4 * r + col];
+            if (kind == "8u_c3")
+                variants.push_back({"npp", [&, twist](const void* s) {
+                    npp_ok(nppiColorTwist32f_8u_C3R_Ctx(static_cast<const Npp8u*>(s), in_step, static_cast<Npp8u*>(out),
+                        out_step, size, twist, ctx), "twist 8u C3");
+                }});
+            else if (kind == "32f_c3")
+                variants.push_back({"npp", [&, twist](const void* s) {
+                    npp_ok(nppiColorTwist_32f_C3R_Ctx(static_cast<const Npp32f*>(s), in_step, static_cast<Npp32f*>(out),
+                        out_step, size, twist, ctx), "twist 32f C3");
+                }});
+        }
+
+        for (const Variant& v : variants) {
+            try {
+                CUDA_OK(cudaMemset(out, 0xFF, out_bytes));
+                CUDA_OK(cudaMemset(out2, 0xFF, out_bytes));
+                v.run(ins[0]);
+                CUDA_OK(cudaStreamSynchronize(timer.stream));
+                std::vector<unsigned char> got(out_bytes);
+                CUDA_OK(cudaMemcpy(got.data(), out, out_bytes, cudaMemcpyDeviceToHost));
+                if (v.two_pass_mag) {
+                    std::vector<unsigned char> gy(out_bytes);
+                    CUDA_OK(cudaMemcpy(gy.data(), out2, out_bytes, cudaMemcpyDeviceToHost));
+                    for (std::size_t i = 0; i < out_bytes / 4; ++i) {
+                        float x, y;
+                        std::memcpy(&x, &got[4 * i], 4);
+                        std::memcpy(&y, &gy[4 * i], 4);
+                        const float mag = std::sqrt(x * x + y * y);
+                        std::memcpy(&got[4 * i], &mag, 4);
+                    }
+                }
+                const double diff = max_diff(got, ref, f32, v.abs_values);
+                // Float: 1e-4 of the data's scale (peaks: 1 for box/Gaussian, 4*sqrt(2) for Sobel); 8-bit: within 1.
+                const double tol = f32 ? 1e-4 * (c.filter.rfind("sobel", 0) == 0 ? 6.0 : 1.0) : 1.0;
+                const bool ok = diff <= tol;
+                std::printf("%-12s %-7s %-14s max |npp - cbi| = %.3g %s\n", c.filter.c_str(), kind.c_str(),
+                            v.name.c_str(), diff,
+                            ok ? "(matches)" : v.comparable ? "MISMATCH, not timed" : "(different kernel: timed, not comparable)");
+                if (!ok && v.comparable) {
+                    ++failures;
+                    continue;
+                }
+                const auto ms = timer.time([&](int i) { v.run(ins[i % rotations]); });
+                const double median = ms.size() % 2 ? ms[ms.size() / 2] : 0.5 * (ms[ms.size() / 2 - 1] + ms[ms.size() / 2]);
+                const double bytes = static_cast<double>(in_bytes + out_bytes);
+                const double floor_ms = bytes / (meta.bandwidth_gbps * 1e9) * 1e3;
+                const double gbps = bytes / (median * 1e-3) / 1e9;
+                std::printf("%-12s %-7s %-14s %9.4f ms  %6.0f GB/s  %6.2fx floor\n", c.filter.c_str(), kind.c_str(),
+                            v.name.c_str(), median, gbps, median / floor_ms);
+                csv << "npp," << c.filter << "," << v.name << ",0," << c.w << "," << c.h << "," << c.depth << ","
+                    << c.channels << "," << median << "," << ms.front() << "," << ms.back() << "," << ms.size() << ","
+                    << bytes << ",0," << gbps << ",0," << floor_ms << "," << median / floor_ms << "\n";
+            } catch (const NppFailure& e) {
+                std::printf("%-12s %-7s %-14s NPP error: %s\n", c.filter.c_str(), kind.c_str(), v.name.c_str(),
+                            e.what.c_str());
+                ++failures;
+            }
+        }
+        for (auto* p : ins) CUDA_OK(cudaFree(p));
+        CUDA_OK(cudaFree(out));
+        CUDA_OK(cudaFree(out2));
+    }
+    std::printf("npp_peer: %d failures\n", failures);
+    return failures ? 1 : 0;
+}
