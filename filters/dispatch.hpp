@@ -51,14 +51,14 @@ void dispatch_node(const Node& node, const ImageView& src, const ImageView& dst,
                 constexpr BorderMode B = decltype(border)::value;
                 const BorderedSource<T, B> source{src, saturate_round<T>(static_cast<float>(node.border.value))};
                 if (const auto* box = std::get_if<BoxFilter>(&node.filter)) {
-                    launch(schedule, BoxOp<T, B>{source, dst, box->ksize});
+                    launch(schedule, BoxOp<T, B>{{source, dst}, box->ksize});
                 } else if (const auto* gauss = std::get_if<GaussianFilter>(&node.filter)) {
-                    GaussianOp<T, B> op{source, dst, gauss->ksize, {}};
+                    GaussianOp<T, B> op{{source, dst}, gauss->ksize, {}};
                     const auto kernel = gaussian_weights(gauss->ksize, gauss->sigma);
                     for (int i = 0; i < gauss->ksize; ++i) op.weights[i] = static_cast<float>(kernel.w[i]);
                     launch(schedule, op);
                 } else if (const auto* sobel = std::get_if<SobelFilter>(&node.filter)) {
-                    launch(schedule, SobelOp<T, B>{source, dst, sobel->mode, sobel_kernels(sobel->ksize)});
+                    launch(schedule, SobelOp<T, B>{{source, dst}, sobel->mode, sobel_kernels(sobel->ksize)});
                 }
             });
         });

@@ -288,6 +288,25 @@ StorageMatrix storage_matrix(const ColorFilter& f, Depth depth) {
     return s;
 }
 
+namespace {
+void check_pointwise(const ScheduleSpec& schedule, const std::string& what) {
+    if (schedule_entry(schedule).pointwise) return;
+    std::string others;
+    for (const auto& e : schedule_registry())
+        if (e.pointwise) others += (others.empty() ? "" : ", ") + std::string(e.form);
+    invalid("schedule " + schedule.to_string() + " runs stencil filters only (blur, gaussian, sobel), not " + what +
+            "; use " + others);
+}
+}  // namespace
+
+void check_schedule_supports(const ScheduleSpec& schedule, const Filter& filter) {
+    if (std::holds_alternative<ColorFilter>(filter)) check_pointwise(schedule, to_string(filter));
+}
+
+void check_schedule_supports(const ScheduleSpec& schedule, const BlendFilter& blend) {
+    check_pointwise(schedule, to_string(blend));
+}
+
 int output_channels(const Filter& f, int channels) {
     const auto* color = std::get_if<ColorFilter>(&f);
     if (!color) return channels;

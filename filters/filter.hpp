@@ -94,6 +94,11 @@ SobelKernels sobel_kernels(int ksize);
 // such as ycrcb's 128 for 8-bit, depend on it).
 StorageMatrix storage_matrix(const ColorFilter& f, Depth depth);
 
+// Throws std::invalid_argument naming the alternatives when `schedule`
+// cannot run `filter` (e.g. smem:WxH is for stencils, not colour matrices).
+void check_schedule_supports(const ScheduleSpec& schedule, const Filter& filter);
+void check_schedule_supports(const ScheduleSpec& schedule, const BlendFilter& blend);
+
 // Channels of the node's output for an input with `channels` channels.
 // Throws cbi::Error when the filter cannot take such an input.
 int output_channels(const Filter& f, int channels);

@@ -38,72 +38,99 @@ struct BorderedSource {
     }
 };
 
-// A separable k_w x k_h weighted sum sum_j wy[j] * sum_i wx[i] * src(x+i-rx, y+j-ry),
-// evaluated in Acc arithmetic with products and sums in a fixed order.
-template <class Acc, class T, BorderMode B, class W>
-CBI_HOST_DEVICE Acc separable_sum(const BorderedSource<T, B>& src, int x, int y, int c, const W* wx, int kw,
-                                  const W* wy, int kh) {
-    Acc acc = 0;
-    for (int j = 0; j < kh; ++j) {
-        const T* row = src.row(y + j - kh / 2);
-        Acc row_sum = 0;
-        for (int i = 0; i < kw; ++i) {
-            const Acc v = static_cast<Acc>(src.at(row, x + i - kw / 2, c));
-            if constexpr (std::is_same_v<Acc, float>)
-                row_sum = add_rn(row_sum, mul_rn(static_cast<float>(wx[i]), v));
-            else
-                row_sum += static_cast<Acc>(wx[i]) * v;
-        }
-        if constexpr (std::is_same_v<Acc, float>)
-            acc = add_rn(acc, mul_rn(static_cast<float>(wy[j]), row_sum));
+// sum_i w[i] * get(i) for i < n in Acc arithmetic, in index order. Float
+// products and sums are rounded separately (see arith.hpp); a null `w`
+// means unit weights (box). The one place stencil sums are computed: the
+// per-pixel path and the shared-memory path both call it, so their results
+// are bit-identical.
+template <class Acc, class W, class Get>
+CBI_HOST_DEVICE Acc weighted_sum(const W* w, int n, Get&& get) {
+    Acc sum = 0;
+    for (int i = 0; i < n; ++i) {
+        const Acc v = get(i);
+        if (w == nullptr)
+            sum += v;  // unit weights: exact in every Acc
+        else if constexpr (std::is_same_v<Acc, float>)
+            sum = add_rn(sum, mul_rn(static_cast<float>(w[i]), v));
         else
-            acc += static_cast<Acc>(wy[j]) * row_sum;
+            sum += static_cast<Acc>(w[i]) * v;  // integers: exact
     }
-    return acc;
+    return sum;
 }
 
-// cv::blur: mean over a k x k window. Integer sums are exact; the mean is
-// rounded once. Float sums in double, as OpenCV does.
-template <class T, BorderMode B>
-struct BoxOp {
+// A separable stencil: for each of its passes p, the sum over the
+// kw(p) x kh(p) footprint centred on (x, y) of wy(p)[j] * wx(p)[i] * src,
+// computed as row sums across x first, then a weighted sum of the rows;
+// finish() turns the pass sums into the output sample. Derived ops supply
+// the weights (Acc, W types; passes(), wx, kw, wy, kh, finish). The CPU and
+// the naive CUDA kernel evaluate it per pixel with operator(); the CUDA
+// shared-memory schedule stages the same row sums per tile.
+template <class Derived, class T, BorderMode B>
+struct SeparableStencil {
+    using Sample = T;
+    static constexpr int kMaxPasses = 2;
     BorderedSource<T, B> src;
     ImageView dst;
+
+    CBI_HOST_DEVICE const Derived& self() const { return static_cast<const Derived&>(*this); }
+
+    CBI_HOST_DEVICE void operator()(int x, int y) const {
+        using Acc = typename Derived::Acc;
+        const Derived& d = self();
+        T* out = dst.row<T>(y) + x * dst.channels;
+        for (int c = 0; c < src.view.channels; ++c) {
+            Acc sums[kMaxPasses] = {};
+            for (int p = 0; p < d.passes(); ++p) {
+                const int kw = d.kw(p), kh = d.kh(p);
+                sums[p] = weighted_sum<Acc>(d.wy(p), kh, [&](int j) {
+                    const T* row = src.row(y + j - kh / 2);
+                    return weighted_sum<Acc>(d.wx(p), kw, [&](int i) {
+                        return static_cast<Acc>(src.at(row, x + i - kw / 2, c));
+                    });
+                });
+            }
+            out[c] = d.finish(sums);
+        }
+    }
+};
+
+// cv::blur: mean over a k x k window. Integer sums are exact; the mean is
+// rounded once (k*k is odd: no ties). Float sums in double, as OpenCV does.
+template <class T, BorderMode B>
+struct BoxOp : SeparableStencil<BoxOp<T, B>, T, B> {
     int ksize;
 
     using Acc = std::conditional_t<std::is_same_v<T, float>, double,
                                    std::conditional_t<std::is_same_v<T, std::uint8_t>, std::uint32_t, std::uint64_t>>;
-
-    CBI_HOST_DEVICE void operator()(int x, int y) const {
-        const int r = ksize / 2;
+    using W = int;
+    CBI_HOST_DEVICE int passes() const { return 1; }
+    CBI_HOST_DEVICE const W* wx(int) const { return nullptr; }
+    CBI_HOST_DEVICE const W* wy(int) const { return nullptr; }
+    CBI_HOST_DEVICE int kw(int) const { return ksize; }
+    CBI_HOST_DEVICE int kh(int) const { return ksize; }
+    CBI_HOST_DEVICE T finish(const Acc* sums) const {
         const Acc n = static_cast<Acc>(ksize) * static_cast<Acc>(ksize);
-        T* out = dst.row<T>(y) + x * dst.channels;
-        for (int c = 0; c < src.view.channels; ++c) {
-            Acc sum = 0;
-            for (int j = -r; j <= r; ++j) {
-                const T* row = src.row(y + j);
-                for (int i = -r; i <= r; ++i) sum += static_cast<Acc>(src.at(row, x + i, c));
-            }
-            if constexpr (std::is_same_v<T, float>)
-                out[c] = static_cast<float>(sum / n);
-            else
-                out[c] = static_cast<T>((sum + n / 2) / n);  // n is odd: no ties
-        }
+        if constexpr (std::is_same_v<T, float>)
+            return static_cast<float>(sums[0] / n);
+        else
+            return static_cast<T>((sums[0] + n / 2) / n);
     }
 };
 
 // cv::GaussianBlur: separable weights (see gaussian_weights), float arithmetic.
 template <class T, BorderMode B>
-struct GaussianOp {
-    BorderedSource<T, B> src;
-    ImageView dst;
+struct GaussianOp : SeparableStencil<GaussianOp<T, B>, T, B> {
     int ksize;
     float weights[kMaxKernel];
 
-    CBI_HOST_DEVICE void operator()(int x, int y) const {
-        T* out = dst.row<T>(y) + x * dst.channels;
-        for (int c = 0; c < src.view.channels; ++c)
-            out[c] = saturate_round<T>(separable_sum<float>(src, x, y, c, weights, ksize, weights, ksize));
-    }
+    using Acc = float;
+    using W = float;
+    CBI_HOST_DEVICE int passes() const { return 1; }
+    CBI_HOST_DEVICE const W* wx(int) const { return weights; }
+    CBI_HOST_DEVICE const W* wy(int) const { return weights; }
+    CBI_HOST_DEVICE int kw(int) const { return ksize; }
+    CBI_HOST_DEVICE int kh(int) const { return ksize; }
+    CBI_HOST_DEVICE T finish(const Acc* sums) const { return saturate_round<T>(sums[0]); }
 };
 
 enum class SobelMode : std::uint8_t { x, y, mag };
@@ -118,33 +145,26 @@ struct SobelKernels {
 };
 
 // cv::Sobel to CV_32F, then |gx|, |gy| or sqrt(gx^2 + gy^2), converted to
-// the sample type. Integer inputs give exact integer gradients.
+// the sample type. Integer inputs give exact integer gradients. Passes:
+// x -> {gx}, y -> {gy}, mag -> {gx, gy}.
 template <class T, BorderMode B>
-struct SobelOp {
-    BorderedSource<T, B> src;
-    ImageView dst;
+struct SobelOp : SeparableStencil<SobelOp<T, B>, T, B> {
     SobelMode mode;
     SobelKernels k;
 
     using Acc = std::conditional_t<std::is_same_v<T, float>, float, std::int32_t>;
-
-    CBI_HOST_DEVICE void operator()(int x, int y) const {
-        T* out = dst.row<T>(y) + x * dst.channels;
-        for (int c = 0; c < src.view.channels; ++c) {
-            float gx = 0.f, gy = 0.f;
-            if (mode != SobelMode::y)
-                gx = static_cast<float>(separable_sum<Acc>(src, x, y, c, k.deriv, k.deriv_size, k.smooth, k.smooth_size));
-            if (mode != SobelMode::x)
-                gy = static_cast<float>(separable_sum<Acc>(src, x, y, c, k.smooth, k.smooth_size, k.deriv, k.deriv_size));
-            float v;
-            if (mode == SobelMode::x)
-                v = gx < 0.f ? -gx : gx;
-            else if (mode == SobelMode::y)
-                v = gy < 0.f ? -gy : gy;
-            else
-                v = sqrtf(add_rn(mul_rn(gx, gx), mul_rn(gy, gy)));
-            out[c] = saturate_round<T>(v);
-        }
+    using W = int;
+    CBI_HOST_DEVICE int passes() const { return mode == SobelMode::mag ? 2 : 1; }
+    CBI_HOST_DEVICE bool is_gx(int p) const { return p == 0 && mode != SobelMode::y; }
+    CBI_HOST_DEVICE const W* wx(int p) const { return is_gx(p) ? k.deriv : k.smooth; }
+    CBI_HOST_DEVICE const W* wy(int p) const { return is_gx(p) ? k.smooth : k.deriv; }
+    CBI_HOST_DEVICE int kw(int p) const { return is_gx(p) ? k.deriv_size : k.smooth_size; }
+    CBI_HOST_DEVICE int kh(int p) const { return is_gx(p) ? k.smooth_size : k.deriv_size; }
+    CBI_HOST_DEVICE T finish(const Acc* sums) const {
+        const float g0 = static_cast<float>(sums[0]);
+        if (mode != SobelMode::mag) return saturate_round<T>(g0 < 0.f ? -g0 : g0);
+        const float g1 = static_cast<float>(sums[1]);
+        return saturate_round<T>(sqrtf(add_rn(mul_rn(g0, g0), mul_rn(g1, g1))));
     }
 };
 

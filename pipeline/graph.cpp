@@ -50,11 +50,33 @@ NodeId Graph::add(GraphNode node) {
 }
 
 NodeId Graph::add_filter(std::string name, const Filter& filter, NodeId input, NodeOptions options) {
+    if (options.schedule) {
+        try {
+            check_schedule_supports(*options.schedule, filter);
+        } catch (const std::invalid_argument& e) {
+            invalid("node '" + name + "': " + e.what());
+        }
+    }
     return add(GraphNode{std::move(name), filter, {input}, options});
 }
 
 NodeId Graph::add_blend(std::string name, const BlendFilter& blend, NodeId a, NodeId b, NodeOptions options) {
+    if (options.schedule) {
+        try {
+            check_schedule_supports(*options.schedule, blend);
+        } catch (const std::invalid_argument& e) {
+            invalid("node '" + name + "': " + e.what());
+        }
+    }
     return add(GraphNode{std::move(name), blend, {a, b}, options});
+}
+
+ScheduleSpec Graph::schedule_of(NodeId id) const {
+    const GraphNode& n = nodes_[id];
+    if (n.options.schedule) return *n.options.schedule;
+    const auto* filter = std::get_if<Filter>(&n.op);
+    const bool pointwise = !filter || std::holds_alternative<ColorFilter>(*filter);
+    return pointwise && !schedule_entry(default_schedule_).pointwise ? ScheduleSpec{} : default_schedule_;
 }
 
 void Graph::add_output(NodeId node) {

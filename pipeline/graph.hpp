@@ -62,7 +62,9 @@ public:
     // The node named `name`; throws std::invalid_argument if none.
     NodeId find(std::string_view name) const;
 
-    ScheduleSpec schedule_of(NodeId id) const { return nodes_[id].options.schedule.value_or(default_schedule_); }
+    // The node's own schedule, else the default; a default that the node
+    // cannot run (smem:WxH for a colour matrix) leaves that node on naive.
+    ScheduleSpec schedule_of(NodeId id) const;
     Border border_of(NodeId id) const { return nodes_[id].options.border.value_or(default_border_); }
 
     // Throws std::invalid_argument naming the graph when it has no output.

@@ -34,26 +34,47 @@ ScheduleSpec parse_width(ScheduleFamily family, std::string_view form, std::stri
 ScheduleSpec parse_column(std::string_view p) { return parse_width(ScheduleFamily::column, "column:W", p); }
 ScheduleSpec parse_zigzag(std::string_view p) { return parse_width(ScheduleFamily::zigzag, "zigzag:W", p); }
 
-ScheduleSpec parse_tile(std::string_view params) {
+ScheduleSpec parse_size(ScheduleFamily family, std::string_view form, std::string_view params) {
     const auto x = params.find('x');
-    if (x == std::string_view::npos) bad_params("tile:WxH", params, "is not of the form WxH");
+    if (x == std::string_view::npos) bad_params(form, params, "is not of the form WxH");
     const int w = parse_positive(params.substr(0, x));
     const int h = parse_positive(params.substr(x + 1));
-    if (w < 0 || h < 0) bad_params("tile:WxH", params, "needs two positive integers WxH");
-    return {ScheduleFamily::tile, w, h};
+    if (w < 0 || h < 0) bad_params(form, params, "needs two positive integers WxH");
+    return {family, w, h};
+}
+
+ScheduleSpec parse_tile(std::string_view p) { return parse_size(ScheduleFamily::tile, "tile:WxH", p); }
+
+ScheduleSpec parse_smem(std::string_view p) {
+    const ScheduleSpec s = parse_size(ScheduleFamily::smem, "smem:WxH", p);
+    // Keeps a tile's staging within the 48 KiB of shared memory every block may use.
+    if (s.width * s.height > 4096 || s.width > 1024 || s.height > 1024)
+        bad_params("smem:WxH", p, "is too large (W*H at most 4096)");
+    return s;
 }
 
 constexpr ScheduleEntry registry[] = {
-    {"naive", "naive", "thread i computes pixel i in row-major order", "naive", parse_naive},
+    {"naive", "naive", "thread i computes pixel i in row-major order", "naive", true, parse_naive},
     {"column", "column:W",
      "vertical strips W pixels wide, top to bottom, row-major inside (thesis eqs. 4.1-4.6); "
      "the last strip is narrower when W does not divide the width",
-     "column:1 column:3 column:8 column:32 column:33 column:4096", parse_column},
+     "column:1 column:3 column:8 column:32 column:33 column:4096", true, parse_column},
     {"zigzag", "zigzag:W", "as column:W with every odd row of a strip walked right to left (thesis eq. 4.7)",
-     "zigzag:1 zigzag:5 zigzag:32 zigzag:4096", parse_zigzag},
+     "zigzag:1 zigzag:5 zigzag:32 zigzag:4096", true, parse_zigzag},
     {"tile", "tile:WxH", "WxH tiles in row-major tile order, row-major inside a tile; edge tiles clipped",
-     "tile:1x1 tile:4x3 tile:32x8 tile:16x16 tile:5000x2", parse_tile},
+     "tile:1x1 tile:4x3 tile:32x8 tile:16x16 tile:5000x2", true, parse_tile},
+    {"smem", "smem:WxH",
+     "CUDA blocks stage a WxH output tile plus halo in shared memory (coalesced loads) and run the separable "
+     "passes there; stencils only (blur, gaussian, sobel); the CPU visits tile:WxH order",
+     "smem:1x1 smem:7x5 smem:32x8 smem:64x16 smem:128x8", false, parse_smem},
 };
+
+// schedule_entry() indexes the table by family.
+static_assert(registry[static_cast<int>(ScheduleFamily::naive)].name == "naive");
+static_assert(registry[static_cast<int>(ScheduleFamily::column)].name == "column");
+static_assert(registry[static_cast<int>(ScheduleFamily::zigzag)].name == "zigzag");
+static_assert(registry[static_cast<int>(ScheduleFamily::tile)].name == "tile");
+static_assert(registry[static_cast<int>(ScheduleFamily::smem)].name == "smem");
 
 }  // namespace
 
@@ -79,11 +100,16 @@ ScheduleSpec parse_schedule(std::string_view text) {
                                 valid_schedule_forms());
 }
 
+const ScheduleEntry& schedule_entry(const ScheduleSpec& spec) {
+    return registry[static_cast<int>(spec.family)];  // the table lists families in enum order
+}
+
 std::string ScheduleSpec::to_string() const {
     switch (family) {
         case ScheduleFamily::column: return "column:" + std::to_string(width);
         case ScheduleFamily::zigzag: return "zigzag:" + std::to_string(width);
         case ScheduleFamily::tile: return "tile:" + std::to_string(width) + "x" + std::to_string(height);
+        case ScheduleFamily::smem: return "smem:" + std::to_string(width) + "x" + std::to_string(height);
         case ScheduleFamily::naive: break;
     }
     return "naive";

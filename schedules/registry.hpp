@@ -11,7 +11,7 @@
 
 namespace cbi {
 
-enum class ScheduleFamily { naive, column, zigzag, tile };
+enum class ScheduleFamily { naive, column, zigzag, tile, smem };
 
 // A parsed schedule string such as "column:32" or "tile:32x8".
 struct ScheduleSpec {
@@ -28,6 +28,7 @@ struct ScheduleEntry {
     std::string_view form;         // "column:W"
     std::string_view description;  // one line
     std::string_view examples;     // space-separated strings the tests and benchmarks use
+    bool pointwise;                // also runs pointwise filters (colour matrix, blend), not only stencils
     ScheduleSpec (*parse_params)(std::string_view params);  // text after "name:"; throws
 };
 
@@ -38,7 +39,10 @@ std::span<const ScheduleEntry> schedule_registry();
 // every valid form.
 ScheduleSpec parse_schedule(std::string_view text);
 
-// "naive, column:W, zigzag:W, tile:WxH" for error messages.
+// The registry entry of a parsed schedule.
+const ScheduleEntry& schedule_entry(const ScheduleSpec& spec);
+
+// "naive, column:W, zigzag:W, tile:WxH, smem:WxH" for error messages.
 std::string valid_schedule_forms();
 
 // The one dispatch switch on the schedule axis: calls f with the schedule
@@ -49,6 +53,7 @@ decltype(auto) with_schedule(const ScheduleSpec& spec, F&& f) {
         case ScheduleFamily::column: return std::forward<F>(f)(column_schedule(spec.width));
         case ScheduleFamily::zigzag: return std::forward<F>(f)(zigzag_schedule(spec.width));
         case ScheduleFamily::tile: return std::forward<F>(f)(tile_schedule(spec.width, spec.height));
+        case ScheduleFamily::smem: return std::forward<F>(f)(smem_schedule(spec.width, spec.height));
         case ScheduleFamily::naive: break;
     }
     return std::forward<F>(f)(NaiveSchedule{});

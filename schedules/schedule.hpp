@@ -70,4 +70,11 @@ inline constexpr TileSchedule column_schedule(int column_width) { return {column
 inline constexpr TileSchedule zigzag_schedule(int column_width) { return {column_width, 0, true}; }
 inline constexpr TileSchedule tile_schedule(int w, int h) { return {w, h, false}; }
 
+// `smem:WxH`: a CUDA block computes a W x H tile of outputs after staging
+// the tile and its halo in shared memory with coalesced loads and running
+// the separable passes there. Its visit order, used by the CPU backend and
+// for the tile each block takes, is tile:WxH.
+struct SmemTileSchedule : TileSchedule {};
+inline constexpr SmemTileSchedule smem_schedule(int w, int h) { return {{w, h, false}}; }
+
 }  // namespace cbi

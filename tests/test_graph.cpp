@@ -125,6 +125,19 @@ TEST(Graph, LanguageErrorsPointAtTheOffendingStage) {
     expect_invalid([] { parse_pipeline(""); }, "empty stage");
 }
 
+TEST(Graph, StencilOnlySchedulesAreRefusedForPointwiseNodes) {
+    expect_invalid([] { parse_pipeline("blur:3 | color:gray@smem:32x8"); },
+                   "schedule smem:32x8 runs stencil filters only (blur, gaussian, sobel), not color:gray; use naive");
+    expect_invalid([] {
+        Graph g;
+        g.add_blend("mix", BlendFilter{}, Graph::input(), Graph::input(), NodeOptions{parse_schedule("smem:8x8"), {}});
+    }, "node 'mix': schedule smem:8x8 runs stencil filters only");
+    // A default schedule applies where it can: the colour node falls back to naive.
+    const Graph g = parse_pipeline("color:gray | gaussian:5", parse_schedule("smem:32x8"));
+    EXPECT_EQ(g.schedule_of(1).to_string(), "naive");
+    EXPECT_EQ(g.schedule_of(2).to_string(), "smem:32x8");
+}
+
 TEST(Graph, JsonErrorsNameTheNode) {
     expect_invalid([] { graph_from_json("{"); }, "not valid JSON");
     expect_invalid([] { graph_from_json(R"({"nodes": [{"name": "a", "filter": "blur:3", "input": "nope"}], "outputs": ["a"]})"); },
