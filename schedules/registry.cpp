@@ -100,6 +100,19 @@ ScheduleSpec parse_schedule(std::string_view text) {
                                 valid_schedule_forms());
 }
 
+std::vector<ScheduleSpec> example_schedules() {
+    std::vector<ScheduleSpec> all;
+    for (const auto& e : registry) {
+        std::string_view rest = e.examples;
+        while (!rest.empty()) {
+            const auto space = rest.find(' ');
+            all.push_back(parse_schedule(rest.substr(0, space)));
+            rest = space == std::string_view::npos ? std::string_view{} : rest.substr(space + 1);
+        }
+    }
+    return all;
+}
+
 const ScheduleEntry& schedule_entry(const ScheduleSpec& spec) {
     return registry[static_cast<int>(spec.family)];  // the table lists families in enum order
 }

@@ -6,6 +6,7 @@
 #include <string>
 #include <string_view>
 #include <utility>
+#include <vector>
 
 #include "schedules/schedule.hpp"
 
@@ -38,6 +39,9 @@ std::span<const ScheduleEntry> schedule_registry();
 // Parses "name[:params]". Throws std::invalid_argument whose message lists
 // every valid form.
 ScheduleSpec parse_schedule(std::string_view text);
+
+// Every example of every entry, parsed: what tests and benchmarks sweep.
+std::vector<ScheduleSpec> example_schedules();
 
 // The registry entry of a parsed schedule.
 const ScheduleEntry& schedule_entry(const ScheduleSpec& spec);

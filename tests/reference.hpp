@@ -39,6 +39,26 @@ inline int cv_border(BorderMode m) {
     return cv::BORDER_DEFAULT;
 }
 
+// The filter test matrix shared by the CPU and GPU suites.
+inline const char* const kFilters[] = {
+    "blur:1",     "blur:3",      "blur:9",      "gaussian:3", "gaussian:5:1.2", "gaussian:9",
+    "sobel:x:1",  "sobel:y:1",   "sobel:mag:3", "sobel:x:5",  "sobel:y:7",      "sobel:mag:7",
+    "color:gray", "color:sepia", "color:ycrcb", "color:0.5,0.25,0.25,10,-0.2,1.1,0.1,-5,0.3,0.3,0.3,0"};
+inline const char* const kBorders[] = {"reflect101", "reflect", "replicate", "constant", "constant:7", "wrap"};
+inline const cv::Size kSizes[] = {{1, 1}, {1, 17}, {17, 1}, {31, 7}, {257, 129}, {1000, 3}};
+inline const Depth kDepths[] = {Depth::u8, Depth::u16, Depth::f32};
+
+using MatrixParam = std::tuple<const char*, Depth, int>;
+
+// gtest names such as "gaussian_5_1_2_8u_c3".
+inline std::string matrix_name(const ::testing::TestParamInfo<MatrixParam>& info) {
+    std::string name = std::string(std::get<0>(info.param)) + "_" + depth_name(std::get<1>(info.param)) + "_c" +
+                       std::to_string(std::get<2>(info.param));
+    for (char& c : name)
+        if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
+    return name;
+}
+
 // (filter, depth, channels) for every filter x depth x {1, 3, 4} channels,
 // less the combinations a filter refuses (colour matrices on 1 channel,
 // tested separately).

@@ -6,7 +6,6 @@
 #include <opencv2/imgcodecs.hpp>
 
 #include <filesystem>
-#include <sstream>
 #include <tuple>
 
 #include "filters/cpu_backend.hpp"
@@ -20,16 +19,8 @@ namespace {
 namespace fs = std::filesystem;
 using test::compare;
 using test::opencv_reference;
-using test::random_image;
+using namespace test;
 
-const char* const kFilters[] = {
-    "blur:1",        "blur:3",         "blur:9",        "gaussian:3",  "gaussian:5:1.2", "gaussian:9",
-    "sobel:x:1",     "sobel:y:1",      "sobel:mag:3",   "sobel:x:5",   "sobel:y:7",      "sobel:mag:7",
-    "color:gray",    "color:sepia",    "color:ycrcb",
-    "color:0.5,0.25,0.25,10,-0.2,1.1,0.1,-5,0.3,0.3,0.3,0"};
-const char* const kBorders[] = {"reflect101", "reflect", "replicate", "constant", "constant:7", "wrap"};
-const cv::Size kSizes[] = {{1, 1}, {1, 17}, {17, 1}, {31, 7}, {257, 129}, {1000, 3}};
-const Depth kDepths[] = {Depth::u8, Depth::u16, Depth::f32};
 
 bool is_color(const Filter& f) { return std::holds_alternative<ColorFilter>(f); }
 
@@ -44,7 +35,6 @@ cv::Mat run_cpu(const Node& node, const cv::Mat& src) {
     return as_mat(out.view()).clone();
 }
 
-using MatrixParam = std::tuple<const char*, Depth, int>;
 
 class CpuVsOpenCV : public ::testing::TestWithParam<MatrixParam> {};
 
@@ -69,24 +59,7 @@ TEST_P(CpuVsOpenCV, AllBordersAndSizes) {
     }
 }
 
-std::string matrix_name(const ::testing::TestParamInfo<MatrixParam>& info) {
-    std::string name = std::string(std::get<0>(info.param)) + "_" + depth_name(std::get<1>(info.param)) + "_c" +
-                       std::to_string(std::get<2>(info.param));
-    for (char& c : name)
-        if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
-    return name;
-}
-
 INSTANTIATE_TEST_SUITE_P(Matrix, CpuVsOpenCV, ::testing::ValuesIn(test::filter_matrix(kFilters, kDepths)), matrix_name);
-
-std::vector<ScheduleSpec> registered_schedules() {
-    std::vector<ScheduleSpec> all;
-    for (const auto& entry : schedule_registry()) {
-        std::istringstream words{std::string(entry.examples)};
-        for (std::string w; words >> w;) all.push_back(parse_schedule(w));
-    }
-    return all;
-}
 
 // Poisons dst, runs the node, and checks every sample was written: the
 // poison (0xA5 bytes; a NaN for float) never survives a correct run.
@@ -108,7 +81,7 @@ TEST(CpuSchedules, EveryScheduleGivesTheNaiveResultBitExactly) {
                 const cv::Mat src = random_image(size.width, size.height, 3, depth, seed++);
                 Node node{parse_filter(filter_text), parse_border("reflect101"), ScheduleSpec{}};
                 const cv::Mat naive = run_poisoned(node, src, 3);
-                for (const ScheduleSpec& schedule : registered_schedules()) {
+                for (const ScheduleSpec& schedule : example_schedules()) {
                     if (!schedule_entry(schedule).pointwise && std::holds_alternative<ColorFilter>(node.filter))
                         continue;  // refused when a graph is built (tested in test_graph)
                     node.schedule = schedule;
@@ -243,7 +216,7 @@ std::vector<fs::path> photos() {
 TEST(CpuPhotos, BoxBlur9EqualsOpenCVForEverySchedule) {
     const cv::Mat photo = cv::imread(test::samples_dir() + "/butterfly.jpg", cv::IMREAD_UNCHANGED);
     ASSERT_FALSE(photo.empty());
-    for (const ScheduleSpec& schedule : registered_schedules()) {
+    for (const ScheduleSpec& schedule : example_schedules()) {
         const Node node{parse_filter("blur:9"), Border{}, schedule};
         const auto r = check_against_opencv(node, photo, run_cpu(node, photo));
         EXPECT_TRUE(r.ok) << schedule.to_string() << ": " << r.where;

@@ -7,7 +7,6 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
-#include <sstream>
 #include <tuple>
 
 #include "filters/cpu_backend.hpp"
@@ -20,7 +19,7 @@
 namespace cbi {
 namespace {
 
-using test::random_image;
+using namespace test;
 
 // Skips the calling test when no CUDA device is visible.
 #define REQUIRE_GPU()                                                              \
@@ -30,23 +29,6 @@ using test::random_image;
         use_device(0);                                                             \
     } while (0)
 
-const char* const kFilters[] = {
-    "blur:1",        "blur:3",         "blur:9",        "gaussian:3",  "gaussian:5:1.2", "gaussian:9",
-    "sobel:x:1",     "sobel:y:1",      "sobel:mag:3",   "sobel:x:5",   "sobel:y:7",      "sobel:mag:7",
-    "color:gray",    "color:sepia",    "color:ycrcb",
-    "color:0.5,0.25,0.25,10,-0.2,1.1,0.1,-5,0.3,0.3,0.3,0"};
-const char* const kBorders[] = {"reflect101", "reflect", "replicate", "constant", "constant:7", "wrap"};
-const cv::Size kSizes[] = {{1, 1}, {1, 17}, {17, 1}, {31, 7}, {257, 129}, {1000, 3}};
-const Depth kDepths[] = {Depth::u8, Depth::u16, Depth::f32};
-
-std::vector<ScheduleSpec> registered_schedules() {
-    std::vector<ScheduleSpec> all;
-    for (const auto& entry : schedule_registry()) {
-        std::istringstream words{std::string(entry.examples)};
-        for (std::string w; words >> w;) all.push_back(parse_schedule(w));
-    }
-    return all;
-}
 
 // Runs one node on the GPU into a poisoned device buffer and returns the
 // downloaded result.
@@ -73,7 +55,6 @@ test::Comparison compare_with_cpu(const cv::Mat& gpu, const cv::Mat& cpu, double
     return test::compare(gpu, cpu, 0, 1e-5, scale);
 }
 
-using MatrixParam = std::tuple<const char*, Depth, int>;
 class CudaMatrix : public ::testing::TestWithParam<MatrixParam> {};
 
 TEST_P(CudaMatrix, EqualsCpuAndOpenCVForEveryScheduleBorderAndSize) {
@@ -81,7 +62,7 @@ TEST_P(CudaMatrix, EqualsCpuAndOpenCVForEveryScheduleBorderAndSize) {
     const auto [filter_text, depth, channels] = GetParam();
     const Filter filter = parse_filter(filter_text);
     const bool color = std::holds_alternative<ColorFilter>(filter);
-    const auto schedules = registered_schedules();
+    const auto schedules = example_schedules();
     const Stream stream;
     unsigned seed = 1;
     for (const char* border_text : kBorders) {
@@ -111,14 +92,6 @@ TEST_P(CudaMatrix, EqualsCpuAndOpenCVForEveryScheduleBorderAndSize) {
             }
         }
     }
-}
-
-std::string matrix_name(const ::testing::TestParamInfo<MatrixParam>& info) {
-    std::string name = std::string(std::get<0>(info.param)) + "_" + depth_name(std::get<1>(info.param)) + "_c" +
-                       std::to_string(std::get<2>(info.param));
-    for (char& c : name)
-        if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
-    return name;
 }
 
 INSTANTIATE_TEST_SUITE_P(Matrix, CudaMatrix, ::testing::ValuesIn(test::filter_matrix(kFilters, kDepths)), matrix_name);
@@ -162,7 +135,7 @@ TEST(Cuda, RealPhotoBlur9EqualsCpuForEverySchedule) {
     ASSERT_FALSE(photo.empty());
     RunOptions gpu;
     gpu.device = resolve_device(parse_device("cuda:0"));
-    for (const ScheduleSpec& schedule : registered_schedules()) {
+    for (const ScheduleSpec& schedule : example_schedules()) {
         const Node nodes[] = {{parse_filter("blur:9"), Border{}, schedule}};
         const Image a = run_chain(nodes, view_of(photo), gpu);
         const Image b = run_chain(nodes, view_of(photo), RunOptions{});
