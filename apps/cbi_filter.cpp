@@ -184,7 +184,15 @@ void print_stats(const cbi::BatchSummary& s) {
     std::cout << out.str();
 }
 
-int run_batch_mode(const Options& o, const std::vector<cbi::Node>& nodes, const cbi::RunOptions& run_options) {
+cbi::RunOptions resolve_run_options(const Options& o, const cbi::DeviceSpec& device_spec) {
+    cbi::RunOptions run_options;
+    run_options.device = cbi::resolve_device(device_spec);
+    run_options.block = o.block;
+    if (!run_options.device.notice.empty()) std::cerr << kProgram << ": notice: " << run_options.device.notice << "\n";
+    return run_options;
+}
+
+int run_batch_mode(const Options& o, const std::vector<cbi::Node>& nodes, const cbi::DeviceSpec& device_spec) {
     if (!o.input_dir.empty() && !o.inputs.empty())
         throw UsageError{"IN", "give either --input-dir or input files, not both"};
     if (!o.output.empty() && !o.output_dir.empty())
@@ -215,6 +223,8 @@ int run_batch_mode(const Options& o, const std::vector<cbi::Node>& nodes, const 
         throw UsageError{!o.output_dir.empty() ? "--output-dir" : !o.output.empty() ? "-o" : "--in-place", e.what()};
     }
 
+    // After the plan: its usage errors come before any notice.
+    const cbi::RunOptions run_options = resolve_run_options(o, device_spec);
     cbi::BatchOptions batch;
     batch.jobs = o.jobs > 0 ? o.jobs : o.threads;
     batch.in_flight = o.in_flight;
@@ -275,16 +285,13 @@ int run(const CLI::App& app, Options& o) {
     std::optional<tbb::global_control> thread_limit;
     if (o.threads > 0) thread_limit.emplace(tbb::global_control::max_allowed_parallelism, o.threads);
 
-    cbi::RunOptions run_options;
-    run_options.device = cbi::resolve_device(device_spec);
-    run_options.block = o.block;
-    if (!run_options.device.notice.empty()) std::cerr << kProgram << ": notice: " << run_options.device.notice << "\n";
-    if (batch) return run_batch_mode(o, nodes, run_options);
+    if (batch) return run_batch_mode(o, nodes, device_spec);
 
     const fs::path input = o.input;
     const fs::path output = o.output.empty() ? default_output(input) : fs::path(o.output);
     if (cbi::same_file(input, output))
         throw UsageError{"-o " + output.string(), "is the input file; cbi never overwrites its input"};
+    const cbi::RunOptions run_options = resolve_run_options(o, device_spec);
 
     const cv::Mat image = cbi::read_image(input, o.max_pixels);
     int out_channels = 0;

@@ -4,6 +4,7 @@
 #   run.sh sanitize   compute-sanitizer memcheck / racecheck / initcheck
 #   run.sh bench      cbi-bench baseline table (CSV/JSON to $OUT or ./)
 #   run.sh cli        cbi-filter on a photo, CUDA vs CPU
+#   run.sh batch      issue 5: 200 generated 2048x2048 RGB PNGs, --device cuda, overlap vs --no-overlap
 #   run.sh all        all of the above
 #   run.sh bench-all  issue 6: cbi-bench suites (filters, thesis sweeps, matmul,
 #                     CPU vs OpenCV) plus the NPP and CuPy peers on the same
@@ -97,14 +98,47 @@ run_cli() {
   else echo "cli: CUDA and CPU outputs DIFFER"; status=1; fi
 }
 
+# Issue 5 on the GPU host. The images are made here with Python's cv2 (the
+# bundle has no generator): gradients plus noise, like the CPU measurement's.
+run_batch() {
+  local dir=/tmp/cbi-batch n=${CBI_BATCH_IMAGES:-200}
+  rm -rf "$dir" && mkdir -p "$dir/in"
+  python3 - "$dir/in" "$n" <<'PY' || { echo "batch: cannot generate the images (needs python3 with numpy and cv2)"; status=1; return; }
+import sys
+from multiprocessing import Pool
+import numpy as np, cv2
+out, n, w, h = sys.argv[1], int(sys.argv[2]), 2048, 2048
+x, y = np.meshgrid(np.arange(w), np.arange(h))
+base = np.dstack([x * 255 // w, y * 255 // h, (x + y) * 127 // (w + h)]).astype(np.int32)
+def make(i):
+    noise = np.clip(np.rint(np.random.default_rng(i).normal(0, 12, base.shape)), 0, 255).astype(np.int32)
+    assert cv2.imwrite(f"{out}/img{i:04d}.png", np.clip(base + noise, 0, 255).astype(np.uint8))
+with Pool() as p:
+    p.map(make, range(n))
+PY
+  echo "batch: $n images, $(du -sh "$dir/in" | cut -f1), $(nproc) cores"
+  for mode in overlap no-overlap; do
+    local flag=""
+    [ "$mode" = no-overlap ] && flag=--no-overlap
+    rm -rf "$dir/out"
+    echo "== cbi-filter --input-dir IN --output-dir OUT --device cuda --blur 9 --stats $flag"
+    "$bin/cbi-filter" --input-dir "$dir/in" --output-dir "$dir/out" --device cuda --blur 9 --stats $flag \
+      > "$out/batch-$mode.txt" 2> "$out/batch-$mode.err" || status=1
+    cat "$out/batch-$mode.txt"
+    tail -n 1 "$out/batch-$mode.err"
+  done
+  rm -rf "$dir"
+}
+
 case "${1:-all}" in
   tests) run_tests ;;
   sanitize) run_sanitize ;;
   bench) shift; run_bench "$@" ;;
   cli) run_cli ;;
+  batch) run_batch ;;
   all) run_tests; run_cli; run_sanitize; run_bench ;;
   bench-all) shift; run_bench_all "$@" ;;
-  *) echo "usage: run.sh tests|sanitize|bench|cli|all|bench-all" >&2; exit 2 ;;
+  *) echo "usage: run.sh tests|sanitize|bench|cli|batch|all|bench-all" >&2; exit 2 ;;
 esac
 if [ -n "${OUT:-}" ]; then
   tar -C "$out" -czf "$OUT/logs.tgz" .

@@ -32,8 +32,10 @@
 #include "pipeline/error.hpp"
 #include "pipeline/executor.hpp"
 #include "pipeline/opencv.hpp"
+#include "reference.hpp"
 
 namespace fs = std::filesystem;
+using cbi::test::random_image;
 
 namespace {
 
@@ -65,16 +67,6 @@ std::vector<std::uint8_t> encode(const std::string& ext, const cv::Mat& m) {
     std::vector<std::uint8_t> buf;
     if (!cv::imencode(ext, m, buf)) throw std::runtime_error("imencode " + ext + " failed");
     return buf;
-}
-
-cv::Mat random_image(int w, int h, int type, unsigned seed) {
-    cv::Mat m(h, w, type);
-    cv::RNG rng(seed);
-    const int d = CV_MAT_DEPTH(type);
-    if (d == CV_8U) rng.fill(m, cv::RNG::UNIFORM, 0, 256);
-    else if (d == CV_16U) rng.fill(m, cv::RNG::UNIFORM, 0, 65536);
-    else rng.fill(m, cv::RNG::UNIFORM, -2.0, 3.0);
-    return m;
 }
 
 // Smooth content, so JPEG inputs are realistic.
@@ -138,11 +130,11 @@ struct Tree {
     std::vector<std::string> bad;
 };
 Tree make_tree(const fs::path& in) {
-    write_bytes(in / "a.png", encode(".png", random_image(37, 23, CV_8UC3, 1)));
-    write_bytes(in / "e.png", encode(".png", random_image(13, 11, CV_8UC4, 2)));
-    write_bytes(in / "sub/b16.png", encode(".png", random_image(31, 17, CV_16UC1, 3)));
+    write_bytes(in / "a.png", encode(".png", random_image(37, 23, 3, cbi::Depth::u8, 1)));
+    write_bytes(in / "e.png", encode(".png", random_image(13, 11, 4, cbi::Depth::u8, 2)));
+    write_bytes(in / "sub/b16.png", encode(".png", random_image(31, 17, 1, cbi::Depth::u16, 3)));
     write_bytes(in / "sub/deep/c.jpg", encode(".jpg", smooth_image(40, 30, 4)));
-    cv::Mat f = random_image(19, 21, CV_32FC3, 5);
+    cv::Mat f = random_image(19, 21, 3, cbi::Depth::f32, 5);
     cbi::write_image_atomic(in / "sub/d.tiff", f);
 
     write_bytes(in / "zero.png", {});
@@ -151,7 +143,7 @@ Tree make_tree(const fs::path& in) {
     for (auto& b : noise) b = static_cast<std::uint8_t>(rng());
     noise[0] = 0;  // no real signature by chance
     write_bytes(in / "random.png", noise);
-    auto png = encode(".png", random_image(64, 64, CV_8UC3, 6));
+    auto png = encode(".png", random_image(64, 64, 3, cbi::Depth::u8, 6));
     png.resize(png.size() / 2);
     write_bytes(in / "sub/trunc.png", png);
     auto jpg = encode(".jpg", smooth_image(64, 64, 7));
@@ -337,9 +329,9 @@ TEST(Batch, ProcessorErrorsAreResults) {
     // A gray conversion needs 3 or 4 channels: the 1-channel file fails in
     // the process stage, the others complete.
     TempDir dir;
-    write_bytes(dir / "in/a.png", encode(".png", random_image(9, 8, CV_8UC3, 1)));
-    write_bytes(dir / "in/b.png", encode(".png", random_image(9, 8, CV_8UC1, 2)));
-    write_bytes(dir / "in/c.png", encode(".png", random_image(9, 8, CV_8UC4, 3)));
+    write_bytes(dir / "in/a.png", encode(".png", random_image(9, 8, 3, cbi::Depth::u8, 1)));
+    write_bytes(dir / "in/b.png", encode(".png", random_image(9, 8, 1, cbi::Depth::u8, 2)));
+    write_bytes(dir / "in/c.png", encode(".png", random_image(9, 8, 4, cbi::Depth::u8, 3)));
     cbi::FolderOptions fo;
     fo.input_dir = dir / "in";
     fo.output_dir = dir / "out";
@@ -359,9 +351,9 @@ TEST(Batch, ProcessorErrorsAreResults) {
 
 TEST(Batch, OutputFormatsAndNameClashes) {
     TempDir dir;
-    write_bytes(dir / "in/a.png", encode(".png", random_image(9, 8, CV_8UC3, 1)));
+    write_bytes(dir / "in/a.png", encode(".png", random_image(9, 8, 3, cbi::Depth::u8, 1)));
     write_bytes(dir / "in/a.jpg", encode(".jpg", smooth_image(9, 8, 2)));
-    cbi::write_image_atomic(dir / "in/f.tiff", random_image(5, 4, CV_32FC1, 3));
+    cbi::write_image_atomic(dir / "in/f.tiff", random_image(5, 4, 1, cbi::Depth::f32, 3));
     cbi::FolderOptions fo;
     fo.input_dir = dir / "in";
     fo.output_dir = dir / "out";
@@ -386,8 +378,8 @@ TEST(Batch, OutputFormatsAndNameClashes) {
 TEST(Batch, OutputFolderRulesAndInPlace) {
     TempDir dir;
     const fs::path in = dir / "in";
-    write_bytes(in / "a.png", encode(".png", random_image(9, 8, CV_8UC3, 1)));
-    write_bytes(in / "s/b.png", encode(".png", random_image(9, 8, CV_8UC3, 2)));
+    write_bytes(in / "a.png", encode(".png", random_image(9, 8, 3, cbi::Depth::u8, 1)));
+    write_bytes(in / "s/b.png", encode(".png", random_image(9, 8, 3, cbi::Depth::u8, 2)));
     fs::create_directory_symlink(in, dir / "alias");
 
     cbi::FolderOptions fo;
@@ -415,8 +407,8 @@ TEST(Batch, OutputFolderRulesAndInPlace) {
 
     // An output folder inside the input folder is not walked as input.
     const fs::path in2 = dir / "in2";
-    write_bytes(in2 / "a.png", encode(".png", random_image(9, 8, CV_8UC3, 1)));
-    write_bytes(in2 / "s/b.png", encode(".png", random_image(9, 8, CV_8UC3, 2)));
+    write_bytes(in2 / "a.png", encode(".png", random_image(9, 8, 3, cbi::Depth::u8, 1)));
+    write_bytes(in2 / "s/b.png", encode(".png", random_image(9, 8, 3, cbi::Depth::u8, 2)));
     fo.input_dir = in2;
     fo.in_place = false;
     fo.output_dir = in2 / "s" / "out";
@@ -429,8 +421,8 @@ TEST(Batch, OutputFolderRulesAndInPlace) {
 TEST(Batch, SkipExistingLeftoverTemporariesAndLock) {
     TempDir dir;
     const fs::path in = dir / "in", out = dir / "out";
-    write_bytes(in / "a.png", encode(".png", random_image(9, 8, CV_8UC3, 1)));
-    write_bytes(in / "s/b.png", encode(".png", random_image(9, 8, CV_8UC3, 2)));
+    write_bytes(in / "a.png", encode(".png", random_image(9, 8, 3, cbi::Depth::u8, 1)));
+    write_bytes(in / "s/b.png", encode(".png", random_image(9, 8, 3, cbi::Depth::u8, 2)));
     write_bytes(out / "a.png", {'k', 'e', 'e', 'p'});
     write_bytes(out / "s/.cbi-tmp-Zz9xQ1", {'l', 'e', 'f', 't'});  // a killed run's
     cbi::FolderOptions fo;
@@ -458,8 +450,8 @@ TEST(Batch, SkipExistingLeftoverTemporariesAndLock) {
 
 TEST(Batch, FileListOutputs) {
     TempDir dir;
-    write_bytes(dir / "x/a.png", encode(".png", random_image(9, 8, CV_8UC3, 1)));
-    write_bytes(dir / "y/a.png", encode(".png", random_image(9, 8, CV_8UC3, 2)));
+    write_bytes(dir / "x/a.png", encode(".png", random_image(9, 8, 3, cbi::Depth::u8, 1)));
+    write_bytes(dir / "y/a.png", encode(".png", random_image(9, 8, 3, cbi::Depth::u8, 2)));
     const auto factory = cbi::chain_processor_factory(blur_chain(3), cpu_options());
     const std::vector<fs::path> inputs{dir / "x/a.png", dir / "y/a.png"};
 
@@ -528,8 +520,8 @@ TEST(BatchCli, TreeSummaryErrorsAndExitCode) {
 
 TEST(BatchCli, UsageErrorsExit2) {
     TempDir dir, scratch;
-    write_bytes(dir / "in/a.png", encode(".png", random_image(9, 8, CV_8UC3, 1)));
-    write_bytes(dir / "file.png", encode(".png", random_image(9, 8, CV_8UC3, 2)));
+    write_bytes(dir / "in/a.png", encode(".png", random_image(9, 8, 3, cbi::Depth::u8, 1)));
+    write_bytes(dir / "file.png", encode(".png", random_image(9, 8, 3, cbi::Depth::u8, 2)));
     const std::string in = (dir / "in").string(), a = (dir / "in/a.png").string();
     const std::vector<std::pair<std::vector<std::string>, std::string>> cases{
         {{"--input-dir", in, "--output-dir", in, "--device", "cpu"},
@@ -572,8 +564,8 @@ TEST(BatchCli, UnreadableFileAsUnprivilegedUser) {
     ASSERT_EQ(::chmod(dir.path().c_str(), 0755), 0);
     ASSERT_EQ(::chmod(scratch.path().c_str(), 0777), 0);
     const fs::path in = dir / "in", out = dir / "out";
-    write_bytes(in / "good.png", encode(".png", random_image(9, 8, CV_8UC3, 1)));
-    write_bytes(in / "secret.png", encode(".png", random_image(9, 8, CV_8UC3, 2)));
+    write_bytes(in / "good.png", encode(".png", random_image(9, 8, 3, cbi::Depth::u8, 1)));
+    write_bytes(in / "secret.png", encode(".png", random_image(9, 8, 3, cbi::Depth::u8, 2)));
     ASSERT_EQ(::chmod((in / "secret.png").c_str(), 0), 0);
     fs::create_directories(out);
     ASSERT_EQ(::chmod(out.c_str(), 0777), 0);
@@ -594,7 +586,7 @@ TEST(BatchCli, SigkillLeavesOnlyCompleteOutputsAndSkipExistingResumes) {
     constexpr int count = 48;
     for (int i = 0; i < count; ++i)
         write_bytes(in / ("s" + std::to_string(i % 3)) / ("img" + std::to_string(100 + i) + ".png"),
-                    encode(".png", random_image(480, 360, CV_8UC3, 100 + i)));
+                    encode(".png", random_image(480, 360, 3, cbi::Depth::u8, 100 + i)));
     // About 25 ms an image on 2 cores: 1-2 s for the folder.
     const std::vector<std::string> chain{"--blur", "9"};
     const auto nodes = blur_chain(9);
@@ -643,8 +635,8 @@ TEST(BatchCli, DiskFullLeavesNoPartialOutput) {
     // RLIMIT_FSIZE in the child stands in for a full disk.
     TempDir dir, scratch;
     const fs::path in = dir / "in", out = dir / "out";
-    write_bytes(in / "small.png", encode(".png", random_image(8, 8, CV_8UC3, 1)));
-    cbi::write_image_atomic(in / "big.tiff", random_image(512, 512, CV_32FC4, 2));  // ~4 MiB, incompressible
+    write_bytes(in / "small.png", encode(".png", random_image(8, 8, 3, cbi::Depth::u8, 1)));
+    cbi::write_image_atomic(in / "big.tiff", random_image(512, 512, 4, cbi::Depth::f32, 2));  // ~4 MiB, incompressible
     ChildSetup setup;
     setup.file_size_limit = 256 * 1024;
     const auto r = run_cli({"--input-dir", in.string(), "--output-dir", out.string(), "--blur", "3", "--device", "cpu"},
