@@ -241,14 +241,32 @@ void parse_size(const std::string& text, int& w, int& h) {
         throw std::invalid_argument("size '" + text + "' must be WxH");
 }
 
-void parse_image(const std::string& text, Depth& depth, int& channels, std::string& depth_text) {
+struct ImageFormat {
+    Depth depth;
+    int channels;
+    std::string depth_text;  // "8u", "16u", "32f"
+};
+
+ImageFormat parse_image(const std::string& text) {
     const auto colon = text.find(':');
-    depth_text = text.substr(0, colon);
-    channels = colon == std::string::npos ? 1 : std::atoi(text.c_str() + colon + 1);
-    depth = depth_text == "8u" ? Depth::u8 : depth_text == "16u" ? Depth::u16 : Depth::f32;
-    if ((depth_text != "8u" && depth_text != "16u" && depth_text != "32f") ||
-        (channels != 1 && channels != 3 && channels != 4))
+    ImageFormat f;
+    f.depth_text = text.substr(0, colon);
+    f.channels = colon == std::string::npos ? 1 : std::atoi(text.c_str() + colon + 1);
+    f.depth = f.depth_text == "8u" ? Depth::u8 : f.depth_text == "16u" ? Depth::u16 : Depth::f32;
+    if ((f.depth_text != "8u" && f.depth_text != "16u" && f.depth_text != "32f") ||
+        (f.channels != 1 && f.channels != 3 && f.channels != 4))
         throw std::invalid_argument("--image '" + text + "' must be DEPTH:CHANNELS, e.g. 32f:1, 8u:3");
+    return f;
+}
+
+// Output channels of `filter` on such an input, or 0 when it does not apply
+// (a colour matrix on a 1-channel image).
+int applicable_channels(const Filter& filter, int channels) {
+    try {
+        return output_channels(filter, channels);
+    } catch (const Error&) {
+        return 0;
+    }
 }
 
 std::string file_tag(std::string s) {
@@ -292,10 +310,7 @@ void suite_filters(const Options& o, Gpu& gpu, Report& report) {
         const bool dump = meta.is_open() && !dumped_size;
         dumped_size = true;
         for (const std::string& image_text : o.images) {
-            Depth depth;
-            int channels;
-            std::string depth_text;
-            parse_image(image_text, depth, channels, depth_text);
+            const auto [depth, channels, depth_text] = parse_image(image_text);
             const cv::Mat input = random_input(w, h, channels, depth, 12345);
             const std::size_t in_bytes = input.total() * input.elemSize();
             const int rotations = gpu.rotations(in_bytes);
@@ -308,12 +323,8 @@ void suite_filters(const Options& o, Gpu& gpu, Report& report) {
             if (dump) write_raw(std::filesystem::path(o.dump_dir) / ("in_" + tag + ".raw"), input);
             for (const std::string& filter_text : o.filters) {
                 const Filter filter = parse_filter(filter_text);
-                int out_channels = 0;
-                try {
-                    out_channels = output_channels(filter, channels);
-                } catch (const Error& e) {
-                    continue;  // e.g. a colour matrix on a 1-channel image
-                }
+                const int out_channels = applicable_channels(filter, channels);
+                if (out_channels == 0) continue;
                 cv::Mat cpu(h, w, cv_type(depth, out_channels));
                 run_node_cpu(Node{filter, border, ScheduleSpec{}}, view_of(input), view_of(cpu));
                 if (dump) {
@@ -553,19 +564,12 @@ void suite_cpu(const Options& o, Report& report) {
         return summarize(ms);
     };
     for (const std::string& image_text : o.images) {
-        Depth depth;
-        int channels;
-        std::string depth_text;
-        parse_image(image_text, depth, channels, depth_text);
+        const auto [depth, channels, depth_text] = parse_image(image_text);
         const cv::Mat input = random_input(w, h, channels, depth, 999);
         for (const std::string& filter_text : o.filters) {
             const Filter filter = parse_filter(filter_text);
-            int out_channels = 0;
-            try {
-                out_channels = output_channels(filter, channels);
-            } catch (const Error&) {
-                continue;
-            }
+            const int out_channels = applicable_channels(filter, channels);
+            if (out_channels == 0) continue;
             cv::Mat ours(h, w, cv_type(depth, out_channels)), theirs, gx, gy, mag;
             std::function<void()> opencv;
             if (const auto* b = std::get_if<BoxFilter>(&filter)) {

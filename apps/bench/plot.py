@@ -261,6 +261,7 @@ def figures(rows, d):
         made.append("fig5_1b_matmul_1024.png")
 
     def relative(ax, mine, title):
+        ax.set_prop_cycle(color=plt.cm.tab10.colors)
         sizes = sorted({r["width"] for r in mine})
         for s in sorted({r["variant"] for r in mine} - {"naive"}, key=width_of):
             ys = []
@@ -293,6 +294,7 @@ def figures(rows, d):
         relative(ax[0], [r for r in ms if r["variant"] == "naive" or r["variant"].startswith("column")],
                  "Fig. 5.4: matrix product, column:W vs naive, block 256")
         sizes = sorted({r["width"] for r in ms})
+        ax[1].set_prop_cycle(color=plt.cm.tab20.colors)
         for v in dict.fromkeys(r["variant"] for r in ms):
             ax[1].plot(sizes, [next((r["GFLOPs"] / 1000 for r in ms if r["variant"] == v and r["width"] == n),
                                     math.nan) for n in sizes], marker="o", ms=3, label=v)
