@@ -55,7 +55,8 @@ bool row_major(const ScheduleSpec& s, int width) {
     switch (s.family) {
         case ScheduleFamily::naive: return true;
         case ScheduleFamily::column:
-        case ScheduleFamily::tile: return s.width >= width;
+        case ScheduleFamily::tile:
+        case ScheduleFamily::smem: return s.width >= width;
         case ScheduleFamily::zigzag: return false;
     }
     return false;
@@ -505,7 +506,10 @@ std::vector<Prediction> predict(const Workload& w, const ScheduleSpec& schedule,
                      " = " + num(f),
                  double(f), needs("eq. 3.3 with t=c: M_l >= ceil((c+Sw)/L) Sh", lines * S), M >= lines * S});
         }
-        if (schedule.family == ScheduleFamily::tile && !row_major(schedule, w.width)) {
+        // smem:WxH is modelled by its visit order, tile:WxH; the shared-memory
+        // staging it does on the GPU is not simulated.
+        const bool tiled = schedule.family == ScheduleFamily::tile || schedule.family == ScheduleFamily::smem;
+        if (tiled && !row_major(schedule, w.width)) {
             const std::uint64_t tw = std::min<std::uint64_t>(schedule.width, Iw);
             const std::uint64_t th = std::min<std::uint64_t>(schedule.height, Ih);
             const std::uint64_t lines = ceil_div(tw + S, L);
