@@ -1,8 +1,11 @@
-// cbi-filter: run a chain of filters on one image, or on many (batch mode).
+// cbi-filter: run a pipeline of filters on one image, or on many (batch mode).
 //   cbi-filter in.png --blur 9 --schedule column:32 -o out.png
+//   cbi-filter in.png --pipeline "color:gray | gaussian:5 | sobel:mag@tile:32x8" -o edges.png
+//   cbi-filter in.png --pipeline-file unsharp.json --print-pipeline
 //   cbi-filter --input-dir photos --output-dir blurred --recursive --blur 9
 //   cbi-filter a.png b.jpg c.tiff --blur 9 -o outdir
-// Filter flags apply in command-line order. Exit codes: 0 success, 1 runtime
+// Filter flags (--blur, --gaussian, ...) are sugar for a chain, applied in
+// command-line order. Exit codes: 0 success, 1 runtime
 // or data error, 2 usage error (DESIGN.md section 4).
 #include <CLI/CLI.hpp>
 #include <tbb/global_control.h>
@@ -23,7 +26,6 @@
 
 #include "filters/filter.hpp"
 #include "pipeline/batch.hpp"
-#include "pipeline/chain_processor.hpp"
 #include "pipeline/error.hpp"
 #include "pipeline/executor.hpp"
 #include "pipeline/image_io.hpp"
@@ -49,6 +51,8 @@ struct Options {
     int threads = 0;
     std::uint64_t max_pixels = std::uint64_t{1} << 28;
     bool list_schedules = false;
+    std::string pipeline, pipeline_file;
+    bool print_pipeline = false;
     // One vector per filter flag; their order on the command line is
     // recovered from CLI11's parse order.
     std::vector<std::string> blur, gaussian, sobel, color;
@@ -77,11 +81,12 @@ void list_schedules() {
         std::cout << e.form << std::string(e.form.size() < 12 ? 12 - e.form.size() : 1, ' ') << e.description << "\n";
 }
 
-// The filter chain in command-line order.
-std::vector<cbi::Node> build_chain(const CLI::App& app, const Options& o, const cbi::Border& border,
-                                   const cbi::ScheduleSpec& schedule) {
+// The filter flags as a chain in command-line order; the nodes take the
+// graph's default schedule and border.
+cbi::Graph chain_from_flags(const CLI::App& app, const Options& o) {
     std::map<const CLI::Option*, std::size_t> seen;
-    std::vector<cbi::Node> nodes;
+    cbi::Graph graph;
+    cbi::NodeId last = cbi::Graph::input();
     for (const CLI::Option* opt : app.parse_order()) {
         const std::string name = opt->get_name();
         const std::vector<std::string>* values = name == "--blur"       ? &o.blur
@@ -96,12 +101,62 @@ std::vector<cbi::Node> build_chain(const CLI::App& app, const Options& o, const 
                                  : name == "--gaussian" ? cbi::Filter(cbi::parse_gaussian(value))
                                  : name == "--sobel"    ? cbi::Filter(cbi::parse_sobel(value))
                                                         : cbi::Filter(cbi::parse_color(value));
-            nodes.push_back({filter, border, schedule});
+            last = graph.add_filter("n" + std::to_string(graph.nodes().size()), filter, last);
         } catch (const std::invalid_argument& e) {
             throw UsageError{name + " " + value, e.what()};
         }
     }
-    return nodes;
+    graph.add_output(last);
+    return graph;
+}
+
+// The pipeline from --pipeline, --pipeline-file or the filter flags. The
+// global --schedule/--border are the defaults of nodes without their own;
+// given explicitly, they also replace a pipeline file's defaults.
+cbi::Graph build_graph(const CLI::App& app, const Options& o) {
+    const bool flags = app.count("--blur") + app.count("--gaussian") + app.count("--sobel") + app.count("--color") > 0;
+    if (flags + !o.pipeline.empty() + !o.pipeline_file.empty() > 1)
+        throw UsageError{!o.pipeline_file.empty() ? "--pipeline-file" : "--pipeline",
+                         "give one of --pipeline, --pipeline-file or filter flags (--blur, --gaussian, --sobel, --color)"};
+    cbi::Graph graph;
+    if (!o.pipeline.empty()) {
+        try {
+            graph = cbi::parse_pipeline(o.pipeline);
+        } catch (const std::invalid_argument& e) {
+            throw UsageError{"--pipeline", e.what()};
+        }
+    } else if (!o.pipeline_file.empty()) {
+        try {
+            graph = cbi::load_pipeline_file(o.pipeline_file);  // cbi::Error (unreadable file) is exit 1
+        } catch (const std::invalid_argument& e) {
+            throw UsageError{"--pipeline-file", e.what()};
+        }
+    } else {
+        graph = chain_from_flags(app, o);
+    }
+    if (o.pipeline_file.empty() || app.count("--schedule") > 0) {
+        try {
+            graph.set_default_schedule(cbi::parse_schedule(o.schedule));
+        } catch (const std::invalid_argument& e) {
+            throw UsageError{"--schedule", e.what()};
+        }
+    }
+    if (o.pipeline_file.empty() || app.count("--border") > 0) {
+        try {
+            graph.set_default_border(cbi::parse_border(o.border));
+        } catch (const std::invalid_argument& e) {
+            throw UsageError{"--border", e.what()};
+        }
+    }
+    return graph;
+}
+
+// Where output `index` of the graph goes: the first to `first`, the others
+// beside it as STEM.NODE.EXT.
+fs::path output_path(const fs::path& first, const cbi::Graph& graph, std::size_t index) {
+    if (index == 0) return first;
+    const std::string& node = graph.nodes()[graph.outputs()[index]].name;
+    return first.parent_path() / (first.stem().string() + "." + node + first.extension().string());
 }
 
 fs::path default_output(const fs::path& input) {
@@ -192,7 +247,7 @@ cbi::RunOptions resolve_run_options(const Options& o, const cbi::DeviceSpec& dev
     return run_options;
 }
 
-int run_batch_mode(const Options& o, const std::vector<cbi::Node>& nodes, const cbi::DeviceSpec& device_spec) {
+int run_batch_mode(const Options& o, const cbi::Graph& graph, const cbi::DeviceSpec& device_spec) {
     if (!o.input_dir.empty() && !o.inputs.empty())
         throw UsageError{"IN", "give either --input-dir or input files, not both"};
     if (!o.output.empty() && !o.output_dir.empty())
@@ -233,8 +288,8 @@ int run_batch_mode(const Options& o, const std::vector<cbi::Node>& nodes, const 
     batch.max_pixels = o.max_pixels;
     ProgressReporter reporter(o.quiet);
     batch.on_progress = std::ref(reporter);
-    // The graph executor's reusable processor will replace this factory.
-    const cbi::BatchSummary summary = cbi::run_batch(plan, cbi::chain_processor_factory(nodes, run_options), batch);
+    // One executor per image in flight, its buffers reused image after image.
+    const cbi::BatchSummary summary = cbi::run_batch(plan, cbi::graph_processor_factory(graph, run_options), batch);
 
     if (!o.quiet) {
         std::ostringstream line;
@@ -246,6 +301,23 @@ int run_batch_mode(const Options& o, const std::vector<cbi::Node>& nodes, const 
     }
     if (o.stats) print_stats(summary);
     return summary.failed > 0 ? kExitRuntime : 0;
+}
+
+// --print-pipeline: the resolved graph, and with an input image its buffer
+// plan for that image's format (read from the file); nothing is run.
+int print_pipeline(const Options& o, const cbi::Graph& graph, const cbi::DeviceSpec& device_spec) {
+    cbi::GraphExecutor executor(graph, resolve_run_options(o, device_spec));
+    if (!o.input.empty()) {
+        const cv::Mat image = cbi::read_image(o.input, o.max_pixels);
+        const cbi::ImageView in = cbi::view_of(image);
+        try {
+            executor.plan(in.width, in.height, in.channels, in.depth);  // allocates nothing
+        } catch (const cbi::Error& e) {
+            throw cbi::Error(o.input, e.what());
+        }
+    }
+    std::cout << executor.describe();
+    return 0;
 }
 
 int run(const CLI::App& app, Options& o) {
@@ -260,32 +332,24 @@ int run(const CLI::App& app, Options& o) {
                 throw UsageError{flag, "applies to batch mode only (--input-dir, --output-dir or several inputs)"};
         if (!o.inputs.empty()) o.input = o.inputs.front();
     }
-    if (!batch && o.input.empty()) throw UsageError{"IN", "an input image is required (see --help)"};
+    if (batch && o.print_pipeline)
+        throw UsageError{"--print-pipeline", "takes at most one input image (it plans buffers for that image's size)"};
+    if (!batch && o.input.empty() && !o.print_pipeline)
+        throw UsageError{"IN", "an input image is required (see --help)"};
 
-    cbi::Border border;
-    cbi::ScheduleSpec schedule;
     cbi::DeviceSpec device_spec;
-    try {
-        border = cbi::parse_border(o.border);
-    } catch (const std::invalid_argument& e) {
-        throw UsageError{"--border", e.what()};
-    }
-    try {
-        schedule = cbi::parse_schedule(o.schedule);
-    } catch (const std::invalid_argument& e) {
-        throw UsageError{"--schedule", e.what()};
-    }
     try {
         device_spec = cbi::parse_device(o.device);
     } catch (const std::invalid_argument& e) {
         throw UsageError{"--device", e.what()};
     }
-    const auto nodes = build_chain(app, o, border, schedule);
+    const cbi::Graph graph = build_graph(app, o);
 
     std::optional<tbb::global_control> thread_limit;
     if (o.threads > 0) thread_limit.emplace(tbb::global_control::max_allowed_parallelism, o.threads);
 
-    if (batch) return run_batch_mode(o, nodes, device_spec);
+    if (batch) return run_batch_mode(o, graph, device_spec);
+    if (o.print_pipeline) return print_pipeline(o, graph, device_spec);
 
     const fs::path input = o.input;
     const fs::path output = o.output.empty() ? default_output(input) : fs::path(o.output);
@@ -294,16 +358,26 @@ int run(const CLI::App& app, Options& o) {
     const cbi::RunOptions run_options = resolve_run_options(o, device_spec);
 
     const cv::Mat image = cbi::read_image(input, o.max_pixels);
-    int out_channels = 0;
+    cbi::GraphExecutor executor(graph, run_options);
+    const cbi::ImageView in = cbi::view_of(image);
+    std::vector<int> channels;
     try {
-        out_channels = cbi::check_chain(nodes, cbi::view_of(image));
+        executor.prepare(in.width, in.height, in.channels, in.depth);
+        channels = cbi::node_channels(graph, in.channels);
     } catch (const cbi::Error& e) {
-        throw cbi::Error(input.string(), e.what());  // name the file the chain cannot take
+        throw cbi::Error(input.string(), e.what());  // name the file the pipeline cannot take
     }
-    // Refuse an output format that cannot hold the result before the work.
-    cbi::check_output_format(output, CV_MAKETYPE(image.depth(), out_channels));
-    const cbi::Image result = cbi::run_chain(nodes, cbi::view_of(image), run_options);
-    cbi::write_image_atomic(output, cbi::as_mat(result.view()));
+    // Refuse outputs that would overwrite the input or that their format
+    // cannot hold before any work.
+    for (std::size_t i = 0; i < graph.outputs().size(); ++i) {
+        const fs::path out = output_path(output, graph, i);
+        if (i > 0 && cbi::same_file(input, out))
+            throw UsageError{out.string(), "is the input file; cbi never overwrites its input"};
+        cbi::check_output_format(out, CV_MAKETYPE(image.depth(), channels[graph.outputs()[i]]));
+    }
+    const auto results = executor.run(in);
+    for (std::size_t i = 0; i < results.size(); ++i)
+        cbi::write_image_atomic(output_path(output, graph, i), cbi::as_mat(results[i]));
     return 0;
 }
 
@@ -331,6 +405,12 @@ int main(int argc, char** argv) {
     app.add_option("--max-pixels", o.max_pixels, "refuse images with more pixels, checked before decoding (default 2^28)")
         ->check(CLI::Range(std::uint64_t{1}, cbi::max_schedulable_pixels));
     app.add_flag("--list-schedules", o.list_schedules, "print every registered schedule and exit");
+    app.add_option("--pipeline", o.pipeline, "a chain: \"color:gray | gaussian:5:1.2@column:32 | sobel:mag@tile:32x8\"")
+        ->type_name("TEXT");
+    app.add_option("--pipeline-file", o.pipeline_file, "a DAG in JSON: named nodes, edges, outputs (README: Pipelines)")
+        ->type_name("FILE.json");
+    app.add_flag("--print-pipeline", o.print_pipeline,
+                 "print the resolved graph (nodes, schedules, borders, buffer reuse for IN's size) and exit");
     auto* batch = app.add_option_group("Batch mode", "a folder (--input-dir) or several inputs");
     batch->add_option("--input-dir", o.input_dir, "process the images in this folder");
     batch->add_option("--output-dir", o.output_dir, "write the outputs here, sub-folders mirrored (not the input folder)");
@@ -363,6 +443,8 @@ int main(int argc, char** argv) {
         return fail(kExitUsage, e.subject, e.reason);
     } catch (const cbi::Error& e) {
         return fail(kExitRuntime, "", e.what());
+    } catch (const std::invalid_argument& e) {
+        return fail(kExitUsage, "", e.what());
     } catch (const cv::Exception& e) {
         return fail(kExitRuntime, o.input, "OpenCV: " + e.msg);
     } catch (const std::bad_alloc&) {

@@ -94,7 +94,7 @@ GraphExecutor::GraphExecutor(Graph graph, RunOptions options) : graph_(std::move
 
 GraphExecutor::~GraphExecutor() = default;
 
-void GraphExecutor::prepare(int width, int height, int channels, Depth depth) {
+void GraphExecutor::plan(int width, int height, int channels, Depth depth) {
     const ImageView probe{nullptr, width, height, channels, depth, static_cast<std::size_t>(width) * channels * depth_bytes(depth)};
     check_supported(probe, "input");
     if (probe.pixels() > max_schedulable_pixels)
@@ -151,12 +151,20 @@ void GraphExecutor::prepare(int width, int height, int channels, Depth depth) {
         holders.push_back(id);
     }
 
-    // Allocate once for this format.
-    const std::size_t plane = static_cast<std::size_t>(width) * height * depth_bytes(depth);
     host_buffers_.clear();
     cuda_.reset();
+    prepared_ = false;
+    plan_ = std::move(plan);
+    outputs_.assign(graph_.outputs().size(), ImageView{});
+}
+
+void GraphExecutor::prepare(int width, int height, int channels, Depth depth) {
+    plan(width, height, channels, depth);
+    // Allocate once for this format.
+    const Plan& plan = *plan_;
+    const std::size_t plane = static_cast<std::size_t>(width) * height * depth_bytes(depth);
     if (!options_.device.cuda) {
-        for (int ch : plan->buffer_channels) {
+        for (int ch : plan.buffer_channels) {
             host_buffers_.emplace_back(width, height, ch, depth);
             ++allocations_;
         }
@@ -166,20 +174,19 @@ void GraphExecutor::prepare(int width, int height, int channels, Depth depth) {
         use_device(options_.device.index);
         cuda_ = std::make_unique<CudaState>();
         cuda_->input = DeviceImage(width, height, channels, depth);
-        for (int ch : plan->buffer_channels) cuda_->buffers.emplace_back(plane * ch);
+        for (int ch : plan.buffer_channels) cuda_->buffers.emplace_back(plane * ch);
         cuda_->input_staging = PinnedBuffer(plane * channels);
-        for (NodeId o : graph_.outputs()) cuda_->output_staging.emplace_back(plane * plan->channels_of[o]);
+        for (NodeId o : graph_.outputs()) cuda_->output_staging.emplace_back(plane * plan.channels_of[o]);
         allocations_ += 3 + cuda_->buffers.size() + cuda_->output_staging.size();  // + stream
     }
 #endif
     (void)plane;
-    plan_ = std::move(plan);
-    outputs_.assign(graph_.outputs().size(), ImageView{});
+    prepared_ = true;
 }
 
 std::span<const ImageView> GraphExecutor::run(const ImageView& input) {
     check_supported(input, "input");
-    if (!plan_ || plan_->width != input.width || plan_->height != input.height || plan_->channels != input.channels ||
+    if (!prepared_ || plan_->width != input.width || plan_->height != input.height || plan_->channels != input.channels ||
         plan_->depth != input.depth)
         prepare(input.width, input.height, input.channels, input.depth);
     const Plan& plan = *plan_;
@@ -279,6 +286,13 @@ std::string GraphExecutor::describe() const {
         s << "  buffers are planned when the input's size is known\n";
     }
     return s.str();
+}
+
+ProcessorFactory graph_processor_factory(Graph graph, RunOptions options) {
+    graph.check_complete();
+    return [graph = std::move(graph), options]() -> std::unique_ptr<Processor> {
+        return std::make_unique<GraphExecutor>(graph, options);
+    };
 }
 
 int check_chain(std::span<const Node> nodes, const ImageView& input) {

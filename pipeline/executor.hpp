@@ -51,8 +51,12 @@ public:
     GraphExecutor(const GraphExecutor&) = delete;
     GraphExecutor& operator=(const GraphExecutor&) = delete;
 
-    // Checks the graph against an input format and plans buffers for it.
-    // Throws cbi::Error naming the node when a node cannot take its input.
+    // Checks the graph against an input format and plans buffers for it,
+    // allocating nothing (describe() then shows the plan). Throws cbi::Error
+    // naming the node when a node cannot take its input.
+    void plan(int width, int height, int channels, Depth depth);
+
+    // plan(), then allocates the buffers (and CUDA stream and staging).
     void prepare(int width, int height, int channels, Depth depth);
 
     // Runs on `input`; returns host views of the outputs, in the graph's
@@ -80,7 +84,13 @@ private:
     std::vector<Image> host_buffers_;
     std::vector<ImageView> outputs_;
     std::size_t allocations_ = 0;
+    bool prepared_ = false;  // buffers allocated for plan_
 };
+
+// A factory for the batch runner: each call returns a new GraphExecutor over
+// a copy of the graph, so each image in flight has its own buffers (and, on
+// CUDA, its own stream and pinned staging), reused from image to image.
+ProcessorFactory graph_processor_factory(Graph graph, RunOptions options);
 
 // Output channels of a chain for this input; throws cbi::Error naming the
 // node that cannot take its input, or when the image is too large.

@@ -2,8 +2,8 @@
 // What the batch runner needs from the filter graph: something that turns
 // one image into its result. One Processor is used by one thread at a time;
 // a CUDA processor owns its stream and staging buffers, so K processors
-// give K images in flight. Implemented by the chain executor now and by
-// the graph executor (pipeline/graph.hpp) when it lands.
+// give K images in flight. Implemented by GraphExecutor
+// (pipeline/executor.hpp).
 #include <functional>
 #include <memory>
 

@@ -28,34 +28,24 @@
 #include <opencv2/imgcodecs.hpp>
 
 #include "filters/filter.hpp"
-#include "pipeline/chain_processor.hpp"
 #include "pipeline/error.hpp"
 #include "pipeline/executor.hpp"
 #include "pipeline/opencv.hpp"
+#include "cli.hpp"
 #include "reference.hpp"
 
 namespace fs = std::filesystem;
 using cbi::test::random_image;
+using cbi::test::TempDir;
+using cbi::test::run_cli;
+using cbi::test::spawn_cli;
+using cbi::test::wait_code;
+using cbi::test::slurp;
+using cbi::test::CliResult;
+using cbi::test::ChildSetup;
 
 namespace {
 
-class TempDir {
-public:
-    TempDir() {
-        std::string templ = (fs::temp_directory_path() / "cbi-batch-test-XXXXXX").string();
-        if (!::mkdtemp(templ.data())) throw std::runtime_error("mkdtemp failed");
-        path_ = templ;
-    }
-    ~TempDir() {
-        std::error_code ec;
-        fs::remove_all(path_, ec);
-    }
-    const fs::path& path() const { return path_; }
-    fs::path operator/(const std::string& name) const { return path_ / name; }
-
-private:
-    fs::path path_;
-};
 
 void write_bytes(const fs::path& p, const std::vector<std::uint8_t>& bytes) {
     fs::create_directories(p.parent_path());
@@ -161,66 +151,6 @@ Tree make_tree(const fs::path& in) {
 
 // ------------------------------------------------------------ the real CLI
 
-struct CliResult {
-    int code = -1;  // exit code, or 128 + signal
-    std::string out, err;
-};
-
-struct ChildSetup {
-    bool as_nobody = false;
-    std::optional<rlim_t> file_size_limit;
-};
-
-std::string slurp(const fs::path& p) {
-    std::ifstream f(p, std::ios::binary);
-    return {std::istreambuf_iterator<char>(f), {}};
-}
-
-// fork + exec of cbi-filter. Everything the child needs is prepared before
-// the fork: between fork and exec only async-signal-safe calls (the parent
-// has TBB threads).
-pid_t spawn_cli(const std::vector<std::string>& args, const fs::path& out_file, const fs::path& err_file,
-                const ChildSetup& setup = {}) {
-    std::vector<std::string> all{CBI_FILTER_BIN};
-    all.insert(all.end(), args.begin(), args.end());
-    std::vector<char*> argv;
-    for (auto& a : all) argv.push_back(a.data());
-    argv.push_back(nullptr);
-    const int out_fd = ::open(out_file.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
-    const int err_fd = ::open(err_file.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
-    if (out_fd < 0 || err_fd < 0) throw std::runtime_error("cannot create the capture files");
-    const rlimit lim{setup.file_size_limit.value_or(0), setup.file_size_limit.value_or(0)};
-    const pid_t pid = ::fork();
-    if (pid == 0) {
-        ::dup2(out_fd, STDOUT_FILENO);
-        ::dup2(err_fd, STDERR_FILENO);
-        if (setup.as_nobody && (::setgid(65534) != 0 || ::setuid(65534) != 0)) ::_exit(77);
-        if (setup.file_size_limit) {
-            ::signal(SIGXFSZ, SIG_IGN);  // write() then fails with EFBIG, as on a full disk
-            ::setrlimit(RLIMIT_FSIZE, &lim);
-        }
-        ::execv(argv[0], argv.data());
-        ::_exit(127);
-    }
-    ::close(out_fd);
-    ::close(err_fd);
-    return pid;
-}
-
-int wait_code(pid_t pid) {
-    int status = 0;
-    if (::waitpid(pid, &status, 0) != pid) return -1;
-    return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-}
-
-CliResult run_cli(const std::vector<std::string>& args, const fs::path& scratch, const ChildSetup& setup = {}) {
-    const fs::path out = scratch / "stdout.txt", err = scratch / "stderr.txt";
-    CliResult r;
-    r.code = wait_code(spawn_cli(args, out, err, setup));
-    r.out = slurp(out);
-    r.err = slurp(err);
-    return r;
-}
 
 std::vector<std::string> lines(const std::string& text) {
     std::vector<std::string> out;
@@ -266,7 +196,7 @@ TEST(Batch, FolderTreeGoodAndBadFiles) {
         last_done = p.done;
         inside.fetch_sub(1);
     };
-    const cbi::BatchSummary s = cbi::run_batch(plan, cbi::chain_processor_factory(nodes, cpu_options()), bo);
+    const cbi::BatchSummary s = cbi::run_batch(plan, cbi::graph_processor_factory(cbi::chain_graph(nodes), cpu_options()), bo);
     EXPECT_EQ(s.processed, tree.good.size());
     EXPECT_EQ(s.failed, tree.bad.size());
     EXPECT_EQ(s.skipped, 0u);
@@ -316,7 +246,7 @@ TEST(Batch, FolderTreeGoodAndBadFiles) {
     bo.overlap = false;
     bo.on_progress = nullptr;
     const cbi::BatchSummary serial =
-        cbi::run_batch(cbi::plan_folder(fo), cbi::chain_processor_factory(nodes, cpu_options()), bo);
+        cbi::run_batch(cbi::plan_folder(fo), cbi::graph_processor_factory(cbi::chain_graph(nodes), cpu_options()), bo);
     EXPECT_EQ(serial.in_flight, 1);
     EXPECT_EQ(serial.stages[0].lanes, 1);
     EXPECT_EQ(serial.processed, s.processed);
@@ -336,7 +266,7 @@ TEST(Batch, ProcessorErrorsAreResults) {
     fo.input_dir = dir / "in";
     fo.output_dir = dir / "out";
     const std::vector<cbi::Node> nodes{{cbi::parse_color("gray"), {}, {}}};
-    const auto s = cbi::run_batch(cbi::plan_folder(fo), cbi::chain_processor_factory(nodes, cpu_options()), {});
+    const auto s = cbi::run_batch(cbi::plan_folder(fo), cbi::graph_processor_factory(cbi::chain_graph(nodes), cpu_options()), {});
     EXPECT_EQ(s.processed, 2u);
     ASSERT_EQ(s.failed, 1u);
     // The chain's own reason, named after the file.
@@ -364,7 +294,7 @@ TEST(Batch, OutputFormatsAndNameClashes) {
     EXPECT_EQ(plan.rejected[0].error, (dir / "in/a.png").string() + ": its output " + (dir / "out/a.png").string() +
                                           " is also the output of " + (dir / "in/a.jpg").string() +
                                           " (choose another output format)");
-    const auto s = cbi::run_batch(plan, cbi::chain_processor_factory(blur_chain(3), cpu_options()), {});
+    const auto s = cbi::run_batch(plan, cbi::graph_processor_factory(cbi::chain_graph(blur_chain(3)), cpu_options()), {});
     EXPECT_EQ(s.processed, 1u);
     EXPECT_EQ(s.failed, 2u);
     EXPECT_EQ(s.items.size(), 3u);
@@ -397,7 +327,7 @@ TEST(Batch, OutputFolderRulesAndInPlace) {
     fo.input_dir = in;
     fo.output_dir = dir / "alias";
     fo.in_place = true;
-    const auto factory = cbi::chain_processor_factory(blur_chain(3), cpu_options());
+    const auto factory = cbi::graph_processor_factory(cbi::chain_graph(blur_chain(3)), cpu_options());
     const auto first = cbi::run_batch(cbi::plan_folder(fo), factory, {});
     EXPECT_EQ(first.processed, 2u);
     const auto plan2 = cbi::plan_folder(fo);
@@ -431,7 +361,7 @@ TEST(Batch, SkipExistingLeftoverTemporariesAndLock) {
     fo.recursive = true;
     cbi::BatchOptions bo;
     bo.skip_existing = true;
-    const auto factory = cbi::chain_processor_factory(blur_chain(3), cpu_options());
+    const auto factory = cbi::graph_processor_factory(cbi::chain_graph(blur_chain(3)), cpu_options());
 
     // Another batch holds the output folder: refused before touching anything.
     const int fd = ::open(out.c_str(), O_RDONLY | O_DIRECTORY);
@@ -452,7 +382,7 @@ TEST(Batch, FileListOutputs) {
     TempDir dir;
     write_bytes(dir / "x/a.png", encode(".png", random_image(9, 8, 3, cbi::Depth::u8, 1)));
     write_bytes(dir / "y/a.png", encode(".png", random_image(9, 8, 3, cbi::Depth::u8, 2)));
-    const auto factory = cbi::chain_processor_factory(blur_chain(3), cpu_options());
+    const auto factory = cbi::graph_processor_factory(cbi::chain_graph(blur_chain(3)), cpu_options());
     const std::vector<fs::path> inputs{dir / "x/a.png", dir / "y/a.png"};
 
     auto plan = cbi::plan_files(inputs, dir / "out", cbi::OutputFormat::tiff, false);

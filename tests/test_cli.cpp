@@ -1,0 +1,160 @@
+// The pipeline options of the real cbi-filter binary (issue 4): --pipeline,
+// --pipeline-file and the filter flags give identical files equal to the
+// OpenCV composition; --print-pipeline plans without running; errors name
+// the option, stage or file and exit with the policy's codes.
+#include <gtest/gtest.h>
+#include <opencv2/imgcodecs.hpp>
+#include <opencv2/imgproc.hpp>
+
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include "cli.hpp"
+#include "pipeline/executor.hpp"
+#include "pipeline/image_io.hpp"
+#include "pipeline/opencv.hpp"
+#include "reference.hpp"
+
+namespace fs = std::filesystem;
+using cbi::test::run_cli;
+using cbi::test::TempDir;
+
+namespace {
+
+const std::string kPhoto = cbi::test::samples_dir() + "/butterfly.jpg";
+const std::string kPipelines = cbi::test::samples_dir() + "/pipelines";
+
+cv::Mat decoded(const fs::path& p) { return cv::imread(p.string(), cv::IMREAD_UNCHANGED); }
+
+TEST(Cli, ChainTextJsonFileAndFlagsGiveIdenticalOutputsEqualToOpenCV) {
+    TempDir dir;
+    const auto text = run_cli({kPhoto, "--device", "cpu", "--pipeline", "color:gray | gaussian:5 | sobel:mag", "-o",
+                               (dir / "text.png").string()},
+                              dir.path());
+    ASSERT_EQ(text.code, 0) << text.err;
+    const auto json = run_cli({kPhoto, "--device", "cpu", "--pipeline-file", kPipelines + "/edges.json", "-o",
+                               (dir / "json.png").string()},
+                              dir.path());
+    ASSERT_EQ(json.code, 0) << json.err;
+    const auto flags = run_cli({kPhoto, "--device", "cpu", "--color", "gray", "--gaussian", "5", "--sobel", "mag",
+                                "-o", (dir / "flags.png").string()},
+                               dir.path());
+    ASSERT_EQ(flags.code, 0) << flags.err;
+    const cv::Mat a = decoded(dir / "text.png"), b = decoded(dir / "json.png"), c = decoded(dir / "flags.png");
+    ASSERT_EQ(a.type(), CV_8UC1);
+    EXPECT_EQ(cv::norm(a, b, cv::NORM_INF), 0.0);
+    EXPECT_EQ(cv::norm(a, c, cv::NORM_INF), 0.0);
+    EXPECT_GT(cv::norm(a, cv::NORM_INF), 0.0);
+
+    // OpenCV composed node by node, each OpenCV call on cbi's previous node
+    // (end to end, cbi's +-1 from OpenCV's fixed-point 8-bit Gaussian grows
+    // through Sobel's weights: up to 4 on this photo).
+    const cv::Mat photo = cbi::read_image(kPhoto);
+    const cbi::Node gray{cbi::parse_filter("color:gray"), {}, {}}, smooth{cbi::parse_filter("gaussian:5"), {}, {}},
+        edges{cbi::parse_filter("sobel:mag"), {}, {}};
+    const auto run = [](const cbi::Node& node, const cv::Mat& src) {
+        const cbi::Node chain[] = {node};
+        return cbi::as_mat(cbi::run_chain(chain, cbi::view_of(src), {}).view()).clone();
+    };
+    const cv::Mat cbi_gray = run(gray, photo), cbi_smooth = run(smooth, cbi_gray);
+    EXPECT_LE(cv::norm(cbi_gray, cbi::test::opencv_reference(gray, photo), cv::NORM_INF), 1.0);
+    EXPECT_LE(cv::norm(cbi_smooth, cbi::test::opencv_reference(smooth, cbi_gray), cv::NORM_INF), 1.0);
+    EXPECT_LE(cv::norm(a, cbi::test::opencv_reference(edges, cbi_smooth), cv::NORM_INF), 1.0);
+
+    cv::Mat cv_gray, cv_smooth, dx, dy, mag;
+    cv::cvtColor(photo, cv_gray, cv::COLOR_BGR2GRAY);
+    cv::GaussianBlur(cv_gray, cv_smooth, {5, 5}, 0, 0, cv::BORDER_REFLECT_101);
+    cv::Sobel(cv_smooth, dx, CV_32F, 1, 0, 3, 1, 0, cv::BORDER_REFLECT_101);
+    cv::Sobel(cv_smooth, dy, CV_32F, 0, 1, 3, 1, 0, cv::BORDER_REFLECT_101);
+    cv::magnitude(dx, dy, mag);
+    mag.convertTo(mag, CV_8U);
+    std::cout << "end to end vs OpenCV: gray max diff " << cv::norm(cbi_gray, cv_gray, cv::NORM_INF) << ", gaussian max diff "
+              << cv::norm(cbi_smooth, cv_smooth, cv::NORM_INF) << " (" << cv::countNonZero(cbi_smooth != cv_smooth)
+              << " px), edges max diff " << cv::norm(a, mag, cv::NORM_INF) << " (" << cv::countNonZero(a != mag) << " of "
+              << a.total() << " px)\n";
+}
+
+TEST(Cli, PrintPipelineShowsNodesSchedulesAndBufferReuseWithoutRunning) {
+    TempDir dir;
+    const auto r = run_cli({kPhoto, "--device", "cpu", "--pipeline-file", kPipelines + "/dog.json", "--print-pipeline",
+                            "-o", (dir / "never.png").string()},
+                           dir.path());
+    ASSERT_EQ(r.code, 0) << r.err;
+    EXPECT_NE(r.out.find("input 493x356 3-channel 8u"), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("coarse  gaussian:9:2      @zigzag:16"), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("<- gray, coarse  -> buffer 1 (1 ch)  [output 1]"), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("5 nodes run, 4 buffers"), std::string::npos) << r.out;
+    EXPECT_FALSE(fs::exists(dir / "never.png"));
+    // Without an input: the graph only.
+    const auto bare = run_cli({"--device", "cpu", "--pipeline", "blur:3@column:32", "--print-pipeline"}, dir.path());
+    ASSERT_EQ(bare.code, 0) << bare.err;
+    EXPECT_NE(bare.out.find("n1     blur:3    @column:32"), std::string::npos) << bare.out;
+}
+
+TEST(Cli, SeveralOutputsAreWrittenBesideTheFirst) {
+    TempDir dir;
+    const auto r = run_cli({kPhoto, "--device", "cpu", "--pipeline-file", kPipelines + "/dog.json", "-o",
+                            (dir / "out.png").string()},
+                           dir.path());
+    ASSERT_EQ(r.code, 0) << r.err;
+    EXPECT_EQ(decoded(dir / "out.png").type(), CV_8UC1);
+    EXPECT_EQ(decoded(dir / "out.sharp.png").type(), CV_8UC1);
+}
+
+TEST(Cli, StencilOnlyDefaultScheduleLeavesPointwiseNodesOnNaive) {
+    TempDir dir;
+    const auto smem = run_cli({kPhoto, "--device", "cpu", "--schedule", "smem:32x8", "--color", "gray", "--blur", "3",
+                               "-o", (dir / "smem.png").string()},
+                              dir.path());
+    ASSERT_EQ(smem.code, 0) << smem.err;
+    const auto naive = run_cli({kPhoto, "--device", "cpu", "--color", "gray", "--blur", "3", "-o",
+                                (dir / "naive.png").string()},
+                               dir.path());
+    ASSERT_EQ(naive.code, 0) << naive.err;
+    EXPECT_EQ(cv::norm(decoded(dir / "smem.png"), decoded(dir / "naive.png"), cv::NORM_INF), 0.0);
+}
+
+struct BadCase {
+    std::vector<std::string> args;
+    int code;
+    std::string message;  // a part of the one-line error
+};
+
+TEST(Cli, PipelineErrorsNameTheOptionStageOrFile) {
+    TempDir dir;
+    const std::string out = (dir / "out.png").string();
+    {
+        std::ofstream(dir / "bad.json") << R"({"nodes": [{"name": "a", "filter": "blur:3", "input": "input", "colour": 1}], "outputs": ["a"]})";
+        std::ofstream(dir / "cycle.json") << R"({"nodes": [{"name": "a", "filter": "blur:3", "input": "b"},
+            {"name": "b", "filter": "blur:3", "input": "a"}], "outputs": ["a"]})";
+        std::ofstream(dir / "mismatch.json") << R"({"nodes": [{"name": "g", "filter": "color:gray", "input": "input"},
+            {"name": "mix", "blend": "blend:1:1:0", "inputs": ["input", "g"]}], "outputs": ["mix"]})";
+    }
+    const BadCase cases[] = {
+        {{"--pipeline", "blur:9 | gray"}, 2, "--pipeline: stage 2 'gray' (column 10)"},
+        {{"--pipeline", "blur:9 || blur:3"}, 2, "stage 2 '' (column 9): empty stage"},
+        {{"--pipeline", "color:gray@smem:32x8"}, 2, "smem"},
+        {{"--pipeline", "blur:9@column:0"}, 2, "column:0"},
+        {{"--pipeline", "blur:9", "--blur", "3"}, 2, "give one of --pipeline, --pipeline-file or filter flags"},
+        {{"--pipeline-file", (dir / "missing.json").string()}, 1, "missing.json: cannot open the pipeline file"},
+        {{"--pipeline-file", (dir / "bad.json").string()}, 2, "node 'a': unknown field \"colour\""},
+        {{"--pipeline-file", (dir / "cycle.json").string()}, 2, "is part of a cycle"},
+        {{"--pipeline-file", (dir / "mismatch.json").string()}, 1, "node 'mix': blend inputs 'input' and 'g' have 3 and 1 channels"},
+        {{"--pipeline", "blur:3", "--schedule", "warp"}, 2, "--schedule"},
+    };
+    for (const BadCase& c : cases) {
+        std::vector<std::string> args{kPhoto, "--device", "cpu", "-o", out};
+        args.insert(args.end(), c.args.begin(), c.args.end());
+        const auto r = run_cli(args, dir.path());
+        SCOPED_TRACE(c.args.back());
+        EXPECT_EQ(r.code, c.code) << r.err;
+        EXPECT_NE(r.err.find(c.message), std::string::npos) << r.err;
+        EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;  // one line
+        EXPECT_FALSE(fs::exists(out));
+    }
+}
+
+}  // namespace
