@@ -115,17 +115,18 @@ cbi::Graph chain_from_flags(const CLI::App& app, const Options& o) {
 // given explicitly, they also replace a pipeline file's defaults.
 cbi::Graph build_graph(const CLI::App& app, const Options& o) {
     const bool flags = app.count("--blur") + app.count("--gaussian") + app.count("--sobel") + app.count("--color") > 0;
-    if (flags + !o.pipeline.empty() + !o.pipeline_file.empty() > 1)
-        throw UsageError{!o.pipeline_file.empty() ? "--pipeline-file" : "--pipeline",
+    const bool text = app.count("--pipeline") > 0, file = app.count("--pipeline-file") > 0;
+    if (flags + text + file > 1)
+        throw UsageError{file ? "--pipeline-file" : "--pipeline",
                          "give one of --pipeline, --pipeline-file or filter flags (--blur, --gaussian, --sobel, --color)"};
     cbi::Graph graph;
-    if (!o.pipeline.empty()) {
+    if (text) {
         try {
             graph = cbi::parse_pipeline(o.pipeline);
         } catch (const std::invalid_argument& e) {
             throw UsageError{"--pipeline", e.what()};
         }
-    } else if (!o.pipeline_file.empty()) {
+    } else if (file) {
         try {
             graph = cbi::load_pipeline_file(o.pipeline_file);  // cbi::Error (unreadable file) is exit 1
         } catch (const std::invalid_argument& e) {
@@ -134,14 +135,14 @@ cbi::Graph build_graph(const CLI::App& app, const Options& o) {
     } else {
         graph = chain_from_flags(app, o);
     }
-    if (o.pipeline_file.empty() || app.count("--schedule") > 0) {
+    if (!file || app.count("--schedule") > 0) {
         try {
             graph.set_default_schedule(cbi::parse_schedule(o.schedule));
         } catch (const std::invalid_argument& e) {
             throw UsageError{"--schedule", e.what()};
         }
     }
-    if (o.pipeline_file.empty() || app.count("--border") > 0) {
+    if (!file || app.count("--border") > 0) {
         try {
             graph.set_default_border(cbi::parse_border(o.border));
         } catch (const std::invalid_argument& e) {

@@ -10,6 +10,7 @@
 #include "pipeline/error.hpp"
 
 namespace cbi {
+namespace fs = std::filesystem;
 namespace {
 
 [[noreturn]] void invalid(const std::string& message) { throw std::invalid_argument(message); }
@@ -264,6 +265,9 @@ Graph graph_from_json(std::string_view json_text) {
 }
 
 Graph load_pipeline_file(const std::filesystem::path& path) {
+    std::error_code ec;
+    if (fs::exists(path, ec) && !fs::is_regular_file(path, ec))
+        throw Error(path.string(), "the pipeline file is not a regular file");
     std::ifstream in(path, std::ios::binary);
     if (!in) throw Error(path.string(), "cannot open the pipeline file");
     std::ostringstream text;

@@ -135,6 +135,8 @@ TEST(Cli, PipelineErrorsNameTheOptionStageOrFile) {
     }
     const BadCase cases[] = {
         {{"--pipeline", "blur:9 | gray"}, 2, "--pipeline: stage 2 'gray' (column 10)"},
+        {{"--pipeline", ""}, 2, "stage 1 '' (column 1): empty stage"},
+        {{"--pipeline-file", dir.path().string()}, 1, "the pipeline file is not a regular file"},
         {{"--pipeline", "blur:9 || blur:3"}, 2, "stage 2 '' (column 9): empty stage"},
         {{"--pipeline", "color:gray@smem:32x8"}, 2, "smem"},
         {{"--pipeline", "blur:9@column:0"}, 2, "column:0"},
