@@ -1,6 +1,8 @@
 #include "filters/cuda_backend.hpp"
 
 #include <algorithm>
+#include <atomic>
+#include <type_traits>
 #include <string>
 
 #include "filters/dispatch.hpp"
@@ -99,6 +101,282 @@ void launch_smem(const SmemTileSchedule& tile, const Op& op, cudaStream_t stream
     smem_stencil<<<grid, block, bytes, stream>>>(op, tw, th, halo);
 }
 
+// ------------------------------------------------------------------ sep:WxH
+// Issue 7. A block computes a tile_w x tile_h output tile in three steps:
+//  1. stage the tile plus a halo of border-resolved input samples in shared
+//     memory, one warp per row, lanes along the row (coalesced; interior
+//     tiles skip the border rule);
+//  2. row pass: each thread takes a run of kSepRun consecutive outputs of one
+//     channel in one staged row and computes each pass's row sums from a
+//     register window (R + k - 1 shared-memory reads for R outputs, not R*k);
+//  3. column pass: each thread takes a run of kSepRun outputs down one sample
+//     column, sums the row sums the same way, finishes and stores (lanes
+//     along the row: coalesced stores).
+// Weighted sums add their taps through weighted_step in weighted_sum's order,
+// so results are bit-identical to the per-pixel path. Box filters slide
+// running sums instead (cost independent of k): integer sums are exact; float
+// (double) sums differ from the direct sum by rounding only, and an output
+// whose running sum is not finite (an Inf or NaN in or near its window) is
+// recomputed directly from the stage, so non-finite inputs behave as in the
+// per-pixel path.
+constexpr int kSepRun = 8;
+
+template <class Op>
+concept UnitWeightOp = requires { requires Op::kUnitWeights; };
+
+// Shared-memory layout of one sep:WxH block, computed on the host.
+struct SepLayout {
+    int tile_w, tile_h;  // outputs per block: the schedule's W x H
+    int tw, th;          // rounded up to whole runs
+    int halo;            // largest kernel radius over the passes
+    int rows;            // staged rows: th + 2 halo
+    int row_samples;     // staged samples per row: (tw + 2 halo) * channels
+    int stage_stride;    // samples from one staged row to the next (an odd number of 4-byte words: no bank conflicts)
+    int sum_stride;      // Acc from one row-sum row to the next (odd)
+    int kmax;            // 2 halo + 1: room for each weight vector
+    int tiles_y;         // tile rows of the image (blocks loop when the grid's y is capped)
+    unsigned sums_off, weights_off, bytes;
+};
+
+__device__ __forceinline__ int div_channels(int j, int channels) {
+    return channels == 1 ? j : channels == 3 ? j / 3 : channels == 4 ? j >> 2 : j / channels;
+}
+
+// acc[o] = sum over i < k of w[i] * load(o + i), for o < R, each accumulated
+// in weighted_sum's order and rounding. The values pass through a register
+// window of 2R, refilled R at a time.
+template <int R, class Acc, class W, class Load>
+__device__ __forceinline__ void run_sums(Acc (&acc)[R], const W* w, int k, Load&& load) {
+    const int n = R + k - 1;
+    Acc win[2 * R];
+#pragma unroll
+    for (int o = 0; o < R; ++o) {
+        acc[o] = Acc(0);
+        win[o] = o < n ? load(o) : Acc(0);
+    }
+    for (int g = 0; g < k; g += R) {
+#pragma unroll
+        for (int o = 0; o < R; ++o) win[R + o] = g + R + o < n ? load(g + R + o) : Acc(0);
+#pragma unroll
+        for (int ii = 0; ii < R; ++ii) {
+            if (g + ii < k) {  // uniform across the block
+#pragma unroll
+                for (int o = 0; o < R; ++o) acc[o] = weighted_step<Acc>(acc[o], w, g + ii, win[o + ii]);
+            }
+        }
+#pragma unroll
+        for (int o = 0; o < R; ++o) win[o] = win[R + o];
+    }
+}
+
+// Unit weights: the first sum directly, then each next output adds the value
+// entering the window and subtracts the one leaving it.
+template <int R, class Acc, class Load>
+__device__ __forceinline__ void run_running_sums(Acc (&acc)[R], int k, Load&& load) {
+    Acc s = 0;
+    for (int i = 0; i < k; ++i) s += load(i);
+    acc[0] = s;
+#pragma unroll
+    for (int o = 1; o < R; ++o) {
+        s = s + load(o + k - 1) - load(o - 1);
+        acc[o] = s;
+    }
+}
+
+template <class Op>
+__global__ void sep_stencil(const __grid_constant__ Op op, const SepLayout L) {
+    using T = typename Op::Sample;
+    using Acc = typename Op::Acc;
+    using W = typename Op::W;
+    constexpr int R = kSepRun;
+    constexpr bool unit = UnitWeightOp<Op>;
+    extern __shared__ __align__(16) unsigned char smem[];
+    T* const stage = reinterpret_cast<T*>(smem);
+    Acc* const sums = reinterpret_cast<Acc*>(smem + L.sums_off);
+    W* const weights = reinterpret_cast<W*>(smem + L.weights_off);
+    const int C = op.src.view.channels;
+    const int width = op.dst.width, height = op.dst.height;
+    const int passes = op.passes();
+    const int tid = threadIdx.x, nthreads = blockDim.x;
+
+    if constexpr (!unit) {  // weights to shared memory: [pass][x, y][kmax]
+        for (int p = 0; p < passes; ++p)
+            for (int i = tid; i < L.kmax; i += nthreads) {
+                weights[(2 * p) * L.kmax + i] = i < op.kw(p) ? op.wx(p)[i] : W(0);
+                weights[(2 * p + 1) * L.kmax + i] = i < op.kh(p) ? op.wy(p)[i] : W(0);
+            }
+    }
+    const int x0 = blockIdx.x * L.tile_w;
+    const int warp = tid >> 5, lane = tid & 31;
+    const int nwarps = (nthreads + 31) >> 5;
+    const int wsize = min(32, nthreads - warp * 32);  // lanes in this warp (the last may be partial)
+    const bool inside_x = x0 - L.halo >= 0 && x0 + L.tw + L.halo <= width;
+    for (int by = blockIdx.y; by < L.tiles_y; by += gridDim.y) {
+        const int y0 = by * L.tile_h;
+        // 1. Stage.
+        for (int r = warp; r < L.rows; r += nwarps) {
+            const T* src_row = op.src.row(y0 - L.halo + r);
+            T* dst_row = stage + r * L.stage_stride;
+            if (inside_x && src_row != nullptr) {
+                const T* s0 = src_row + (x0 - L.halo) * C;
+                for (int s = lane; s < L.row_samples; s += 4 * wsize) {
+                    T v[4];
+#pragma unroll
+                    for (int u = 0; u < 4; ++u) v[u] = s + u * wsize < L.row_samples ? __ldg(s0 + s + u * wsize) : T(0);
+#pragma unroll
+                    for (int u = 0; u < 4; ++u)
+                        if (s + u * wsize < L.row_samples) dst_row[s + u * wsize] = v[u];
+                }
+            } else {
+                for (int s = lane; s < L.row_samples; s += wsize) {
+                    const int px = div_channels(s, C);
+                    dst_row[s] = op.src.at(src_row, x0 - L.halo + px, s - px * C);
+                }
+            }
+        }
+        __syncthreads();
+        // 2. Row pass: units (row, run of R outputs, channel), rows fastest so
+        // that the lanes of a warp read different banks.
+        const int cols_x = L.tw / R * C;
+        const int units_x = cols_x * L.rows;
+        for (int p = 0; p < passes; ++p) {
+            const int kw = op.kw(p);
+            const W* wx = unit ? nullptr : weights + 2 * p * L.kmax;
+            const int off = L.halo - kw / 2;
+            Acc* const psums = sums + p * L.rows * L.sum_stride;
+            for (int u = tid; u < units_x; u += nthreads) {
+                const int j = u / L.rows, r = u - j * L.rows;
+                const int run = div_channels(j, C), c = j - run * C;
+                const T* line = stage + r * L.stage_stride + (run * R + off) * C + c;
+                auto load = [&](int i) { return static_cast<Acc>(line[i * C]); };
+                Acc acc[R];
+                if constexpr (unit) run_running_sums<R>(acc, kw, load);
+                else run_sums<R>(acc, wx, kw, load);
+                Acc* out = psums + r * L.sum_stride + run * R * C + c;
+#pragma unroll
+                for (int o = 0; o < R; ++o) out[o * C] = acc[o];
+            }
+        }
+        __syncthreads();
+        // 3. Column pass, finish, store: units (run of R rows, sample column),
+        // sample columns fastest: coalesced stores.
+        const int cols = L.tw * C;
+        const int units_y = cols * (L.th / R);
+        for (int u = tid; u < units_y; u += nthreads) {
+            const int ry = u / cols, s = u - ry * cols;
+            const int tx = div_channels(s, C), c = s - tx * C;
+            const int x = x0 + tx;
+            if (tx >= L.tile_w || x >= width) continue;
+            Acc acc[Op::kMaxPasses][R];
+#pragma unroll
+            for (int p = 0; p < Op::kMaxPasses; ++p) {
+                if (p < passes) {
+                    const int kh = op.kh(p);
+                    const W* wy = unit ? nullptr : weights + (2 * p + 1) * L.kmax;
+                    const Acc* col = sums + (p * L.rows + ry * R + L.halo - kh / 2) * L.sum_stride + s;
+                    auto load = [&](int i) { return col[i * L.sum_stride]; };
+                    if constexpr (unit) run_running_sums<R>(acc[p], kh, load);
+                    else run_sums<R>(acc[p], wy, kh, load);
+                } else {
+#pragma unroll
+                    for (int o = 0; o < R; ++o) acc[p][o] = Acc(0);
+                }
+            }
+#pragma unroll
+            for (int o = 0; o < R; ++o) {
+                const int ty = ry * R + o, y = y0 + ty;
+                if (ty >= L.tile_h || y >= height) break;
+                Acc v[Op::kMaxPasses];
+#pragma unroll
+                for (int p = 0; p < Op::kMaxPasses; ++p) v[p] = acc[p][o];
+                if constexpr (unit && std::is_floating_point_v<Acc>) {
+                    if (!isfinite(v[0])) {  // the per-pixel path's direct sum, from the stage
+                        const int kw = op.kw(0), kh = op.kh(0);
+                        v[0] = weighted_sum<Acc>(static_cast<const W*>(nullptr), kh, [&](int j) {
+                            const T* line = stage + (ty + L.halo - kh / 2 + j) * L.stage_stride +
+                                            (tx + L.halo - kw / 2) * C + c;
+                            return weighted_sum<Acc>(static_cast<const W*>(nullptr), kw,
+                                                     [&](int i) { return static_cast<Acc>(line[i * C]); });
+                        });
+                    }
+                }
+                op.dst.template row<T>(y)[x * C + c] = op.finish(v);
+            }
+        }
+        __syncthreads();  // the next tile reuses the stage and the sums
+    }
+}
+
+inline int round_up(int v, int m) { return (v + m - 1) / m * m; }
+
+template <class Op>
+SepLayout sep_layout(const SepTileSchedule& tile, const Op& op) {
+    using T = typename Op::Sample;
+    using Acc = typename Op::Acc;
+    using W = typename Op::W;
+    SepLayout L{};
+    int halo = 0;
+    for (int p = 0; p < op.passes(); ++p) halo = std::max({halo, op.kw(p) / 2, op.kh(p) / 2});
+    const int channels = op.src.view.channels;
+    L.tile_w = tile.tile_width;
+    L.tile_h = tile.tile_height;
+    L.tw = round_up(L.tile_w, kSepRun);
+    L.th = round_up(L.tile_h, kSepRun);
+    L.halo = halo;
+    L.rows = L.th + 2 * halo;
+    L.row_samples = (L.tw + 2 * halo) * channels;
+    std::size_t words = (static_cast<std::size_t>(L.row_samples) * sizeof(T) + 3) / 4;
+    if (words % 2 == 0) ++words;
+    L.stage_stride = static_cast<int>(words * 4 / sizeof(T));
+    L.sum_stride = (L.tw * channels) | 1;
+    L.kmax = 2 * halo + 1;
+    L.tiles_y = (op.dst.height + L.tile_h - 1) / L.tile_h;
+    const auto align16 = [](std::size_t b) { return (b + 15) / 16 * 16; };
+    const std::size_t stage_bytes = align16(static_cast<std::size_t>(L.rows) * L.stage_stride * sizeof(T));
+    const std::size_t sums_bytes =
+        align16(static_cast<std::size_t>(op.passes()) * L.rows * L.sum_stride * sizeof(Acc));
+    const std::size_t weight_bytes = UnitWeightOp<Op> ? 0 : std::size_t{2} * op.passes() * L.kmax * sizeof(W);
+    const std::size_t bytes = stage_bytes + sums_bytes + weight_bytes;
+    if (bytes > (1u << 30)) throw std::invalid_argument("sep: tile too large");
+    L.sums_off = static_cast<unsigned>(stage_bytes);
+    L.weights_off = static_cast<unsigned>(stage_bytes + sums_bytes);
+    L.bytes = static_cast<unsigned>(bytes);
+    return L;
+}
+
+template <class Op>
+void launch_sep(const SepTileSchedule& tile, const Op& op, cudaStream_t stream, int block) {
+    if (op.dst.width <= 0 || op.dst.height <= 0) return;
+    const SepLayout L = sep_layout(tile, op);
+    int device = 0, limit = 0;
+    CBI_CUDA_CHECK(cudaGetDevice(&device), "cudaGetDevice");
+    CBI_CUDA_CHECK(cudaDeviceGetAttribute(&limit, cudaDevAttrMaxSharedMemoryPerBlockOptin, device),
+                   "cudaDeviceGetAttribute");
+    if (L.bytes > static_cast<unsigned>(limit))
+        throw std::invalid_argument("sep:" + std::to_string(L.tile_w) + "x" + std::to_string(L.tile_h) +
+                                    ": the tile plus its halo of " + std::to_string(L.halo) + " needs " +
+                                    std::to_string(L.bytes / 1024) + " KiB of shared memory, more than this GPU's " +
+                                    std::to_string(limit / 1024) + " KiB; use a smaller tile");
+    // Per instantiation and device: the largest dynamic shared memory already
+    // allowed (raising it costs a driver call, so only when it grows).
+    static std::atomic<unsigned> allowed[64];
+    std::atomic<unsigned>& mine = allowed[device & 63];
+    if (L.bytes > 48 * 1024 && L.bytes > mine.load(std::memory_order_relaxed)) {
+        CBI_CUDA_CHECK(cudaFuncSetAttribute(sep_stencil<Op>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                            static_cast<int>(L.bytes)),
+                       "cudaFuncSetAttribute(sep)");
+        mine.store(L.bytes, std::memory_order_relaxed);
+    }
+    static const int max_threads = [] {
+        cudaFuncAttributes a{};
+        CBI_CUDA_CHECK(cudaFuncGetAttributes(&a, sep_stencil<Op>), "cudaFuncGetAttributes(sep)");
+        return a.maxThreadsPerBlock;
+    }();
+    const int threads = std::min(block, max_threads);  // the result does not depend on it
+    const dim3 grid((op.dst.width + L.tile_w - 1) / L.tile_w, std::min(L.tiles_y, 65535));
+    sep_stencil<<<grid, threads, L.bytes, stream>>>(op, L);
+}
+
 struct CudaLaunch {
     int width, height;
     cudaStream_t stream;
@@ -107,16 +385,21 @@ struct CudaLaunch {
 
     template <class Schedule, class Op>
     void operator()(Schedule schedule, const Op& op) const {
+        // One kernel per (schedule family, op): the generic index-map kernel is
+        // not instantiated for the tiled families' stencils.
         if constexpr (std::is_same_v<Schedule, SmemTileSchedule> && SeparableOp<Op>) {
             launch_smem(schedule, op, stream, block);
             CBI_CUDA_CHECK(cudaGetLastError(), std::string("launch ") + what + " (smem)");
-            return;
+        } else if constexpr (std::is_same_v<Schedule, SepTileSchedule> && SeparableOp<Op>) {
+            launch_sep(schedule, op, stream, block);
+            CBI_CUDA_CHECK(cudaGetLastError(), std::string("launch ") + what + " (sep)");
+        } else {
+            const auto n = static_cast<std::uint32_t>(width) * static_cast<std::uint32_t>(height);
+            const std::uint64_t blocks = (static_cast<std::uint64_t>(n) + block - 1) / block;
+            if (blocks > 0x7fffffffull) throw Error("launch", "image too large for --block " + std::to_string(block));
+            apply_schedule<<<static_cast<unsigned>(blocks), block, 0, stream>>>(schedule, op, n, width, height);
+            CBI_CUDA_CHECK(cudaGetLastError(), std::string("launch ") + what);
         }
-        const auto n = static_cast<std::uint32_t>(width) * static_cast<std::uint32_t>(height);
-        const std::uint64_t blocks = (static_cast<std::uint64_t>(n) + block - 1) / block;
-        if (blocks > 0x7fffffffull) throw Error("launch", "image too large for --block " + std::to_string(block));
-        apply_schedule<<<static_cast<unsigned>(blocks), block, 0, stream>>>(schedule, op, n, width, height);
-        CBI_CUDA_CHECK(cudaGetLastError(), std::string("launch ") + what);
     }
 };
 

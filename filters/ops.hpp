@@ -43,18 +43,22 @@ struct BorderedSource {
 // means unit weights (box). The one place stencil sums are computed: the
 // per-pixel path and the shared-memory path both call it, so their results
 // are bit-identical.
+// One step of weighted_sum: sum + w[i] * v (sum + v for unit weights). The
+// register-blocked sep:WxH kernel adds its taps through this too.
+template <class Acc, class W>
+CBI_HOST_DEVICE Acc weighted_step(Acc sum, const W* w, int i, Acc v) {
+    if (w == nullptr)
+        return sum + v;  // unit weights: exact in every Acc
+    else if constexpr (std::is_same_v<Acc, float>)
+        return add_rn(sum, mul_rn(static_cast<float>(w[i]), v));
+    else
+        return sum + static_cast<Acc>(w[i]) * v;  // integers: exact
+}
+
 template <class Acc, class W, class Get>
 CBI_HOST_DEVICE Acc weighted_sum(const W* w, int n, Get&& get) {
     Acc sum = 0;
-    for (int i = 0; i < n; ++i) {
-        const Acc v = get(i);
-        if (w == nullptr)
-            sum += v;  // unit weights: exact in every Acc
-        else if constexpr (std::is_same_v<Acc, float>)
-            sum = add_rn(sum, mul_rn(static_cast<float>(w[i]), v));
-        else
-            sum += static_cast<Acc>(w[i]) * v;  // integers: exact
-    }
+    for (int i = 0; i < n; ++i) sum = weighted_step<Acc>(sum, w, i, static_cast<Acc>(get(i)));
     return sum;
 }
 
@@ -99,6 +103,9 @@ struct SeparableStencil {
 template <class T, BorderMode B>
 struct BoxOp : SeparableStencil<BoxOp<T, B>, T, B> {
     int ksize;
+    // Unit weights: a kernel may slide running sums (sep:WxH). Exact for
+    // integer sums; for float (double sums) within rounding of the direct sum.
+    static constexpr bool kUnitWeights = true;
 
     using Acc = std::conditional_t<std::is_same_v<T, float>, double,
                                    std::conditional_t<std::is_same_v<T, std::uint8_t>, std::uint32_t, std::uint64_t>>;

@@ -12,7 +12,7 @@
 
 namespace cbi {
 
-enum class ScheduleFamily { naive, column, zigzag, tile, smem };
+enum class ScheduleFamily { naive, column, zigzag, tile, smem, sep };
 
 // A parsed schedule string such as "column:32" or "tile:32x8".
 struct ScheduleSpec {
@@ -46,7 +46,7 @@ std::vector<ScheduleSpec> example_schedules();
 // The registry entry of a parsed schedule.
 const ScheduleEntry& schedule_entry(const ScheduleSpec& spec);
 
-// "naive, column:W, zigzag:W, tile:WxH, smem:WxH" for error messages.
+// "naive, column:W, zigzag:W, tile:WxH, smem:WxH, sep:WxH" for error messages.
 std::string valid_schedule_forms();
 
 // The one dispatch switch on the schedule axis: calls f with the schedule
@@ -58,6 +58,7 @@ decltype(auto) with_schedule(const ScheduleSpec& spec, F&& f) {
         case ScheduleFamily::zigzag: return std::forward<F>(f)(zigzag_schedule(spec.width));
         case ScheduleFamily::tile: return std::forward<F>(f)(tile_schedule(spec.width, spec.height));
         case ScheduleFamily::smem: return std::forward<F>(f)(smem_schedule(spec.width, spec.height));
+        case ScheduleFamily::sep: return std::forward<F>(f)(sep_schedule(spec.width, spec.height));
         case ScheduleFamily::naive: break;
     }
     return std::forward<F>(f)(NaiveSchedule{});

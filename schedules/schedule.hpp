@@ -77,4 +77,14 @@ inline constexpr TileSchedule tile_schedule(int w, int h) { return {w, h, false}
 struct SmemTileSchedule : TileSchedule {};
 inline constexpr SmemTileSchedule smem_schedule(int w, int h) { return {{w, h, false}}; }
 
+// `sep:WxH` (issue 7): a CUDA block computes a W x H output tile from a
+// shared-memory stage of the tile plus halo, loaded row by row with
+// coalesced loads; each thread then computes runs of 8 consecutive outputs
+// from a register window, across x (row sums of each pass), then down y
+// (column sums and finish). Box filters slide running sums along both axes,
+// so their cost does not grow with k. Its visit order, used by the CPU
+// backend and for the tile each block takes, is tile:WxH.
+struct SepTileSchedule : TileSchedule {};
+inline constexpr SepTileSchedule sep_schedule(int w, int h) { return {{w, h, false}}; }
+
 }  // namespace cbi

@@ -6,7 +6,9 @@
 // CUDA device every test is skipped (and counted as skipped).
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstring>
+#include <limits>
 #include <tuple>
 
 #include "filters/cpu_backend.hpp"
@@ -102,7 +104,8 @@ TEST(Cuda, BlockSizeDoesNotChangeTheResult) {
     const Stream stream;
     DeviceImage device_src(src.cols, src.rows, 3, Depth::u8);
     upload(view_of(src), device_src.view, stream.get());
-    for (const char* schedule : {"naive", "column:32", "zigzag:32", "tile:32x8", "smem:32x8", "smem:64x16"}) {
+    for (const char* schedule :
+         {"naive", "column:32", "zigzag:32", "tile:32x8", "smem:32x8", "smem:64x16", "sep:64x32", "sep:7x5"}) {
         const Node node{parse_filter("gaussian:7"), Border{}, parse_schedule(schedule)};
         const cv::Mat expected = run_gpu_poisoned(node, device_src, 3, stream, 256);
         for (int block : {1, 32, 33, 64, 128, 512, 1024}) {
@@ -154,6 +157,86 @@ TEST(Cuda, SmemTileTooLargeForSharedMemoryIsAClearError) {
         FAIL() << "a tile needing more shared memory than the GPU has was accepted";
     } catch (const std::invalid_argument& e) {
         EXPECT_NE(std::string(e.what()).find("use a smaller tile"), std::string::npos) << e.what();
+    }
+}
+
+TEST(Cuda, SepTileTooLargeForSharedMemoryIsAClearError) {
+    REQUIRE_GPU();
+    const cv::Mat src = random_image(300, 300, 1, Depth::f32, 8);
+    RunOptions gpu;
+    gpu.device = resolve_device(parse_device("cuda"));
+    const Node nodes[] = {{parse_filter("blur:255"), Border{}, parse_schedule("sep:1024x64")}};
+    try {
+        run_chain(nodes, view_of(src), gpu);
+        FAIL() << "a tile needing more shared memory than the GPU has was accepted";
+    } catch (const std::invalid_argument& e) {
+        EXPECT_NE(std::string(e.what()).find("use a smaller tile"), std::string::npos) << e.what();
+    }
+}
+
+// sep:WxH with kernels larger than the matrix's (halos up to 15, runs of 8
+// that the tile and image edges clip) and a strided ROI input: integers
+// bit-exact with the CPU backend, floats within 1e-5 (box slides running sums).
+TEST(Cuda, SepLargeKernelsAndRoiEqualCpu) {
+    REQUIRE_GPU();
+    const Stream stream;
+    unsigned seed = 40;
+    for (const Depth depth : kDepths)
+        for (const int channels : {1, 3, 4}) {
+            const cv::Mat big = random_image(700, 300, channels, depth, seed++);
+            const cv::Mat src = big(cv::Rect(3, 5, 601, 203));
+            DeviceImage device_src(src.cols, src.rows, channels, depth);
+            upload(view_of(src), device_src.view, stream.get());
+            for (const char* filter_text : {"blur:31", "blur:15", "gaussian:31", "gaussian:11:3", "sobel:mag:5"})
+                for (const char* border_text : {"reflect101", "constant:3", "wrap"}) {
+                    Node node{parse_filter(filter_text), parse_border(border_text), ScheduleSpec{}};
+                    cv::Mat cpu(src.size(), cv_type(depth, channels));
+                    run_node_cpu(node, view_of(src), view_of(cpu));
+                    for (const char* schedule : {"sep:64x32", "sep:128x16", "sep:13x40", "sep:1x1"}) {
+                        node.schedule = parse_schedule(schedule);
+                        SCOPED_TRACE(std::string(filter_text) + " " + border_text + " " + depth_name(depth) + " c" +
+                                     std::to_string(channels) + " " + schedule);
+                        const cv::Mat gpu = run_gpu_poisoned(node, device_src, channels, stream, 256);
+                        const auto r = compare_with_cpu(gpu, cpu, test::output_scale(node, src));
+                        ASSERT_TRUE(r.ok) << r.where;
+                    }
+                }
+        }
+}
+
+// The float box on sep:WxH slides running sums; an Inf or NaN in the input
+// must not spread beyond the windows that contain it (the outputs whose sum
+// is not finite are recomputed directly).
+TEST(Cuda, SepFloatBoxKeepsNonFiniteInputsLocal) {
+    REQUIRE_GPU();
+    cv::Mat src = random_image(257, 129, 1, Depth::f32, 77);
+    src.at<float>(10, 20) = std::numeric_limits<float>::infinity();
+    src.at<float>(60, 100) = -std::numeric_limits<float>::infinity();
+    src.at<float>(61, 101) = std::numeric_limits<float>::infinity();
+    src.at<float>(100, 200) = std::numeric_limits<float>::quiet_NaN();
+    const Stream stream;
+    DeviceImage device_src(src.cols, src.rows, 1, Depth::f32);
+    upload(view_of(src), device_src.view, stream.get());
+    for (const char* filter_text : {"blur:9", "blur:31"}) {
+        Node node{parse_filter(filter_text), Border{}, ScheduleSpec{}};
+        cv::Mat cpu(src.size(), CV_32FC1);
+        run_node_cpu(node, view_of(src), view_of(cpu));
+        for (const char* schedule : {"sep:64x32", "sep:7x5"}) {
+            node.schedule = parse_schedule(schedule);
+            const cv::Mat gpu = run_gpu_poisoned(node, device_src, 1, stream, 256);
+            int bad = 0;
+            for (int y = 0; y < src.rows; ++y)
+                for (int x = 0; x < src.cols; ++x) {
+                    const float g = gpu.at<float>(y, x), c = cpu.at<float>(y, x);
+                    const bool same = std::isnan(c) ? std::isnan(g)
+                                      : std::isinf(c) ? g == c
+                                                      : std::abs(g - c) <= 1e-5 * std::max(1.f, std::abs(c));
+                    if (!same && bad++ < 3)
+                        ADD_FAILURE() << filter_text << " " << schedule << " at (" << x << "," << y << "): gpu " << g
+                                      << " cpu " << c;
+                }
+            EXPECT_EQ(bad, 0) << filter_text << " " << schedule;
+        }
     }
 }
 

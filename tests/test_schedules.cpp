@@ -113,6 +113,37 @@ TEST(Schedules, TileIsRowMajorTilesWithClippedEdges) {
         }
 }
 
+// The tiled CUDA schedules (smem:WxH, sep:WxH) visit tile:WxH order on the CPU.
+TEST(Schedules, SharedMemorySchedulesVisitTileOrder) {
+    for (const Size s : kSizes)
+        for (const char* family : {"smem", "sep"})
+            for (auto [tw, th] : {std::pair{1, 1}, {7, 5}, {64, 32}, {13, 40}}) {
+                const std::string text = std::string(family) + ":" + std::to_string(tw) + "x" + std::to_string(th);
+                SCOPED_TRACE(text);
+                EXPECT_EQ(visit_order(parse_schedule(text), s.width, s.height),
+                          loop_order(s.width, s.height, tw, th, false));
+            }
+}
+
+TEST(Schedules, SepParsesWxHAndRefusesBadOrHugeTiles) {
+    EXPECT_EQ(parse_schedule("sep:64x32"), (ScheduleSpec{ScheduleFamily::sep, 64, 32}));
+    EXPECT_EQ(parse_schedule("sep:1024x1"), (ScheduleSpec{ScheduleFamily::sep, 1024, 1}));
+    EXPECT_EQ(parse_schedule("sep:64x32").to_string(), "sep:64x32");
+    EXPECT_FALSE(schedule_entry(parse_schedule("sep:8x8")).pointwise);
+    for (const char* bad : {"sep", "sep:", "sep:64", "sep:0x8", "sep:8x0", "sep:-8x8", "sep:8x8x8", "sep:1025x8",
+                            "sep:8x1025", "sep:axb"}) {
+        SCOPED_TRACE(bad);
+        try {
+            parse_schedule(bad);
+            ADD_FAILURE() << "accepted";
+        } catch (const std::invalid_argument& e) {
+            const std::string what = e.what();
+            EXPECT_NE(what.find("sep:WxH"), std::string::npos) << what;
+            EXPECT_NE(what.find("naive, column:W, zigzag:W, tile:WxH, smem:WxH, sep:WxH"), std::string::npos) << what;
+        }
+    }
+}
+
 TEST(Schedules, MalformedStringsListTheValidForms) {
     for (const char* bad : {"column:0", "column:-3", "column:abc", "column:", "column", "column:3x", "tile:32",
                             "tile:0x8", "tile:8x0", "tile:x", "zigzag:1.5", "naive:3", "warp", "", "Column:8"}) {
