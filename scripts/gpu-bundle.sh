@@ -19,7 +19,7 @@ cmake --build "$build" -j"$(nproc)" --target cbi-filter cbi-bench test_filters_c
 
 binaries=("$build/cbi-filter" "$build/cbi-bench" "$build/tests/test_filters_cuda" "$build/tests/test_cuda_errors"
           "$build/tests/test_filters_cpu" "$build/tests/test_schedules")
-rm -rf "$out" && mkdir -p "$out/samples" "$out/bench"
+rm -rf "$out" && mkdir -p "$out/samples/pipelines" "$out/bench"
 # The binaries travel xz-compressed too: the device tool carries 64 MiB at most.
 stage_bin=$(mktemp -d)
 mkdir "$stage_bin/bin"
@@ -28,6 +28,7 @@ strip "$stage_bin"/bin/*
 tar -C "$stage_bin" -cf - bin | xz -T0 -6 > "$out/bin.tar.xz"
 rm -rf "$stage_bin"
 cp samples/*.jpg samples/*.png "$out/samples/"
+cp samples/pipelines/*.json "$out/samples/pipelines/"
 # The benchmark peers are built or run there (NPP exists only on the GPU host).
 cp apps/bench/npp_peer.cu apps/bench/cupy_peer.py apps/bench/plot.py "$out/bench/"
 

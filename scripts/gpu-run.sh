@@ -96,6 +96,20 @@ run_cli() {
   "$bin/cbi-filter" "$photo" --device cpu --blur 9 --schedule column:32 -o "$out/butterfly-cpu.png" || status=1
   if cmp -s "$out/butterfly-cuda.png" "$out/butterfly-cpu.png"; then echo "cli: CUDA and CPU outputs are identical files"
   else echo "cli: CUDA and CPU outputs DIFFER"; status=1; fi
+  # Pipelines (issue 4): a DAG from a file and a chain with a stencil-only default schedule.
+  local dev
+  for dev in cuda cpu; do
+    "$bin/cbi-filter" "$photo" --device $dev --pipeline-file "$bundle/samples/pipelines/dog.json" -o "$out/dog-$dev.png" || status=1
+    "$bin/cbi-filter" "$photo" --device $dev --schedule smem:32x8 --pipeline "color:gray | gaussian:5 | sobel:mag@tile:32x8" \
+      -o "$out/edges-$dev.png" || status=1
+  done
+  "$bin/cbi-filter" "$photo" --device cuda --pipeline-file "$bundle/samples/pipelines/dog.json" --print-pipeline
+  local f
+  for f in dog dog.sharp edges; do  # the second output of dog.json is written as dog-DEV.sharp.png
+    if cmp -s "$out/${f%%.*}-cuda${f#"${f%%.*}"}.png" "$out/${f%%.*}-cpu${f#"${f%%.*}"}.png"; then
+      echo "cli: pipeline output $f: CUDA and CPU identical"
+    else echo "cli: pipeline output $f: CUDA and CPU DIFFER"; status=1; fi
+  done
 }
 
 # Issue 5 on the GPU host. The images are made here with Python's cv2 (the
