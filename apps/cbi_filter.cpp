@@ -51,7 +51,7 @@ struct Options {
     int threads = 0;
     std::uint64_t max_pixels = std::uint64_t{1} << 28;
     bool list_schedules = false;
-    std::string pipeline, pipeline_file;
+    std::string pipeline, pipeline_file, tuning_cache;
     bool print_pipeline = false;
     // One vector per filter flag; their order on the command line is
     // recovered from CLI11's parse order.
@@ -79,6 +79,7 @@ int fail(int code, const std::string& subject, const std::string& reason) {
 void list_schedules() {
     for (const auto& e : cbi::schedule_registry())
         std::cout << e.form << std::string(e.form.size() < 12 ? 12 - e.form.size() : 1, ' ') << e.description << "\n";
+    std::cout << "auto        the fastest candidate for the node, timed on its first run and kept in the tuning cache\n";
 }
 
 // The filter flags as a chain in command-line order; the nodes take the
@@ -137,7 +138,7 @@ cbi::Graph build_graph(const CLI::App& app, const Options& o) {
     }
     if (!file || app.count("--schedule") > 0) {
         try {
-            graph.set_default_schedule(cbi::parse_schedule(o.schedule));
+            graph.set_default_schedule(cbi::parse_schedule_choice(o.schedule));
         } catch (const std::invalid_argument& e) {
             throw UsageError{"--schedule", e.what()};
         }
@@ -240,11 +241,17 @@ void print_stats(const cbi::BatchSummary& s) {
     std::cout << out.str();
 }
 
-cbi::RunOptions resolve_run_options(const Options& o, const cbi::DeviceSpec& device_spec) {
+cbi::RunOptions resolve_run_options(const Options& o, const cbi::DeviceSpec& device_spec, const cbi::Graph& graph) {
     cbi::RunOptions run_options;
     run_options.device = cbi::resolve_device(device_spec);
     run_options.block = o.block;
     if (!run_options.device.notice.empty()) std::cerr << kProgram << ": notice: " << run_options.device.notice << "\n";
+    bool tuned = false;
+    for (cbi::NodeId id = 1; id < static_cast<cbi::NodeId>(graph.nodes().size()); ++id)
+        tuned = tuned || std::holds_alternative<cbi::AutoSchedule>(graph.schedule_of(id));
+    if (tuned)
+        run_options.tuning = std::make_shared<cbi::TuningCache>(
+            o.tuning_cache.empty() ? cbi::default_tuning_cache_path() : fs::path(o.tuning_cache));
     return run_options;
 }
 
@@ -280,7 +287,7 @@ int run_batch_mode(const Options& o, const cbi::Graph& graph, const cbi::DeviceS
     }
 
     // After the plan: its usage errors come before any notice.
-    const cbi::RunOptions run_options = resolve_run_options(o, device_spec);
+    const cbi::RunOptions run_options = resolve_run_options(o, device_spec, graph);
     cbi::BatchOptions batch;
     batch.jobs = o.jobs > 0 ? o.jobs : o.threads;
     batch.in_flight = o.in_flight;
@@ -307,7 +314,7 @@ int run_batch_mode(const Options& o, const cbi::Graph& graph, const cbi::DeviceS
 // --print-pipeline: the resolved graph, and with an input image its buffer
 // plan for that image's format (read from the file); nothing is run.
 int print_pipeline(const Options& o, const cbi::Graph& graph, const cbi::DeviceSpec& device_spec) {
-    cbi::GraphExecutor executor(graph, resolve_run_options(o, device_spec));
+    cbi::GraphExecutor executor(graph, resolve_run_options(o, device_spec, graph));
     if (!o.input.empty()) {
         const cv::Mat image = cbi::read_image(o.input, o.max_pixels);
         const cbi::ImageView in = cbi::view_of(image);
@@ -356,7 +363,7 @@ int run(const CLI::App& app, Options& o) {
     const fs::path output = o.output.empty() ? default_output(input) : fs::path(o.output);
     if (cbi::same_file(input, output))
         throw UsageError{"-o " + output.string(), "is the input file; cbi never overwrites its input"};
-    const cbi::RunOptions run_options = resolve_run_options(o, device_spec);
+    const cbi::RunOptions run_options = resolve_run_options(o, device_spec, graph);
 
     const cv::Mat image = cbi::read_image(input, o.max_pixels);
     cbi::GraphExecutor executor(graph, run_options);
@@ -399,7 +406,11 @@ int main(int argc, char** argv) {
     filter_flag("--sobel", o.sobel, "Sobel x|y|mag[:KSIZE], KSIZE 1/3/5/7 (default mag:3)");
     filter_flag("--color", o.color, "colour matrix gray|sepia|ycrcb or 9/12 numbers m00,m01,... on (R,G,B[,1])");
     app.add_option("--border", o.border, "reflect101 (default), reflect, replicate, constant[:V] or wrap");
-    app.add_option("--schedule", o.schedule, "thread schedule, e.g. naive, column:32, zigzag:32, tile:32x8 (--list-schedules)");
+    app.add_option("--schedule", o.schedule,
+                   "thread schedule, e.g. naive, column:32, tile:32x8, smem:32x8 (--list-schedules), or auto: "
+                   "the fastest, timed once per device/filter/size class and cached");
+    app.add_option("--tuning-cache", o.tuning_cache, "where auto keeps its choices (default $XDG_CACHE_HOME/cbi/tuning.json)")
+        ->type_name("PATH");
     app.add_option("--device", o.device, "auto (default), cpu, cuda or cuda:N");
     app.add_option("--block", o.block, "CUDA threads per block")->check(CLI::Range(1, 1024));
     app.add_option("--threads", o.threads, "CPU worker threads (default: all cores)")->check(CLI::Range(1, 4096));

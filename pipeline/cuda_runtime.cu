@@ -120,6 +120,29 @@ Stream::~Stream() {
 }
 void Stream::synchronize(const char* what) const { CBI_CUDA_CHECK(cudaStreamSynchronize(stream_), what); }
 
+EventTimer::EventTimer() {
+    CBI_CUDA_CHECK(cudaEventCreate(&start_), "cudaEventCreate");
+    CBI_CUDA_CHECK(cudaEventCreate(&stop_), "cudaEventCreate");
+}
+EventTimer::~EventTimer() {
+    if (start_) cudaEventDestroy(start_);
+    if (stop_) cudaEventDestroy(stop_);
+}
+void EventTimer::start(cudaStream_t stream) { CBI_CUDA_CHECK(cudaEventRecord(start_, stream), "cudaEventRecord"); }
+float EventTimer::stop_ms(cudaStream_t stream) {
+    CBI_CUDA_CHECK(cudaEventRecord(stop_, stream), "cudaEventRecord");
+    CBI_CUDA_CHECK(cudaEventSynchronize(stop_), "cudaEventSynchronize");
+    float ms = 0;
+    CBI_CUDA_CHECK(cudaEventElapsedTime(&ms, start_, stop_), "cudaEventElapsedTime");
+    return ms;
+}
+
+std::string cuda_device_name(int device) {
+    cudaDeviceProp prop{};
+    CBI_CUDA_CHECK(cudaGetDeviceProperties(&prop, device), "cudaGetDeviceProperties");
+    return prop.name;
+}
+
 DeviceImage::DeviceImage(int width, int height, int channels, Depth depth) {
     view = ImageView{nullptr, width, height, channels, depth, 0};
     view.stride = view.row_bytes();

@@ -69,6 +69,24 @@ private:
     cudaStream_t stream_ = nullptr;
 };
 
+// Times work enqueued on a stream between start() and stop_ms() with a pair
+// of CUDA events (used by schedule tuning).
+class EventTimer {
+public:
+    EventTimer();
+    EventTimer(const EventTimer&) = delete;
+    EventTimer& operator=(const EventTimer&) = delete;
+    ~EventTimer();
+    void start(cudaStream_t stream);
+    float stop_ms(cudaStream_t stream);  // waits for the work to finish
+
+private:
+    cudaEvent_t start_ = nullptr, stop_ = nullptr;
+};
+
+// The device's model name, e.g. "NVIDIA H100 80GB HBM3".
+std::string cuda_device_name(int device);
+
 // A device image: contiguous rows in a DeviceBuffer.
 struct DeviceImage {
     DeviceBuffer buffer;

@@ -1,6 +1,11 @@
 #include "pipeline/executor.hpp"
 
+#include <tbb/task_arena.h>
+
+#include <algorithm>
 #include <charconv>
+#include <chrono>
+#include <functional>
 #include <iomanip>
 #include <sstream>
 #include <stdexcept>
@@ -57,11 +62,38 @@ ResolvedDevice resolve_device(const DeviceSpec& spec) {
 #endif
 }
 
+namespace {
+
+// How a node's schedule was chosen.
+enum class Choice { fixed, cached, timed, pending };
+
+// The fastest candidate by the median of a few timed runs after a warm-up;
+// time_once runs the node once with a schedule and returns milliseconds.
+ScheduleSpec fastest(const std::vector<ScheduleSpec>& candidates, int runs,
+                     const std::function<double(const ScheduleSpec&)>& time_once) {
+    ScheduleSpec best = candidates.front();
+    double best_ms = 0;
+    std::vector<double> times(static_cast<std::size_t>(runs));
+    for (const ScheduleSpec& s : candidates) {
+        time_once(s);  // warm-up: first-launch costs, caches
+        for (double& t : times) t = time_once(s);
+        std::nth_element(times.begin(), times.begin() + runs / 2, times.end());
+        const double median = times[static_cast<std::size_t>(runs / 2)];
+        if (&s == &candidates.front() || median < best_ms) best = s, best_ms = median;
+    }
+    return best;
+}
+
+}  // namespace
+
 struct GraphExecutor::Plan {
     int width = 0, height = 0, channels = 0;
     Depth depth = Depth::u8;
     std::vector<NodeId> order;          // nodes that feed an output, inputs first
     std::vector<int> channels_of;       // per node
+    std::vector<ScheduleSpec> schedule;  // per node: the schedule it runs with
+    std::vector<Choice> choice;          // per node
+    std::vector<std::string> tuning_key; // per auto node
     std::vector<int> buffer_of;         // per node; -1: the graph input
     std::vector<int> buffer_channels;   // capacity of each buffer, in channels
 
@@ -84,8 +116,9 @@ struct GraphExecutor::CudaState {
 struct GraphExecutor::CudaState {};
 #endif
 
-GraphExecutor::GraphExecutor(Graph graph, RunOptions options) : graph_(std::move(graph)), options_(options) {
+GraphExecutor::GraphExecutor(Graph graph, RunOptions options) : graph_(std::move(graph)), options_(std::move(options)) {
     graph_.check_complete();
+    if (!options_.tuning) options_.tuning = std::make_shared<TuningCache>();
     if (options_.block < 1 || options_.block > 1024) throw std::invalid_argument("--block must be from 1 to 1024");
 #if !CBI_HAVE_CUDA
     if (options_.device.cuda) throw Error("--device cuda", "this build of cbi has no CUDA backend");
@@ -114,6 +147,32 @@ void GraphExecutor::plan(int width, int height, int channels, Depth depth) {
             for (NodeId in : nodes[id].inputs) needed[in] = true;
     for (NodeId id = 1; id < static_cast<NodeId>(nodes.size()); ++id)
         if (needed[id]) plan->order.push_back(id);
+
+    // Schedules: fixed ones as given; auto ones from the tuning cache, else
+    // timed on the first run.
+    plan->schedule.assign(nodes.size(), ScheduleSpec{});
+    plan->choice.assign(nodes.size(), Choice::fixed);
+    plan->tuning_key.assign(nodes.size(), "");
+    std::string device;
+    for (NodeId id : plan->order) {
+        const ScheduleChoice choice = graph_.schedule_of(id);
+        if (const auto* fixed = std::get_if<ScheduleSpec>(&choice)) {
+            plan->schedule[id] = *fixed;
+            continue;
+        }
+        if (device.empty()) device = device_name();
+        const bool stencil = std::holds_alternative<Filter>(nodes[id].op) &&
+                             !std::holds_alternative<ColorFilter>(std::get<Filter>(nodes[id].op));
+        plan->tuning_key[id] = tuning_key(device, nodes[id].op_string(), stencil ? to_string(graph_.border_of(id)) : "-",
+                                          depth, plan->channels_of[nodes[id].inputs[0]], width, height,
+                                          options_.device.cuda ? options_.block : 0);
+        if (const auto hit = options_.tuning->find(plan->tuning_key[id])) {
+            plan->schedule[id] = *hit;
+            plan->choice[id] = Choice::cached;
+        } else {
+            plan->choice[id] = Choice::pending;
+        }
+    }
 
     // Buffers by lifetime: a node's buffer is free again once every node
     // that reads it has run; outputs keep theirs. A node never writes the
@@ -184,6 +243,27 @@ void GraphExecutor::prepare(int width, int height, int channels, Depth depth) {
     prepared_ = true;
 }
 
+std::string GraphExecutor::device_name() const {
+#if CBI_HAVE_CUDA
+    if (options_.device.cuda) return cuda_device_name(options_.device.index);
+#endif
+    return "cpu, " + std::to_string(tbb::this_task_arena::max_concurrency()) + " threads";
+}
+
+void GraphExecutor::tune(NodeId id, const std::function<double(const ScheduleSpec&)>& time_once) {
+    Plan& plan = *plan_;
+    const std::string& key = plan.tuning_key[id];
+    std::lock_guard timing(options_.tuning->timing_mutex());
+    if (const auto hit = options_.tuning->find(key)) {  // another executor timed it meanwhile
+        plan.schedule[id] = *hit;
+        plan.choice[id] = Choice::cached;
+        return;
+    }
+    plan.schedule[id] = fastest(tuning_candidates(graph_.nodes()[id].op), options_.device.cuda ? 5 : 3, time_once);
+    plan.choice[id] = Choice::timed;
+    options_.tuning->store(key, plan.schedule[id]);
+}
+
 std::span<const ImageView> GraphExecutor::run(const ImageView& input) {
     check_supported(input, "input");
     if (!prepared_ || plan_->width != input.width || plan_->height != input.height || plan_->channels != input.channels ||
@@ -197,14 +277,23 @@ std::span<const ImageView> GraphExecutor::run(const ImageView& input) {
         const auto view_of_node = [&](NodeId id) {
             return id == Graph::input() ? input : plan.view(host_buffers_[plan.buffer_of[id]].view().data, id);
         };
-        for (NodeId id : plan.order) {
+        const auto run_node = [&](NodeId id, const ScheduleSpec& schedule) {
             const GraphNode& n = nodes[id];
             const ImageView dst = view_of_node(id);
             if (const auto* f = std::get_if<Filter>(&n.op))
-                run_node_cpu(Node{*f, graph_.border_of(id), graph_.schedule_of(id)}, view_of_node(n.inputs[0]), dst);
+                run_node_cpu(Node{*f, graph_.border_of(id), schedule}, view_of_node(n.inputs[0]), dst);
             else
-                run_blend_cpu(std::get<BlendFilter>(n.op), graph_.schedule_of(id), view_of_node(n.inputs[0]),
-                              view_of_node(n.inputs[1]), dst);
+                run_blend_cpu(std::get<BlendFilter>(n.op), schedule, view_of_node(n.inputs[0]), view_of_node(n.inputs[1]),
+                              dst);
+        };
+        for (NodeId id : plan.order) {
+            if (plan.choice[id] == Choice::pending)
+                tune(id, [&](const ScheduleSpec& s) {
+                    const auto t0 = std::chrono::steady_clock::now();
+                    run_node(id, s);
+                    return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+                });
+            run_node(id, plan.schedule[id]);
         }
         for (std::size_t i = 0; i < outs.size(); ++i) outputs_[i] = view_of_node(outs[i]);
         return outputs_;
@@ -219,15 +308,25 @@ std::span<const ImageView> GraphExecutor::run(const ImageView& input) {
     const ImageView staged = plan.view(cu.input_staging.data(), Graph::input());
     copy_pixels(input, staged);
     upload(staged, cu.input.view, stream);
-    for (NodeId id : plan.order) {
+    const auto run_node = [&](NodeId id, const ScheduleSpec& schedule) {
         const GraphNode& n = nodes[id];
         const ImageView dst = device_view(id);
         if (const auto* f = std::get_if<Filter>(&n.op))
-            run_node_cuda(Node{*f, graph_.border_of(id), graph_.schedule_of(id)}, device_view(n.inputs[0]), dst, stream,
-                          options_.block);
+            run_node_cuda(Node{*f, graph_.border_of(id), schedule}, device_view(n.inputs[0]), dst, stream, options_.block);
         else
-            run_blend_cuda(std::get<BlendFilter>(n.op), graph_.schedule_of(id), device_view(n.inputs[0]),
-                           device_view(n.inputs[1]), dst, stream, options_.block);
+            run_blend_cuda(std::get<BlendFilter>(n.op), schedule, device_view(n.inputs[0]), device_view(n.inputs[1]), dst,
+                           stream, options_.block);
+    };
+    for (NodeId id : plan.order) {
+        if (plan.choice[id] == Choice::pending) {
+            EventTimer timer;
+            tune(id, [&](const ScheduleSpec& s) {
+                timer.start(stream);
+                run_node(id, s);
+                return static_cast<double>(timer.stop_ms(stream));
+            });
+        }
+        run_node(id, plan.schedule[id]);
     }
     for (std::size_t i = 0; i < outs.size(); ++i) {
         outputs_[i] = plan.view(cu.output_staging[i].data(), outs[i]);
@@ -251,18 +350,28 @@ std::string GraphExecutor::describe() const {
     s << "pipeline on " << (options_.device.cuda ? "cuda:" + std::to_string(options_.device.index) : std::string("cpu"));
     if (plan_) s << ", input " << cbi::describe(ImageView{nullptr, plan_->width, plan_->height, plan_->channels, plan_->depth, 0});
     s << "\n";
-    std::size_t name_width = 5, op_width = 8;
-    for (const auto& n : nodes) {
-        name_width = std::max(name_width, n.name.size());
-        op_width = std::max(op_width, n.op_string().size());
+    const auto schedule_text = [&](NodeId id) {
+        std::string text = to_string(graph_.schedule_of(id));
+        if (plan_ && plan_->buffer_of[id] >= 0 && plan_->choice[id] != Choice::fixed) {
+            const Choice c = plan_->choice[id];
+            text = c == Choice::pending ? "auto (timed on the first run)"
+                                        : plan_->schedule[id].to_string() + (c == Choice::cached ? " (auto, cached)" : " (auto, timed)");
+        }
+        return text;
+    };
+    std::size_t name_width = 5, op_width = 8, schedule_width = 12;
+    for (NodeId id = 1; id < static_cast<NodeId>(nodes.size()); ++id) {
+        name_width = std::max(name_width, nodes[id].name.size());
+        op_width = std::max(op_width, nodes[id].op_string().size());
+        schedule_width = std::max(schedule_width, schedule_text(id).size());
     }
     for (NodeId id = 1; id < static_cast<NodeId>(nodes.size()); ++id) {
         const GraphNode& n = nodes[id];
         std::string inputs;
         for (NodeId in : n.inputs) inputs += (inputs.empty() ? "" : ", ") + nodes[in].name;
         s << "  " << std::left << std::setw(static_cast<int>(name_width)) << n.name << "  "
-          << std::setw(static_cast<int>(op_width)) << n.op_string() << "  @" << std::setw(12)
-          << graph_.schedule_of(id).to_string();
+          << std::setw(static_cast<int>(op_width)) << n.op_string() << "  @" << std::setw(static_cast<int>(schedule_width))
+          << schedule_text(id);
         if (std::holds_alternative<Filter>(n.op) && !std::holds_alternative<ColorFilter>(std::get<Filter>(n.op)))
             s << "  border " << std::setw(12) << to_string(graph_.border_of(id));
         else

@@ -1,6 +1,7 @@
 #pragma once
 // Device selection and the graph executor: runs a pipeline graph on the CPU
 // (TBB) or on a CUDA device.
+#include <functional>
 #include <memory>
 #include <span>
 #include <string>
@@ -10,6 +11,7 @@
 #include "pipeline/graph.hpp"
 #include "pipeline/image.hpp"
 #include "pipeline/processor.hpp"
+#include "pipeline/tuning.hpp"
 
 namespace cbi {
 
@@ -33,6 +35,9 @@ bool built_with_cuda();
 struct RunOptions {
     ResolvedDevice device;
     int block = 256;  // CUDA threads per block
+    // Where `auto` schedules are looked up and recorded; shared by the
+    // executors of a batch. Empty: each executor keeps its own, in memory.
+    std::shared_ptr<TuningCache> tuning;
 };
 
 // Executes a graph on the CPU or a CUDA device. Prepared per image format
@@ -77,6 +82,10 @@ public:
 private:
     struct Plan;
     struct CudaState;
+    std::string device_name() const;  // the device part of tuning keys
+    // Times the candidates of auto node `id` (or takes another executor's
+    // fresh choice from the cache) and records the winner.
+    void tune(NodeId id, const std::function<double(const ScheduleSpec&)>& time_once);
     Graph graph_;
     RunOptions options_;
     std::unique_ptr<Plan> plan_;

@@ -30,6 +30,20 @@ std::string_view trim(std::string_view s) {
 
 }  // namespace
 
+ScheduleChoice parse_schedule_choice(std::string_view text) {
+    if (text == "auto") return AutoSchedule{};
+    try {
+        return parse_schedule(text);
+    } catch (const std::invalid_argument& e) {
+        invalid(std::string(e.what()) + ", or auto");
+    }
+}
+
+std::string to_string(const ScheduleChoice& choice) {
+    if (const auto* s = std::get_if<ScheduleSpec>(&choice)) return s->to_string();
+    return "auto";
+}
+
 std::string GraphNode::op_string() const {
     if (const auto* f = std::get_if<Filter>(&op)) return to_string(*f);
     if (const auto* b = std::get_if<BlendFilter>(&op)) return to_string(*b);
@@ -51,9 +65,9 @@ NodeId Graph::add(GraphNode node) {
 }
 
 NodeId Graph::add_filter(std::string name, const Filter& filter, NodeId input, NodeOptions options) {
-    if (options.schedule) {
+    if (options.schedule && std::holds_alternative<ScheduleSpec>(*options.schedule)) {
         try {
-            check_schedule_supports(*options.schedule, filter);
+            check_schedule_supports(std::get<ScheduleSpec>(*options.schedule), filter);
         } catch (const std::invalid_argument& e) {
             invalid("node '" + name + "': " + e.what());
         }
@@ -62,9 +76,9 @@ NodeId Graph::add_filter(std::string name, const Filter& filter, NodeId input, N
 }
 
 NodeId Graph::add_blend(std::string name, const BlendFilter& blend, NodeId a, NodeId b, NodeOptions options) {
-    if (options.schedule) {
+    if (options.schedule && std::holds_alternative<ScheduleSpec>(*options.schedule)) {
         try {
-            check_schedule_supports(*options.schedule, blend);
+            check_schedule_supports(std::get<ScheduleSpec>(*options.schedule), blend);
         } catch (const std::invalid_argument& e) {
             invalid("node '" + name + "': " + e.what());
         }
@@ -72,12 +86,14 @@ NodeId Graph::add_blend(std::string name, const BlendFilter& blend, NodeId a, No
     return add(GraphNode{std::move(name), blend, {a, b}, options});
 }
 
-ScheduleSpec Graph::schedule_of(NodeId id) const {
+ScheduleChoice Graph::schedule_of(NodeId id) const {
     const GraphNode& n = nodes_[id];
     if (n.options.schedule) return *n.options.schedule;
+    const auto* fixed = std::get_if<ScheduleSpec>(&default_schedule_);
+    if (!fixed) return default_schedule_;
     const auto* filter = std::get_if<Filter>(&n.op);
     const bool pointwise = !filter || std::holds_alternative<ColorFilter>(*filter);
-    return pointwise && !schedule_entry(default_schedule_).pointwise ? ScheduleSpec{} : default_schedule_;
+    return pointwise && !schedule_entry(*fixed).pointwise ? ScheduleSpec{} : *fixed;
 }
 
 void Graph::add_output(NodeId node) {
@@ -99,11 +115,11 @@ void Graph::check_complete() const {
 
 bool operator==(const Graph& a, const Graph& b) {
     if (a.nodes_.size() != b.nodes_.size() || a.outputs_ != b.outputs_ ||
-        !(a.default_schedule_ == b.default_schedule_) || to_string(a.default_border_) != to_string(b.default_border_))
+        to_string(a.default_schedule_) != to_string(b.default_schedule_) || to_string(a.default_border_) != to_string(b.default_border_))
         return false;
     for (std::size_t i = 0; i < a.nodes_.size(); ++i) {
         const auto &x = a.nodes_[i], &y = b.nodes_[i];
-        const auto sched = [](const NodeOptions& o) { return o.schedule ? o.schedule->to_string() : ""; };
+        const auto sched = [](const NodeOptions& o) { return o.schedule ? to_string(*o.schedule) : ""; };
         const auto border = [](const NodeOptions& o) { return o.border ? to_string(*o.border) : ""; };
         if (x.name != y.name || x.op_string() != y.op_string() || x.inputs != y.inputs ||
             sched(x.options) != sched(y.options) || border(x.options) != border(y.options))
@@ -122,7 +138,7 @@ Graph chain_graph(std::span<const Node> nodes) {
     return g;
 }
 
-Graph parse_pipeline(std::string_view text, const ScheduleSpec& default_schedule, const Border& default_border) {
+Graph parse_pipeline(std::string_view text, const ScheduleChoice& default_schedule, const Border& default_border) {
     Graph g;
     g.set_default_schedule(default_schedule);
     g.set_default_border(default_border);
@@ -141,7 +157,7 @@ Graph parse_pipeline(std::string_view text, const ScheduleSpec& default_schedule
         try {
             const auto at = token.find('@');
             NodeOptions options;
-            if (at != std::string_view::npos) options.schedule = parse_schedule(token.substr(at + 1));
+            if (at != std::string_view::npos) options.schedule = parse_schedule_choice(token.substr(at + 1));
             const Filter filter = parse_filter(token.substr(0, at));
             last = g.add_filter("n" + std::to_string(stage), filter, last, options);
         } catch (const std::invalid_argument& e) {
@@ -172,7 +188,7 @@ Graph graph_from_json(std::string_view json_text) {
             invalid("unknown field \"" + key + "\" (nodes, outputs, schedule, border)");
     Graph g;
     try {
-        if (auto s = text_field(doc, "schedule", "")) g.set_default_schedule(parse_schedule(*s));
+        if (auto s = text_field(doc, "schedule", "")) g.set_default_schedule(parse_schedule_choice(*s));
         if (auto b = text_field(doc, "border", "")) g.set_default_border(parse_border(*b));
     } catch (const std::invalid_argument& e) {
         invalid(std::string("pipeline defaults: ") + e.what());
@@ -219,7 +235,7 @@ Graph graph_from_json(std::string_view json_text) {
             if (p.inputs.size() != want)
                 invalid(std::string(filter ? "a filter takes 1 input" : "a blend takes 2 inputs") + ", got " +
                         std::to_string(p.inputs.size()));
-            if (auto s = text_field(n, "schedule", where)) p.options.schedule = parse_schedule(*s);
+            if (auto s = text_field(n, "schedule", where)) p.options.schedule = parse_schedule_choice(*s);
             if (auto b = text_field(n, "border", where)) p.options.border = parse_border(*b);
         } catch (const std::invalid_argument& e) {
             if (std::string(e.what()).starts_with(where)) throw;
@@ -281,7 +297,7 @@ Graph load_pipeline_file(const std::filesystem::path& path) {
 
 std::string graph_to_json(const Graph& g) {
     nlohmann::ordered_json doc;
-    doc["schedule"] = g.default_schedule().to_string();
+    doc["schedule"] = to_string(g.default_schedule());
     doc["border"] = to_string(g.default_border());
     doc["nodes"] = nlohmann::ordered_json::array();
     for (const auto& n : g.nodes()) {
@@ -295,7 +311,7 @@ std::string graph_to_json(const Graph& g) {
             node["blend"] = n.op_string();
             node["inputs"] = {g.nodes()[n.inputs[0]].name, g.nodes()[n.inputs[1]].name};
         }
-        if (n.options.schedule) node["schedule"] = n.options.schedule->to_string();
+        if (n.options.schedule) node["schedule"] = to_string(*n.options.schedule);
         if (n.options.border) node["border"] = to_string(*n.options.border);
         doc["nodes"].push_back(node);
     }

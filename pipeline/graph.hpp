@@ -27,9 +27,19 @@ namespace cbi {
 
 using NodeId = int;
 
+// "auto": the executor times the candidate schedules on the node's first
+// run and keeps the fastest (pipeline/tuning.hpp).
+struct AutoSchedule {
+    friend bool operator==(AutoSchedule, AutoSchedule) = default;
+};
+using ScheduleChoice = std::variant<ScheduleSpec, AutoSchedule>;
+// "auto" or a registered schedule; throws std::invalid_argument.
+ScheduleChoice parse_schedule_choice(std::string_view text);
+std::string to_string(const ScheduleChoice& choice);
+
 struct NodeOptions {
-    std::optional<ScheduleSpec> schedule;  // empty: the graph's default
-    std::optional<Border> border;          // empty: the graph's default
+    std::optional<ScheduleChoice> schedule;  // empty: the graph's default
+    std::optional<Border> border;            // empty: the graph's default
 };
 
 struct GraphNode {
@@ -51,9 +61,9 @@ public:
     NodeId add_blend(std::string name, const BlendFilter& blend, NodeId a, NodeId b, NodeOptions options = {});
     void add_output(NodeId node);
 
-    void set_default_schedule(const ScheduleSpec& s) { default_schedule_ = s; }
+    void set_default_schedule(const ScheduleChoice& s) { default_schedule_ = s; }
     void set_default_border(const Border& b) { default_border_ = b; }
-    const ScheduleSpec& default_schedule() const { return default_schedule_; }
+    const ScheduleChoice& default_schedule() const { return default_schedule_; }
     const Border& default_border() const { return default_border_; }
 
     static constexpr NodeId input() { return 0; }
@@ -64,7 +74,7 @@ public:
 
     // The node's own schedule, else the default; a default that the node
     // cannot run (smem:WxH for a colour matrix) leaves that node on naive.
-    ScheduleSpec schedule_of(NodeId id) const;
+    ScheduleChoice schedule_of(NodeId id) const;
     Border border_of(NodeId id) const { return nodes_[id].options.border.value_or(default_border_); }
 
     // Throws std::invalid_argument naming the graph when it has no output.
@@ -77,16 +87,18 @@ private:
 
     std::vector<GraphNode> nodes_;
     std::vector<NodeId> outputs_;
-    ScheduleSpec default_schedule_;
+    ScheduleChoice default_schedule_;
     Border default_border_;
 };
 
 // A chain of single-input filters, each output feeding the next.
 Graph chain_graph(std::span<const Node> nodes);
 
-// The chain language: stages separated by '|', each FILTER[@SCHEDULE].
+// The chain language: stages separated by '|', each FILTER[@SCHEDULE]
+// (SCHEDULE may be "auto").
 // Throws std::invalid_argument pointing at the offending stage and column.
-Graph parse_pipeline(std::string_view text, const ScheduleSpec& default_schedule = {}, const Border& default_border = {});
+Graph parse_pipeline(std::string_view text, const ScheduleChoice& default_schedule = ScheduleSpec{},
+                     const Border& default_border = {});
 
 // JSON form (see above). Errors name the node or field; std::invalid_argument
 // for malformed content, cbi::Error for unreadable files.

@@ -104,8 +104,8 @@ TEST(Graph, GrayGaussianSobelChainFromTheLanguageEqualsTheJsonForm) {
 
 TEST(Graph, PerNodeScheduleOverridesTheDefault) {
     const Graph g = parse_pipeline("blur:3 | gaussian:5@tile:32x8", parse_schedule("column:16"));
-    EXPECT_EQ(g.schedule_of(1).to_string(), "column:16");
-    EXPECT_EQ(g.schedule_of(2).to_string(), "tile:32x8");
+    EXPECT_EQ(to_string(g.schedule_of(1)), "column:16");
+    EXPECT_EQ(to_string(g.schedule_of(2)), "tile:32x8");
 }
 
 void expect_invalid(const std::function<void()>& f, const std::string& needle) {
@@ -134,8 +134,8 @@ TEST(Graph, StencilOnlySchedulesAreRefusedForPointwiseNodes) {
     }, "node 'mix': schedule smem:8x8 runs stencil filters only");
     // A default schedule applies where it can: the colour node falls back to naive.
     const Graph g = parse_pipeline("color:gray | gaussian:5", parse_schedule("smem:32x8"));
-    EXPECT_EQ(g.schedule_of(1).to_string(), "naive");
-    EXPECT_EQ(g.schedule_of(2).to_string(), "smem:32x8");
+    EXPECT_EQ(to_string(g.schedule_of(1)), "naive");
+    EXPECT_EQ(to_string(g.schedule_of(2)), "smem:32x8");
 }
 
 TEST(Graph, JsonErrorsNameTheNode) {

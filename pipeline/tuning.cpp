@@ -1,0 +1,135 @@
+#include "pipeline/tuning.hpp"
+
+#include <nlohmann/json.hpp>
+#include <unistd.h>
+
+#include <bit>
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+
+#include "pipeline/error.hpp"
+
+namespace cbi {
+namespace fs = std::filesystem;
+namespace {
+
+// Useful parameterisations per family; the registry decides which exist.
+constexpr const char* kCandidates[] = {
+    "naive",      "column:32",  "column:64", "zigzag:32", "tile:32x8",  "tile:64x4",
+    "smem:32x8",  "smem:64x8",  "smem:32x16", "smem:64x16", "smem:128x8", "smem:32x32",
+    "sep:32x8",   "sep:64x8",   "sep:32x16",  "sep:64x16",  "sep:128x8",  "sep:32x32",
+};
+
+std::map<std::string, std::string> read_entries(const fs::path& file) {
+    std::ifstream in(file, std::ios::binary);
+    if (!in) throw Error(file.string(), "cannot read the tuning cache");
+    std::ostringstream text;
+    text << in.rdbuf();
+    std::map<std::string, std::string> entries;
+    try {
+        const auto doc = nlohmann::json::parse(text.str());
+        if (!doc.is_object() || doc.value("version", 0) != 1 || !doc.contains("entries") || !doc["entries"].is_object())
+            throw Error(file.string(), "not a cbi tuning cache (expected {\"version\": 1, \"entries\": {...}})");
+        for (const auto& [key, value] : doc["entries"].items()) {
+            if (!value.is_string()) throw Error(file.string(), "tuning cache entry '" + key + "' is not a schedule string");
+            const std::string schedule = value.get<std::string>();
+            try {
+                parse_schedule(schedule);
+            } catch (const std::invalid_argument&) {
+                continue;  // written by a cbi with other schedules: time it again
+            }
+            entries[key] = schedule;
+        }
+    } catch (const nlohmann::json::exception& e) {
+        throw Error(file.string(), std::string("the tuning cache is not valid JSON: ") + e.what());
+    }
+    return entries;
+}
+
+}  // namespace
+
+std::string tuning_key(const std::string& device, const std::string& op, const std::string& border, Depth depth,
+                       int channels, int width, int height, int block) {
+    const auto size_class = [](int n) { return std::bit_ceil(static_cast<unsigned>(n)); };
+    std::ostringstream key;
+    key << device << "|" << op << "|" << border << "|" << depth_name(depth) << "x" << channels << "|"
+        << size_class(width) << "x" << size_class(height) << "|block " << block;
+    return key.str();
+}
+
+std::vector<ScheduleSpec> tuning_candidates(const std::variant<std::monostate, Filter, BlendFilter>& op) {
+    std::vector<ScheduleSpec> out;
+    for (const char* text : kCandidates) {
+        ScheduleSpec s;
+        try {
+            s = parse_schedule(text);
+            if (const auto* f = std::get_if<Filter>(&op)) check_schedule_supports(s, *f);
+            if (const auto* b = std::get_if<BlendFilter>(&op)) check_schedule_supports(s, *b);
+        } catch (const std::invalid_argument&) {
+            continue;
+        }
+        out.push_back(s);
+    }
+    return out;
+}
+
+fs::path default_tuning_cache_path() {
+    if (const char* xdg = std::getenv("XDG_CACHE_HOME"); xdg && *xdg) return fs::path(xdg) / "cbi" / "tuning.json";
+    if (const char* home = std::getenv("HOME"); home && *home) return fs::path(home) / ".cache" / "cbi" / "tuning.json";
+    return fs::temp_directory_path() / "cbi-tuning.json";
+}
+
+TuningCache::TuningCache(fs::path file) : file_(std::move(file)) {
+    std::error_code ec;
+    if (fs::exists(file_, ec)) entries_ = read_entries(file_);
+}
+
+std::optional<ScheduleSpec> TuningCache::find(const std::string& key) const {
+    std::lock_guard lock(mutex_);
+    const auto it = entries_.find(key);
+    if (it == entries_.end()) return std::nullopt;
+    return parse_schedule(it->second);
+}
+
+std::size_t TuningCache::size() const {
+    std::lock_guard lock(mutex_);
+    return entries_.size();
+}
+
+void TuningCache::store(const std::string& key, const ScheduleSpec& schedule) {
+    std::lock_guard lock(mutex_);
+    entries_[key] = schedule.to_string();
+    if (file_.empty()) return;
+    // Keep what other processes stored meanwhile; ours win on the same key.
+    std::error_code ec;
+    if (fs::exists(file_, ec)) {
+        try {
+            for (auto& [k, v] : read_entries(file_)) entries_.try_emplace(k, v);
+        } catch (const Error&) {
+            // a damaged file is replaced by ours
+        }
+    }
+    nlohmann::ordered_json doc;
+    doc["version"] = 1;
+    doc["entries"] = nlohmann::ordered_json::object();
+    for (const auto& [k, v] : entries_) doc["entries"][k] = v;
+    if (!file_.parent_path().empty()) fs::create_directories(file_.parent_path(), ec);
+    const fs::path tmp = file_.string() + ".tmp-" + std::to_string(::getpid());
+    {
+        std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+        out << doc.dump(2) << "\n";
+        out.close();
+        if (!out) {
+            fs::remove(tmp, ec);
+            throw Error(file_.string(), "cannot write the tuning cache");
+        }
+    }
+    fs::rename(tmp, file_, ec);
+    if (ec) {
+        fs::remove(tmp, ec);
+        throw Error(file_.string(), "cannot replace the tuning cache: " + ec.message());
+    }
+}
+
+}  // namespace cbi
