@@ -17,6 +17,7 @@
 #include "pipeline/image_io.hpp"
 #include "pipeline/opencv.hpp"
 #include "reference.hpp"
+#include "schedules/registry.hpp"
 
 namespace fs = std::filesystem;
 using cbi::test::run_cli;
@@ -75,6 +76,23 @@ TEST(Cli, ChainTextJsonFileAndFlagsGiveIdenticalOutputsEqualToOpenCV) {
               << cv::norm(cbi_smooth, cv_smooth, cv::NORM_INF) << " (" << cv::countNonZero(cbi_smooth != cv_smooth)
               << " px), edges max diff " << cv::norm(a, mag, cv::NORM_INF) << " (" << cv::countNonZero(a != mag) << " of "
               << a.total() << " px)\n";
+}
+
+// Issue 2's acceptance check: the photo blurred through the CLI equals
+// cv::blur (within 1) for every registered schedule.
+TEST(Cli, Blur9OnAPhotoEqualsOpenCVForEveryRegisteredSchedule) {
+    TempDir dir;
+    const cv::Mat photo = cbi::read_image(kPhoto);
+    cv::Mat want;
+    cv::blur(photo, want, {9, 9}, {-1, -1}, cv::BORDER_REFLECT_101);
+    for (const cbi::ScheduleSpec& s : cbi::example_schedules()) {
+        SCOPED_TRACE(s.to_string());
+        const fs::path out = dir / "out.png";
+        const auto r = run_cli({kPhoto, "--device", "cpu", "--blur", "9", "--schedule", s.to_string(), "-o", out.string()},
+                               dir.path());
+        ASSERT_EQ(r.code, 0) << r.err;
+        EXPECT_LE(cv::norm(decoded(out), want, cv::NORM_INF), 1.0);
+    }
 }
 
 TEST(Cli, PrintPipelineShowsNodesSchedulesAndBufferReuseWithoutRunning) {
