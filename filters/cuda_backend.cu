@@ -104,8 +104,11 @@ void launch_smem(const SmemTileSchedule& tile, const Op& op, cudaStream_t stream
 // ------------------------------------------------------------------ sep:WxH
 // Issue 7. A block computes a tile_w x tile_h output tile in three steps:
 //  1. stage the tile plus a halo of border-resolved input samples in shared
-//     memory, one warp per row, lanes along the row (coalesced; interior
-//     tiles skip the border rule);
+//     memory: a flat loop with 8 loads in flight per thread before the first
+//     store (a tile is latency-bound otherwise: one DRAM round trip per row
+//     made 8u:3 gaussian:9 10x the floor); interior tiles load aligned 4-byte
+//     words with consecutive threads on consecutive words (coalesced), others
+//     go sample by sample through the border rule;
 //  2. row pass: each thread takes a run of kSepRun consecutive outputs of one
 //     channel in one staged row and computes each pass's row sums from a
 //     register window (R + k - 1 shared-memory reads for R outputs, not R*k);
@@ -207,31 +210,70 @@ __global__ void sep_stencil(const __grid_constant__ Op op, const SepLayout L) {
             }
     }
     const int x0 = blockIdx.x * L.tile_w;
-    const int warp = tid >> 5, lane = tid & 31;
-    const int nwarps = (nthreads + 31) >> 5;
-    const int wsize = min(32, nthreads - warp * 32);  // lanes in this warp (the last may be partial)
-    const bool inside_x = x0 - L.halo >= 0 && x0 + L.tw + L.halo <= width;
+    // Interior tiles (in x) load whole aligned 4-byte words of each staged row:
+    // fewer, wider loads, all of a thread's loads in flight before its first
+    // store. A staged row then starts `lead` samples into its shared-memory row.
+    const std::size_t sz = sizeof(T);
+    const long long a_off = static_cast<long long>(x0 - L.halo) * C * sz;  // bytes into the image row
+    const long long e_off = static_cast<long long>(x0 + L.tw + L.halo) * C * sz;
+    const bool words = a_off >= 0 && ((e_off + 3) & ~3ll) <= static_cast<long long>(width) * C * sz &&
+                       (op.src.view.stride & 3) == 0 && (reinterpret_cast<std::uintptr_t>(op.src.view.data) & 3) == 0;
+    const int lead = words ? static_cast<int>((a_off & 3) / sz) : 0;
+    const int row_words = words ? static_cast<int>(((a_off & 3) + L.row_samples * sz + 3) / 4) : 0;
+    const unsigned word_magic = row_words > 1 ? 0xffffffffu / row_words + 1 : 0;  // idx / row_words = umulhi(idx, magic)
+    std::uint32_t const_word = 0;  // a row of a constant border, as words
+    for (int b = 0; b < 4 / static_cast<int>(sz); ++b)
+        memcpy(reinterpret_cast<unsigned char*>(&const_word) + b * sz, &op.src.constant, sz);
+    const unsigned sample_magic = L.row_samples > 1 ? 0xffffffffu / L.row_samples + 1 : 0;
     for (int by = blockIdx.y; by < L.tiles_y; by += gridDim.y) {
         const int y0 = by * L.tile_h;
-        // 1. Stage.
-        for (int r = warp; r < L.rows; r += nwarps) {
-            const T* src_row = op.src.row(y0 - L.halo + r);
-            T* dst_row = stage + r * L.stage_stride;
-            if (inside_x && src_row != nullptr) {
-                const T* s0 = src_row + (x0 - L.halo) * C;
-                for (int s = lane; s < L.row_samples; s += 4 * wsize) {
-                    T v[4];
+        // 1. Stage: a flat loop over the tile's words (or samples), kU loads per
+        // thread issued before any is stored.
+        constexpr int kU = 8;
+        if (words) {
+            std::uint32_t* const stage_words = reinterpret_cast<std::uint32_t*>(stage);
+            const int stride_words = static_cast<int>(L.stage_stride * sz / 4);
+            const int total = L.rows * row_words;
+            const long long first_word = (a_off & ~3ll) / 4;
+            for (int base = tid; base < total; base += kU * nthreads) {
+                std::uint32_t v[kU];
+                int at[kU];
 #pragma unroll
-                    for (int u = 0; u < 4; ++u) v[u] = s + u * wsize < L.row_samples ? __ldg(s0 + s + u * wsize) : T(0);
+                for (int u = 0; u < kU; ++u) {
+                    const int idx = base + u * nthreads;
+                    at[u] = -1;
+                    if (idx < total) {
+                        const int r = row_words > 1 ? static_cast<int>(__umulhi(static_cast<unsigned>(idx), word_magic)) : idx;
+                        const int w = idx - r * row_words;
+                        const T* row = op.src.row(y0 - L.halo + r);
+                        v[u] = row == nullptr ? const_word : __ldg(reinterpret_cast<const std::uint32_t*>(row) + first_word + w);
+                        at[u] = r * stride_words + w;
+                    }
+                }
 #pragma unroll
-                    for (int u = 0; u < 4; ++u)
-                        if (s + u * wsize < L.row_samples) dst_row[s + u * wsize] = v[u];
+                for (int u = 0; u < kU; ++u)
+                    if (at[u] >= 0) stage_words[at[u]] = v[u];
+            }
+        } else {
+            const int total = L.rows * L.row_samples;
+            for (int base = tid; base < total; base += kU * nthreads) {
+                T v[kU];
+                int at[kU];
+#pragma unroll
+                for (int u = 0; u < kU; ++u) {
+                    const int idx = base + u * nthreads;
+                    at[u] = -1;
+                    if (idx < total) {
+                        const int r = L.row_samples > 1 ? static_cast<int>(__umulhi(static_cast<unsigned>(idx), sample_magic)) : idx;
+                        const int s = idx - r * L.row_samples;
+                        const int px = div_channels(s, C);
+                        v[u] = op.src.at(op.src.row(y0 - L.halo + r), x0 - L.halo + px, s - px * C);
+                        at[u] = r * L.stage_stride + s;
+                    }
                 }
-            } else {
-                for (int s = lane; s < L.row_samples; s += wsize) {
-                    const int px = div_channels(s, C);
-                    dst_row[s] = op.src.at(src_row, x0 - L.halo + px, s - px * C);
-                }
+#pragma unroll
+                for (int u = 0; u < kU; ++u)
+                    if (at[u] >= 0) stage[at[u]] = v[u];
             }
         }
         __syncthreads();
@@ -247,7 +289,7 @@ __global__ void sep_stencil(const __grid_constant__ Op op, const SepLayout L) {
             for (int u = tid; u < units_x; u += nthreads) {
                 const int j = u / L.rows, r = u - j * L.rows;
                 const int run = div_channels(j, C), c = j - run * C;
-                const T* line = stage + r * L.stage_stride + (run * R + off) * C + c;
+                const T* line = stage + r * L.stage_stride + lead + (run * R + off) * C + c;
                 auto load = [&](int i) { return static_cast<Acc>(line[i * C]); };
                 Acc acc[R];
                 if constexpr (unit) run_running_sums<R>(acc, kw, load);
@@ -293,7 +335,7 @@ __global__ void sep_stencil(const __grid_constant__ Op op, const SepLayout L) {
                     if (!isfinite(v[0])) {  // the per-pixel path's direct sum, from the stage
                         const int kw = op.kw(0), kh = op.kh(0);
                         v[0] = weighted_sum<Acc>(static_cast<const W*>(nullptr), kh, [&](int j) {
-                            const T* line = stage + (ty + L.halo - kh / 2 + j) * L.stage_stride +
+                            const T* line = stage + (ty + L.halo - kh / 2 + j) * L.stage_stride + lead +
                                             (tx + L.halo - kw / 2) * C + c;
                             return weighted_sum<Acc>(static_cast<const W*>(nullptr), kw,
                                                      [&](int i) { return static_cast<Acc>(line[i * C]); });
@@ -325,7 +367,7 @@ SepLayout sep_layout(const SepTileSchedule& tile, const Op& op) {
     L.halo = halo;
     L.rows = L.th + 2 * halo;
     L.row_samples = (L.tw + 2 * halo) * channels;
-    std::size_t words = (static_cast<std::size_t>(L.row_samples) * sizeof(T) + 3) / 4;
+    std::size_t words = (static_cast<std::size_t>(L.row_samples) * sizeof(T) + 3 + 3) / 4;  // + the lead of word loads
     if (words % 2 == 0) ++words;
     L.stage_stride = static_cast<int>(words * 4 / sizeof(T));
     L.sum_stride = (L.tw * channels) | 1;

@@ -206,21 +206,22 @@ int main(int argc, char** argv) {
             bool abs_values = false;
         };
         std::vector<Variant> variants;
-        if (c.filter == "blur:9") {
-            const NppiSize mask{9, 9};
-            const NppiPoint anchor{4, 4};
+        if (c.filter.rfind("blur:", 0) == 0) {  // blur:K, any odd K (issue 7 adds blur:31)
+            const int k = std::stoi(c.filter.substr(5));
+            const NppiSize mask{k, k};
+            const NppiPoint anchor{k / 2, k / 2};
             if (kind == "32f_c1")
-                variants.push_back({"npp", [&](const void* s) {
+                variants.push_back({"npp", [&, mask, anchor](const void* s) {
                     npp_ok(nppiFilterBoxBorder_32f_C1R_Ctx(static_cast<const Npp32f*>(s), in_step, size, origin,
                         static_cast<Npp32f*>(out), out_step, size, mask, anchor, NPP_BORDER_REPLICATE, ctx), "box 32f C1");
                 }});
             else if (kind == "32f_c3")
-                variants.push_back({"npp", [&](const void* s) {
+                variants.push_back({"npp", [&, mask, anchor](const void* s) {
                     npp_ok(nppiFilterBoxBorder_32f_C3R_Ctx(static_cast<const Npp32f*>(s), in_step, size, origin,
                         static_cast<Npp32f*>(out), out_step, size, mask, anchor, NPP_BORDER_REPLICATE, ctx), "box 32f C3");
                 }});
             else if (kind == "8u_c3")
-                variants.push_back({"npp", [&](const void* s) {
+                variants.push_back({"npp", [&, mask, anchor](const void* s) {
                     npp_ok(nppiFilterBoxBorder_8u_C3R_Ctx(static_cast<const Npp8u*>(s), in_step, size, origin,
                         static_cast<Npp8u*>(out), out_step, size, mask, anchor, NPP_BORDER_REPLICATE, ctx), "box 8u C3");
                 }});
