@@ -344,6 +344,11 @@ Image GraphExecutor::process(const ImageView& input) {
     return copy;
 }
 
+ScheduleSpec GraphExecutor::schedule_of(NodeId id) const {
+    if (!plan_) throw std::logic_error("GraphExecutor::schedule_of before prepare");
+    return plan_->schedule.at(static_cast<std::size_t>(id));
+}
+
 std::string GraphExecutor::describe() const {
     std::ostringstream s;
     const auto& nodes = graph_.nodes();

@@ -71,6 +71,10 @@ public:
     // Processor: a copy of the first output.
     Image process(const ImageView& input) override;
 
+    // The schedule node `id` runs with for the prepared format: an auto
+    // node's choice once it is cached or timed (before that: naive).
+    ScheduleSpec schedule_of(NodeId id) const;
+
     // The resolved graph: nodes, schedules, borders, buffers and reuse.
     std::string describe() const;
 

@@ -2,6 +2,8 @@
 // that time once and then reuse the cached choice.
 #include <gtest/gtest.h>
 
+#include <tbb/task_arena.h>
+
 #include <fstream>
 #include <iostream>
 
@@ -75,6 +77,12 @@ TEST(Tuning, AutoTimesOnceGivesTheSameResultAndLaterExecutorsUseTheCache) {
     EXPECT_EQ(cv::norm(first_output(first, src), want, cv::NORM_INF), 0.0);  // integers: every schedule is exact
     EXPECT_NE(first.describe().find("(auto, timed)"), std::string::npos) << first.describe();
     EXPECT_EQ(options.tuning->size(), 3u);
+    for (NodeId id = 1; id <= 3; ++id)
+        EXPECT_EQ(options.tuning->find(tuning_key("cpu, " + std::to_string(tbb::this_task_arena::max_concurrency()) +
+                                                      " threads",
+                                                  tuned.nodes()[id].op_string(),
+                                                  id == 2 ? "-" : "reflect101", Depth::u8, id == 3 ? 1 : 3, 301, 77, 0)),
+                  first.schedule_of(id));
 
     // A new cache on the same file: the choices come from the file.
     RunOptions again;
