@@ -3,10 +3,20 @@
 #include <tbb/blocked_range.h>
 #include <tbb/parallel_for.h>
 
+#include <type_traits>
+
+#include "filters/cpu_separable.hpp"
 #include "filters/dispatch.hpp"
 
 namespace cbi {
 namespace {
+
+// The stencil-only tile schedules (smem:WxH, sep:WxH) run the separable
+// stencils tile by tile through row-sum buffers (cpu_separable.hpp); every
+// other schedule and op is evaluated per pixel in the schedule's order.
+template <class Schedule>
+constexpr bool is_stencil_tile_schedule =
+    std::is_same_v<Schedule, SmemTileSchedule> || std::is_same_v<Schedule, SepTileSchedule>;
 
 // Walks the schedule's index range with TBB. Each task takes a contiguous
 // run of schedule indices, so a column schedule keeps a task inside one
@@ -16,14 +26,18 @@ struct CpuLaunch {
 
     template <class Schedule, class Op>
     void operator()(Schedule schedule, const Op& op) const {
-        constexpr std::uint32_t grain = 4096;
-        const auto n = static_cast<std::uint32_t>(width) * static_cast<std::uint32_t>(height);
-        tbb::parallel_for(tbb::blocked_range<std::uint32_t>(0, n, grain), [&](const auto& range) {
-            for (std::uint32_t i = range.begin(); i != range.end(); ++i) {
-                const Pixel p = schedule.map(i, width, height);
-                op(p.x, p.y);
-            }
-        });
+        if constexpr (is_stencil_tile_schedule<Schedule> && cpu::SeparableStencilOp<Op>) {
+            cpu::run_separable_tiles(schedule, op, width, height);
+        } else {
+            constexpr std::uint32_t grain = 4096;
+            const auto n = static_cast<std::uint32_t>(width) * static_cast<std::uint32_t>(height);
+            tbb::parallel_for(tbb::blocked_range<std::uint32_t>(0, n, grain), [&](const auto& range) {
+                for (std::uint32_t i = range.begin(); i != range.end(); ++i) {
+                    const Pixel p = schedule.map(i, width, height);
+                    op(p.x, p.y);
+                }
+            });
+        }
     }
 };
 

@@ -1,0 +1,215 @@
+#pragma once
+// The CPU backend's tiled path for the separable stencils (BoxOp, GaussianOp,
+// SobelOp) under the stencil-only tile schedules smem:WxH and sep:WxH.
+//
+// Each TBB task takes a run of tiles in tile:WxH order (row-major tile
+// order, edge tiles clipped, exactly the tiles TileSchedule::map walks).
+// For one tile and each pass it
+//   1. copies every source row of the tile plus its halo (kh - 1 rows,
+//      kw - 1 columns) into a padded row of Acc values, the border resolved
+//      once per row and once per halo column (the interior is one contiguous
+//      conversion, no border_index calls),
+//   2. forms the row sums across x into a task-local buffer,
+//   3. forms the weighted column sums down y and calls the op's finish().
+// Steps 2 and 3 add the taps through weighted_step in the same index order
+// as SeparableStencil::operator() (a sum starts at 0, taps i = 0..k-1), so
+// every output is bit-identical to the per-pixel path; the loops run over
+// the interleaved samples x*C + c of a row, contiguous, so the compiler
+// vectorises them.
+//
+// Integer box sums (kUnitWeights, integral Acc) slide running sums instead:
+// integer addition is exact and associative, so sum + new - old equals the
+// direct sum bit for bit, and the cost no longer grows with k. Float box
+// sums (double Acc) are not exact in general, so they take the direct sums.
+#include <algorithm>
+#include <cstddef>
+#include <memory>
+#include <type_traits>
+
+#include <tbb/blocked_range.h>
+#include <tbb/parallel_for.h>
+
+#include "filters/ops.hpp"
+#include "schedules/schedule.hpp"
+
+namespace cbi::cpu {
+
+// The ops the tiled path runs: SeparableStencil's interface.
+template <class Op>
+concept SeparableStencilOp = requires(const Op& op, const typename Op::Acc* sums) {
+    typename Op::Acc;
+    typename Op::W;
+    typename Op::Sample;
+    op.passes();
+    op.kw(0);
+    op.kh(0);
+    op.wx(0);
+    op.wy(0);
+    op.finish(sums);
+    op.src;
+    op.dst;
+};
+
+template <class Op>
+constexpr bool slides_running_sums() {
+    if constexpr (requires { Op::kUnitWeights; })
+        return Op::kUnitWeights && std::is_integral_v<typename Op::Acc>;
+    else
+        return false;
+}
+
+// acc[i] = sum over taps t < k of w[t] * in[i + t * tap_stride], i < n, each
+// sum formed as weighted_sum does (start at 0, taps in order). A null w
+// means unit weights. The loop over i is contiguous: it vectorises.
+template <class Acc, class W>
+void weighted_taps(Acc* __restrict acc, const Acc* __restrict in, std::ptrdiff_t tap_stride, const W* w, int k,
+                   int n) {
+    for (int i = 0; i < n; ++i) acc[i] = Acc(0);
+    for (int t = 0; t < k; ++t) {
+        const Acc* __restrict tap = in + t * tap_stride;
+        if (w == nullptr) {
+            constexpr const W* unit = nullptr;
+            for (int i = 0; i < n; ++i) acc[i] = weighted_step<Acc>(acc[i], unit, 0, tap[i]);
+        } else {
+            const W wt = w[t];  // the same weight w[t], hoisted out of the loop
+            for (int i = 0; i < n; ++i) acc[i] = weighted_step<Acc>(acc[i], &wt, 0, tap[i]);
+        }
+    }
+}
+
+// Integer unit weights only: acc[x*C + c] = sum over t < k of in[(x + t)*C + c]
+// for x < count, by a running sum along x (exact: integer addition).
+template <class Acc>
+void running_row_sums(Acc* __restrict acc, const Acc* __restrict in, int channels, int k, int count) {
+    const int n = count * channels;
+    // First output: the direct sum, then slide by one pixel (C samples).
+    for (int c = 0; c < channels; ++c) {
+        Acc s = 0;
+        for (int t = 0; t < k; ++t) s += in[t * channels + c];
+        acc[c] = s;
+    }
+    const std::ptrdiff_t span = static_cast<std::ptrdiff_t>(k) * channels;
+    for (int i = channels; i < n; ++i) acc[i] = acc[i - channels] + in[i - channels + span] - in[i - channels];
+}
+
+// One tile [x0, x1) x [y0, y1) of the output.
+template <class Op>
+class TileWorker {
+public:
+    using T = typename Op::Sample;
+    using Acc = typename Op::Acc;
+    static constexpr int kPasses = Op::kMaxPasses;
+
+    TileWorker(const Op& op, int tile_w, int tile_h) : op_(op), channels_(op.src.view.channels) {
+        int max_kw = 1, rows = 0;
+        for (int p = 0; p < op.passes(); ++p) {
+            max_kw = std::max(max_kw, op.kw(p));
+            rows_[p] = tile_h + op.kh(p) - 1;
+            rows += rows_[p];
+        }
+        n_max_ = tile_w * channels_;
+        pad_len_ = (tile_w + max_kw - 1) * channels_;
+        const std::size_t total = static_cast<std::size_t>(pad_len_) +
+                                  static_cast<std::size_t>(rows) * n_max_ + static_cast<std::size_t>(kPasses) * n_max_;
+        buffer_.reset(new Acc[total]);
+        pad_ = buffer_.get();
+        Acc* next = pad_ + pad_len_;
+        for (int p = 0; p < op.passes(); ++p) {
+            row_sums_[p] = next;
+            next += static_cast<std::size_t>(rows_[p]) * n_max_;
+        }
+        for (int p = 0; p < kPasses; ++p) col_sums_[p] = next + static_cast<std::size_t>(p) * n_max_;
+    }
+
+    void run(int x0, int x1, int y0, int y1) {
+        const int tw = x1 - x0, n = tw * channels_;
+        const int passes = op_.passes();
+        for (int p = 0; p < passes; ++p) {
+            const int kw = op_.kw(p), kh = op_.kh(p);
+            for (int r = 0; r < (y1 - y0) + kh - 1; ++r) {
+                load_padded_row(y0 - kh / 2 + r, x0 - kw / 2, tw + kw - 1);
+                Acc* out = row_sums_[p] + static_cast<std::size_t>(r) * n_max_;
+                if constexpr (slides_running_sums<Op>())
+                    running_row_sums(out, pad_, channels_, kw, tw);
+                else
+                    weighted_taps<Acc>(out, pad_, channels_, op_.wx(p), kw, n);
+            }
+        }
+        Acc sums[kPasses] = {};
+        for (int y = y0; y < y1; ++y) {
+            const int r = y - y0;
+            for (int p = 0; p < passes; ++p) {
+                const Acc* rows = row_sums_[p] + static_cast<std::size_t>(r) * n_max_;
+                if constexpr (slides_running_sums<Op>()) {
+                    // Column sums slide down the tile: add the new row, drop the old.
+                    Acc* __restrict s = col_sums_[p];
+                    const int kh = op_.kh(p);
+                    if (r == 0) {
+                        weighted_taps<Acc>(s, rows, n_max_, op_.wy(p), kh, n);
+                    } else {
+                        const Acc* __restrict add = rows + static_cast<std::size_t>(kh - 1) * n_max_;
+                        const Acc* __restrict drop = rows - n_max_;
+                        for (int i = 0; i < n; ++i) s[i] = s[i] + add[i] - drop[i];
+                    }
+                } else {
+                    weighted_taps<Acc>(col_sums_[p], rows, n_max_, op_.wy(p), op_.kh(p), n);
+                }
+            }
+            T* out = op_.dst.template row<T>(y) + static_cast<std::ptrdiff_t>(x0) * channels_;
+            for (int i = 0; i < n; ++i) {
+                for (int p = 0; p < passes; ++p) sums[p] = col_sums_[p][i];
+                out[i] = op_.finish(sums);
+            }
+        }
+    }
+
+private:
+    // pad_[xi*C + c] = source sample (xs + xi, y, c) through the border rule,
+    // as Acc, for xi < len.
+    void load_padded_row(int y, int xs, int len) {
+        const auto& src = op_.src;
+        const int C = channels_, width = src.view.width;
+        const T* row = src.row(y);  // border-resolved once per row; null in a constant border
+        const int lo = row == nullptr ? len : std::clamp(-xs, 0, len);
+        const int hi = row == nullptr ? len : std::clamp(width - xs, lo, len);
+        for (int xi = 0; xi < lo; ++xi)
+            for (int c = 0; c < C; ++c) pad_[xi * C + c] = static_cast<Acc>(src.at(row, xs + xi, c));
+        const T* __restrict in = row == nullptr ? nullptr : row + static_cast<std::ptrdiff_t>(xs + lo) * C;
+        Acc* __restrict interior = pad_ + lo * C;
+        for (int i = 0; i < (hi - lo) * C; ++i) interior[i] = static_cast<Acc>(in[i]);
+        for (int xi = hi; xi < len; ++xi)
+            for (int c = 0; c < C; ++c) pad_[xi * C + c] = static_cast<Acc>(src.at(row, xs + xi, c));
+    }
+
+    const Op& op_;
+    int channels_;
+    int n_max_ = 0, pad_len_ = 0;
+    int rows_[kPasses] = {};
+    std::unique_ptr<Acc[]> buffer_;
+    Acc* pad_ = nullptr;
+    Acc* row_sums_[kPasses] = {};
+    Acc* col_sums_[kPasses] = {};
+};
+
+// Runs `op` over a width x height output in the tiles of `schedule`
+// (TileSchedule geometry: a tile height <= 0 or >= height is the full height,
+// a tile width >= width the full width), tiles in row-major order.
+template <SeparableStencilOp Op>
+void run_separable_tiles(const TileSchedule& schedule, const Op& op, int width, int height) {
+    if (width <= 0 || height <= 0) return;
+    const int th = schedule.tile_height > 0 && schedule.tile_height < height ? schedule.tile_height : height;
+    const int tw = schedule.tile_width > 0 && schedule.tile_width < width ? schedule.tile_width : width;
+    const int tiles_x = (width + tw - 1) / tw, tiles_y = (height + th - 1) / th;
+    // A task takes at least ~16K output pixels, so small tiles (sep:7x5)
+    // do not drown in task overhead.
+    const int grain = std::max(1, 16384 / (tw * th));
+    tbb::parallel_for(tbb::blocked_range<int>(0, tiles_x * tiles_y, grain), [&](const tbb::blocked_range<int>& range) {
+        TileWorker<Op> worker(op, tw, th);
+        for (int t = range.begin(); t != range.end(); ++t) {
+            const int x0 = (t % tiles_x) * tw, y0 = (t / tiles_x) * th;
+            worker.run(x0, std::min(x0 + tw, width), y0, std::min(y0 + th, height));
+        }
+    });
+}
+
+}  // namespace cbi::cpu
