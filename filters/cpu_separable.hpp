@@ -34,6 +34,20 @@
 
 namespace cbi::cpu {
 
+// The hot loops are compiled twice, for AVX2 and for the baseline x86-64
+// (SSE2), and the loader picks one per machine (GCC function multi-
+// versioning). AVX2 doubles the vector width and lets std::nearbyint in
+// saturate_round become one instruction instead of a libm call. No FMA:
+// the "avx2" target does not enable it, and the build passes
+// -ffp-contract=off, so products and sums still round separately.
+#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && !defined(__CUDACC__)
+#define CBI_CPU_CLONES [[gnu::target_clones("avx2", "default")]]
+#define CBI_CPU_INLINE [[gnu::always_inline]] inline
+#else
+#define CBI_CPU_CLONES
+#define CBI_CPU_INLINE inline
+#endif
+
 // The ops the tiled path runs: SeparableStencil's interface.
 template <class Op>
 concept SeparableStencilOp = requires(const Op& op, const typename Op::Acc* sums) {
@@ -59,28 +73,51 @@ constexpr bool slides_running_sums() {
 }
 
 // acc[i] = sum over taps t < k of w[t] * in[i + t * tap_stride], i < n, each
-// sum formed as weighted_sum does (start at 0, taps in order). A null w
-// means unit weights. The loop over i is contiguous: it vectorises.
-template <class Acc, class W>
-void weighted_taps(Acc* __restrict acc, const Acc* __restrict in, std::ptrdiff_t tap_stride, const W* w, int k,
-                   int n) {
-    for (int i = 0; i < n; ++i) acc[i] = Acc(0);
-    for (int t = 0; t < k; ++t) {
-        const Acc* __restrict tap = in + t * tap_stride;
-        if (w == nullptr) {
-            constexpr const W* unit = nullptr;
-            for (int i = 0; i < n; ++i) acc[i] = weighted_step<Acc>(acc[i], unit, 0, tap[i]);
-        } else {
-            const W wt = w[t];  // the same weight w[t], hoisted out of the loop
-            for (int i = 0; i < n; ++i) acc[i] = weighted_step<Acc>(acc[i], &wt, 0, tap[i]);
+// sum formed as weighted_sum does (start at 0, taps in order, through
+// weighted_step). A null w means unit weights. Outputs go in blocks of
+// kBlock that stay in registers across all k taps (the block loop is
+// contiguous: it vectorises), so each tap costs one load per vector and no
+// stores; the tail is the same sum one output at a time.
+template <class Acc, class W, bool kUnit>
+CBI_CPU_INLINE void weighted_taps_impl(Acc* __restrict acc, const Acc* __restrict in, std::ptrdiff_t tap_stride,
+                               const W* __restrict w, int k, int n) {
+    constexpr int kBlock = 64 / sizeof(Acc) * 2;  // two 64-byte lines of sums: 4 AVX2 registers
+    int i0 = 0;
+    for (; i0 + kBlock <= n; i0 += kBlock) {
+        Acc a[kBlock];
+        for (int b = 0; b < kBlock; ++b) a[b] = Acc(0);
+        for (int t = 0; t < k; ++t) {
+            const Acc* __restrict tap = in + t * tap_stride + i0;
+            if constexpr (kUnit) {
+                constexpr const W* unit = nullptr;
+                for (int b = 0; b < kBlock; ++b) a[b] = weighted_step<Acc>(a[b], unit, 0, tap[b]);
+            } else {
+                const W wt = w[t];  // w[t], hoisted out of the block
+                for (int b = 0; b < kBlock; ++b) a[b] = weighted_step<Acc>(a[b], &wt, 0, tap[b]);
+            }
         }
+        for (int b = 0; b < kBlock; ++b) acc[i0 + b] = a[b];
     }
+    for (int i = i0; i < n; ++i) {
+        Acc a = 0;
+        for (int t = 0; t < k; ++t) a = weighted_step<Acc>(a, kUnit ? nullptr : w, t, in[t * tap_stride + i]);
+        acc[i] = a;
+    }
+}
+
+template <class Acc, class W>
+CBI_CPU_CLONES void weighted_taps(Acc* __restrict acc, const Acc* __restrict in, std::ptrdiff_t tap_stride, const W* w,
+                                  int k, int n) {
+    if (w == nullptr)
+        weighted_taps_impl<Acc, W, true>(acc, in, tap_stride, w, k, n);
+    else
+        weighted_taps_impl<Acc, W, false>(acc, in, tap_stride, w, k, n);
 }
 
 // Integer unit weights only: acc[x*C + c] = sum over t < k of in[(x + t)*C + c]
 // for x < count, by a running sum along x (exact: integer addition).
 template <class Acc>
-void running_row_sums(Acc* __restrict acc, const Acc* __restrict in, int channels, int k, int count) {
+CBI_CPU_CLONES void running_row_sums(Acc* __restrict acc, const Acc* __restrict in, int channels, int k, int count) {
     const int n = count * channels;
     // First output: the direct sum, then slide by one pixel (C samples).
     for (int c = 0; c < channels; ++c) {
@@ -91,6 +128,67 @@ void running_row_sums(Acc* __restrict acc, const Acc* __restrict in, int channel
     const std::ptrdiff_t span = static_cast<std::ptrdiff_t>(k) * channels;
     for (int i = channels; i < n; ++i) acc[i] = acc[i - channels] + in[i - channels + span] - in[i - channels];
 }
+
+// out[i] = op.finish({s0[i], s1[i]}) for i < n (s1 is read only by
+// two-pass ops). The op is copied into a local first: out may be a uint8_t
+// row, which may alias anything, so without the copy every store would
+// force the op's fields (ksize, mode, weights) to be reloaded and the loop
+// could not vectorise.
+template <class Op>
+CBI_CPU_INLINE void finish_samples(const Op& op_ref, const typename Op::Acc* __restrict s0,
+                                   const typename Op::Acc* __restrict s1, typename Op::Sample* __restrict out, int n) {
+    const Op op = op_ref;
+    typename Op::Acc sums[Op::kMaxPasses] = {};
+    if (op.passes() == 1) {
+        for (int i = 0; i < n; ++i) {
+            sums[0] = s0[i];
+            out[i] = op.finish(sums);
+        }
+    } else {
+        for (int i = 0; i < n; ++i) {
+            sums[0] = s0[i];
+            sums[1] = s1[i];
+            out[i] = op.finish(sums);
+        }
+    }
+}
+
+// Integer box: the same finish() with ksize a compile-time constant K in a
+// local copy, so the division by K*K becomes a multiplication (and
+// vectorises); other sizes take the division.
+template <int K, class Op>
+CBI_CPU_CLONES void finish_box_row(const Op& op_ref, const typename Op::Acc* s0, typename Op::Sample* out, int n) {
+    Op op = op_ref;
+    op.ksize = K;
+    finish_samples(op, s0, s0, out, n);
+}
+
+template <class Op>
+CBI_CPU_CLONES void finish_any_row(const Op& op, const typename Op::Acc* s0, const typename Op::Acc* s1,
+                                   typename Op::Sample* out, int n) {
+    finish_samples(op, s0, s1, out, n);
+}
+
+template <class Op>
+void finish_row(const Op& op, const typename Op::Acc* s0, const typename Op::Acc* s1, typename Op::Sample* out,
+                int n) {
+    if constexpr (slides_running_sums<Op>() && requires(Op o) { o.ksize = 3; }) {
+        switch (op.ksize) {
+            case 3: return finish_box_row<3>(op, s0, out, n);
+            case 5: return finish_box_row<5>(op, s0, out, n);
+            case 7: return finish_box_row<7>(op, s0, out, n);
+            case 9: return finish_box_row<9>(op, s0, out, n);
+            case 15: return finish_box_row<15>(op, s0, out, n);
+            case 31: return finish_box_row<31>(op, s0, out, n);
+            default: break;
+        }
+    }
+    finish_any_row(op, s0, s1, out, n);
+}
+
+// Horizontal running sums carry a dependency from one output to the next;
+// the direct sum vectorises, and is faster up to about this width.
+inline constexpr int kRunningRowMin = 48;
 
 // One tile [x0, x1) x [y0, y1) of the output.
 template <class Op>
@@ -121,7 +219,7 @@ public:
         for (int p = 0; p < kPasses; ++p) col_sums_[p] = next + static_cast<std::size_t>(p) * n_max_;
     }
 
-    void run(int x0, int x1, int y0, int y1) {
+    CBI_CPU_CLONES void run(int x0, int x1, int y0, int y1) {
         const int tw = x1 - x0, n = tw * channels_;
         const int passes = op_.passes();
         for (int p = 0; p < passes; ++p) {
@@ -129,13 +227,12 @@ public:
             for (int r = 0; r < (y1 - y0) + kh - 1; ++r) {
                 load_padded_row(y0 - kh / 2 + r, x0 - kw / 2, tw + kw - 1);
                 Acc* out = row_sums_[p] + static_cast<std::size_t>(r) * n_max_;
-                if constexpr (slides_running_sums<Op>())
+                if (slides_running_sums<Op>() && kw > kRunningRowMin)
                     running_row_sums(out, pad_, channels_, kw, tw);
                 else
                     weighted_taps<Acc>(out, pad_, channels_, op_.wx(p), kw, n);
             }
         }
-        Acc sums[kPasses] = {};
         for (int y = y0; y < y1; ++y) {
             const int r = y - y0;
             for (int p = 0; p < passes; ++p) {
@@ -156,17 +253,14 @@ public:
                 }
             }
             T* out = op_.dst.template row<T>(y) + static_cast<std::ptrdiff_t>(x0) * channels_;
-            for (int i = 0; i < n; ++i) {
-                for (int p = 0; p < passes; ++p) sums[p] = col_sums_[p][i];
-                out[i] = op_.finish(sums);
-            }
+            finish_row(op_, col_sums_[0], col_sums_[passes - 1], out, n);
         }
     }
 
 private:
     // pad_[xi*C + c] = source sample (xs + xi, y, c) through the border rule,
     // as Acc, for xi < len.
-    void load_padded_row(int y, int xs, int len) {
+    CBI_CPU_CLONES void load_padded_row(int y, int xs, int len) {
         const auto& src = op_.src;
         const int C = channels_, width = src.view.width;
         const T* row = src.row(y);  // border-resolved once per row; null in a constant border
