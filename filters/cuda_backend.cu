@@ -146,7 +146,7 @@ __device__ __forceinline__ int div_channels(int j, int channels) {
 }
 
 // acc[o] = sum over i < k of w[i] * load(o + i), for o < R, each accumulated
-// in weighted_sum's order and rounding. The values pass through a register
+// in weighted_sum's order and rounding (w not null). The values pass through a register
 // window of 2R, refilled R at a time.
 template <int R, class Acc, class W, class Load>
 __device__ __forceinline__ void run_sums(Acc (&acc)[R], const W* w, int k, Load&& load) {
@@ -163,8 +163,9 @@ __device__ __forceinline__ void run_sums(Acc (&acc)[R], const W* w, int k, Load&
 #pragma unroll
         for (int ii = 0; ii < R; ++ii) {
             if (g + ii < k) {  // uniform across the block
+                const W wi = w[g + ii];  // never null here: unit weights take run_running_sums
 #pragma unroll
-                for (int o = 0; o < R; ++o) acc[o] = weighted_step<Acc>(acc[o], w, g + ii, win[o + ii]);
+                for (int o = 0; o < R; ++o) acc[o] = weighted_add<Acc>(acc[o], wi, win[o + ii]);
             }
         }
 #pragma unroll

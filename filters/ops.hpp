@@ -43,16 +43,22 @@ struct BorderedSource {
 // means unit weights (box). The one place stencil sums are computed: the
 // per-pixel path and the shared-memory path both call it, so their results
 // are bit-identical.
+// sum + w * v in Acc arithmetic: float products and sums rounded separately
+// (see arith.hpp), integers exact.
+template <class Acc, class W>
+CBI_HOST_DEVICE Acc weighted_add(Acc sum, W w, Acc v) {
+    if constexpr (std::is_same_v<Acc, float>)
+        return add_rn(sum, mul_rn(static_cast<float>(w), v));
+    else
+        return sum + static_cast<Acc>(w) * v;  // integers: exact
+}
+
 // One step of weighted_sum: sum + w[i] * v (sum + v for unit weights). The
-// register-blocked sep:WxH kernel adds its taps through this too.
+// register-blocked sep:WxH kernel adds its taps through weighted_add too.
 template <class Acc, class W>
 CBI_HOST_DEVICE Acc weighted_step(Acc sum, const W* w, int i, Acc v) {
-    if (w == nullptr)
-        return sum + v;  // unit weights: exact in every Acc
-    else if constexpr (std::is_same_v<Acc, float>)
-        return add_rn(sum, mul_rn(static_cast<float>(w[i]), v));
-    else
-        return sum + static_cast<Acc>(w[i]) * v;  // integers: exact
+    if (w == nullptr) return sum + v;  // unit weights: exact in every Acc
+    return weighted_add<Acc>(sum, w[i], v);
 }
 
 template <class Acc, class W, class Get>

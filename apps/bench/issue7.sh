@@ -33,7 +33,7 @@ if [ $do_bench = 1 ]; then
     here=$(cd "$(dirname "$0")" && pwd)
     nvcc -O3 -std=c++17 -arch=sm_90 "$here/npp_peer.cu" -o /tmp/npp_peer -lnppif -lnppicc -lnppc > /tmp/npp-build.log 2>&1 \
       && /tmp/npp_peer /tmp/cbi-dump "$out/npp.csv" || { status=1; tail -5 /tmp/npp-build.log; }
-    [ -f "$out/npp.csv" ] && cut -d, -f2,3,7,8,9,18 "$out/npp.csv" | column -t -s,
+    [ -f "$out/npp.csv" ] && cut -d, -f2,3,7,8,9,18 "$out/npp.csv"
   fi
 fi
 if [ $do_ncu = 1 ]; then
