@@ -40,6 +40,7 @@
 #include "filters/cuda_backend.hpp"
 #include "pipeline/cuda_runtime.hpp"
 #include "pipeline/error.hpp"
+#include "pipeline/executor.hpp"
 #include "pipeline/opencv.hpp"
 
 namespace {
@@ -284,6 +285,22 @@ void write_raw(const std::filesystem::path& path, const cv::Mat& m) {
 // cbi's own CUDA kernels, validated against its CPU backend. With a dump
 // directory, the inputs and references of the first size are written for
 // the NPP and CuPy peers (raw, row-major, interleaved), with meta.txt.
+
+// The schedule `--schedule auto` runs with for this filter and input on the
+// GPU: a one-node graph @auto through the executor's tuner.
+ScheduleSpec tuned_schedule(const Filter& filter, const Border& border, const cv::Mat& input, int block) {
+    Graph graph;
+    graph.set_default_border(border);
+    graph.add_output(graph.add_filter("node", filter, Graph::input(), NodeOptions{AutoSchedule{}, std::nullopt}));
+    RunOptions options;
+    options.device = resolve_device(parse_device("cuda"));
+    options.block = block;
+    options.tuning = std::make_shared<TuningCache>();
+    GraphExecutor executor(graph, options);
+    executor.run(view_of(input));
+    return executor.schedule_of(1);
+}
+
 void suite_filters(const Options& o, Gpu& gpu, Report& report) {
     const Border border = parse_border(o.border);
     std::ofstream meta;
@@ -336,9 +353,15 @@ void suite_filters(const Options& o, Gpu& gpu, Report& report) {
                 DeviceImage output(w, h, out_channels, depth);
                 const std::size_t out_bytes = cpu.total() * cpu.elemSize();
                 const double floor_ms = (in_bytes + out_bytes) / gpu.bandwidth * 1e3;
-                for (const std::string& schedule_text : o.schedules)
+                for (const std::string& schedule_arg : o.schedules)
                     for (const int block : o.blocks) {
-                        const Node node{filter, border, parse_schedule(schedule_text)};
+                        // auto: what the executor's tuner picks (timed afresh, in-memory cache),
+                        // then timed here like every fixed schedule; labelled auto=CHOICE.
+                        const ScheduleSpec spec =
+                            schedule_arg == "auto" ? tuned_schedule(filter, border, input, block) : parse_schedule(schedule_arg);
+                        const std::string schedule_text =
+                            schedule_arg == "auto" ? "auto=" + spec.to_string() : schedule_arg;
+                        const Node node{filter, border, spec};
                         CBI_CUDA_CHECK(cudaMemsetAsync(output.view.data, 0xA5, out_bytes, gpu.stream.get()), "poison");
                         run_node_cuda(node, inputs[0].view, output.view, gpu.stream.get(), block);
                         cv::Mat got(h, w, cpu.type());
@@ -670,7 +693,7 @@ int main(int argc, char** argv) {
     app.add_option("--size", o.sizes, "filters suite: image sizes WxH")->capture_default_str();
     app.add_option("--image", o.images, "formats DEPTH:CHANNELS (8u, 16u, 32f)")->capture_default_str();
     app.add_option("--filter", o.filters, "filters, as blur:9 gaussian:9 sobel:mag:3 color:sepia")->capture_default_str();
-    app.add_option("--schedule", o.schedules, "filters suite: schedules (see cbi-filter --list-schedules)")
+    app.add_option("--schedule", o.schedules, "filters suite: schedules (see cbi-filter --list-schedules), or auto: the tuner's choice, labelled auto=CHOICE")
         ->capture_default_str();
     app.add_option("--block", o.blocks, "filters suite: CUDA threads per block")->check(CLI::Range(1, 1024))
         ->capture_default_str();

@@ -56,7 +56,8 @@ bool row_major(const ScheduleSpec& s, int width) {
         case ScheduleFamily::naive: return true;
         case ScheduleFamily::column:
         case ScheduleFamily::tile:
-        case ScheduleFamily::smem: return s.width >= width;
+        case ScheduleFamily::smem:
+        case ScheduleFamily::sep: return s.width >= width;
         case ScheduleFamily::zigzag: return false;
     }
     return false;
