@@ -11,12 +11,13 @@
 namespace cbi {
 namespace {
 
-// The stencil-only tile schedules (smem:WxH, sep:WxH) run the separable
-// stencils tile by tile through row-sum buffers (cpu_separable.hpp); every
-// other schedule and op is evaluated per pixel in the schedule's order.
-template <class Schedule>
-constexpr bool is_stencil_tile_schedule =
-    std::is_same_v<Schedule, SmemTileSchedule> || std::is_same_v<Schedule, SepTileSchedule>;
+// The tile-staging schedules (kStagesTiles: smem:WxH, sep:WxH) run the
+// separable stencils tile by tile through row-sum buffers
+// (cpu_separable.hpp); every other schedule and op is evaluated per pixel in
+// the schedule's order.
+// Ops whose source is a stored image (not a fused colour source).
+template <class Op>
+concept reads_stored_samples = requires { requires decltype(Op::src)::kStored; };
 
 // Walks the schedule's index range with TBB. Each task takes a contiguous
 // run of schedule indices, so a column schedule keeps a task inside one
@@ -26,7 +27,8 @@ struct CpuLaunch {
 
     template <class Schedule, class Op>
     void operator()(Schedule schedule, const Op& op) const {
-        if constexpr (is_stencil_tile_schedule<Schedule> && cpu::SeparableStencilOp<Op>) {
+        // (Tiles load stored rows raw; a fused colour source goes per pixel.)
+        if constexpr (kStagesTiles<Schedule> && cpu::SeparableStencilOp<Op> && reads_stored_samples<Op>) {
             cpu::run_separable_tiles(schedule, op, width, height);
         } else {
             constexpr std::uint32_t grain = 4096;

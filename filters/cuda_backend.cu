@@ -217,7 +217,8 @@ __global__ void sep_stencil(const __grid_constant__ Op op, const SepLayout L) {
     const std::size_t sz = sizeof(T);
     const long long a_off = static_cast<long long>(x0 - L.halo) * C * sz;  // bytes into the image row
     const long long e_off = static_cast<long long>(x0 + L.tw + L.halo) * C * sz;
-    const bool words = a_off >= 0 && ((e_off + 3) & ~3ll) <= static_cast<long long>(width) * C * sz &&
+    // Raw words only from stored images (not from a fused colour source).
+    const bool words = std::remove_cvref_t<decltype(op.src)>::kStored && a_off >= 0 && ((e_off + 3) & ~3ll) <= static_cast<long long>(width) * C * sz &&
                        (op.src.view.stride & 3) == 0 && (reinterpret_cast<std::uintptr_t>(op.src.view.data) & 3) == 0;
     const int lead = words ? static_cast<int>((a_off & 3) / sz) : 0;
     const int row_words = words ? static_cast<int>(((a_off & 3) + L.row_samples * sz + 3) / 4) : 0;

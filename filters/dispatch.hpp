@@ -4,6 +4,7 @@
 // backend passes a launcher that walks the schedule with TBB, the CUDA
 // backend one that launches a kernel. Kernels never branch on these axes.
 #include <cstdint>
+#include <stdexcept>
 #include <type_traits>
 #include <utility>
 #include <variant>
@@ -36,12 +37,17 @@ decltype(auto) with_border(BorderMode mode, F&& f) {
     return std::forward<F>(f)(std::integral_constant<M, M::reflect101>{});
 }
 
+// Schedules whose kernels stage tiles (the input read once per tile): the
+// stencil-only tile schedules. Only these take fused colour nodes.
+template <class Schedule>
+constexpr bool kStagesTiles = std::is_same_v<Schedule, SmemTileSchedule> || std::is_same_v<Schedule, SepTileSchedule>;
+
 // Builds the op for `node` reading `src` and writing `dst` (geometry already
 // validated by the executor) and calls launch(schedule, op).
 template <class Launch>
 void dispatch_node(const Node& node, const ImageView& src, const ImageView& dst, Launch&& launch) {
     with_depth(src.depth, [&](auto sample) {
-        using T = decltype(sample);
+        using T = std::remove_cvref_t<decltype(sample)>;  // (GCC 12 sees a reference in nested lambdas)
         with_schedule(node.schedule, [&](auto schedule) {
             if (const auto* color = std::get_if<ColorFilter>(&node.filter)) {
                 launch(schedule, ColorOp<T>{src, dst, storage_matrix(*color, src.depth)});
@@ -49,17 +55,32 @@ void dispatch_node(const Node& node, const ImageView& src, const ImageView& dst,
             }
             with_border(node.border.mode, [&](auto border) {
                 constexpr BorderMode B = decltype(border)::value;
-                const BorderedSource<T, B> source{src, saturate_round<T>(static_cast<float>(node.border.value))};
-                if (const auto* box = std::get_if<BoxFilter>(&node.filter)) {
-                    launch(schedule, BoxOp<T, B>{{source, dst}, box->ksize});
-                } else if (const auto* gauss = std::get_if<GaussianFilter>(&node.filter)) {
-                    GaussianOp<T, B> op{{source, dst}, gauss->ksize, {}};
-                    const auto kernel = gaussian_weights(gauss->ksize, gauss->sigma);
-                    for (int i = 0; i < gauss->ksize; ++i) op.weights[i] = static_cast<float>(kernel.w[i]);
-                    launch(schedule, op);
-                } else if (const auto* sobel = std::get_if<SobelFilter>(&node.filter)) {
-                    launch(schedule, SobelOp<T, B>{{source, dst}, sobel->mode, sobel_kernels(sobel->ksize)});
+                const T constant = saturate_round<T>(static_cast<float>(node.border.value));
+                const auto launch_stencil = [&](const auto& source) {
+                    using Src = std::remove_cvref_t<decltype(source)>;
+                    if (const auto* box = std::get_if<BoxFilter>(&node.filter)) {
+                        launch(schedule, BoxOp<T, B, Src>{{source, dst}, box->ksize});
+                    } else if (const auto* gauss = std::get_if<GaussianFilter>(&node.filter)) {
+                        GaussianOp<T, B, Src> op{{source, dst}, gauss->ksize, {}};
+                        const auto kernel = gaussian_weights(gauss->ksize, gauss->sigma);
+                        for (int i = 0; i < gauss->ksize; ++i) op.weights[i] = static_cast<float>(kernel.w[i]);
+                        launch(schedule, op);
+                    } else if (const auto* sobel = std::get_if<SobelFilter>(&node.filter)) {
+                        launch(schedule, SobelOp<T, B, Src>{{source, dst}, sobel->mode, sobel_kernels(sobel->ksize)});
+                    }
+                };
+                if constexpr (kStagesTiles<decltype(schedule)>) {
+                    if (node.fused_color) {
+                        // src is the colour node's input; the stencil reads its output.
+                        const ImageView colored{nullptr, src.width, src.height,
+                                                output_channels(*node.fused_color, src.channels), src.depth, 0};
+                        launch_stencil(ColorSource<T, B>{colored, src, storage_matrix(*node.fused_color, src.depth), constant});
+                        return;
+                    }
                 }
+                // The executor fuses only into tile-staging schedules, which compute each sample once.
+                if (node.fused_color) throw std::logic_error("a fused colour node needs a smem or sep schedule");
+                launch_stencil(BorderedSource<T, B>{src, constant});
             });
         });
     });
@@ -70,7 +91,7 @@ template <class Launch>
 void dispatch_blend(const BlendFilter& blend, const ScheduleSpec& schedule_spec, const ImageView& a, const ImageView& b,
                     const ImageView& dst, Launch&& launch) {
     with_depth(a.depth, [&](auto sample) {
-        using T = decltype(sample);
+        using T = std::remove_cvref_t<decltype(sample)>;  // (GCC 12 sees a reference in nested lambdas)
         with_schedule(schedule_spec, [&](auto schedule) {
             launch(schedule, BlendOp<T>{a, b, dst, static_cast<float>(blend.alpha), static_cast<float>(blend.beta),
                                         static_cast<float>(blend.gamma)});

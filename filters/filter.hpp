@@ -7,6 +7,7 @@
 //   ColorFilter     3x3/3x4 matrix on (R,G,B); alpha kept; gray gives 1 channel
 // Kernel sizes: odd, 1..kMaxKernel (Sobel: 1, 3, 5, 7).
 #include <array>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <variant>
@@ -58,6 +59,10 @@ struct Node {
     Filter filter;
     Border border;
     ScheduleSpec schedule;
+    // Fusion: a colour matrix applied to the node's input as the stencil
+    // reads it (the pipeline's colour node, not stored); src is then that
+    // colour node's input. Only with stencil filters.
+    std::optional<ColorFilter> fused_color;
 };
 
 // Parsers for the option syntax; throw std::invalid_argument naming the

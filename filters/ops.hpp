@@ -23,6 +23,7 @@ inline constexpr int kMaxChannels = 4;
 // under BorderMode::constant.
 template <class T, BorderMode B>
 struct BorderedSource {
+    static constexpr bool kStored = true;  // samples are in view's memory (kernels may load them raw)
     ImageView view;
     T constant;
 
@@ -75,11 +76,13 @@ CBI_HOST_DEVICE Acc weighted_sum(const W* w, int n, Get&& get) {
 // the weights (Acc, W types; passes(), wx, kw, wy, kh, finish). The CPU and
 // the naive CUDA kernel evaluate it per pixel with operator(); the CUDA
 // shared-memory schedule stages the same row sums per tile.
-template <class Derived, class T, BorderMode B>
+// Src is the source of samples: BorderedSource, or ColorSource when a colour
+// node is fused into the stencil's loads.
+template <class Derived, class T, BorderMode B, class Src = BorderedSource<T, B>>
 struct SeparableStencil {
     using Sample = T;
     static constexpr int kMaxPasses = 2;
-    BorderedSource<T, B> src;
+    Src src;
     ImageView dst;
 
     CBI_HOST_DEVICE const Derived& self() const { return static_cast<const Derived&>(*this); }
@@ -106,8 +109,8 @@ struct SeparableStencil {
 
 // cv::blur: mean over a k x k window. Integer sums are exact; the mean is
 // rounded once (k*k is odd: no ties). Float sums in double, as OpenCV does.
-template <class T, BorderMode B>
-struct BoxOp : SeparableStencil<BoxOp<T, B>, T, B> {
+template <class T, BorderMode B, class Src = BorderedSource<T, B>>
+struct BoxOp : SeparableStencil<BoxOp<T, B, Src>, T, B, Src> {
     int ksize;
     // Unit weights: a kernel may slide running sums (sep:WxH). Exact for
     // integer sums; for float (double sums) within rounding of the direct sum.
@@ -131,8 +134,8 @@ struct BoxOp : SeparableStencil<BoxOp<T, B>, T, B> {
 };
 
 // cv::GaussianBlur: separable weights (see gaussian_weights), float arithmetic.
-template <class T, BorderMode B>
-struct GaussianOp : SeparableStencil<GaussianOp<T, B>, T, B> {
+template <class T, BorderMode B, class Src = BorderedSource<T, B>>
+struct GaussianOp : SeparableStencil<GaussianOp<T, B, Src>, T, B, Src> {
     int ksize;
     float weights[kMaxKernel];
 
@@ -160,8 +163,8 @@ struct SobelKernels {
 // cv::Sobel to CV_32F, then |gx|, |gy| or sqrt(gx^2 + gy^2), converted to
 // the sample type. Integer inputs give exact integer gradients. Passes:
 // x -> {gx}, y -> {gy}, mag -> {gx, gy}.
-template <class T, BorderMode B>
-struct SobelOp : SeparableStencil<SobelOp<T, B>, T, B> {
+template <class T, BorderMode B, class Src = BorderedSource<T, B>>
+struct SobelOp : SeparableStencil<SobelOp<T, B, Src>, T, B, Src> {
     SobelMode mode;
     SobelKernels k;
 
@@ -196,16 +199,43 @@ struct ColorOp {
     ImageView dst;
     StorageMatrix matrix;
 
+    // Output channel r (< matrix.rows) of the pixel `in`.
+    static CBI_HOST_DEVICE T sample(const StorageMatrix& matrix, const T* in, int r) {
+        const float c0 = static_cast<float>(in[0]), c1 = static_cast<float>(in[1]), c2 = static_cast<float>(in[2]);
+        const float* m = matrix.m[r];
+        return saturate_round<T>(add_rn(add_rn(add_rn(mul_rn(m[0], c0), mul_rn(m[1], c1)), mul_rn(m[2], c2)), m[3]));
+    }
+
     CBI_HOST_DEVICE void operator()(int x, int y) const {
         const T* in = src.row<const T>(y) + x * src.channels;
         T* out = dst.row<T>(y) + x * dst.channels;
-        const float c0 = static_cast<float>(in[0]), c1 = static_cast<float>(in[1]), c2 = static_cast<float>(in[2]);
-        for (int r = 0; r < matrix.rows; ++r) {
-            const float* m = matrix.m[r];
-            const float v = add_rn(add_rn(add_rn(mul_rn(m[0], c0), mul_rn(m[1], c1)), mul_rn(m[2], c2)), m[3]);
-            out[r] = saturate_round<T>(v);
-        }
+        for (int r = 0; r < matrix.rows; ++r) out[r] = sample(matrix, in, r);
         if (dst.channels == 4) out[3] = in[3];
+    }
+};
+
+// Fusion: the output of a colour node, read by the stencil that consumes it
+// without being stored. `view` describes that virtual image (the colour
+// node's output geometry; its data is not used); samples are computed from
+// `input` by ColorOp::sample, so results are bit-identical to running the
+// two nodes. Stencil kernels that stage tiles compute each sample once.
+template <class T, BorderMode B>
+struct ColorSource {
+    static constexpr bool kStored = false;
+    ImageView view;   // the colour node's output geometry
+    ImageView input;  // the colour node's input
+    StorageMatrix matrix;
+    T constant;
+
+    CBI_HOST_DEVICE const T* row(int y) const {
+        const int yy = border_index<B>(y, view.height);
+        return yy < 0 ? nullptr : input.row<const T>(yy);
+    }
+    CBI_HOST_DEVICE T at(const T* row, int x, int c) const {
+        const int xx = border_index<B>(x, view.width);
+        if (row == nullptr || xx < 0) return constant;
+        const T* in = row + xx * input.channels;
+        return c < matrix.rows ? ColorOp<T>::sample(matrix, in, c) : in[3];  // alpha is copied
     }
 };
 

@@ -94,6 +94,9 @@ struct GraphExecutor::Plan {
     std::vector<ScheduleSpec> schedule;  // per node: the schedule it runs with
     std::vector<Choice> choice;          // per node
     std::vector<std::string> tuning_key; // per auto node
+    std::vector<std::vector<NodeId>> reads;             // per node: the buffers it reads (its inputs, unless fused)
+    std::vector<std::optional<ColorFilter>> fused_color; // per stencil node: a colour node fused into its loads
+    std::vector<NodeId> fused_into;                      // per colour node: the stencil that computes it, or -1
     std::vector<int> buffer_of;         // per node; -1: the graph input
     std::vector<int> buffer_channels;   // capacity of each buffer, in channels
 
@@ -145,8 +148,10 @@ void GraphExecutor::plan(int width, int height, int channels, Depth depth) {
     for (NodeId id = static_cast<NodeId>(nodes.size()) - 1; id > 0; --id)
         if (needed[id])
             for (NodeId in : nodes[id].inputs) needed[in] = true;
+    std::vector<NodeId> needed_order;
     for (NodeId id = 1; id < static_cast<NodeId>(nodes.size()); ++id)
-        if (needed[id]) plan->order.push_back(id);
+        if (needed[id]) needed_order.push_back(id);
+    plan->order = needed_order;
 
     // Schedules: fixed ones as given; auto ones from the tuning cache, else
     // timed on the first run.
@@ -174,13 +179,40 @@ void GraphExecutor::plan(int width, int height, int channels, Depth depth) {
         }
     }
 
+    // Fusion: a colour node read only by one stencil that stages tiles
+    // (smem/sep) is not stored; the stencil applies the matrix to each
+    // sample it stages (ColorSource), reading the colour node's input.
+    plan->reads.assign(nodes.size(), {});
+    plan->fused_color.assign(nodes.size(), std::nullopt);
+    plan->fused_into.assign(nodes.size(), -1);
+    for (NodeId id : plan->order) plan->reads[id] = nodes[id].inputs;
+    if (options_.fuse) {
+        std::vector<int> readers(nodes.size(), 0);
+        for (NodeId id : plan->order)
+            for (NodeId in : nodes[id].inputs) ++readers[in];
+        for (NodeId o : graph_.outputs()) ++readers[o];
+        for (NodeId id : plan->order) {
+            const auto* filter = std::get_if<Filter>(&nodes[id].op);
+            if (!filter || std::holds_alternative<ColorFilter>(*filter) || plan->choice[id] == Choice::pending) continue;
+            const ScheduleFamily family = plan->schedule[id].family;
+            if (family != ScheduleFamily::smem && family != ScheduleFamily::sep) continue;
+            const NodeId in = nodes[id].inputs[0];
+            const auto* pre = in == Graph::input() ? nullptr : std::get_if<Filter>(&nodes[in].op);
+            if (!pre || !std::holds_alternative<ColorFilter>(*pre) || readers[in] != 1) continue;
+            plan->fused_color[id] = std::get<ColorFilter>(*pre);
+            plan->fused_into[in] = id;
+            plan->reads[id] = nodes[in].inputs;
+        }
+        std::erase_if(plan->order, [&](NodeId id) { return plan->fused_into[id] >= 0; });
+    }
+
     // Buffers by lifetime: a node's buffer is free again once every node
     // that reads it has run; outputs keep theirs. A node never writes the
     // buffer it reads (stencils cannot run in place).
     constexpr int kForever = 1 << 30;
     std::vector<int> last_read(nodes.size(), -1);
     for (std::size_t step = 0; step < plan->order.size(); ++step)
-        for (NodeId in : nodes[plan->order[step]].inputs) last_read[in] = static_cast<int>(step);
+        for (NodeId in : plan->reads[plan->order[step]]) last_read[in] = static_cast<int>(step);
     for (NodeId o : graph_.outputs()) last_read[o] = kForever;
     plan->buffer_of.assign(nodes.size(), -1);
     std::vector<bool> buffer_free;
@@ -281,7 +313,8 @@ std::span<const ImageView> GraphExecutor::run(const ImageView& input) {
             const GraphNode& n = nodes[id];
             const ImageView dst = view_of_node(id);
             if (const auto* f = std::get_if<Filter>(&n.op))
-                run_node_cpu(Node{*f, graph_.border_of(id), schedule}, view_of_node(n.inputs[0]), dst);
+                run_node_cpu(Node{*f, graph_.border_of(id), schedule, plan.fused_color[id]}, view_of_node(plan.reads[id][0]),
+                             dst);
             else
                 run_blend_cpu(std::get<BlendFilter>(n.op), schedule, view_of_node(n.inputs[0]), view_of_node(n.inputs[1]),
                               dst);
@@ -312,7 +345,8 @@ std::span<const ImageView> GraphExecutor::run(const ImageView& input) {
         const GraphNode& n = nodes[id];
         const ImageView dst = device_view(id);
         if (const auto* f = std::get_if<Filter>(&n.op))
-            run_node_cuda(Node{*f, graph_.border_of(id), schedule}, device_view(n.inputs[0]), dst, stream, options_.block);
+            run_node_cuda(Node{*f, graph_.border_of(id), schedule, plan.fused_color[id]}, device_view(plan.reads[id][0]), dst,
+                          stream, options_.block);
         else
             run_blend_cuda(std::get<BlendFilter>(n.op), schedule, device_view(n.inputs[0]), device_view(n.inputs[1]), dst,
                            stream, options_.block);
@@ -382,8 +416,12 @@ std::string GraphExecutor::describe() const {
         else
             s << "  " << std::setw(19) << "";
         s << "  <- " << inputs;
+        if (plan_ && plan_->fused_color[id])
+            s << "  (fused: reads " << nodes[plan_->reads[id][0]].name << " through " << to_string(Filter(*plan_->fused_color[id]))
+              << ")";
         if (plan_) {
-            if (plan_->buffer_of[id] < 0) s << "  (not needed by any output: skipped)";
+            if (plan_->fused_into[id] >= 0) s << "  -> fused into " << nodes[plan_->fused_into[id]].name << ", not stored";
+            else if (plan_->buffer_of[id] < 0) s << "  (not needed by any output: skipped)";
             else s << "  -> buffer " << plan_->buffer_of[id] << " (" << plan_->channels_of[id] << " ch)";
         }
         for (std::size_t o = 0; o < graph_.outputs().size(); ++o)
@@ -394,7 +432,10 @@ std::string GraphExecutor::describe() const {
         const std::size_t plane = static_cast<std::size_t>(plan_->width) * plan_->height * depth_bytes(plan_->depth);
         std::size_t bytes = 0;
         for (int ch : plan_->buffer_channels) bytes += plane * ch;
-        s << "  " << plan_->order.size() << " nodes run, " << plan_->buffer_channels.size() << " buffers ("
+        const auto fused = std::count_if(plan_->fused_into.begin(), plan_->fused_into.end(), [](NodeId n) { return n >= 0; });
+        s << "  " << plan_->order.size() << " kernels run";
+        if (fused > 0) s << " (" << fused << " colour node" << (fused > 1 ? "s" : "") << " fused)";
+        s << ", " << plan_->buffer_channels.size() << " buffers ("
           << std::fixed << std::setprecision(1) << bytes / 1048576.0 << " MiB) reused by lifetime\n";
     } else {
         s << "  buffers are planned when the input's size is known\n";

@@ -38,6 +38,9 @@ struct RunOptions {
     // Where `auto` schedules are looked up and recorded; shared by the
     // executors of a batch. Empty: each executor keeps its own, in memory.
     std::shared_ptr<TuningCache> tuning;
+    // Fuse a colour node into the stencil that reads it when that stencil
+    // stages tiles (smem/sep): one kernel, the colour image never stored.
+    bool fuse = true;
 };
 
 // Executes a graph on the CPU or a CUDA device. Prepared per image format

@@ -104,7 +104,7 @@ TEST(Cli, PrintPipelineShowsNodesSchedulesAndBufferReuseWithoutRunning) {
     EXPECT_NE(r.out.find("input 493x356 3-channel 8u"), std::string::npos) << r.out;
     EXPECT_NE(r.out.find("coarse  gaussian:9:2      @zigzag:16"), std::string::npos) << r.out;
     EXPECT_NE(r.out.find("<- gray, coarse  -> buffer 1 (1 ch)  [output 1]"), std::string::npos) << r.out;
-    EXPECT_NE(r.out.find("5 nodes run, 4 buffers"), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("5 kernels run, 4 buffers"), std::string::npos) << r.out;
     EXPECT_FALSE(fs::exists(dir / "never.png"));
     // Without an input: the graph only.
     const auto bare = run_cli({"--device", "cpu", "--pipeline", "blur:3@column:32", "--print-pipeline"}, dir.path());

@@ -200,7 +200,7 @@ TEST(Graph, BuffersAreReusedByLifetimeAndUnusedNodesSkipped) {
     GraphExecutor ex(g, RunOptions{});
     ex.prepare(50, 40, 3, Depth::u8);
     const std::string plan = ex.describe();
-    EXPECT_NE(plan.find("6 nodes run, 2 buffers"), std::string::npos) << plan;
+    EXPECT_NE(plan.find("6 kernels run, 2 buffers"), std::string::npos) << plan;
     EXPECT_NE(plan.find("not needed by any output: skipped"), std::string::npos) << plan;
     EXPECT_EQ(ex.allocations(), 2u);
 }
