@@ -52,6 +52,7 @@ struct Options {
     std::vector<std::string> sizes{"4096x4096"};
     std::vector<std::string> images{"32f:1", "8u:3"};
     std::vector<std::string> filters{"blur:9", "gaussian:9", "sobel:mag:3", "color:sepia"};
+    std::vector<std::string> pipelines;  // filters suite: whole pipelines, fused and unfused
     std::vector<std::string> schedules{"naive", "column:32", "zigzag:32", "tile:32x8"};
     std::vector<int> blocks{256};
     std::string border = "reflect101";
@@ -301,6 +302,44 @@ ScheduleSpec tuned_schedule(const Filter& filter, const Border& border, const cv
     return executor.schedule_of(1);
 }
 
+// A whole pipeline (--pipeline), fused and with --no-fuse: the kernels of
+// one run between CUDA events (GraphExecutor::time_kernels_ms), the L2
+// flushed before each run (the graph's buffers stay the same, so they
+// cannot rotate). Validated first: fused == unfused exactly, and against the
+// CPU executor. The floor is the pipeline's own input and output.
+void time_pipeline(Gpu& gpu, Report& report, const std::string& text, const Border& border, const cv::Mat& input,
+                   const std::string& depth_text, int block) {
+    const Graph graph = parse_pipeline(text, ScheduleSpec{}, border);
+    RunOptions cuda;
+    cuda.device = resolve_device(parse_device("cuda"));
+    cuda.block = block;
+    GraphExecutor cpu(graph, RunOptions{});
+    const cv::Mat want = as_mat(cpu.run(view_of(input)).front()).clone();
+    DeviceBuffer flush(2 * static_cast<std::size_t>(gpu.prop.l2CacheSize));
+    cv::Mat first;
+    for (const bool fuse : {true, false}) {
+        cuda.fuse = fuse;
+        GraphExecutor ex(graph, cuda);
+        const cv::Mat got = as_mat(ex.run(view_of(input)).front()).clone();
+        if (fuse) first = got;
+        const std::string variant = fuse ? "fused" : "unfused";
+        if (!matches(got, want) || cv::norm(got, first, cv::NORM_INF) != 0) {
+            report.fail("pipeline '" + text + "' " + variant + " " + depth_text);
+            continue;
+        }
+        std::vector<float> ms;
+        for (int i = 0; i < gpu.warmup + gpu.runs; ++i) {
+            CBI_CUDA_CHECK(cudaMemset(flush.data(), i & 0xff, flush.size()), "L2 flush");
+            CBI_CUDA_CHECK(cudaDeviceSynchronize(), "L2 flush");
+            const float t = ex.time_kernels_ms();
+            if (i >= gpu.warmup) ms.push_back(t);
+        }
+        const double bytes = static_cast<double>(input.total() * input.elemSize() + got.total() * got.elemSize());
+        report.add({"pipeline", text, variant, block, input.cols, input.rows, depth_text, input.channels(), summarize(ms),
+                    bytes, 0, bytes / gpu.bandwidth * 1e3});
+    }
+}
+
 void suite_filters(const Options& o, Gpu& gpu, Report& report) {
     const Border border = parse_border(o.border);
     std::ofstream meta;
@@ -379,6 +418,8 @@ void suite_filters(const Options& o, Gpu& gpu, Report& report) {
                                     static_cast<double>(in_bytes + out_bytes), 0, floor_ms});
                     }
             }
+            for (const std::string& text : o.pipelines)
+                for (const int block : o.blocks) time_pipeline(gpu, report, text, border, input, depth_text, block);
         }
     }
 }
@@ -693,6 +734,8 @@ int main(int argc, char** argv) {
     app.add_option("--size", o.sizes, "filters suite: image sizes WxH")->capture_default_str();
     app.add_option("--image", o.images, "formats DEPTH:CHANNELS (8u, 16u, 32f)")->capture_default_str();
     app.add_option("--filter", o.filters, "filters, as blur:9 gaussian:9 sobel:mag:3 color:sepia")->capture_default_str();
+    app.add_option("--pipeline", o.pipelines,
+                   "filters suite: also time this pipeline fused and unfused, e.g. \"color:gray | gaussian:5@sep:64x32 | sobel:mag@sep:64x32\"");
     app.add_option("--schedule", o.schedules, "filters suite: schedules (see cbi-filter --list-schedules), or auto: the tuner's choice, labelled auto=CHOICE")
         ->capture_default_str();
     app.add_option("--block", o.blocks, "filters suite: CUDA threads per block")->check(CLI::Range(1, 1024))

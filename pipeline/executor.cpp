@@ -244,7 +244,7 @@ void GraphExecutor::plan(int width, int height, int channels, Depth depth) {
 
     host_buffers_.clear();
     cuda_.reset();
-    prepared_ = false;
+    prepared_ = ran_ = false;
     plan_ = std::move(plan);
     outputs_.assign(graph_.outputs().size(), ImageView{});
 }
@@ -341,6 +341,28 @@ std::span<const ImageView> GraphExecutor::run(const ImageView& input) {
     const ImageView staged = plan.view(cu.input_staging.data(), Graph::input());
     copy_pixels(input, staged);
     upload(staged, cu.input.view, stream);
+    enqueue_nodes_cuda();
+    for (std::size_t i = 0; i < outs.size(); ++i) {
+        outputs_[i] = plan.view(cu.output_staging[i].data(), outs[i]);
+        download(device_view(outs[i]), outputs_[i], stream);
+    }
+    cu.stream.synchronize("cudaStreamSynchronize after the graph");
+    ran_ = true;
+#endif
+    return outputs_;
+}
+
+#if CBI_HAVE_CUDA
+// Enqueues every node on the stream (timing pending auto nodes first), reading
+// the device copy of the input.
+void GraphExecutor::enqueue_nodes_cuda() {
+    Plan& plan = *plan_;
+    const auto& nodes = graph_.nodes();
+    CudaState& cu = *cuda_;
+    const cudaStream_t stream = cu.stream.get();
+    const auto device_view = [&](NodeId id) {
+        return id == Graph::input() ? cu.input.view : plan.view(cu.buffers[plan.buffer_of[id]].data(), id);
+    };
     const auto run_node = [&](NodeId id, const ScheduleSpec& schedule) {
         const GraphNode& n = nodes[id];
         const ImageView dst = device_view(id);
@@ -362,13 +384,19 @@ std::span<const ImageView> GraphExecutor::run(const ImageView& input) {
         }
         run_node(id, plan.schedule[id]);
     }
-    for (std::size_t i = 0; i < outs.size(); ++i) {
-        outputs_[i] = plan.view(cu.output_staging[i].data(), outs[i]);
-        download(device_view(outs[i]), outputs_[i], stream);
-    }
-    cu.stream.synchronize("cudaStreamSynchronize after the graph");
+}
 #endif
-    return outputs_;
+
+float GraphExecutor::time_kernels_ms() {
+#if CBI_HAVE_CUDA
+    if (!cuda_ || !ran_) throw std::logic_error("GraphExecutor::time_kernels_ms needs a CUDA executor that has run");
+    EventTimer timer;
+    timer.start(cuda_->stream.get());
+    enqueue_nodes_cuda();
+    return timer.stop_ms(cuda_->stream.get());
+#else
+    throw std::logic_error("GraphExecutor::time_kernels_ms needs a CUDA executor that has run");
+#endif
 }
 
 Image GraphExecutor::process(const ImageView& input) {

@@ -71,6 +71,11 @@ public:
     // output order, valid until the next run or prepare.
     std::span<const ImageView> run(const ImageView& input);
 
+    // Benchmarks (CUDA only): runs every node again on the device copy of
+    // the last run's input, between two CUDA events on the executor's stream;
+    // no copies. Returns the milliseconds between the events.
+    float time_kernels_ms();
+
     // Processor: a copy of the first output.
     Image process(const ImageView& input) override;
 
@@ -101,6 +106,8 @@ private:
     std::vector<ImageView> outputs_;
     std::size_t allocations_ = 0;
     bool prepared_ = false;  // buffers allocated for plan_
+    bool ran_ = false;       // the device holds an input (time_kernels_ms)
+    void enqueue_nodes_cuda();
 };
 
 // A factory for the batch runner: each call returns a new GraphExecutor over
