@@ -310,6 +310,11 @@ ScheduleSpec tuned_schedule(const Filter& filter, const Border& border, const cv
 void time_pipeline(Gpu& gpu, Report& report, const std::string& text, const Border& border, const cv::Mat& input,
                    const std::string& depth_text, int block) {
     const Graph graph = parse_pipeline(text, ScheduleSpec{}, border);
+    try {
+        node_channels(graph, input.channels());
+    } catch (const Error&) {
+        return;  // e.g. a colour matrix on a 1-channel image: not this image's pipeline
+    }
     RunOptions cuda;
     cuda.device = resolve_device(parse_device("cuda"));
     cuda.block = block;

@@ -15,18 +15,18 @@ out=${CBI_BUNDLE_DIR:-bundle}
 export PATH=$PATH:/usr/local/cuda/bin
 
 cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release -DCBI_WITH_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES="$arch" >/dev/null
-cmake --build "$build" -j"$(nproc)" --target cbi-filter cbi-bench test_filters_cuda test_cuda_errors test_filters_cpu test_schedules test_graph test_tuning
+cmake --build "$build" -j"$(nproc)" --target cbi-filter cbi-bench test_filters_cuda test_cuda_errors test_filters_cpu test_schedules test_graph test_tuning test_fusion
 
 binaries=("$build/cbi-filter" "$build/cbi-bench" "$build/tests/test_filters_cuda" "$build/tests/test_cuda_errors"
           "$build/tests/test_filters_cpu" "$build/tests/test_schedules" "$build/tests/test_graph"
-          "$build/tests/test_tuning")
+          "$build/tests/test_tuning" "$build/tests/test_fusion")
 rm -rf "$out" && mkdir -p "$out/samples/pipelines" "$out/bench"
 # The binaries travel xz-compressed too: the device tool carries 64 MiB at most.
 stage_bin=$(mktemp -d)
 mkdir "$stage_bin/bin"
 cp "${binaries[@]}" "$stage_bin/bin/"
 strip "$stage_bin"/bin/*
-tar -C "$stage_bin" -cf - bin | xz -T0 -6 > "$out/bin.tar.xz"
+tar -C "$stage_bin" -cf - bin | xz -T1 -9 > "$out/bin.tar.xz"  # one 64 MiB window: the binaries share libcbi, so they compress together
 rm -rf "$stage_bin"
 cp samples/*.jpg samples/*.png "$out/samples/"
 cp samples/pipelines/*.json "$out/samples/pipelines/"

@@ -31,7 +31,7 @@ status=0
 run_tests() {
   nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
   # test_tuning's CLI test needs the build tree's cbi-filter: left out here.
-  for t in test_schedules test_filters_cpu test_graph test_tuning test_filters_cuda test_cuda_errors; do
+  for t in test_schedules test_filters_cpu test_graph test_tuning test_fusion test_filters_cuda test_cuda_errors; do
     "$bin/$t" --gtest_brief=1 --gtest_filter=-*Cli* > "$out/$t.log" 2>&1 || status=1
     echo "$t: $(grep -E '^\[  PASSED  \]|^\[  FAILED  \]|^\[  SKIPPED \]' "$out/$t.log" | tr '\n' ' ')"
   done
@@ -40,7 +40,7 @@ run_tests() {
 run_sanitize() {
   # The sticky-error test makes an illegal access on purpose: not sanitised.
   # The out-of-memory test's failed cudaMalloc is deliberate (sanitizers count it as an API error).
-  local subset=${CBI_SANITIZE_FILTER:-'Matrix/*_8u_c3:Matrix/*_32f_c1:Matrix/*_16u_c4:Cuda.*-Cuda.OutOfMemoryIsReportedAndRecoverable'}
+  local subset=${CBI_SANITIZE_FILTER:-'Matrix/*_8u_c3:Matrix/*_32f_c1:Cuda.*-Cuda.OutOfMemoryIsReportedAndRecoverable'}
   local pids=()
   for tool in memcheck racecheck initcheck; do  # in parallel: one process each on the same GPU
     local extra=""
@@ -49,9 +49,16 @@ run_sanitize() {
       "$bin/test_filters_cuda" --gtest_brief=1 --gtest_filter="$subset" > "$out/sanitize-$tool.log" 2>&1 &
     pids+=($!)
   done
+  # Fusion and auto on the GPU (test_fusion, test_tuning's CUDA test), memcheck only.
+  compute-sanitizer --tool memcheck --error-exitcode 99 "$bin/test_fusion" --gtest_brief=1 --gtest_filter='*Gpu*' \
+    > "$out/sanitize-memcheck-fusion.log" 2>&1 &
+  pids+=($!)
+  compute-sanitizer --tool memcheck --error-exitcode 99 "$bin/test_tuning" --gtest_brief=1 --gtest_filter='*Cuda*' \
+    > "$out/sanitize-memcheck-tuning.log" 2>&1 &
+  pids+=($!)
   for p in "${pids[@]}"; do wait "$p" || status=1; done
-  for tool in memcheck racecheck initcheck; do
-    echo "$tool: $(grep -E 'ERROR SUMMARY|^\[  PASSED|^\[  FAILED|^\[  SKIPPED' "$out/sanitize-$tool.log" | tr '\n' ' ')"
+  for tool in memcheck racecheck initcheck memcheck-fusion memcheck-tuning; do
+    echo "$tool: $(grep -E 'SUMMARY|^\[  PASSED|^\[  FAILED|^\[  SKIPPED' "$out/sanitize-$tool.log" | tr '\n' ' ')"
   done
 }
 
