@@ -4,23 +4,28 @@
 //
 // Each TBB task takes a run of tiles in tile:WxH order (row-major tile
 // order, edge tiles clipped, exactly the tiles TileSchedule::map walks).
-// For one tile and each pass it
-//   1. copies every source row of the tile plus its halo (kh - 1 rows,
-//      kw - 1 columns) into a padded row of Acc values, the border resolved
-//      once per row and once per halo column (the interior is one contiguous
-//      conversion, no border_index calls),
-//   2. forms the row sums across x into a task-local buffer,
-//   3. forms the weighted column sums down y and calls the op's finish().
+// For one tile it walks the output rows top to bottom; per output row and
+// pass it
+//   1. copies the one new source row the window needs (the tile's width
+//      plus kw - 1 halo columns) into a padded row of Acc values, the border
+//      resolved once per row and once per halo column (the interior is one
+//      contiguous conversion, no border_index calls; a source that computes
+//      its samples, such as a fused colour node, goes through at()),
+//   2. forms that row's sums across x into a ring of kh + 1 row-sum rows
+//      (the first output row of a tile primes it with kh - 1 rows),
+//   3. forms the weighted column sum of the kh rows of the window and calls
+//      the op's finish().
 // Steps 2 and 3 add the taps through weighted_step in the same index order
 // as SeparableStencil::operator() (a sum starts at 0, taps i = 0..k-1), so
 // every output is bit-identical to the per-pixel path; the loops run over
 // the interleaved samples x*C + c of a row, contiguous, so the compiler
 // vectorises them.
 //
-// Integer box sums (kUnitWeights, integral Acc) slide running sums instead:
-// integer addition is exact and associative, so sum + new - old equals the
-// direct sum bit for bit, and the cost no longer grows with k. Float box
-// sums (double Acc) are not exact in general, so they take the direct sums.
+// Integer box sums (kUnitWeights, integral Acc) slide running sums down y
+// (and across x for wide kernels) instead: integer addition is exact and
+// associative, so sum + new - old equals the direct sum bit for bit, and
+// the cost no longer grows with k. Float box sums (double Acc) are not
+// exact in general, so they take the direct sums.
 #include <algorithm>
 #include <cstddef>
 #include <memory>
@@ -87,10 +92,11 @@ constexpr bool stores_samples() {
 // weighted_step). A null w means unit weights. Outputs go in blocks of
 // kBlock that stay in registers across all k taps (the block loop is
 // contiguous: it vectorises), so each tap costs one load per vector and no
-// stores; the tail is the same sum one output at a time.
+// stores; the tail is the same sum one output at a time. The horizontal
+// pass has tap_stride = channels, the vertical one the row-sum row pitch.
 template <class Acc, class W, bool kUnit>
 CBI_CPU_INLINE void weighted_taps_impl(Acc* __restrict acc, const Acc* __restrict in, std::ptrdiff_t tap_stride,
-                               const W* __restrict w, int k, int n) {
+                                       const W* __restrict w, int k, int n) {
     constexpr int kBlock = 256 / sizeof(Acc);  // 256 bytes of sums: 8 AVX2 registers, enough to hide the add latency
     int i0 = 0;
     for (; i0 + kBlock <= n; i0 += kBlock) {
@@ -210,12 +216,17 @@ public:
     using Acc = typename Op::Acc;
     static constexpr int kPasses = Op::kMaxPasses;
 
-    TileWorker(const Op& op, int tile_w, int tile_h) : op_(op), channels_(op.src.view.channels) {
+    // Row sums live in a ring of R = kh + 1 rows per pass (the window of kh
+    // rows an output row needs, plus the row a sliding box sum drops), so
+    // the working set stays in L1/L2 whatever the tile height. Each row is
+    // stored twice, in slots s and s + R, so any window of kh consecutive
+    // rows is contiguous with one pitch (a plain strided tap loop).
+    TileWorker(const Op& op, int tile_w) : op_(op), channels_(op.src.view.channels) {
         int max_kw = 1, rows = 0;
         for (int p = 0; p < op.passes(); ++p) {
             max_kw = std::max(max_kw, op.kw(p));
-            rows_[p] = tile_h + op.kh(p) - 1;
-            rows += rows_[p];
+            ring_[p] = op.kh(p) + 1;
+            rows += 2 * ring_[p];
         }
         n_max_ = tile_w * channels_;
         pad_len_ = (tile_w + max_kw - 1) * channels_;
@@ -226,7 +237,7 @@ public:
         Acc* next = pad_ + pad_len_;
         for (int p = 0; p < op.passes(); ++p) {
             row_sums_[p] = next;
-            next += static_cast<std::size_t>(rows_[p]) * n_max_;
+            next += static_cast<std::size_t>(2 * ring_[p]) * n_max_;
         }
         for (int p = 0; p < kPasses; ++p) col_sums_[p] = next + static_cast<std::size_t>(p) * n_max_;
     }
@@ -234,34 +245,22 @@ public:
     CBI_CPU_CLONES void run(int x0, int x1, int y0, int y1) {
         const int tw = x1 - x0, n = tw * channels_;
         const int passes = op_.passes();
-        for (int p = 0; p < passes; ++p) {
-            const int kw = op_.kw(p), kh = op_.kh(p);
-            for (int r = 0; r < (y1 - y0) + kh - 1; ++r) {
-                load_padded_row(y0 - kh / 2 + r, x0 - kw / 2, tw + kw - 1);
-                Acc* out = row_sums_[p] + static_cast<std::size_t>(r) * n_max_;
-                if (slides_running_sums<Op>() && kw > kRunningRowMin)
-                    running_row_sums(out, pad_, channels_, kw, tw);
-                else
-                    weighted_taps<Acc>(out, pad_, channels_, op_.wx(p), kw, n);
-            }
-        }
+        // Window row r of pass p (source row y0 - kh/2 + r) sits in ring slot r % ring_[p].
+        for (int p = 0; p < passes; ++p)
+            for (int r = 0; r < op_.kh(p) - 1; ++r) add_row_sums(p, r, x0, y0, tw, n);
         for (int y = y0; y < y1; ++y) {
-            const int r = y - y0;
+            const int r0 = y - y0;  // first window row of output row y
             for (int p = 0; p < passes; ++p) {
-                const Acc* rows = row_sums_[p] + static_cast<std::size_t>(r) * n_max_;
-                if constexpr (slides_running_sums<Op>()) {
-                    // Column sums slide down the tile: add the new row, drop the old.
-                    Acc* __restrict s = col_sums_[p];
-                    const int kh = op_.kh(p);
-                    if (r == 0) {
-                        weighted_taps<Acc>(s, rows, n_max_, op_.wy(p), kh, n);
-                    } else {
-                        const Acc* __restrict add = rows + static_cast<std::size_t>(kh - 1) * n_max_;
-                        const Acc* __restrict drop = rows - n_max_;
-                        for (int i = 0; i < n; ++i) s[i] = s[i] + add[i] - drop[i];
-                    }
+                const int kh = op_.kh(p);
+                add_row_sums(p, r0 + kh - 1, x0, y0, tw, n);
+                Acc* __restrict s = col_sums_[p];
+                if (slides_running_sums<Op>() && r0 > 0) {
+                    // Integer box: the column sums slide down: add the new row, drop the old one (exact).
+                    const Acc* __restrict add = slot(p, r0 + kh - 1);
+                    const Acc* __restrict drop = slot(p, r0 - 1);
+                    for (int i = 0; i < n; ++i) s[i] = s[i] + add[i] - drop[i];
                 } else {
-                    weighted_taps<Acc>(col_sums_[p], rows, n_max_, op_.wy(p), op_.kh(p), n);
+                    weighted_taps<Acc>(s, slot(p, r0), n_max_, op_.wy(p), kh, n);
                 }
             }
             T* out = op_.dst.template row<T>(y) + static_cast<std::ptrdiff_t>(x0) * channels_;
@@ -270,6 +269,22 @@ public:
     }
 
 private:
+    Acc* slot(int p, int r) const { return row_sums_[p] + static_cast<std::size_t>(r % ring_[p]) * n_max_; }
+
+    // Row sums of pass p for window row r (source row y0 - kh/2 + r) into its ring slot.
+    void add_row_sums(int p, int r, int x0, int y0, int tw, int n) {
+        const int kw = op_.kw(p);
+        load_padded_row(y0 - op_.kh(p) / 2 + r, x0 - kw / 2, tw + kw - 1);
+        if (slides_running_sums<Op>() && kw > kRunningRowMin)
+            running_row_sums(slot(p, r), pad_, channels_, kw, tw);
+        else
+            weighted_taps<Acc>(slot(p, r), pad_, channels_, op_.wx(p), kw, n);
+        // The second copy, so windows that wrap the ring stay contiguous.
+        const Acc* __restrict first = slot(p, r);
+        Acc* __restrict second = slot(p, r) + static_cast<std::size_t>(ring_[p]) * n_max_;
+        for (int i = 0; i < n; ++i) second[i] = first[i];
+    }
+
     // pad_[xi*C + c] = source sample (xs + xi, y, c) through the border rule,
     // as Acc, for xi < len.
     CBI_CPU_CLONES void load_padded_row(int y, int xs, int len) {
@@ -296,7 +311,7 @@ private:
     const Op& op_;
     int channels_;
     int n_max_ = 0, pad_len_ = 0;
-    int rows_[kPasses] = {};
+    int ring_[kPasses] = {};
     std::unique_ptr<Acc[]> buffer_;
     Acc* pad_ = nullptr;
     Acc* row_sums_[kPasses] = {};
@@ -316,7 +331,7 @@ void run_separable_tiles(const TileSchedule& schedule, const Op& op, int width, 
     // do not drown in task overhead.
     const int grain = std::max(1, 16384 / (tw * th));
     tbb::parallel_for(tbb::blocked_range<int>(0, tiles_x * tiles_y, grain), [&](const tbb::blocked_range<int>& range) {
-        TileWorker<Op> worker(op, tw, th);
+        TileWorker<Op> worker(op, tw);
         for (int t = range.begin(); t != range.end(); ++t) {
             const int x0 = (t % tiles_x) * tw, y0 = (t / tiles_x) * th;
             worker.run(x0, std::min(x0 + tw, width), y0, std::min(y0 + th, height));
