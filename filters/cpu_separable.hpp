@@ -94,26 +94,33 @@ constexpr bool stores_samples() {
 // contiguous: it vectorises), so each tap costs one load per vector and no
 // stores; the tail is the same sum one output at a time. The horizontal
 // pass has tap_stride = channels, the vertical one the row-sum row pitch.
+// Sums of outputs [i0, i0 + kBlock), kept in registers across the k taps.
+template <int kBlock, class Acc, class W, bool kUnit>
+CBI_CPU_INLINE void weighted_taps_block(Acc* __restrict acc, const Acc* __restrict in, std::ptrdiff_t tap_stride,
+                                        const W* __restrict w, int k, int i0) {
+    Acc a[kBlock];
+    for (int b = 0; b < kBlock; ++b) a[b] = Acc(0);
+    for (int t = 0; t < k; ++t) {
+        const Acc* __restrict tap = in + t * tap_stride + i0;
+        if constexpr (kUnit) {
+            constexpr const W* unit = nullptr;
+            for (int b = 0; b < kBlock; ++b) a[b] = weighted_step<Acc>(a[b], unit, 0, tap[b]);
+        } else {
+            const W wt = w[t];  // w[t], hoisted out of the block
+            for (int b = 0; b < kBlock; ++b) a[b] = weighted_step<Acc>(a[b], &wt, 0, tap[b]);
+        }
+    }
+    for (int b = 0; b < kBlock; ++b) acc[i0 + b] = a[b];
+}
+
 template <class Acc, class W, bool kUnit>
 CBI_CPU_INLINE void weighted_taps_impl(Acc* __restrict acc, const Acc* __restrict in, std::ptrdiff_t tap_stride,
                                        const W* __restrict w, int k, int n) {
     constexpr int kBlock = 256 / sizeof(Acc);  // 256 bytes of sums: 8 AVX2 registers, enough to hide the add latency
+    constexpr int kVector = 32 / sizeof(Acc);  // one AVX2 register, for narrow tiles (smem:32x8 on 1 channel)
     int i0 = 0;
-    for (; i0 + kBlock <= n; i0 += kBlock) {
-        Acc a[kBlock];
-        for (int b = 0; b < kBlock; ++b) a[b] = Acc(0);
-        for (int t = 0; t < k; ++t) {
-            const Acc* __restrict tap = in + t * tap_stride + i0;
-            if constexpr (kUnit) {
-                constexpr const W* unit = nullptr;
-                for (int b = 0; b < kBlock; ++b) a[b] = weighted_step<Acc>(a[b], unit, 0, tap[b]);
-            } else {
-                const W wt = w[t];  // w[t], hoisted out of the block
-                for (int b = 0; b < kBlock; ++b) a[b] = weighted_step<Acc>(a[b], &wt, 0, tap[b]);
-            }
-        }
-        for (int b = 0; b < kBlock; ++b) acc[i0 + b] = a[b];
-    }
+    for (; i0 + kBlock <= n; i0 += kBlock) weighted_taps_block<kBlock, Acc, W, kUnit>(acc, in, tap_stride, w, k, i0);
+    for (; i0 + kVector <= n; i0 += kVector) weighted_taps_block<kVector, Acc, W, kUnit>(acc, in, tap_stride, w, k, i0);
     for (int i = i0; i < n; ++i) {
         Acc a = 0;
         for (int t = 0; t < k; ++t) a = weighted_step<Acc>(a, kUnit ? nullptr : w, t, in[t * tap_stride + i]);
