@@ -15,10 +15,6 @@ namespace {
 // separable stencils tile by tile through row-sum buffers
 // (cpu_separable.hpp); every other schedule and op is evaluated per pixel in
 // the schedule's order.
-// Ops whose source is a stored image (not a fused colour source).
-template <class Op>
-concept reads_stored_samples = requires { requires decltype(Op::src)::kStored; };
-
 // Walks the schedule's index range with TBB. Each task takes a contiguous
 // run of schedule indices, so a column schedule keeps a task inside one
 // strip of the image.
@@ -27,8 +23,7 @@ struct CpuLaunch {
 
     template <class Schedule, class Op>
     void operator()(Schedule schedule, const Op& op) const {
-        // (Tiles load stored rows raw; a fused colour source goes per pixel.)
-        if constexpr (kStagesTiles<Schedule> && cpu::SeparableStencilOp<Op> && reads_stored_samples<Op>) {
+        if constexpr (kStagesTiles<Schedule> && cpu::SeparableStencilOp<Op>) {
             cpu::run_separable_tiles(schedule, op, width, height);
         } else {
             constexpr std::uint32_t grain = 4096;
