@@ -241,6 +241,11 @@ void print_stats(const cbi::BatchSummary& s) {
     std::cout << out.str();
 }
 
+void print_tuning_notice(const cbi::RunOptions& run_options) {
+    if (run_options.tuning && !run_options.tuning->write_error().empty())
+        std::cerr << kProgram << ": notice: " << run_options.tuning->write_error() << "\n";
+}
+
 cbi::RunOptions resolve_run_options(const Options& o, const cbi::DeviceSpec& device_spec, const cbi::Graph& graph) {
     cbi::RunOptions run_options;
     run_options.device = cbi::resolve_device(device_spec);
@@ -309,6 +314,7 @@ int run_batch_mode(const Options& o, const cbi::Graph& graph, const cbi::DeviceS
         std::cerr << line.str();
     }
     if (o.stats) print_stats(summary);
+    print_tuning_notice(run_options);
     return summary.failed > 0 ? kExitRuntime : 0;
 }
 
@@ -387,6 +393,7 @@ int run(const CLI::App& app, Options& o) {
     const auto results = executor.run(in);
     for (std::size_t i = 0; i < results.size(); ++i)
         cbi::write_image_atomic(output_path(output, graph, i), cbi::as_mat(results[i]));
+    print_tuning_notice(run_options);
     return 0;
 }
 

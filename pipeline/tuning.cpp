@@ -83,7 +83,14 @@ fs::path default_tuning_cache_path() {
 
 TuningCache::TuningCache(fs::path file) : file_(std::move(file)) {
     std::error_code ec;
-    if (fs::exists(file_, ec)) entries_ = read_entries(file_);
+    if (!fs::exists(file_, ec)) return;
+    if (!fs::is_regular_file(file_, ec)) throw Error(file_.string(), "the tuning cache is not a regular file");
+    entries_ = read_entries(file_);
+}
+
+std::string TuningCache::write_error() const {
+    std::lock_guard lock(mutex_);
+    return write_error_;
 }
 
 std::optional<ScheduleSpec> TuningCache::find(const std::string& key) const {
@@ -123,13 +130,15 @@ void TuningCache::store(const std::string& key, const ScheduleSpec& schedule) {
         out.close();
         if (!out) {
             fs::remove(tmp, ec);
-            throw Error(file_.string(), "cannot write the tuning cache");
+            write_error_ = file_.string() + ": cannot write the tuning cache; the choices of this run are not kept";
+            return;
         }
     }
     fs::rename(tmp, file_, ec);
     if (ec) {
         fs::remove(tmp, ec);
-        throw Error(file_.string(), "cannot replace the tuning cache: " + ec.message());
+        write_error_ = file_.string() + ": cannot replace the tuning cache (" + ec.message() +
+                       "); the choices of this run are not kept";
     }
 }
 

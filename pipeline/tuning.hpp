@@ -35,14 +35,16 @@ class TuningCache {
 public:
     TuningCache() = default;  // in memory only
     // Loads `file` if it exists. Throws cbi::Error naming the file when it
-    // cannot be read or is not a tuning cache.
+    // cannot be read, is not a regular file or is not a tuning cache.
     explicit TuningCache(std::filesystem::path file);
 
     std::optional<ScheduleSpec> find(const std::string& key) const;
     // Records a choice; with a file, merges it into the file's current
-    // entries and replaces the file atomically (temporary + rename).
-    // Throws cbi::Error naming the file when it cannot be written.
+    // entries and replaces the file atomically (temporary + rename). A file
+    // that cannot be written does not fail the run: the choice stays in
+    // memory and write_error() says why (the apps print it as a notice).
     void store(const std::string& key, const ScheduleSpec& schedule);
+    std::string write_error() const;
 
     const std::filesystem::path& file() const { return file_; }
     std::size_t size() const;
@@ -55,6 +57,7 @@ private:
     std::mutex timing_;
     std::filesystem::path file_;
     std::map<std::string, std::string> entries_;
+    std::string write_error_;
 };
 
 }  // namespace cbi

@@ -130,6 +130,22 @@ TEST(Tuning, CliKeepsChoicesInTheTuningCacheFile) {
                                     dir.path());
     ASSERT_EQ(plan.code, 0) << plan.err;
     EXPECT_NE(plan.out.find("(auto, cached)"), std::string::npos) << plan.out;
+    // A cache that cannot be written: the run still succeeds, with a notice.
+    std::ofstream(dir / "afile") << "x";
+    const auto unwritable = test::run_cli({photo, "--device", "cpu", "--schedule", "auto", "--tuning-cache",
+                                           (dir / "afile" / "t.json").string(), "--blur", "5", "-o",
+                                           (dir / "out3.png").string()},
+                                          dir.path());
+    EXPECT_EQ(unwritable.code, 0) << unwritable.err;
+    EXPECT_TRUE(std::filesystem::exists(dir / "out3.png"));
+    EXPECT_NE(unwritable.err.find("notice: " + (dir / "afile" / "t.json").string() + ": cannot write the tuning cache"),
+              std::string::npos)
+        << unwritable.err;
+    const auto folder = test::run_cli({photo, "--device", "cpu", "--schedule", "auto", "--tuning-cache",
+                                       dir.path().string(), "--blur", "5", "-o", (dir / "out4.png").string()},
+                                      dir.path());
+    EXPECT_EQ(folder.code, 1);
+    EXPECT_NE(folder.err.find("the tuning cache is not a regular file"), std::string::npos) << folder.err;
     std::ofstream(cache) << "garbage";
     const auto bad = test::run_cli({photo, "--device", "cpu", "--schedule", "auto", "--tuning-cache", cache, "--blur", "5",
                                     "-o", (dir / "out2.png").string()},
