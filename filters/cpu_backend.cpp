@@ -3,6 +3,7 @@
 #include <tbb/blocked_range.h>
 #include <tbb/parallel_for.h>
 
+#include <algorithm>
 #include <type_traits>
 
 #include "filters/cpu_separable.hpp"
@@ -25,6 +26,14 @@ struct CpuLaunch {
     void operator()(Schedule schedule, const Op& op) const {
         if constexpr (kStagesTiles<Schedule> && cpu::SeparableStencilOp<Op>) {
             cpu::run_separable_tiles(schedule, op, width, height);
+        } else if constexpr (std::is_same_v<Schedule, NaiveSchedule>) {
+            // Naive is row-major: the same visit order as rows of x, without
+            // mapping (a division) per pixel, so pointwise loops can vectorise.
+            tbb::parallel_for(tbb::blocked_range<int>(0, height, std::max(1, 4096 / std::max(width, 1))),
+                              [&](const auto& rows) {
+                                  for (int y = rows.begin(); y != rows.end(); ++y)
+                                      for (int x = 0; x < width; ++x) op(x, y);
+                              });
         } else {
             constexpr std::uint32_t grain = 4096;
             const auto n = static_cast<std::uint32_t>(width) * static_cast<std::uint32_t>(height);
