@@ -615,6 +615,32 @@ int opencv_border(BorderMode m) {
     }
 }
 
+// OpenCV's own function for one cbi filter (as DESIGN.md section 3 defines them).
+void opencv_filter(const Filter& filter, const cv::Mat& input, cv::Mat& out, int cvb, Depth depth) {
+    if (const auto* b = std::get_if<BoxFilter>(&filter)) {
+        cv::blur(input, out, {b->ksize, b->ksize}, {-1, -1}, cvb);
+    } else if (const auto* g = std::get_if<GaussianFilter>(&filter)) {
+        cv::GaussianBlur(input, out, {g->ksize, g->ksize}, g->sigma, g->sigma, cvb);
+    } else if (const auto* s = std::get_if<SobelFilter>(&filter)) {
+        thread_local cv::Mat gx, gy, mag;
+        if (s->mode != SobelMode::y) cv::Sobel(input, gx, CV_32F, 1, 0, s->ksize, 1, 0, cvb);
+        if (s->mode != SobelMode::x) cv::Sobel(input, gy, CV_32F, 0, 1, s->ksize, 1, 0, cvb);
+        if (s->mode == SobelMode::mag) cv::magnitude(gx, gy, mag);
+        else mag = cv::abs(s->mode == SobelMode::x ? gx : gy);
+        mag.convertTo(out, input.depth());  // rounds and saturates, as cbi
+    } else if (const auto* c = std::get_if<ColorFilter>(&filter)) {
+        if (to_string(filter) == "color:gray") {
+            cv::cvtColor(input, out, cv::COLOR_BGR2GRAY);
+            return;
+        }
+        const StorageMatrix sm = storage_matrix(*c, depth);
+        cv::Mat m(sm.rows, 4, CV_32F);
+        for (int r = 0; r < sm.rows; ++r)
+            for (int col = 0; col < 4; ++col) m.at<float>(r, col) = sm.m[r][col];
+        cv::transform(input, out, m);
+    }
+}
+
 void suite_cpu(const Options& o, Report& report) {
     const int threads = o.cpu_threads > 0 ? o.cpu_threads : static_cast<int>(std::thread::hardware_concurrency());
     cv::setNumThreads(threads);
@@ -640,27 +666,8 @@ void suite_cpu(const Options& o, Report& report) {
             const Filter filter = parse_filter(filter_text);
             const int out_channels = applicable_channels(filter, channels);
             if (out_channels == 0) continue;
-            cv::Mat ours(h, w, cv_type(depth, out_channels)), theirs, gx, gy, mag;
-            std::function<void()> opencv;
-            if (const auto* b = std::get_if<BoxFilter>(&filter)) {
-                opencv = [&, k = b->ksize] { cv::blur(input, theirs, {k, k}, {-1, -1}, cvb); };
-            } else if (const auto* g = std::get_if<GaussianFilter>(&filter)) {
-                opencv = [&, k = g->ksize, s = g->sigma] { cv::GaussianBlur(input, theirs, {k, k}, s, s, cvb); };
-            } else if (const auto* s = std::get_if<SobelFilter>(&filter)) {
-                opencv = [&, k = s->ksize, mode = s->mode] {
-                    if (mode != SobelMode::y) cv::Sobel(input, gx, CV_32F, 1, 0, k, 1, 0, cvb);
-                    if (mode != SobelMode::x) cv::Sobel(input, gy, CV_32F, 0, 1, k, 1, 0, cvb);
-                    if (mode == SobelMode::mag) cv::magnitude(gx, gy, mag);
-                    else mag = cv::abs(mode == SobelMode::x ? gx : gy);
-                    mag.convertTo(theirs, input.depth());  // rounds and saturates, as cbi
-                };
-            } else if (const auto* c = std::get_if<ColorFilter>(&filter)) {
-                const StorageMatrix sm = storage_matrix(*c, depth);
-                cv::Mat m(sm.rows, 4, CV_32F);
-                for (int r = 0; r < sm.rows; ++r)
-                    for (int col = 0; col < 4; ++col) m.at<float>(r, col) = sm.m[r][col];
-                opencv = [&, m] { cv::transform(input, theirs, m); };
-            }
+            cv::Mat ours(h, w, cv_type(depth, out_channels)), theirs;
+            const std::function<void()> opencv = [&] { opencv_filter(filter, input, theirs, cvb, depth); };
             opencv();
             const double bytes = static_cast<double>(input.total() * input.elemSize() + ours.total() * ours.elemSize());
             report.add({"cpu", filter_text, "opencv", threads, w, h, depth_text, channels, time_cpu(opencv), bytes, 0, 0});
@@ -679,6 +686,35 @@ void suite_cpu(const Options& o, Report& report) {
                 const std::string label = schedule_text == o.cpu_schedules.front() ? "cbi-cpu" : "cbi-cpu " + schedule_text;
                 report.add({"cpu", filter_text, label, threads, w, h, depth_text, channels, time_cpu(cbi_cpu), bytes, 0, 0});
             }
+        }
+        // Whole pipelines: cbi's CPU executor against the OpenCV calls in sequence.
+        for (const std::string& text : o.pipelines) {
+            const Graph graph = parse_pipeline(text, ScheduleSpec{}, border);
+            if (graph.outputs().size() != 1) continue;
+            std::vector<int> node_ch;
+            try {
+                node_ch = node_channels(graph, channels);
+            } catch (const Error&) {
+                continue;  // not a pipeline for this image
+            }
+            GraphExecutor executor(graph, RunOptions{});
+            cv::Mat ours = as_mat(executor.run(view_of(input)).front());
+            std::vector<cv::Mat> stages(graph.nodes().size());
+            const auto opencv = [&] {
+                const cv::Mat* in = &input;
+                for (std::size_t id = 1; id < graph.nodes().size(); ++id) {
+                    opencv_filter(std::get<Filter>(graph.nodes()[id].op), *in, stages[id], cvb, depth);
+                    in = &stages[id];
+                }
+            };
+            opencv();
+            // Each stage of either within 1 of the other compounds through the chain: report the difference.
+            const double diff = cv::norm(ours, stages.back(), cv::NORM_INF);
+            std::cout << "# cpu pipeline '" << text << "' " << image_text << ": max |cbi - OpenCV| = " << diff << "\n";
+            const double bytes = static_cast<double>(input.total() * input.elemSize() + ours.total() * ours.elemSize());
+            report.add({"cpu-pipeline", text, "opencv", threads, w, h, depth_text, channels, time_cpu(opencv), bytes, 0, 0});
+            report.add({"cpu-pipeline", text, "cbi-cpu", threads, w, h, depth_text, channels,
+                        time_cpu([&] { executor.run(view_of(input)); }), bytes, 0, 0});
         }
     }
 }
@@ -749,7 +785,7 @@ int main(int argc, char** argv) {
     app.add_option("--cpu-schedule", o.cpu_schedules, "cpu suite: cbi schedules to time against OpenCV, e.g. sep:256x256")
         ->capture_default_str();
     app.add_option("--pipeline", o.pipelines,
-                   "filters suite: also time this pipeline fused and unfused, e.g. \"color:gray | gaussian:5@sep:64x32 | sobel:mag@sep:64x32\"");
+                   "filters suite: also time this pipeline fused and unfused on the GPU; cpu suite: against the OpenCV calls in sequence; e.g. \"color:gray | gaussian:5@sep:64x32 | sobel:mag@sep:64x32\"");
     app.add_option("--schedule", o.schedules, "filters suite: schedules (see cbi-filter --list-schedules), or auto: the tuner's choice, labelled auto=CHOICE")
         ->capture_default_str();
     app.add_option("--block", o.blocks, "filters suite: CUDA threads per block")->check(CLI::Range(1, 1024))
