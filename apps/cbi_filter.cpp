@@ -375,10 +375,8 @@ int run(const CLI::App& app, Options& o) {
     const cv::Mat image = cbi::read_image(input, o.max_pixels);
     cbi::GraphExecutor executor(graph, run_options);
     const cbi::ImageView in = cbi::view_of(image);
-    std::vector<int> channels;
     try {
-        executor.prepare(in.width, in.height, in.channels, in.depth);
-        channels = cbi::node_channels(graph, in.channels);
+        executor.plan(in.width, in.height, in.channels, in.depth);  // allocates nothing yet
     } catch (const cbi::Error& e) {
         throw cbi::Error(input.string(), e.what());  // name the file the pipeline cannot take
     }
@@ -388,7 +386,7 @@ int run(const CLI::App& app, Options& o) {
         const fs::path out = output_path(output, graph, i);
         if (i > 0 && cbi::same_file(input, out))
             throw UsageError{out.string(), "is the input file; cbi never overwrites its input"};
-        cbi::check_output_format(out, CV_MAKETYPE(image.depth(), channels[graph.outputs()[i]]));
+        cbi::check_output_format(out, CV_MAKETYPE(image.depth(), executor.channels_of(graph.outputs()[i])));
     }
     const auto results = executor.run(in);
     for (std::size_t i = 0; i < results.size(); ++i)

@@ -148,10 +148,8 @@ void GraphExecutor::plan(int width, int height, int channels, Depth depth) {
     for (NodeId id = static_cast<NodeId>(nodes.size()) - 1; id > 0; --id)
         if (needed[id])
             for (NodeId in : nodes[id].inputs) needed[in] = true;
-    std::vector<NodeId> needed_order;
     for (NodeId id = 1; id < static_cast<NodeId>(nodes.size()); ++id)
-        if (needed[id]) needed_order.push_back(id);
-    plan->order = needed_order;
+        if (needed[id]) plan->order.push_back(id);
 
     // Schedules: fixed ones as given; auto ones from the tuning cache, else
     // timed on the first run.
@@ -249,8 +247,12 @@ void GraphExecutor::plan(int width, int height, int channels, Depth depth) {
     outputs_.assign(graph_.outputs().size(), ImageView{});
 }
 
+bool GraphExecutor::planned_for(int width, int height, int channels, Depth depth) const {
+    return plan_ && plan_->width == width && plan_->height == height && plan_->channels == channels && plan_->depth == depth;
+}
+
 void GraphExecutor::prepare(int width, int height, int channels, Depth depth) {
-    plan(width, height, channels, depth);
+    if (!planned_for(width, height, channels, depth)) plan(width, height, channels, depth);
     // Allocate once for this format.
     const Plan& plan = *plan_;
     const std::size_t plane = static_cast<std::size_t>(width) * height * depth_bytes(depth);
@@ -298,8 +300,7 @@ void GraphExecutor::tune(NodeId id, const std::function<double(const ScheduleSpe
 
 std::span<const ImageView> GraphExecutor::run(const ImageView& input) {
     check_supported(input, "input");
-    if (!prepared_ || plan_->width != input.width || plan_->height != input.height || plan_->channels != input.channels ||
-        plan_->depth != input.depth)
+    if (!prepared_ || !planned_for(input.width, input.height, input.channels, input.depth))
         prepare(input.width, input.height, input.channels, input.depth);
     const Plan& plan = *plan_;
     const auto& nodes = graph_.nodes();
@@ -406,6 +407,11 @@ Image GraphExecutor::process(const ImageView& input) {
     return copy;
 }
 
+int GraphExecutor::channels_of(NodeId id) const {
+    if (!plan_) throw std::logic_error("GraphExecutor::channels_of before plan");
+    return plan_->channels_of.at(static_cast<std::size_t>(id));
+}
+
 ScheduleSpec GraphExecutor::schedule_of(NodeId id) const {
     if (!plan_) throw std::logic_error("GraphExecutor::schedule_of before prepare");
     return plan_->schedule.at(static_cast<std::size_t>(id));
@@ -476,14 +482,6 @@ ProcessorFactory graph_processor_factory(Graph graph, RunOptions options) {
     return [graph = std::move(graph), options]() -> std::unique_ptr<Processor> {
         return std::make_unique<GraphExecutor>(graph, options);
     };
-}
-
-int check_chain(std::span<const Node> nodes, const ImageView& input) {
-    check_supported(input, "input");
-    if (input.pixels() > max_schedulable_pixels)
-        throw Error("input", describe(input) + " has more than 2^32-1 pixels, the most a schedule can index");
-    const Graph graph = chain_graph(nodes);
-    return node_channels(graph, input.channels)[graph.outputs().front()];
 }
 
 Image run_chain(std::span<const Node> nodes, const ImageView& input, const RunOptions& options) {

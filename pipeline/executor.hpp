@@ -64,7 +64,8 @@ public:
     // naming the node when a node cannot take its input.
     void plan(int width, int height, int channels, Depth depth);
 
-    // plan(), then allocates the buffers (and CUDA stream and staging).
+    // plan() (unless already planned for this format), then allocates the
+    // buffers (and CUDA stream and staging).
     void prepare(int width, int height, int channels, Depth depth);
 
     // Runs on `input`; returns host views of the outputs, in the graph's
@@ -78,6 +79,9 @@ public:
 
     // Processor: a copy of the first output.
     Image process(const ImageView& input) override;
+
+    // Output channels of node `id` for the planned format.
+    int channels_of(NodeId id) const;
 
     // The schedule node `id` runs with for the prepared format: an auto
     // node's choice once it is cached or timed (before that: naive).
@@ -108,16 +112,13 @@ private:
     bool prepared_ = false;  // buffers allocated for plan_
     bool ran_ = false;       // the device holds an input (time_kernels_ms)
     void enqueue_nodes_cuda();
+    bool planned_for(int width, int height, int channels, Depth depth) const;
 };
 
 // A factory for the batch runner: each call returns a new GraphExecutor over
 // a copy of the graph, so each image in flight has its own buffers (and, on
 // CUDA, its own stream and pinned staging), reused from image to image.
 ProcessorFactory graph_processor_factory(Graph graph, RunOptions options);
-
-// Output channels of a chain for this input; throws cbi::Error naming the
-// node that cannot take its input, or when the image is too large.
-int check_chain(std::span<const Node> nodes, const ImageView& input);
 
 // Runs a chain of nodes once (a convenience over GraphExecutor).
 Image run_chain(std::span<const Node> nodes, const ImageView& input, const RunOptions& options);
