@@ -673,7 +673,7 @@ void suite_cpu(const Options& o, Report& report) {
             report.add({"cpu", filter_text, "opencv", threads, w, h, depth_text, channels, time_cpu(opencv), bytes, 0, 0});
             for (const std::string& schedule_text : o.cpu_schedules) {
                 const ScheduleSpec schedule = parse_schedule(schedule_text);
-                if (std::holds_alternative<ColorFilter>(filter) && !schedule_entry(schedule).pointwise) continue;
+                if (!schedule_supports(schedule, filter)) continue;
                 const Node node{filter, border, schedule};
                 auto cbi_cpu = [&] { run_node_cpu(node, view_of(input), view_of(ours)); };
                 cbi_cpu();

@@ -28,6 +28,10 @@ CBI_HOST_DEVICE float add_rn(float a, float b) {
 
 // Converts a computed value to the sample type T: integers are rounded to
 // nearest (ties to even, as OpenCV's cvRound) and saturated; floats pass.
+// NaN gives 0. On the GPU, clamping first and adding 2^23 rounds to nearest
+// even in the float unit, whose low mantissa bits are then the result: the
+// same value as rintf + compare, without the conversion instructions that
+// run at an eighth of the float rate on sm_90.
 template <class T>
 CBI_HOST_DEVICE T saturate_round(float v) {
     if constexpr (std::is_same_v<T, float>) {
@@ -35,12 +39,25 @@ CBI_HOST_DEVICE T saturate_round(float v) {
     } else {
         constexpr float hi = static_cast<float>(T(~T(0)));
 #if defined(__CUDA_ARCH__)
-        const float r = rintf(v);
+        const float clamped = fminf(fmaxf(v, 0.f), hi);  // fmaxf(NaN, 0) is 0
+        return static_cast<T>(__float_as_uint(__fadd_rn(clamped, 8388608.f)) & 0xffffu);
 #else
         const float r = std::nearbyint(v);
-#endif
         return !(r > 0.f) ? T(0) : r >= hi ? T(~T(0)) : static_cast<T>(r);  // NaN -> 0
+#endif
     }
+}
+
+// A sample as float, exactly. On the GPU an 8- or 16-bit integer goes
+// through the exponent trick (2^23 + v as bits, minus 2^23): an integer OR
+// and a float subtract instead of a conversion instruction.
+template <class T>
+CBI_HOST_DEVICE float to_float(T v) {
+#if defined(__CUDA_ARCH__)
+    if constexpr (std::is_same_v<T, std::uint8_t> || std::is_same_v<T, std::uint16_t>)
+        return __fsub_rn(__uint_as_float(0x4B000000u | v), 8388608.f);
+#endif
+    return static_cast<float>(v);
 }
 
 template <class T>

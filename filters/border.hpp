@@ -37,4 +37,17 @@ CBI_HOST_DEVICE int border_index(int p, int n) {
     }
 }
 
+// The same rules with the mode chosen at run time, for code that is not
+// instantiated per border (the stream:WxH kernels).
+CBI_HOST_DEVICE int border_index(BorderMode mode, int p, int n) {
+    switch (mode) {
+        case BorderMode::reflect: return border_index<BorderMode::reflect>(p, n);
+        case BorderMode::replicate: return border_index<BorderMode::replicate>(p, n);
+        case BorderMode::constant: return border_index<BorderMode::constant>(p, n);
+        case BorderMode::wrap: return border_index<BorderMode::wrap>(p, n);
+        case BorderMode::reflect101: break;
+    }
+    return border_index<BorderMode::reflect101>(p, n);
+}
+
 }  // namespace cbi

@@ -37,10 +37,12 @@ decltype(auto) with_border(BorderMode mode, F&& f) {
     return std::forward<F>(f)(std::integral_constant<M, M::reflect101>{});
 }
 
-// Schedules whose kernels stage tiles (the input read once per tile): the
-// stencil-only tile schedules. Only these take fused colour nodes.
+// The stencil-only tile schedules (the input read once per tile or strip):
+// the CPU runs them tile by tile (cpu_separable.hpp); smem and sep also take
+// fused colour nodes.
 template <class Schedule>
-constexpr bool kStagesTiles = std::is_same_v<Schedule, SmemTileSchedule> || std::is_same_v<Schedule, SepTileSchedule>;
+constexpr bool kStagesTiles = std::is_same_v<Schedule, SmemTileSchedule> || std::is_same_v<Schedule, SepTileSchedule> ||
+                             std::is_same_v<Schedule, StreamSchedule>;
 
 // Builds the op for `node` reading `src` and writing `dst` (geometry already
 // validated by the executor) and calls launch(schedule, op).

@@ -289,22 +289,54 @@ StorageMatrix storage_matrix(const ColorFilter& f, Depth depth) {
 }
 
 namespace {
+// The forms of the registered schedules that `pick` accepts, for messages.
+template <class Pick>
+std::string forms_where(Pick pick) {
+    std::string forms;
+    for (const auto& e : schedule_registry())
+        if (pick(e)) forms += (forms.empty() ? "" : ", ") + std::string(e.form);
+    return forms;
+}
+
 void check_pointwise(const ScheduleSpec& schedule, const std::string& what) {
     if (schedule_entry(schedule).pointwise) return;
-    std::string others;
-    for (const auto& e : schedule_registry())
-        if (e.pointwise) others += (others.empty() ? "" : ", ") + std::string(e.form);
     invalid("schedule " + schedule.to_string() + " runs stencil filters only (blur, gaussian, sobel), not " + what +
-            "; use " + others);
+            "; use " + forms_where([](const ScheduleEntry& e) { return e.pointwise; }));
+}
+
+// The side of the square a stencil's schedule must cover (Sobel's KSIZE 1
+// is 3x1 and 1x3: not square, counted as unbounded).
+int stencil_size(const Filter& filter) {
+    if (const auto* box = std::get_if<BoxFilter>(&filter)) return box->ksize;
+    if (const auto* gauss = std::get_if<GaussianFilter>(&filter)) return gauss->ksize;
+    const int k = std::get<SobelFilter>(filter).ksize;
+    return k == 1 ? kMaxKernel + 1 : k;
 }
 }  // namespace
 
 void check_schedule_supports(const ScheduleSpec& schedule, const Filter& filter) {
-    if (std::holds_alternative<ColorFilter>(filter)) check_pointwise(schedule, to_string(filter));
+    if (std::holds_alternative<ColorFilter>(filter)) return check_pointwise(schedule, to_string(filter));
+    const ScheduleEntry& entry = schedule_entry(schedule);
+    if (!entry.stencil)
+        invalid("schedule " + schedule.to_string() + " runs pointwise filters only (color, blend), not " +
+                to_string(filter) + "; use " + forms_where([](const ScheduleEntry& e) { return e.stencil; }));
+    if (entry.max_ksize > 0 && stencil_size(filter) > entry.max_ksize)
+        invalid("schedule " + schedule.to_string() + " runs stencils up to " + std::to_string(entry.max_ksize) + "x" +
+                std::to_string(entry.max_ksize) + " (sobel KSIZE 3 and up), not " + to_string(filter) + "; use " +
+                forms_where([](const ScheduleEntry& e) { return e.stencil && e.max_ksize == 0; }));
 }
 
 void check_schedule_supports(const ScheduleSpec& schedule, const BlendFilter& blend) {
     check_pointwise(schedule, to_string(blend));
+}
+
+bool schedule_supports(const ScheduleSpec& schedule, const Filter& filter) {
+    try {
+        check_schedule_supports(schedule, filter);
+        return true;
+    } catch (const std::invalid_argument&) {
+        return false;
+    }
 }
 
 int output_channels(const Filter& f, int channels) {

@@ -100,9 +100,12 @@ SobelKernels sobel_kernels(int ksize);
 StorageMatrix storage_matrix(const ColorFilter& f, Depth depth);
 
 // Throws std::invalid_argument naming the alternatives when `schedule`
-// cannot run `filter` (e.g. smem:WxH is for stencils, not colour matrices).
+// cannot run `filter` (e.g. smem:WxH is for stencils, not colour matrices;
+// stream:WxH stops at 9x9; vec:N is for pointwise filters).
 void check_schedule_supports(const ScheduleSpec& schedule, const Filter& filter);
 void check_schedule_supports(const ScheduleSpec& schedule, const BlendFilter& blend);
+// The same test without the message: what tests and benchmarks sweep.
+bool schedule_supports(const ScheduleSpec& schedule, const Filter& filter);
 
 // Channels of the node's output for an input with `channels` channels.
 // Throws cbi::Error when the filter cannot take such an input.

@@ -201,7 +201,7 @@ struct ColorOp {
 
     // Output channel r (< matrix.rows) of the pixel `in`.
     static CBI_HOST_DEVICE T sample(const StorageMatrix& matrix, const T* in, int r) {
-        const float c0 = static_cast<float>(in[0]), c1 = static_cast<float>(in[1]), c2 = static_cast<float>(in[2]);
+        const float c0 = to_float(in[0]), c1 = to_float(in[1]), c2 = to_float(in[2]);
         const float* m = matrix.m[r];
         return saturate_round<T>(add_rn(add_rn(add_rn(mul_rn(m[0], c0), mul_rn(m[1], c1)), mul_rn(m[2], c2)), m[3]));
     }
@@ -247,14 +247,17 @@ struct BlendOp {
     ImageView dst;
     float alpha, beta, gamma;
 
+    // One output sample from samples a and b.
+    CBI_HOST_DEVICE T sample(T a_sample, T b_sample) const {
+        return saturate_round<T>(
+            add_rn(add_rn(mul_rn(alpha, to_float(a_sample)), mul_rn(beta, to_float(b_sample))), gamma));
+    }
+
     CBI_HOST_DEVICE void operator()(int x, int y) const {
         const T* pa = a.row<const T>(y) + x * a.channels;
         const T* pb = b.row<const T>(y) + x * b.channels;
         T* out = dst.row<T>(y) + x * dst.channels;
-        for (int c = 0; c < dst.channels; ++c)
-            out[c] = saturate_round<T>(add_rn(add_rn(mul_rn(alpha, static_cast<float>(pa[c])),
-                                                     mul_rn(beta, static_cast<float>(pb[c]))),
-                                              gamma));
+        for (int c = 0; c < dst.channels; ++c) out[c] = sample(pa[c], pb[c]);
     }
 };
 

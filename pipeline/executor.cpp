@@ -193,7 +193,7 @@ void GraphExecutor::plan(int width, int height, int channels, Depth depth) {
             const auto* filter = std::get_if<Filter>(&nodes[id].op);
             if (!filter || std::holds_alternative<ColorFilter>(*filter) || plan->choice[id] == Choice::pending) continue;
             const ScheduleFamily family = plan->schedule[id].family;
-            if (family != ScheduleFamily::smem && family != ScheduleFamily::sep) continue;
+            if (family != ScheduleFamily::smem && family != ScheduleFamily::sep) continue;  // stream reads stored images
             const NodeId in = nodes[id].inputs[0];
             const auto* pre = in == Graph::input() ? nullptr : std::get_if<Filter>(&nodes[in].op);
             if (!pre || !std::holds_alternative<ColorFilter>(*pre) || readers[in] != 1) continue;

@@ -91,9 +91,13 @@ ScheduleChoice Graph::schedule_of(NodeId id) const {
     if (n.options.schedule) return *n.options.schedule;
     const auto* fixed = std::get_if<ScheduleSpec>(&default_schedule_);
     if (!fixed) return default_schedule_;
+    // A default the node's filter cannot take falls back: stencils that
+    // stream:WxH does not run take sep:WxH, everything else naive.
     const auto* filter = std::get_if<Filter>(&n.op);
-    const bool pointwise = !filter || std::holds_alternative<ColorFilter>(*filter);
-    return pointwise && !schedule_entry(*fixed).pointwise ? ScheduleSpec{} : *fixed;
+    if (filter ? schedule_supports(*fixed, *filter) : schedule_entry(*fixed).pointwise) return *fixed;
+    if (filter && fixed->family == ScheduleFamily::stream && !std::holds_alternative<ColorFilter>(*filter))
+        return ScheduleSpec{ScheduleFamily::sep, fixed->width, fixed->height};
+    return ScheduleSpec{};
 }
 
 void Graph::add_output(NodeId node) {

@@ -53,11 +53,13 @@ void validate(const Workload& w) {
 // image (zigzag reverses rows, so it is not one).
 bool row_major(const ScheduleSpec& s, int width) {
     switch (s.family) {
-        case ScheduleFamily::naive: return true;
+        case ScheduleFamily::naive:
+        case ScheduleFamily::vec: return true;
         case ScheduleFamily::column:
         case ScheduleFamily::tile:
         case ScheduleFamily::smem:
-        case ScheduleFamily::sep: return s.width >= width;
+        case ScheduleFamily::sep:
+        case ScheduleFamily::stream: return s.width >= width;
         case ScheduleFamily::zigzag: return false;
     }
     return false;
@@ -507,9 +509,10 @@ std::vector<Prediction> predict(const Workload& w, const ScheduleSpec& schedule,
                      " = " + num(f),
                  double(f), needs("eq. 3.3 with t=c: M_l >= ceil((c+Sw)/L) Sh", lines * S), M >= lines * S});
         }
-        // smem:WxH is modelled by its visit order, tile:WxH; the shared-memory
-        // staging it does on the GPU is not simulated.
-        const bool tiled = schedule.family == ScheduleFamily::tile || schedule.family == ScheduleFamily::smem;
+        // smem, sep and stream are modelled by their visit order, tile:WxH; the
+        // shared-memory staging and register rings they use on the GPU are not simulated.
+        const bool tiled = schedule.family == ScheduleFamily::tile || schedule.family == ScheduleFamily::smem ||
+                           schedule.family == ScheduleFamily::sep || schedule.family == ScheduleFamily::stream;
         if (tiled && !row_major(schedule, w.width)) {
             const std::uint64_t tw = std::min<std::uint64_t>(schedule.width, Iw);
             const std::uint64_t th = std::min<std::uint64_t>(schedule.height, Ih);

@@ -60,26 +60,48 @@ ScheduleSpec parse_sep(std::string_view p) {
     return s;
 }
 
+ScheduleSpec parse_stream(std::string_view p) {
+    const ScheduleSpec s = parse_size(ScheduleFamily::stream, "stream:WxH", p);
+    // A block has one thread per run of samples of the strip's width: W*4/4 threads at most for 4 channels.
+    if (s.width > 1024 || s.height > 65536) bad_params("stream:WxH", p, "is too large (W at most 1024, H at most 65536)");
+    return s;
+}
+
+ScheduleSpec parse_vec(std::string_view p) {
+    const int n = parse_positive(p);
+    if (n != 1 && n != 2 && n != 4 && n != 8 && n != 16) bad_params("vec:N", p, "is not a pixel count 1, 2, 4, 8 or 16");
+    return {ScheduleFamily::vec, n, 0};
+}
+
 constexpr ScheduleEntry registry[] = {
-    {"naive", "naive", "thread i computes pixel i in row-major order", "naive", true, parse_naive},
+    {"naive", "naive", "thread i computes pixel i in row-major order", "naive", true, true, 0, parse_naive},
     {"column", "column:W",
      "vertical strips W pixels wide, top to bottom, row-major inside (thesis eqs. 4.1-4.6); "
      "the last strip is narrower when W does not divide the width",
-     "column:1 column:3 column:8 column:32 column:33 column:4096", true, parse_column},
+     "column:1 column:3 column:8 column:32 column:33 column:4096", true, true, 0, parse_column},
     {"zigzag", "zigzag:W", "as column:W with every odd row of a strip walked right to left (thesis eq. 4.7)",
-     "zigzag:1 zigzag:5 zigzag:32 zigzag:4096", true, parse_zigzag},
+     "zigzag:1 zigzag:5 zigzag:32 zigzag:4096", true, true, 0, parse_zigzag},
     {"tile", "tile:WxH", "WxH tiles in row-major tile order, row-major inside a tile; edge tiles clipped",
-     "tile:1x1 tile:4x3 tile:32x8 tile:16x16 tile:5000x2", true, parse_tile},
+     "tile:1x1 tile:4x3 tile:32x8 tile:16x16 tile:5000x2", true, true, 0, parse_tile},
     {"smem", "smem:WxH",
      "CUDA blocks stage a WxH output tile plus halo in shared memory (coalesced loads) and run the separable "
      "passes there; stencils only (blur, gaussian, sobel); the CPU visits tile:WxH order",
-     "smem:1x1 smem:7x5 smem:32x8 smem:64x16 smem:128x8", false, parse_smem},
+     "smem:1x1 smem:7x5 smem:32x8 smem:64x16 smem:128x8", false, true, 0, parse_smem},
     {"sep", "sep:WxH",
      "CUDA blocks stage a WxH output tile plus halo in shared memory, then each thread computes runs of 8 outputs "
      "from a register window: row sums across x, then column sums down y; box slides running sums (cost independent "
      "of k; integers exact, float within 1e-5 of the direct sum); stencils only (blur, gaussian, sobel); the CPU "
      "visits tile:WxH order",
-     "sep:1x1 sep:7x5 sep:13x40 sep:64x32 sep:128x16", false, parse_sep},
+     "sep:1x1 sep:7x5 sep:13x40 sep:64x32 sep:128x16", false, true, 0, parse_sep},
+    {"stream", "stream:WxH",
+     "CUDA blocks walk a strip W pixels wide and H rows tall top to bottom; each thread loads its run of 8 samples "
+     "(4 for float) plus halo as aligned words and keeps the row sums of the last K rows in registers (no shared "
+     "memory, no barriers); blur and gaussian with K <= 9, sobel with KSIZE 3, 5, 7; the CPU visits tile:WxH order",
+     "stream:1x1 stream:7x5 stream:13x40 stream:64x64 stream:128x32", false, true, 9, parse_stream},
+    {"vec", "vec:N",
+     "each CUDA thread computes N consecutive pixels of a row (N = 1, 2, 4, 8, 16), loading and storing whole aligned words; "
+     "pointwise filters only (color, blend); the CPU visits naive order",
+     "vec:1 vec:2 vec:4 vec:8 vec:16", true, false, 0, parse_vec},
 };
 
 // schedule_entry() indexes the table by family.
@@ -89,6 +111,8 @@ static_assert(registry[static_cast<int>(ScheduleFamily::zigzag)].name == "zigzag
 static_assert(registry[static_cast<int>(ScheduleFamily::tile)].name == "tile");
 static_assert(registry[static_cast<int>(ScheduleFamily::smem)].name == "smem");
 static_assert(registry[static_cast<int>(ScheduleFamily::sep)].name == "sep");
+static_assert(registry[static_cast<int>(ScheduleFamily::stream)].name == "stream");
+static_assert(registry[static_cast<int>(ScheduleFamily::vec)].name == "vec");
 
 }  // namespace
 
@@ -138,6 +162,8 @@ std::string ScheduleSpec::to_string() const {
         case ScheduleFamily::tile: return "tile:" + std::to_string(width) + "x" + std::to_string(height);
         case ScheduleFamily::smem: return "smem:" + std::to_string(width) + "x" + std::to_string(height);
         case ScheduleFamily::sep: return "sep:" + std::to_string(width) + "x" + std::to_string(height);
+        case ScheduleFamily::stream: return "stream:" + std::to_string(width) + "x" + std::to_string(height);
+        case ScheduleFamily::vec: return "vec:" + std::to_string(width);
         case ScheduleFamily::naive: break;
     }
     return "naive";

@@ -12,7 +12,7 @@
 
 namespace cbi {
 
-enum class ScheduleFamily { naive, column, zigzag, tile, smem, sep };
+enum class ScheduleFamily { naive, column, zigzag, tile, smem, sep, stream, vec };
 
 // A parsed schedule string such as "column:32" or "tile:32x8".
 struct ScheduleSpec {
@@ -29,7 +29,9 @@ struct ScheduleEntry {
     std::string_view form;         // "column:W"
     std::string_view description;  // one line
     std::string_view examples;     // space-separated strings the tests and benchmarks use
-    bool pointwise;                // also runs pointwise filters (colour matrix, blend), not only stencils
+    bool pointwise;                // runs pointwise filters (colour matrix, blend)
+    bool stencil;                  // runs stencil filters (blur, gaussian, sobel)
+    int max_ksize;                 // largest stencil size it runs (0: any); filters/filter.cpp checks it
     ScheduleSpec (*parse_params)(std::string_view params);  // text after "name:"; throws
 };
 
@@ -46,7 +48,7 @@ std::vector<ScheduleSpec> example_schedules();
 // The registry entry of a parsed schedule.
 const ScheduleEntry& schedule_entry(const ScheduleSpec& spec);
 
-// "naive, column:W, zigzag:W, tile:WxH, smem:WxH, sep:WxH" for error messages.
+// "naive, column:W, zigzag:W, tile:WxH, ..." for error messages.
 std::string valid_schedule_forms();
 
 // The one dispatch switch on the schedule axis: calls f with the schedule
@@ -59,6 +61,8 @@ decltype(auto) with_schedule(const ScheduleSpec& spec, F&& f) {
         case ScheduleFamily::tile: return std::forward<F>(f)(tile_schedule(spec.width, spec.height));
         case ScheduleFamily::smem: return std::forward<F>(f)(smem_schedule(spec.width, spec.height));
         case ScheduleFamily::sep: return std::forward<F>(f)(sep_schedule(spec.width, spec.height));
+        case ScheduleFamily::stream: return std::forward<F>(f)(stream_schedule(spec.width, spec.height));
+        case ScheduleFamily::vec: return std::forward<F>(f)(vec_schedule(spec.width));
         case ScheduleFamily::naive: break;
     }
     return std::forward<F>(f)(NaiveSchedule{});

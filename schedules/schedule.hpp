@@ -87,4 +87,20 @@ inline constexpr SmemTileSchedule smem_schedule(int w, int h) { return {{w, h, f
 struct SepTileSchedule : TileSchedule {};
 inline constexpr SepTileSchedule sep_schedule(int w, int h) { return {{w, h, false}}; }
 
+// `stream:WxH` (issue 7): the column-based iteration carried into
+// registers. A CUDA block owns a strip W pixels wide and H rows tall and
+// walks it top to bottom one input row at a time; each thread keeps the
+// row sums of its last K rows in registers (Halide's "slide" schedule). Its
+// visit order, used by the CPU backend, is tile:WxH.
+struct StreamSchedule : TileSchedule {};
+inline constexpr StreamSchedule stream_schedule(int w, int h) { return {{w, h, false}}; }
+
+// `vec:N` (issue 7): pointwise filters with each CUDA thread computing N
+// consecutive pixels of a row, loaded and stored as whole aligned words.
+// Its visit order is naive's (row-major).
+struct VecSchedule : NaiveSchedule {
+    int pixels;  // N
+};
+inline constexpr VecSchedule vec_schedule(int n) { return {{}, n}; }
+
 }  // namespace cbi

@@ -41,8 +41,10 @@ run_sanitize() {
   # The sticky-error test makes an illegal access on purpose: not sanitised.
   # The out-of-memory test's failed cudaMalloc is deliberate (sanitizers count it as an API error).
   local subset=${CBI_SANITIZE_FILTER:-'Matrix/*_8u_c3:Matrix/*_32f_c1:Cuda.*-Cuda.OutOfMemoryIsReportedAndRecoverable'}
-  local pids=()
-  for tool in memcheck racecheck initcheck; do  # in parallel: one process each on the same GPU
+  # CBI_TEST_SCHEDULES (e.g. stream:13x40,vec:4) narrows the matrix tests to a
+  # few schedules, CBI_SANITIZE_TOOLS to some of the tools, so a run fits a device call.
+  local pids=() tools=${CBI_SANITIZE_TOOLS:-memcheck racecheck initcheck}
+  for tool in $tools; do  # in parallel: one process each on the same GPU
     local extra=""
     [ "$tool" = memcheck ] && extra="--leak-check full"
     compute-sanitizer --tool "$tool" $extra --error-exitcode 99 \
@@ -57,7 +59,7 @@ run_sanitize() {
     > "$out/sanitize-memcheck-tuning.log" 2>&1 &
   pids+=($!)
   for p in "${pids[@]}"; do wait "$p" || status=1; done
-  for tool in memcheck racecheck initcheck memcheck-fusion memcheck-tuning; do
+  for tool in $tools memcheck-fusion memcheck-tuning; do
     echo "$tool: $(grep -E 'SUMMARY|^\[  PASSED|^\[  FAILED|^\[  SKIPPED' "$out/sanitize-$tool.log" | tr '\n' ' ')"
   done
 }

@@ -12,6 +12,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <string>
+#include <string_view>
 #include <tuple>
 #include <variant>
 #include <vector>
@@ -47,6 +48,22 @@ inline const char* const kFilters[] = {
 inline const char* const kBorders[] = {"reflect101", "reflect", "replicate", "constant", "constant:7", "wrap"};
 inline const cv::Size kSizes[] = {{1, 1}, {1, 17}, {17, 1}, {31, 7}, {257, 129}, {1000, 3}};
 inline const Depth kDepths[] = {Depth::u8, Depth::u16, Depth::f32};
+
+// The schedules the filter matrices sweep: every registered example, or the
+// comma-separated list in CBI_TEST_SCHEDULES (the GPU host's sanitizer runs
+// use it to fit a device call).
+inline std::vector<ScheduleSpec> matrix_schedules() {
+    const char* only = std::getenv("CBI_TEST_SCHEDULES");
+    if (only == nullptr || *only == '\0') return example_schedules();
+    std::vector<ScheduleSpec> out;
+    std::string_view rest = only;
+    while (!rest.empty()) {
+        const auto comma = rest.find(',');
+        out.push_back(parse_schedule(rest.substr(0, comma)));
+        rest = comma == std::string_view::npos ? std::string_view{} : rest.substr(comma + 1);
+    }
+    return out;
+}
 
 using MatrixParam = std::tuple<const char*, Depth, int>;
 

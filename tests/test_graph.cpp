@@ -125,6 +125,23 @@ TEST(Graph, LanguageErrorsPointAtTheOffendingStage) {
     expect_invalid([] { parse_pipeline(""); }, "empty stage");
 }
 
+TEST(Graph, SchedulesRefuseWhatTheyDoNotRunAndDefaultsFallBack) {
+    expect_invalid([] { parse_pipeline("gaussian:5@vec:4"); },
+                   "schedule vec:4 runs pointwise filters only (color, blend), not gaussian:5; use naive, column:W");
+    expect_invalid([] { parse_pipeline("blur:11@stream:64x64"); },
+                   "schedule stream:64x64 runs stencils up to 9x9 (sobel KSIZE 3 and up), not blur:11; use naive");
+    expect_invalid([] { parse_pipeline("sobel:mag:1@stream:64x64"); }, "not sobel:mag:1; use naive, column:W");
+    EXPECT_NO_THROW(parse_pipeline("color:sepia@vec:8 | sobel:mag:7@stream:64x64 | gaussian:9@stream:8x8"));
+    // Defaults: stencils vec cannot run take naive; stencils stream cannot run take sep of the same size.
+    const Graph g = parse_pipeline("color:gray | blur:11 | gaussian:5", parse_schedule("stream:128x32"));
+    EXPECT_EQ(to_string(g.schedule_of(1)), "naive");
+    EXPECT_EQ(to_string(g.schedule_of(2)), "sep:128x32");
+    EXPECT_EQ(to_string(g.schedule_of(3)), "stream:128x32");
+    const Graph v = parse_pipeline("color:gray | blur:3", parse_schedule("vec:8"));
+    EXPECT_EQ(to_string(v.schedule_of(1)), "vec:8");
+    EXPECT_EQ(to_string(v.schedule_of(2)), "naive");
+}
+
 TEST(Graph, StencilOnlySchedulesAreRefusedForPointwiseNodes) {
     expect_invalid([] { parse_pipeline("blur:3 | color:gray@smem:32x8"); },
                    "schedule smem:32x8 runs stencil filters only (blur, gaussian, sobel), not color:gray; use naive");

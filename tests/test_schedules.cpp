@@ -113,10 +113,10 @@ TEST(Schedules, TileIsRowMajorTilesWithClippedEdges) {
         }
 }
 
-// The tiled CUDA schedules (smem:WxH, sep:WxH) visit tile:WxH order on the CPU.
+// The tiled CUDA schedules (smem:WxH, sep:WxH, stream:WxH) visit tile:WxH order on the CPU.
 TEST(Schedules, SharedMemorySchedulesVisitTileOrder) {
     for (const Size s : kSizes)
-        for (const char* family : {"smem", "sep"})
+        for (const char* family : {"smem", "sep", "stream"})
             for (auto [tw, th] : {std::pair{1, 1}, {7, 5}, {64, 32}, {13, 40}}) {
                 const std::string text = std::string(family) + ":" + std::to_string(tw) + "x" + std::to_string(th);
                 SCOPED_TRACE(text);
@@ -140,6 +140,29 @@ TEST(Schedules, SepParsesWxHAndRefusesBadOrHugeTiles) {
             const std::string what = e.what();
             EXPECT_NE(what.find("sep:WxH"), std::string::npos) << what;
             EXPECT_NE(what.find("naive, column:W, zigzag:W, tile:WxH, smem:WxH, sep:WxH"), std::string::npos) << what;
+        }
+    }
+}
+
+TEST(Schedules, StreamAndVecParseAndRefuseBadParameters) {
+    EXPECT_EQ(parse_schedule("stream:128x64"), (ScheduleSpec{ScheduleFamily::stream, 128, 64}));
+    EXPECT_EQ(parse_schedule("stream:128x64").to_string(), "stream:128x64");
+    EXPECT_EQ(parse_schedule("vec:8"), (ScheduleSpec{ScheduleFamily::vec, 8, 0}));
+    EXPECT_EQ(parse_schedule("vec:8").to_string(), "vec:8");
+    const auto& stream = schedule_entry(parse_schedule("stream:8x8"));
+    EXPECT_TRUE(stream.stencil && !stream.pointwise && stream.max_ksize == 9);
+    const auto& vec = schedule_entry(parse_schedule("vec:4"));
+    EXPECT_TRUE(vec.pointwise && !vec.stencil);
+    // vec visits naive (row-major) order.
+    for (const Size s : kSizes) EXPECT_EQ(visit_order(parse_schedule("vec:16"), s.width, s.height), visit_order(ScheduleSpec{}, s.width, s.height));
+    for (const char* bad : {"stream", "stream:8", "stream:0x8", "stream:1025x8", "vec", "vec:0", "vec:3", "vec:32", "vec:4x4"}) {
+        SCOPED_TRACE(bad);
+        try {
+            parse_schedule(bad);
+            ADD_FAILURE() << "accepted";
+        } catch (const std::invalid_argument& e) {
+            const std::string what = e.what();
+            EXPECT_NE(what.find(std::string(bad).starts_with("vec") ? "vec:N" : "stream:WxH"), std::string::npos) << what;
         }
     }
 }
