@@ -404,6 +404,7 @@ void suite_filters(const Options& o, Gpu& gpu, Report& report) {
                         // then timed here like every fixed schedule; labelled auto=CHOICE.
                         const ScheduleSpec spec =
                             schedule_arg == "auto" ? tuned_schedule(filter, border, input, block) : parse_schedule(schedule_arg);
+                        if (!schedule_supports(spec, filter)) continue;  // e.g. vec:N on a stencil, stream:WxH on blur:31
                         const std::string schedule_text =
                             schedule_arg == "auto" ? "auto=" + spec.to_string() : schedule_arg;
                         const Node node{filter, border, spec};

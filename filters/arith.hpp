@@ -60,6 +60,25 @@ CBI_HOST_DEVICE float to_float(T v) {
     return static_cast<float>(v);
 }
 
+// A sample in the accumulator type of a stencil, exactly (to_float for float sums).
+template <class Acc, class T>
+CBI_HOST_DEVICE Acc to_acc(T v) {
+    if constexpr (std::is_same_v<Acc, float>)
+        return to_float(v);
+    else
+        return static_cast<Acc>(v);
+}
+
+// An integer of magnitude below 2^22 as float, exactly: on the GPU through
+// the exponent trick (1.5 * 2^23 + v as bits, minus 1.5 * 2^23).
+CBI_HOST_DEVICE float small_int_to_float(std::int32_t v) {
+#if defined(__CUDA_ARCH__)
+    return __fsub_rn(__int_as_float(0x4B400000 + v), 12582912.f);
+#else
+    return static_cast<float>(v);
+#endif
+}
+
 template <class T>
 CBI_HOST_DEVICE T saturate_int(std::int64_t v) {
     constexpr std::int64_t hi = static_cast<std::int64_t>(T(~T(0)));

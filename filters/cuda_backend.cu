@@ -8,9 +8,15 @@
 #include "filters/dispatch.hpp"
 #include "pipeline/cuda_runtime.hpp"
 #include "pipeline/error.hpp"
+#include "filters/cuda_stream.cuh"
 
 namespace cbi {
 namespace {
+
+using cuda::UnitWeightOp;
+using cuda::with_channels;
+using cuda::load_run;
+using cuda::store_run;
 
 // Thesis listing 5 generalised: the global thread index goes through the
 // node's schedule to find the pixel; the op computes it.
@@ -56,7 +62,7 @@ __global__ void smem_stencil(Op op, int tile_w, int tile_h, int halo) {
                 const int r = k / tile_w, x = k - r * tile_w;
                 const T* line = stage + r * stage_w + x + halo - kw / 2;
                 rows[(p * stage_h + r) * tile_w + x] =
-                    weighted_sum<Acc>(wx, kw, [&](int i) { return static_cast<Acc>(line[i]); });
+                    weighted_sum<Acc>(wx, kw, [&](int i) { return to_acc<Acc>(line[i]); });
             }
         }
         __syncthreads();
@@ -123,9 +129,6 @@ void launch_smem(const SmemTileSchedule& tile, const Op& op, cudaStream_t stream
 // recomputed directly from the stage, so non-finite inputs behave as in the
 // per-pixel path.
 constexpr int kSepRun = 8;
-
-template <class Op>
-concept UnitWeightOp = requires { requires Op::kUnitWeights; };
 
 // Shared-memory layout of one sep:WxH block, computed on the host.
 struct SepLayout {
@@ -292,7 +295,7 @@ __global__ void sep_stencil(const __grid_constant__ Op op, const SepLayout L) {
                 const int j = u / L.rows, r = u - j * L.rows;
                 const int run = div_channels(j, C), c = j - run * C;
                 const T* line = stage + r * L.stage_stride + lead + (run * R + off) * C + c;
-                auto load = [&](int i) { return static_cast<Acc>(line[i * C]); };
+                auto load = [&](int i) { return to_acc<Acc>(line[i * C]); };
                 Acc acc[R];
                 if constexpr (unit) run_running_sums<R>(acc, kw, load);
                 else run_sums<R>(acc, wx, kw, load);
@@ -340,7 +343,7 @@ __global__ void sep_stencil(const __grid_constant__ Op op, const SepLayout L) {
                             const T* line = stage + (ty + L.halo - kh / 2 + j) * L.stage_stride + lead +
                                             (tx + L.halo - kw / 2) * C + c;
                             return weighted_sum<Acc>(static_cast<const W*>(nullptr), kw,
-                                                     [&](int i) { return static_cast<Acc>(line[i * C]); });
+                                                     [&](int i) { return to_acc<Acc>(line[i * C]); });
                         });
                     }
                 }
@@ -421,70 +424,6 @@ void launch_sep(const SepTileSchedule& tile, const Op& op, cudaStream_t stream, 
     sep_stencil<<<grid, threads, L.bytes, stream>>>(op, L);
 }
 
-// --------------------------------------------------------------- word loads
-// Runs of samples in registers, moved as the widest aligned words that fit:
-// 16, 8 or 4 bytes when the address allows, sample by sample otherwise.
-template <class T, int N>
-__device__ __forceinline__ void load_run(const T* p, T (&v)[N], int count) {
-    constexpr int bytes = N * sizeof(T);
-    const auto a = reinterpret_cast<std::uintptr_t>(p);
-    if (count == N) {
-        if constexpr (bytes % 16 == 0)
-            if ((a & 15) == 0) {
-                uint4 w[bytes / 16];
-#pragma unroll
-                for (int i = 0; i < bytes / 16; ++i) w[i] = __ldg(reinterpret_cast<const uint4*>(p) + i);
-                memcpy(v, w, bytes);
-                return;
-            }
-        if constexpr (bytes % 4 == 0)
-            if ((a & 3) == 0) {
-                std::uint32_t w[bytes / 4];
-#pragma unroll
-                for (int i = 0; i < bytes / 4; ++i) w[i] = __ldg(reinterpret_cast<const std::uint32_t*>(p) + i);
-                memcpy(v, w, bytes);
-                return;
-            }
-    }
-#pragma unroll
-    for (int i = 0; i < N; ++i) v[i] = i < count ? p[i] : T(0);
-}
-
-template <class T, int N>
-__device__ __forceinline__ void store_run(T* p, const T (&v)[N], int count) {
-    constexpr int bytes = N * sizeof(T);
-    const auto a = reinterpret_cast<std::uintptr_t>(p);
-    if (count == N) {
-        if constexpr (bytes % 16 == 0)
-            if ((a & 15) == 0) {
-                uint4 w[bytes / 16];
-                memcpy(w, v, bytes);
-#pragma unroll
-                for (int i = 0; i < bytes / 16; ++i) reinterpret_cast<uint4*>(p)[i] = w[i];
-                return;
-            }
-        if constexpr (bytes % 8 == 0)
-            if ((a & 7) == 0) {
-                uint2 w[bytes / 8];
-                memcpy(w, v, bytes);
-#pragma unroll
-                for (int i = 0; i < bytes / 8; ++i) reinterpret_cast<uint2*>(p)[i] = w[i];
-                return;
-            }
-        if constexpr (bytes % 4 == 0)
-            if ((a & 3) == 0) {
-                std::uint32_t w[bytes / 4];
-                memcpy(w, v, bytes);
-#pragma unroll
-                for (int i = 0; i < bytes / 4; ++i) reinterpret_cast<std::uint32_t*>(p)[i] = w[i];
-                return;
-            }
-    }
-#pragma unroll
-    for (int i = 0; i < N; ++i)
-        if (i < count) p[i] = v[i];
-}
-
 // ------------------------------------------------------------------- vec:N
 // Pointwise ops, N pixels per thread: the pixels' samples are loaded as
 // whole words, computed in registers by the op's per-sample arithmetic
@@ -540,17 +479,6 @@ void with_vec_pixels(int n, F&& f) {
     throw std::invalid_argument("vec:" + std::to_string(n) + ": N must be 1, 2, 4, 8 or 16");
 }
 
-template <class F>
-void with_channels(int channels, F&& f) {
-    switch (channels) {
-        case 1: return f(std::integral_constant<int, 1>{});
-        case 3: return f(std::integral_constant<int, 3>{});
-        case 4: return f(std::integral_constant<int, 4>{});
-        default: break;
-    }
-    throw std::invalid_argument(std::to_string(channels) + " channels: cbi takes 1, 3 or 4");
-}
-
 inline dim3 vec_grid(int width, int height, int pixels, int threads) {
     const int runs = (width + pixels - 1) / pixels;
     return dim3((runs + threads - 1) / threads, std::min(height, 65535));
@@ -581,263 +509,6 @@ void launch_vec(const VecSchedule& vec, const BlendOp<T>& op, cudaStream_t strea
     });
 }
 
-// --------------------------------------------------------------- stream:WxH
-// Issue 7: the column-based iteration carried into registers (Halide's
-// "slide" blur schedule). A block's threads each own a run of R consecutive
-// interleaved samples of a strip W pixels wide and walk H output rows
-// top to bottom, one input row at a time:
-//  1. load the run plus kernel radius * C samples on each side: interior
-//     threads as aligned 4-byte words straight from global memory (the
-//     next row's words are in flight while this row is computed; L1 serves
-//     the overlap with the neighbouring threads), threads at the image's
-//     left and right edges sample by sample through the border rule;
-//  2. form each pass's row sums of the run into slot j of a ring of the
-//     last K rows, kept in registers: the row loop is unrolled K times, so
-//     every ring index is a constant;
-//  3. once K rows are in, form the column sums from the ring oldest row
-//     first, finish and store the run as whole words.
-// No shared memory, no barriers. Taps are added through weighted_step in
-// weighted_sum's order (row sums across x, then down y), so every output is
-// bit-identical to the per-pixel path. K (3..9) and the channel count are
-// template arguments; larger kernels are refused when the graph is built
-// (the registry's max_ksize).
-template <class T>
-inline constexpr int kStreamRun = sizeof(T) == 4 ? 4 : 8;  // samples per thread (registers: the ring holds K * R per pass)
-inline constexpr int kStreamMaxK = 9;
-
-// The taps of every pass, as kernel parameters: constant indices after
-// unrolling, so each weight is an operand of its multiply.
-template <class W, int P, int K>
-struct StreamTaps {
-    W x[P][K];
-    W y[P][K];
-};
-
-// Sample i of a run held as words (i a constant after unrolling), converted to Acc.
-template <class Acc, class T, int NW>
-__device__ __forceinline__ Acc word_sample(const std::uint32_t (&w)[NW], int i) {
-    constexpr int per_word = 4 / sizeof(T);
-    const std::uint32_t word = w[i / per_word];
-    if constexpr (sizeof(T) == 4) {
-        return static_cast<Acc>(__uint_as_float(word));
-    } else if constexpr (sizeof(T) == 1 && std::is_same_v<Acc, float>) {
-        // byte i % 4 under the exponent of 2^23 (to_float's trick in one byte permute)
-        return __fsub_rn(__uint_as_float(__byte_perm(word, 0x4B000000u, 0x7540u | (i % 4))), 8388608.f);
-    } else {
-        const T v = static_cast<T>(word >> (8 * sizeof(T) * (i % per_word)));
-        return std::is_same_v<Acc, float> ? static_cast<Acc>(to_float(v)) : static_cast<Acc>(v);
-    }
-}
-
-template <class Op, int K, int C, int P>
-__global__ void stream_stencil(const __grid_constant__ Op op, const __grid_constant__ StreamTaps<typename Op::W, P, K> taps,
-                               int strip_w, int strip_h, int strips_y) {
-    using T = typename Op::Sample;
-    using Acc = typename Op::Acc;
-    constexpr int R = kStreamRun<T>;
-    constexpr int halo = K / 2;
-    constexpr int N = R + 2 * halo * C;  // samples in a thread's window
-    constexpr int sz = sizeof(T);
-    constexpr int NW = (N * sz + 3) / 4 + (sz < 4 ? 1 : 0);  // words, one more for a start inside a word
-    constexpr bool unit = UnitWeightOp<Op>;
-    const int width = op.dst.width, height = op.dst.height;
-    const int x0 = blockIdx.x * strip_w;
-    const int s_end = min(x0 + strip_w, width) * C;
-    const int s0 = x0 * C + threadIdx.x * R;
-    if (s0 >= s_end) return;  // no barriers below
-    const int count = min(R, s_end - s0);
-    const int first = s0 - halo * C;  // window start, in samples of the row
-    const auto& view = op.src.view;
-    const int lead = (first * sz) & 3;              // bytes before the window in its first word
-    const int used_words = (lead + N * sz + 3) / 4;  // words the window touches
-    // Word loads when the touched words lie inside the row (so no padding byte is read).
-    const bool words = first >= 0 && first * sz - lead + used_words * 4 <= width * C * sz && (view.stride & 3) == 0 &&
-                       (reinterpret_cast<std::uintptr_t>(view.data) & 3) == 0;
-    std::uint32_t const_word = 0;                    // a row of a constant border, as words
-#pragma unroll
-    for (int b = 0; b < 4 / sz; ++b) memcpy(reinterpret_cast<unsigned char*>(&const_word) + b * sz, &op.src.constant, sz);
-
-    const auto fetch = [&](int r, std::uint32_t (&w)[NW]) {
-        const T* row = op.src.row(r);
-        const std::uint32_t* p = row == nullptr ? nullptr
-                                 : reinterpret_cast<const std::uint32_t*>(reinterpret_cast<const unsigned char*>(row + first) - lead);
-#pragma unroll
-        for (int k = 0; k < NW; ++k) w[k] = p == nullptr ? const_word : k < used_words ? __ldg(p + k) : 0u;
-    };
-
-    for (int sy = blockIdx.y * blockDim.y + threadIdx.y; sy < strips_y; sy += gridDim.y * blockDim.y) {
-        const int y0 = sy * strip_h, y_end = min(y0 + strip_h, height);
-        const int r_end = y_end + halo;  // input rows y0 - halo .. r_end - 1
-        Acc ring[P][K][R];
-        std::uint32_t next[NW];
-        if (words) fetch(y0 - halo, next);
-        for (int base = y0 - halo; base < r_end; base += K) {
-#pragma unroll
-            for (int j = 0; j < K; ++j) {
-                const int r = base + j;
-                if (r >= r_end) break;
-                Acc win[N];
-                if (words) {
-                    std::uint32_t cur[NW];
-#pragma unroll
-                    for (int k = 0; k < NW; ++k) cur[k] = next[k];
-                    if (r + 1 < r_end) fetch(r + 1, next);
-                    if constexpr (sz < 4) {
-#pragma unroll
-                        for (int k = 0; k + 1 < NW; ++k) cur[k] = __funnelshift_r(cur[k], cur[k + 1], 8 * lead);
-                    }
-#pragma unroll
-                    for (int i = 0; i < N; ++i) win[i] = word_sample<Acc, T>(cur, i);
-                } else {
-                    const T* row = op.src.row(r);
-#pragma unroll
-                    for (int i = 0; i < N; ++i) {
-                        const int s = first + i;
-                        const int px = (s + halo * C) / C - halo;  // floor(s / C): s >= -halo * C
-                        const T v = op.src.at(row, px, s - px * C);
-                        win[i] = std::is_same_v<Acc, float> ? static_cast<Acc>(to_float(v)) : static_cast<Acc>(v);
-                    }
-                }
-                // 2. Row sums of the run into ring slot j.
-#pragma unroll
-                for (int p = 0; p < P; ++p)
-#pragma unroll
-                    for (int o = 0; o < R; ++o) {
-                        Acc sum = 0;
-#pragma unroll
-                        for (int i = 0; i < K; ++i)
-                            sum = unit ? sum + win[o + i * C] : weighted_add<Acc>(sum, taps.x[p][i], win[o + i * C]);
-                        ring[p][j][o] = sum;
-                    }
-                // 3. Output row r - halo once rows r - 2 halo .. r are in: slot (j + 1 + t) % K holds tap t.
-                if (r >= y0 + halo) {
-                    const int y = r - halo;
-                    T out[R];
-#pragma unroll
-                    for (int o = 0; o < R; ++o) {
-                        Acc v[Op::kMaxPasses] = {};
-#pragma unroll
-                        for (int p = 0; p < P; ++p) {
-                            Acc sum = 0;
-#pragma unroll
-                            for (int t = 0; t < K; ++t) {
-                                const Acc a = ring[p][(j + 1 + t) % K][o];
-                                sum = unit ? sum + a : weighted_add<Acc>(sum, taps.y[p][t], a);
-                            }
-                            v[p] = sum;
-                        }
-                        out[o] = op.finish(v);
-                    }
-                    store_run(op.dst.template row<T>(y) + s0, out, count);
-                }
-            }
-        }
-    }
-}
-
-// The stream kernels are instantiated once for all borders: they read
-// through this source, whose border rule is a run-time value. The unrolled
-// K-row bodies are large, and one copy per border made the build five times
-// longer; rows resolve their border once per row, columns only in the
-// threads at the image's left and right edges.
-template <class T>
-struct AnyBorderSource {
-    static constexpr bool kStored = true;
-    ImageView view;
-    T constant;
-    BorderMode mode;
-
-    // Inside the image inline; outside through one out-of-line copy of the
-    // border rules (inlined at every unrolled call, they made the kernels
-    // several times larger and slower to compile).
-    __device__ __forceinline__ const T* row(int y) const {
-        if (static_cast<unsigned>(y) < static_cast<unsigned>(view.height)) return view.row<const T>(y);
-        return outside_row(y);
-    }
-    __device__ __forceinline__ T at(const T* row, int x, int c) const {
-        if (row != nullptr && static_cast<unsigned>(x) < static_cast<unsigned>(view.width)) return row[x * view.channels + c];
-        return outside_at(row, x, c);
-    }
-    __device__ __noinline__ const T* outside_row(int y) const {
-        const int yy = border_index(mode, y, view.height);
-        return yy < 0 ? nullptr : view.row<const T>(yy);
-    }
-    __device__ __noinline__ T outside_at(const T* row, int x, int c) const {
-        const int xx = border_index(mode, x, view.width);
-        return row == nullptr || xx < 0 ? constant : row[xx * view.channels + c];
-    }
-};
-
-// An op reading through BorderedSource<T, B>, rebuilt to read through AnyBorderSource<T>.
-template <class T, BorderMode B>
-auto any_border(const BoxOp<T, B>& op) {
-    using R = BoxOp<T, BorderMode::reflect101, AnyBorderSource<T>>;
-    return R{{{op.src.view, op.src.constant, B}, op.dst}, op.ksize};
-}
-template <class T, BorderMode B>
-auto any_border(const GaussianOp<T, B>& op) {
-    GaussianOp<T, BorderMode::reflect101, AnyBorderSource<T>> r{{{op.src.view, op.src.constant, B}, op.dst}, op.ksize, {}};
-    for (int i = 0; i < op.ksize; ++i) r.weights[i] = op.weights[i];
-    return r;
-}
-template <class T, BorderMode B>
-auto any_border(const SobelOp<T, B>& op) {
-    using R = SobelOp<T, BorderMode::reflect101, AnyBorderSource<T>>;
-    return R{{{op.src.view, op.src.constant, B}, op.dst}, op.mode, op.k};
-}
-
-// Calls f(std::integral_constant<int, K>) for K in 1, 3, 5, 7, 9.
-template <class F>
-void with_stream_k(int k, F&& f) {
-    switch (k) {
-        case 1: return f(std::integral_constant<int, 1>{});
-        case 3: return f(std::integral_constant<int, 3>{});
-        case 5: return f(std::integral_constant<int, 5>{});
-        case 7: return f(std::integral_constant<int, 7>{});
-        case 9: return f(std::integral_constant<int, 9>{});
-        default: break;
-    }
-    throw std::invalid_argument("stream:WxH runs stencils up to 9x9 with equal sizes in x and y; use sep:WxH");
-}
-
-template <class Op>
-void launch_stream(const StreamSchedule& strip, const Op& op, cudaStream_t stream, int block) {
-    using T = typename Op::Sample;
-    using W = typename Op::W;
-    if (op.dst.empty()) return;
-    int k = op.kw(0);
-    for (int p = 0; p < op.passes(); ++p)
-        if (op.kw(p) != k || op.kh(p) != k) k = 0;  // Sobel KSIZE 1: refused
-    with_stream_k(k, [&](auto kc) {
-        constexpr int K = kc();
-        with_channels(op.src.view.channels, [&](auto cc) {
-            constexpr int C = cc();
-            const auto go = [&](auto pc) {
-                constexpr int P = pc();
-                StreamTaps<W, P, K> taps{};
-                for (int p = 0; p < P; ++p)
-                    for (int i = 0; i < K; ++i) {
-                        taps.x[p][i] = op.wx(p) ? op.wx(p)[i] : W(1);
-                        taps.y[p][i] = op.wy(p) ? op.wy(p)[i] : W(1);
-                    }
-                const int strip_w = std::min(strip.tile_width, op.dst.width);
-                const int strip_h = std::min(strip.tile_height, op.dst.height);
-                constexpr int R = kStreamRun<T>;
-                const int tx = (strip_w * C + R - 1) / R;  // threads across a strip
-                const int ty = std::max(1, std::min(block / tx, 64));  // strips stacked in a block
-                const int strips_y = (op.dst.height + strip_h - 1) / strip_h;
-                const dim3 threads(tx, ty);
-                const dim3 grid((op.dst.width + strip_w - 1) / strip_w, std::min((strips_y + ty - 1) / ty, 65535));
-                stream_stencil<Op, K, C, P><<<grid, threads, 0, stream>>>(op, taps, strip_w, strip_h, strips_y);
-            };
-            if constexpr (requires { op.mode; }) {
-                if (op.passes() == 2) return go(std::integral_constant<int, 2>{});
-            }
-            go(std::integral_constant<int, 1>{});
-        });
-    });
-}
-
 struct CudaLaunch {
     int width, height;
     cudaStream_t stream;
@@ -856,7 +527,7 @@ struct CudaLaunch {
             CBI_CUDA_CHECK(cudaGetLastError(), std::string("launch ") + what + " (sep)");
         } else if constexpr (std::is_same_v<Schedule, StreamSchedule> && SeparableOp<Op>) {
             // The executor fuses colour nodes into smem and sep only: stream reads stored images.
-            if constexpr (std::remove_cvref_t<decltype(op.src)>::kStored) launch_stream(schedule, any_border(op), stream, block);
+            if constexpr (std::remove_cvref_t<decltype(op.src)>::kStored) cuda::launch_stream(schedule, cuda::any_border(op), stream, block);
             else throw std::logic_error("stream:WxH does not take fused colour nodes");
             CBI_CUDA_CHECK(cudaGetLastError(), std::string("launch ") + what + " (stream)");
         } else if constexpr (std::is_same_v<Schedule, VecSchedule>) {

@@ -19,7 +19,7 @@ constexpr const char* kCandidates[] = {
     "naive",      "column:32",  "column:64", "zigzag:32", "tile:32x8",  "tile:64x4",
     "smem:32x8",  "smem:64x8",  "smem:32x16", "smem:64x16", "smem:128x8", "smem:32x32",
     "sep:32x8",   "sep:64x8",   "sep:32x16",  "sep:64x16",  "sep:128x8",  "sep:32x32",
-    "sep:64x32",  "sep:128x16", "sep:128x32", "stream:128x64", "stream:256x64", "stream:512x32", "stream:256x256",
+    "sep:64x32",  "sep:128x16", "sep:128x32", "stream:256x32", "stream:512x32", "stream:1024x32",
     "vec:4",      "vec:8",      "vec:16",
 };
 

@@ -97,7 +97,7 @@ constexpr ScheduleEntry registry[] = {
      "CUDA blocks walk a strip W pixels wide and H rows tall top to bottom; each thread loads its run of 8 samples "
      "(4 for float) plus halo as aligned words and keeps the row sums of the last K rows in registers (no shared "
      "memory, no barriers); blur and gaussian with K <= 9, sobel with KSIZE 3, 5, 7; the CPU visits tile:WxH order",
-     "stream:1x1 stream:7x5 stream:13x40 stream:64x64 stream:128x32", false, true, 9, parse_stream},
+     "stream:1x1 stream:7x5 stream:13x40 stream:1024x8 stream:128x32", false, true, 9, parse_stream},
     {"vec", "vec:N",
      "each CUDA thread computes N consecutive pixels of a row (N = 1, 2, 4, 8, 16), loading and storing whole aligned words; "
      "pointwise filters only (color, blend); the CPU visits naive order",

@@ -5,7 +5,8 @@
 #   apps/bench/issue7.sh BUNDLE [tests] [bench] [npp] [ncu] [-- extra cbi-bench args]
 # npp: cbi-bench dumps its inputs and references, and NPP (apps/bench/npp_peer.cu,
 # compiled there) is timed on them in the same run. ncu: one Nsight Compute
-# profile of sep:64x32 gaussian:9 on 8u:3, when ncu exists there.
+# profile of sep:64x32 gaussian:9 on 8u:3 and 32f:1, when ncu exists there
+# (CBI_NCU_KERNEL and CBI_NCU_SCHEDULE pick another kernel, e.g. stream_stencil, stream:1024x32).
 # The CSV/JSON land in $OUT (or /tmp/cbi-out).
 set -uo pipefail
 bundle=$1; shift
@@ -41,9 +42,9 @@ if [ $do_ncu = 1 ]; then
   if [ -n "$ncu" ]; then
     export LD_LIBRARY_PATH=/tmp/cbi-bundle/lib:/usr/local/cuda/lib64${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
     for f in 8u:3 32f:1; do
-      "$ncu" --kernel-name regex:sep_stencil --launch-skip 5 --launch-count 1 --section SpeedOfLight \
+      "$ncu" --kernel-name regex:"${CBI_NCU_KERNEL:-sep_stencil}" --launch-skip 5 --launch-count 1 --section SpeedOfLight \
         --section Occupancy --section LaunchStats --section WarpStateStats --section MemoryWorkloadAnalysis \
-        /tmp/cbi-bundle/bin/cbi-bench --filter gaussian:9 --image $f --schedule sep:64x32 --runs 20 --warmup 1 \
+        /tmp/cbi-bundle/bin/cbi-bench --filter gaussian:9 --image $f --schedule "${CBI_NCU_SCHEDULE:-sep:64x32}" --runs 20 --warmup 1 \
         > "$out/ncu-${f/:/_}.txt" 2>&1
       grep -E 'Duration|Throughput|Achieved Occupancy|Theoretical Occupancy|Registers Per|Block Limit|Stall|Warp Cycles Per Issued|Dynamic Shared' "$out/ncu-${f/:/_}.txt" | head -30
     done

@@ -1,0 +1,370 @@
+#pragma once
+// The stream:WxH kernel (issue 7) and the word-wide load/store helpers it
+// shares with vec:N. Included by cuda_backend.cu only; a header so a probe
+// can compile one instantiation with -Xptxas -v (registers, spills) in
+// seconds instead of the whole backend.
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+#include <stdexcept>
+#include <string>
+#include <type_traits>
+
+#include "filters/ops.hpp"
+#include "schedules/schedule.hpp"
+
+namespace cbi::cuda {
+
+// Ops whose weights are all 1 (box): sums need no multiplies.
+template <class Op>
+concept UnitWeightOp = requires { requires Op::kUnitWeights; };
+
+template <class F>
+void with_channels(int channels, F&& f) {
+    switch (channels) {
+        case 1: return f(std::integral_constant<int, 1>{});
+        case 3: return f(std::integral_constant<int, 3>{});
+        case 4: return f(std::integral_constant<int, 4>{});
+        default: break;
+    }
+    throw std::invalid_argument(std::to_string(channels) + " channels: cbi takes 1, 3 or 4");
+}
+
+// --------------------------------------------------------------- word loads
+// Runs of samples in registers, moved as the widest aligned words that fit:
+// 16, 8 or 4 bytes when the address allows, sample by sample otherwise.
+// N samples at p moved as Word-sized pieces, when the byte count and the
+// address allow it (false otherwise, nothing moved).
+template <class Word, class T, int N>
+__device__ __forceinline__ bool load_words(const T* p, T (&v)[N]) {
+    constexpr int bytes = N * sizeof(T);
+    if constexpr (bytes % sizeof(Word) != 0) {
+        return false;
+    } else {
+        if (reinterpret_cast<std::uintptr_t>(p) % sizeof(Word) != 0) return false;
+        Word w[bytes / sizeof(Word)];
+#pragma unroll
+        for (int i = 0; i < bytes / static_cast<int>(sizeof(Word)); ++i) w[i] = __ldg(reinterpret_cast<const Word*>(p) + i);
+        memcpy(v, w, bytes);
+        return true;
+    }
+}
+
+template <class Word, class T, int N>
+__device__ __forceinline__ bool store_words(T* p, const T (&v)[N]) {
+    constexpr int bytes = N * sizeof(T);
+    if constexpr (bytes % sizeof(Word) != 0) {
+        return false;
+    } else {
+        if (reinterpret_cast<std::uintptr_t>(p) % sizeof(Word) != 0) return false;
+        Word w[bytes / sizeof(Word)];
+        memcpy(w, v, bytes);
+#pragma unroll
+        for (int i = 0; i < bytes / static_cast<int>(sizeof(Word)); ++i) reinterpret_cast<Word*>(p)[i] = w[i];
+        return true;
+    }
+}
+
+// The first `count` of N samples; a whole run as the widest words that fit.
+template <class T, int N>
+__device__ __forceinline__ void load_run(const T* p, T (&v)[N], int count) {
+    if (count == N && (load_words<uint4>(p, v) || load_words<uint2>(p, v) || load_words<std::uint32_t>(p, v))) return;
+#pragma unroll
+    for (int i = 0; i < N; ++i) v[i] = i < count ? p[i] : T(0);
+}
+
+template <class T, int N>
+__device__ __forceinline__ void store_run(T* p, const T (&v)[N], int count) {
+    if (count == N && (store_words<uint4>(p, v) || store_words<uint2>(p, v) || store_words<std::uint32_t>(p, v))) return;
+#pragma unroll
+    for (int i = 0; i < N; ++i)
+        if (i < count) p[i] = v[i];
+}
+
+// --------------------------------------------------------------- stream:WxH
+// Issue 7: the column-based iteration carried into registers (Halide's
+// "slide" blur schedule). A block's threads each own a run of R consecutive
+// interleaved samples of a strip W pixels wide and walk H output rows
+// top to bottom, one input row at a time:
+//  1. load the run plus kernel radius * C samples on each side: interior
+//     threads as aligned 4-byte words straight from global memory (the
+//     next row's words are in flight while this row is computed; L1 serves
+//     the overlap with the neighbouring threads), threads at the image's
+//     left and right edges sample by sample through the border rule;
+//  2. form each pass's row sums of the run into slot j of a ring of the
+//     last K rows, kept in registers: the row loop is unrolled K times, so
+//     every ring index is a constant;
+//  3. once K rows are in, form the column sums from the ring oldest row
+//     first, finish and store the run as whole words.
+// No shared memory, no barriers. Taps are added through weighted_step in
+// weighted_sum's order (row sums across x, then down y), so every output is
+// bit-identical to the per-pixel path. K (3..9) and the channel count are
+// template arguments; larger kernels are refused when the graph is built
+// (the registry's max_ksize).
+template <class T>
+inline constexpr int kStreamRun = sizeof(T) == 4 ? 4 : 8;  // samples per thread (registers: the ring holds K * R per pass)
+inline constexpr int kStreamMaxK = 9;
+inline constexpr int kStreamAhead = 1;  // rows loaded ahead of the one being summed
+
+// The taps of every pass, as kernel parameters: constant indices after
+// unrolling, so each weight is an operand of its multiply.
+template <class W, int P, int K>
+struct StreamTaps {
+    W x[P][K];
+    W y[P][K];
+};
+
+// Sample i of a run held as words (i a constant after unrolling), converted to Acc.
+template <class Acc, class T, int NW>
+__device__ __forceinline__ Acc word_sample(const std::uint32_t (&w)[NW], int i) {
+    constexpr int per_word = 4 / sizeof(T);
+    const std::uint32_t word = w[i / per_word];
+    if constexpr (sizeof(T) == 4) {
+        return static_cast<Acc>(__uint_as_float(word));
+    } else if constexpr (sizeof(T) == 1 && std::is_same_v<Acc, float>) {
+        // byte i % 4 under the exponent of 2^23 (to_float's trick in one byte permute)
+        return __fsub_rn(__uint_as_float(__byte_perm(word, 0x4B000000u, 0x7540u | (i % 4))), 8388608.f);
+    } else {
+        const T v = static_cast<T>(word >> (8 * sizeof(T) * (i % per_word)));
+        return to_acc<Acc>(v);
+    }
+}
+
+template <class Op, int K, int C, int P, int R = kStreamRun<typename Op::Sample>, int D = kStreamAhead>
+__global__ void stream_stencil(const __grid_constant__ Op op, const __grid_constant__ StreamTaps<typename Op::W, P, K> taps,
+                               int strip_w, int strip_h, int strips_y) {
+    using T = typename Op::Sample;
+    using Acc = typename Op::Acc;
+    constexpr int halo = K / 2;
+    constexpr int N = R + 2 * halo * C;  // samples in a thread's window
+    constexpr int sz = sizeof(T);
+    constexpr int NW = (N * sz + 3) / 4 + (sz < 4 ? 1 : 0);  // words, one more for a start inside a word
+    constexpr bool unit = UnitWeightOp<Op>;
+    const int width = op.dst.width, height = op.dst.height;
+    const int x0 = blockIdx.x * strip_w;
+    const int s_end = min(x0 + strip_w, width) * C;
+    const int s0 = x0 * C + threadIdx.x * R;
+    if (s0 >= s_end) return;  // no barriers below
+    const int count = min(R, s_end - s0);
+    const int first = s0 - halo * C;  // window start, in samples of the row
+    const auto& view = op.src.view;
+    const int lead = (first * sz) & 3;              // bytes before the window in its first word
+    const int used_words = (lead + N * sz + 3) / 4;  // words the window touches
+    // Word loads when the touched words lie inside the row (so no padding byte is read).
+    const bool words = first >= 0 && first * sz - lead + used_words * 4 <= width * C * sz && (view.stride & 3) == 0 &&
+                       (reinterpret_cast<std::uintptr_t>(view.data) & 3) == 0;
+    std::uint32_t const_word = 0;                    // a row of a constant border, as words
+#pragma unroll
+    for (int b = 0; b < 4 / sz; ++b) memcpy(reinterpret_cast<unsigned char*>(&const_word) + b * sz, &op.src.constant, sz);
+
+    const auto fetch = [&](int r, std::uint32_t (&w)[NW]) {
+        const T* row = op.src.row(r);
+        const std::uint32_t* p = row == nullptr ? nullptr
+                                 : reinterpret_cast<const std::uint32_t*>(reinterpret_cast<const unsigned char*>(row + first) - lead);
+#pragma unroll
+        for (int k = 0; k < NW; ++k) w[k] = p == nullptr ? const_word : k < used_words ? __ldg(p + k) : 0u;
+    };
+
+    for (int sy = blockIdx.y * blockDim.y + threadIdx.y; sy < strips_y; sy += gridDim.y * blockDim.y) {
+        const int y0 = sy * strip_h, y_end = min(y0 + strip_h, height);
+        const int r_end = y_end + halo;  // input rows y0 - halo .. r_end - 1
+        Acc ring[P][K][R];
+        std::uint32_t ahead[D][NW];  // the next D rows' words, in flight
+        if (words)
+#pragma unroll
+            for (int d = 0; d < D; ++d)
+                if (y0 - halo + d < r_end) fetch(y0 - halo + d, ahead[d]);
+        for (int base = y0 - halo; base < r_end; base += K) {
+#pragma unroll
+            for (int j = 0; j < K; ++j) {
+                const int r = base + j;
+                if (r >= r_end) continue;  // (not break: the loop must unroll for the ring indices to be constants)
+                Acc win[N];
+                if (words) {
+                    std::uint32_t cur[NW];
+#pragma unroll
+                    for (int k = 0; k < NW; ++k) cur[k] = ahead[0][k];
+#pragma unroll
+                    for (int d = 0; d + 1 < D; ++d)
+#pragma unroll
+                        for (int k = 0; k < NW; ++k) ahead[d][k] = ahead[d + 1][k];
+                    if (r + D < r_end) fetch(r + D, ahead[D - 1]);
+                    if constexpr (sz < 4) {
+#pragma unroll
+                        for (int k = 0; k + 1 < NW; ++k) cur[k] = __funnelshift_r(cur[k], cur[k + 1], 8 * lead);
+                    }
+#pragma unroll
+                    for (int i = 0; i < N; ++i) win[i] = word_sample<Acc, T>(cur, i);
+                } else {
+                    const T* row = op.src.row(r);
+#pragma unroll
+                    for (int i = 0; i < N; ++i) {
+                        const int s = first + i;
+                        const int px = (s + halo * C) / C - halo;  // floor(s / C): s >= -halo * C
+                        const T v = op.src.at(row, px, s - px * C);
+                        win[i] = to_acc<Acc>(v);
+                    }
+                }
+                // 2. Row sums of the run into ring slot j.
+#pragma unroll
+                for (int p = 0; p < P; ++p)
+#pragma unroll
+                    for (int o = 0; o < R; ++o) {
+                        Acc sum = 0;
+#pragma unroll
+                        for (int i = 0; i < K; ++i)
+                            sum = unit ? sum + win[o + i * C] : weighted_add<Acc>(sum, taps.x[p][i], win[o + i * C]);
+                        ring[p][j][o] = sum;
+                    }
+                // 3. Output row r - halo once rows r - 2 halo .. r are in: slot (j + 1 + t) % K holds tap t.
+                if (r >= y0 + halo) {
+                    const int y = r - halo;
+                    T out[R];
+#pragma unroll
+                    for (int o = 0; o < R; ++o) {
+                        Acc v[Op::kMaxPasses] = {};
+#pragma unroll
+                        for (int p = 0; p < P; ++p) {
+                            Acc sum = 0;
+#pragma unroll
+                            for (int t = 0; t < K; ++t) {
+                                const Acc a = ring[p][(j + 1 + t) % K][o];
+                                sum = unit ? sum + a : weighted_add<Acc>(sum, taps.y[p][t], a);
+                            }
+                            v[p] = sum;
+                        }
+                        out[o] = op.finish(v);
+                    }
+                    store_run(op.dst.template row<T>(y) + s0, out, count);
+                }
+            }
+        }
+    }
+}
+
+// The stream kernels are instantiated once for all borders: they read
+// through this source, whose border rule is a run-time value. The unrolled
+// K-row bodies are large, and one copy per border made the build five times
+// longer; rows resolve their border once per row, columns only in the
+// threads at the image's left and right edges.
+template <class T>
+struct AnyBorderSource {
+    static constexpr bool kStored = true;
+    ImageView view;
+    T constant;
+    BorderMode mode;
+
+    // Inside the image inline; outside through one out-of-line copy of the
+    // border rules (inlined at every unrolled call, they made the kernels
+    // several times larger and slower to compile).
+    __device__ __forceinline__ const T* row(int y) const {
+        if (static_cast<unsigned>(y) < static_cast<unsigned>(view.height)) return view.row<const T>(y);
+        return outside_row(y);
+    }
+    __device__ __forceinline__ T at(const T* row, int x, int c) const {
+        if (row != nullptr && static_cast<unsigned>(x) < static_cast<unsigned>(view.width)) return row[x * view.channels + c];
+        return outside_at(row, x, c);
+    }
+    __device__ __noinline__ const T* outside_row(int y) const {
+        const int yy = border_index(mode, y, view.height);
+        return yy < 0 ? nullptr : view.row<const T>(yy);
+    }
+    __device__ __noinline__ T outside_at(const T* row, int x, int c) const {
+        const int xx = border_index(mode, x, view.width);
+        return row == nullptr || xx < 0 ? constant : row[xx * view.channels + c];
+    }
+};
+
+// An op reading through BorderedSource<T, B>, rebuilt to read through AnyBorderSource<T>.
+template <class T, BorderMode B>
+auto any_border(const BoxOp<T, B>& op) {
+    using R = BoxOp<T, BorderMode::reflect101, AnyBorderSource<T>>;
+    return R{{{op.src.view, op.src.constant, B}, op.dst}, op.ksize};
+}
+template <class T, BorderMode B>
+auto any_border(const GaussianOp<T, B>& op) {
+    GaussianOp<T, BorderMode::reflect101, AnyBorderSource<T>> r{{{op.src.view, op.src.constant, B}, op.dst}, op.ksize, {}};
+    for (int i = 0; i < op.ksize; ++i) r.weights[i] = op.weights[i];
+    return r;
+}
+template <class T, BorderMode B>
+auto any_border(const SobelOp<T, B>& op) {
+    using R = SobelOp<T, BorderMode::reflect101, AnyBorderSource<T>>;
+    return R{{{op.src.view, op.src.constant, B}, op.dst}, op.mode, op.k};
+}
+
+// Calls f(std::integral_constant<int, K>) for K in 1, 3, 5, 7, 9.
+template <class F>
+void with_stream_k(int k, F&& f) {
+    switch (k) {
+        case 1: return f(std::integral_constant<int, 1>{});
+        case 3: return f(std::integral_constant<int, 3>{});
+        case 5: return f(std::integral_constant<int, 5>{});
+        case 7: return f(std::integral_constant<int, 7>{});
+        case 9: return f(std::integral_constant<int, 9>{});
+        default: break;
+    }
+    throw std::invalid_argument("stream:WxH runs stencils up to 9x9 with equal sizes in x and y; use sep:WxH");
+}
+
+// The most threads a block of this instantiation may have (its registers
+// decide), asked once.
+template <class Op, int K, int C, int P, int R, int D>
+int stream_max_threads() {
+    static const int n = [] {
+        cudaFuncAttributes a{};
+        return cudaFuncGetAttributes(&a, stream_stencil<Op, K, C, P, R, D>) == cudaSuccess ? a.maxThreadsPerBlock : 0;
+    }();
+    return n;
+}
+
+// R (samples per thread, 0: kStreamRun) and D (rows ahead) are template
+// arguments for the probe that tunes them (apps/bench/stream_probe.cu).
+template <int RunArg = 0, int D = kStreamAhead, class Op>
+void launch_stream(const StreamSchedule& strip, const Op& op, cudaStream_t stream, int block) {
+    using T = typename Op::Sample;
+    using W = typename Op::W;
+    if (op.dst.empty()) return;
+    int k = op.kw(0);
+    for (int p = 0; p < op.passes(); ++p)
+        if (op.kw(p) != k || op.kh(p) != k) k = 0;  // Sobel KSIZE 1: refused
+    with_stream_k(k, [&](auto kc) {
+        constexpr int K = kc();
+        with_channels(op.src.view.channels, [&](auto cc) {
+            constexpr int C = cc();
+            const auto go = [&](auto pc) {
+                constexpr int P = pc();
+                StreamTaps<W, P, K> taps{};
+                for (int p = 0; p < P; ++p)
+                    for (int i = 0; i < K; ++i) {
+                        taps.x[p][i] = op.wx(p) ? op.wx(p)[i] : W(1);
+                        taps.y[p][i] = op.wy(p) ? op.wy(p)[i] : W(1);
+                    }
+                constexpr int R = RunArg > 0 ? RunArg : kStreamRun<T>;
+                // The K = 9 bodies use up to 255 registers: a block may then hold
+                // only 256 threads (65536 registers per block).
+                const int max_threads = stream_max_threads<Op, K, C, P, R, D>();
+                if (max_threads < 1) throw std::runtime_error("stream:WxH: cannot read the kernel's attributes");
+                // A strip wider than one block's threads cover runs as narrower strips
+                // side by side (strips are independent: the results are the same).
+                const int strip_w = std::min({strip.tile_width, op.dst.width, std::max(1, max_threads * R / C)});
+                const int strip_h = std::min(strip.tile_height, op.dst.height);
+                const int tx = (strip_w * C + R - 1) / R;  // threads across a strip
+                const int ty = std::max(1, std::min(std::min(block, max_threads) / tx, 64));  // strips stacked in a block
+                const int strips_y = (op.dst.height + strip_h - 1) / strip_h;
+                const dim3 threads(tx, ty);
+                const dim3 grid((op.dst.width + strip_w - 1) / strip_w, std::min((strips_y + ty - 1) / ty, 65535));
+                stream_stencil<Op, K, C, P, R, D><<<grid, threads, 0, stream>>>(op, taps, strip_w, strip_h, strips_y);
+            };
+            if constexpr (requires { op.mode; }) {
+                if (op.passes() == 2) return go(std::integral_constant<int, 2>{});
+            }
+            go(std::integral_constant<int, 1>{});
+        });
+    });
+}
+
+
+}  // namespace cbi::cuda
