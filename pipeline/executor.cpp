@@ -5,8 +5,10 @@
 #include <algorithm>
 #include <charconv>
 #include <chrono>
+#include <exception>
 #include <functional>
 #include <iomanip>
+#include <optional>
 #include <sstream>
 #include <stdexcept>
 
@@ -68,20 +70,31 @@ namespace {
 enum class Choice { fixed, cached, timed, pending };
 
 // The fastest candidate by the median of a few timed runs after a warm-up;
-// time_once runs the node once with a schedule and returns milliseconds.
+// time_once runs the node once with a schedule and returns milliseconds. A
+// candidate that cannot run on this input (std::invalid_argument at launch,
+// e.g. sep:128x32's tile plus a 31x31 halo on 3 float channels needs more
+// shared memory than the GPU has) is skipped; the first such error is
+// rethrown only when no candidate runs.
 ScheduleSpec fastest(const std::vector<ScheduleSpec>& candidates, int runs,
                      const std::function<double(const ScheduleSpec&)>& time_once) {
-    ScheduleSpec best = candidates.front();
+    std::optional<ScheduleSpec> best;
     double best_ms = 0;
+    std::exception_ptr first_error;
     std::vector<double> times(static_cast<std::size_t>(runs));
     for (const ScheduleSpec& s : candidates) {
-        time_once(s);  // warm-up: first-launch costs, caches
+        try {
+            time_once(s);  // warm-up: first-launch costs, caches
+        } catch (const std::invalid_argument&) {
+            if (!first_error) first_error = std::current_exception();
+            continue;
+        }
         for (double& t : times) t = time_once(s);
         std::nth_element(times.begin(), times.begin() + runs / 2, times.end());
         const double median = times[static_cast<std::size_t>(runs / 2)];
-        if (&s == &candidates.front() || median < best_ms) best = s, best_ms = median;
+        if (!best || median < best_ms) best = s, best_ms = median;
     }
-    return best;
+    if (!best) std::rethrow_exception(first_error);
+    return *best;
 }
 
 }  // namespace
