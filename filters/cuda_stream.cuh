@@ -6,6 +6,7 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstdint>
 #include <cstring>
 #include <stdexcept>
@@ -108,6 +109,20 @@ inline constexpr int kStreamRun = sizeof(T) == 4 ? 4 : 8;  // samples per thread
 inline constexpr int kStreamMaxK = 9;
 inline constexpr int kStreamAhead = 1;  // rows loaded ahead of the one being summed
 
+// Where the ring of row sums lives: registers for 3x3 (small), shared
+// memory for larger kernels. In registers the K = 9 ring took 94 (32f:1) to
+// 245 (8u:3) registers per thread, 6-17 % achieved occupancy on the H100
+// (Nsight Compute, apps/bench/README.md). In shared memory each thread
+// keeps its own slots ([slot][sample][thread]: lanes on consecutive words,
+// no bank conflicts), written and read by the same thread: no barriers.
+template <int K>
+inline constexpr bool kSharedRing = K > 3;
+
+template <class Acc, int K, int P, int R>
+constexpr int stream_ring_bytes_per_thread() {
+    return kSharedRing<K> ? P * K * R * static_cast<int>(sizeof(Acc)) : 0;
+}
+
 // The taps of every pass, as kernel parameters: constant indices after
 // unrolling, so each weight is an operand of its multiply.
 template <class W, int P, int K>
@@ -150,6 +165,8 @@ __global__ void stream_stencil(const __grid_constant__ Op op, const __grid_const
     const int count = min(R, s_end - s0);
     const int first = s0 - halo * C;  // window start, in samples of the row
     const auto& view = op.src.view;
+    extern __shared__ __align__(16) unsigned char stream_smem[];
+    const int nthreads = blockDim.x * blockDim.y, me = threadIdx.y * blockDim.x + threadIdx.x;
     const int lead = (first * sz) & 3;              // bytes before the window in its first word
     const int used_words = (lead + N * sz + 3) / 4;  // words the window touches
     // Word loads when the touched words lie inside the row (so no padding byte is read).
@@ -170,14 +187,24 @@ __global__ void stream_stencil(const __grid_constant__ Op op, const __grid_const
     for (int sy = blockIdx.y * blockDim.y + threadIdx.y; sy < strips_y; sy += gridDim.y * blockDim.y) {
         const int y0 = sy * strip_h, y_end = min(y0 + strip_h, height);
         const int r_end = y_end + halo;  // input rows y0 - halo .. r_end - 1
-        Acc ring[P][K][R];
+        Acc ring_regs[kSharedRing<K> ? 1 : P][kSharedRing<K> ? 1 : K][R];
+        Acc* const ring_smem = reinterpret_cast<Acc*>(stream_smem);
+        // Slot `slot` of pass p, sample o of the run (all constants after unrolling).
+        const auto ring = [&](int p, int slot, int o) -> Acc& {
+            if constexpr (kSharedRing<K>) return ring_smem[((p * K + slot) * R + o) * nthreads + me];
+            else return ring_regs[p][slot][o];
+        };
         std::uint32_t ahead[D][NW];  // the next D rows' words, in flight
         if (words)
 #pragma unroll
             for (int d = 0; d < D; ++d)
                 if (y0 - halo + d < r_end) fetch(y0 - halo + d, ahead[d]);
+        // Register rings need constant slots: the row loop unrolls K times.
+        // A shared-memory ring takes run-time slots, and the loop stays rolled
+        // (unrolled, the compiler overlapped rows and used 255 registers anyway).
+        constexpr int kRowUnroll = kSharedRing<K> ? 1 : K;
         for (int base = y0 - halo; base < r_end; base += K) {
-#pragma unroll
+#pragma unroll kRowUnroll
             for (int j = 0; j < K; ++j) {
                 const int r = base + j;
                 if (r >= r_end) continue;  // (not break: the loop must unroll for the ring indices to be constants)
@@ -198,14 +225,19 @@ __global__ void stream_stencil(const __grid_constant__ Op op, const __grid_const
 #pragma unroll
                     for (int i = 0; i < N; ++i) win[i] = word_sample<Acc, T>(cur, i);
                 } else {
+                    // Threads at the image's edges: sample by sample through the
+                    // border rule, in a rolled loop (unrolled, its N border
+                    // calls doubled the kernel's registers for 3 channels).
                     const T* row = op.src.row(r);
-#pragma unroll
+                    T edge[N];
+#pragma unroll 1
                     for (int i = 0; i < N; ++i) {
                         const int s = first + i;
                         const int px = (s + halo * C) / C - halo;  // floor(s / C): s >= -halo * C
-                        const T v = op.src.at(row, px, s - px * C);
-                        win[i] = to_acc<Acc>(v);
+                        edge[i] = op.src.at(row, px, s - px * C);
                     }
+#pragma unroll
+                    for (int i = 0; i < N; ++i) win[i] = to_acc<Acc>(edge[i]);
                 }
                 // 2. Row sums of the run into ring slot j.
 #pragma unroll
@@ -216,7 +248,7 @@ __global__ void stream_stencil(const __grid_constant__ Op op, const __grid_const
 #pragma unroll
                         for (int i = 0; i < K; ++i)
                             sum = unit ? sum + win[o + i * C] : weighted_add<Acc>(sum, taps.x[p][i], win[o + i * C]);
-                        ring[p][j][o] = sum;
+                        ring(p, j, o) = sum;
                     }
                 // 3. Output row r - halo once rows r - 2 halo .. r are in: slot (j + 1 + t) % K holds tap t.
                 if (r >= y0 + halo) {
@@ -230,7 +262,7 @@ __global__ void stream_stencil(const __grid_constant__ Op op, const __grid_const
                             Acc sum = 0;
 #pragma unroll
                             for (int t = 0; t < K; ++t) {
-                                const Acc a = ring[p][(j + 1 + t) % K][o];
+                                const Acc a = ring(p, (j + 1 + t) % K, o);
                                 sum = unit ? sum + a : weighted_add<Acc>(sum, taps.y[p][t], a);
                             }
                             v[p] = sum;
@@ -320,6 +352,25 @@ int stream_max_threads() {
     return n;
 }
 
+// The dynamic shared memory a block of this instantiation may use on the
+// current device: the device's opt-in limit, allowed once per device (above
+// 48 KiB it must be asked for, per function and device).
+template <class Op, int K, int C, int P, int R, int D>
+int stream_shared_limit() {
+    static std::atomic<int> allowed[64];  // per device ordinal; 0: not asked yet
+    int device = 0;
+    if (cudaGetDevice(&device) != cudaSuccess) return 48 * 1024;
+    std::atomic<int>& mine = allowed[device & 63];
+    if (const int known = mine.load(std::memory_order_relaxed)) return known;
+    int limit = 0;
+    if (cudaDeviceGetAttribute(&limit, cudaDevAttrMaxSharedMemoryPerBlockOptin, device) != cudaSuccess ||
+        cudaFuncSetAttribute(stream_stencil<Op, K, C, P, R, D>, cudaFuncAttributeMaxDynamicSharedMemorySize, limit) !=
+            cudaSuccess)
+        limit = 48 * 1024;
+    mine.store(limit, std::memory_order_relaxed);
+    return limit;
+}
+
 // R (samples per thread, 0: kStreamRun) and D (rows ahead) are template
 // arguments for the probe that tunes them (apps/bench/stream_probe.cu).
 template <int RunArg = 0, int D = kStreamAhead, class Op>
@@ -345,7 +396,11 @@ void launch_stream(const StreamSchedule& strip, const Op& op, cudaStream_t strea
                 constexpr int R = RunArg > 0 ? RunArg : kStreamRun<T>;
                 // The K = 9 bodies use up to 255 registers: a block may then hold
                 // only 256 threads (65536 registers per block).
-                const int max_threads = stream_max_threads<Op, K, C, P, R, D>();
+                // Threads per block: what the registers allow, and what a shared-memory ring allows.
+                constexpr int per_thread = stream_ring_bytes_per_thread<typename Op::Acc, K, P, R>();
+                int max_threads = stream_max_threads<Op, K, C, P, R, D>();
+                if constexpr (per_thread > 0)
+                    max_threads = std::min(max_threads, stream_shared_limit<Op, K, C, P, R, D>() / per_thread);
                 if (max_threads < 1) throw std::runtime_error("stream:WxH: cannot read the kernel's attributes");
                 // A strip wider than one block's threads cover runs as narrower strips
                 // side by side (strips are independent: the results are the same).
@@ -356,7 +411,7 @@ void launch_stream(const StreamSchedule& strip, const Op& op, cudaStream_t strea
                 const int strips_y = (op.dst.height + strip_h - 1) / strip_h;
                 const dim3 threads(tx, ty);
                 const dim3 grid((op.dst.width + strip_w - 1) / strip_w, std::min((strips_y + ty - 1) / ty, 65535));
-                stream_stencil<Op, K, C, P, R, D><<<grid, threads, 0, stream>>>(op, taps, strip_w, strip_h, strips_y);
+                stream_stencil<Op, K, C, P, R, D><<<grid, threads, per_thread * tx * ty, stream>>>(op, taps, strip_w, strip_h, strips_y);
             };
             if constexpr (requires { op.mode; }) {
                 if (op.passes() == 2) return go(std::integral_constant<int, 2>{});

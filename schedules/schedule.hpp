@@ -90,7 +90,8 @@ inline constexpr SepTileSchedule sep_schedule(int w, int h) { return {{w, h, fal
 // `stream:WxH` (issue 7): the column-based iteration carried into
 // registers. A CUDA block owns a strip W pixels wide and H rows tall and
 // walks it top to bottom one input row at a time; each thread keeps the
-// row sums of its last K rows in registers (Halide's "slide" schedule). Its
+// row sums of its last K rows in a ring (Halide's "slide" schedule):
+// registers for 3x3, its own shared-memory slots for larger kernels. Its
 // visit order, used by the CPU backend, is tile:WxH.
 struct StreamSchedule : TileSchedule {};
 inline constexpr StreamSchedule stream_schedule(int w, int h) { return {{w, h, false}}; }
