@@ -468,15 +468,8 @@ __global__ void vec_blend(const __grid_constant__ BlendOp<T> op) {
 // Calls f(std::integral_constant<int, N>) for the schedule's N (the parser allows 1, 2, 4, 8, 16).
 template <class F>
 void with_vec_pixels(int n, F&& f) {
-    switch (n) {
-        case 1: return f(std::integral_constant<int, 1>{});
-        case 2: return f(std::integral_constant<int, 2>{});
-        case 4: return f(std::integral_constant<int, 4>{});
-        case 8: return f(std::integral_constant<int, 8>{});
-        case 16: return f(std::integral_constant<int, 16>{});
-        default: break;
-    }
-    throw std::invalid_argument("vec:" + std::to_string(n) + ": N must be 1, 2, 4, 8 or 16");
+    if (!cuda::with_one_of<1, 2, 4, 8, 16>(n, f))
+        throw std::invalid_argument("vec:" + std::to_string(n) + ": N must be 1, 2, 4, 8 or 16");
 }
 
 inline dim3 vec_grid(int width, int height, int pixels, int threads) {

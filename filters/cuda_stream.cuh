@@ -22,15 +22,18 @@ namespace cbi::cuda {
 template <class Op>
 concept UnitWeightOp = requires { requires Op::kUnitWeights; };
 
+// Calls f(std::integral_constant<int, V>) for the one V among Values that
+// equals v; false when none does. Run-time choices become template
+// arguments here (channels, kernel sizes, pixels per thread).
+template <int... Values, class F>
+bool with_one_of(int v, F&& f) {
+    return ((v == Values ? (f(std::integral_constant<int, Values>{}), true) : false) || ...);
+}
+
 template <class F>
 void with_channels(int channels, F&& f) {
-    switch (channels) {
-        case 1: return f(std::integral_constant<int, 1>{});
-        case 3: return f(std::integral_constant<int, 3>{});
-        case 4: return f(std::integral_constant<int, 4>{});
-        default: break;
-    }
-    throw std::invalid_argument(std::to_string(channels) + " channels: cbi takes 1, 3 or 4");
+    if (!with_one_of<1, 3, 4>(channels, f))
+        throw std::invalid_argument(std::to_string(channels) + " channels: cbi takes 1, 3 or 4");
 }
 
 // --------------------------------------------------------------- word loads
@@ -327,20 +330,6 @@ auto any_border(const SobelOp<T, B>& op) {
     return R{{{op.src.view, op.src.constant, B}, op.dst}, op.mode, op.k};
 }
 
-// Calls f(std::integral_constant<int, K>) for K in 1, 3, 5, 7, 9.
-template <class F>
-void with_stream_k(int k, F&& f) {
-    switch (k) {
-        case 1: return f(std::integral_constant<int, 1>{});
-        case 3: return f(std::integral_constant<int, 3>{});
-        case 5: return f(std::integral_constant<int, 5>{});
-        case 7: return f(std::integral_constant<int, 7>{});
-        case 9: return f(std::integral_constant<int, 9>{});
-        default: break;
-    }
-    throw std::invalid_argument("stream:WxH runs stencils up to 9x9 with equal sizes in x and y; use sep:WxH");
-}
-
 // The most threads a block of this instantiation may have (its registers
 // decide), asked once.
 template <class Op, int K, int C, int P, int R, int D>
@@ -381,7 +370,7 @@ void launch_stream(const StreamSchedule& strip, const Op& op, cudaStream_t strea
     int k = op.kw(0);
     for (int p = 0; p < op.passes(); ++p)
         if (op.kw(p) != k || op.kh(p) != k) k = 0;  // Sobel KSIZE 1: refused
-    with_stream_k(k, [&](auto kc) {
+    const bool sized = with_one_of<1, 3, 5, 7, 9>(k, [&](auto kc) {
         constexpr int K = kc();
         with_channels(op.src.view.channels, [&](auto cc) {
             constexpr int C = cc();
@@ -419,6 +408,7 @@ void launch_stream(const StreamSchedule& strip, const Op& op, cudaStream_t strea
             go(std::integral_constant<int, 1>{});
         });
     });
+    if (!sized) throw std::invalid_argument("stream:WxH runs stencils up to 9x9 with equal sizes in x and y; use sep:WxH");
 }
 
 
