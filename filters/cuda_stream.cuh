@@ -109,7 +109,6 @@ __device__ __forceinline__ void store_run(T* p, const T (&v)[N], int count) {
 // (the registry's max_ksize).
 template <class T>
 inline constexpr int kStreamRun = sizeof(T) == 4 ? 4 : 8;  // samples per thread (registers: the ring holds K * R per pass)
-inline constexpr int kStreamMaxK = 9;
 inline constexpr int kStreamAhead = 1;  // rows loaded ahead of the one being summed
 
 // Where the ring of row sums lives: registers for 3x3 (small), shared
