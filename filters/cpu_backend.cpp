@@ -90,6 +90,7 @@ struct CpuLaunch {
 }  // namespace
 
 void run_node_cpu(const Node& node, const ImageView& src, const ImageView& dst) {
+    if (node.fused_stencil) throw std::logic_error("the CPU backend does not fuse stencils");  // the executor does not ask
     dispatch_node(node, src, dst, CpuLaunch{dst.width, dst.height});
 }
 

@@ -545,6 +545,7 @@ void check_block(int block) {
 
 void run_node_cuda(const Node& node, const ImageView& src, const ImageView& dst, cudaStream_t stream, int block) {
     check_block(block);
+    if (node.fused_stencil) return run_chain_cuda(node, src, dst, stream, block);
     try {
         dispatch_node(node, src, dst, CudaLaunch{dst.width, dst.height, stream, block, "filter kernel"});
     } catch (const Error& e) {  // name the node; built only on this error path

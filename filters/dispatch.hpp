@@ -44,6 +44,24 @@ template <class Schedule>
 constexpr bool kStagesTiles = std::is_same_v<Schedule, SmemTileSchedule> || std::is_same_v<Schedule, SepTileSchedule> ||
                              std::is_same_v<Schedule, StreamSchedule>;
 
+// Builds the stencil op of `filter` (box, Gaussian or Sobel) reading
+// `source` and writing `dst`, and calls f(op). Colour filters are not
+// stencils: f is not called. B is the border of the op's type; sources with
+// a run-time border rule pass any.
+template <class T, BorderMode B, class Src, class F>
+void with_stencil_op(const Filter& filter, const Src& source, const ImageView& dst, F&& f) {
+    if (const auto* box = std::get_if<BoxFilter>(&filter)) {
+        f(BoxOp<T, B, Src>{{source, dst}, box->ksize});
+    } else if (const auto* gauss = std::get_if<GaussianFilter>(&filter)) {
+        GaussianOp<T, B, Src> op{{source, dst}, gauss->ksize, {}};
+        const auto kernel = gaussian_weights(gauss->ksize, gauss->sigma);
+        for (int i = 0; i < gauss->ksize; ++i) op.weights[i] = static_cast<float>(kernel.w[i]);
+        f(op);
+    } else if (const auto* sobel = std::get_if<SobelFilter>(&filter)) {
+        f(SobelOp<T, B, Src>{{source, dst}, sobel->mode, sobel_kernels(sobel->ksize)});
+    }
+}
+
 // Builds the op for `node` reading `src` and writing `dst` (geometry already
 // validated by the executor) and calls launch(schedule, op).
 template <class Launch>
@@ -59,17 +77,7 @@ void dispatch_node(const Node& node, const ImageView& src, const ImageView& dst,
                 constexpr BorderMode B = decltype(border)::value;
                 const T constant = saturate_round<T>(static_cast<float>(node.border.value));
                 const auto launch_stencil = [&](const auto& source) {
-                    using Src = std::remove_cvref_t<decltype(source)>;
-                    if (const auto* box = std::get_if<BoxFilter>(&node.filter)) {
-                        launch(schedule, BoxOp<T, B, Src>{{source, dst}, box->ksize});
-                    } else if (const auto* gauss = std::get_if<GaussianFilter>(&node.filter)) {
-                        GaussianOp<T, B, Src> op{{source, dst}, gauss->ksize, {}};
-                        const auto kernel = gaussian_weights(gauss->ksize, gauss->sigma);
-                        for (int i = 0; i < gauss->ksize; ++i) op.weights[i] = static_cast<float>(kernel.w[i]);
-                        launch(schedule, op);
-                    } else if (const auto* sobel = std::get_if<SobelFilter>(&node.filter)) {
-                        launch(schedule, SobelOp<T, B, Src>{{source, dst}, sobel->mode, sobel_kernels(sobel->ksize)});
-                    }
+                    with_stencil_op<T, B>(node.filter, source, dst, [&](const auto& op) { launch(schedule, op); });
                 };
                 if constexpr (kStagesTiles<decltype(schedule)>) {
                     if (node.fused_color) {

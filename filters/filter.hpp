@@ -55,6 +55,13 @@ struct Border {
     double value = 0;  // constant border value, in the image's units
 };
 
+// A stencil computed inside the stencil node that reads it (fusion through
+// shared memory, CUDA only): the filter and its own border rule.
+struct FusedStencil {
+    Filter filter;
+    Border border;
+};
+
 struct Node {
     Filter filter;
     Border border;
@@ -62,7 +69,12 @@ struct Node {
     // Fusion: a colour matrix applied to the node's input as the stencil
     // reads it (the pipeline's colour node, not stored); src is then that
     // colour node's input. Only with stencil filters.
-    std::optional<ColorFilter> fused_color;
+    std::optional<ColorFilter> fused_color{};
+    // Fusion of two stencils: this node reads the output of `fused_stencil`,
+    // computed tile by tile in shared memory and never stored; src is then
+    // that stencil's input (through fused_color when set). CUDA only, with
+    // smem:WxH or sep:WxH (the tile is this node's).
+    std::optional<FusedStencil> fused_stencil{};
 };
 
 // Parsers for the option syntax; throw std::invalid_argument naming the

@@ -109,7 +109,8 @@ struct GraphExecutor::Plan {
     std::vector<std::string> tuning_key; // per auto node
     std::vector<std::vector<NodeId>> reads;             // per node: the buffers it reads (its inputs, unless fused)
     std::vector<std::optional<ColorFilter>> fused_color; // per stencil node: a colour node fused into its loads
-    std::vector<NodeId> fused_into;                      // per colour node: the stencil that computes it, or -1
+    std::vector<NodeId> fused_into;                      // per fused node: the stencil that computes it, or -1
+    std::vector<NodeId> fused_stencil;                   // per stencil node: the stencil fused into it (CUDA), or -1
     std::vector<int> buffer_of;         // per node; -1: the graph input
     std::vector<int> buffer_channels;   // capacity of each buffer, in channels
 
@@ -131,6 +132,44 @@ struct GraphExecutor::CudaState {
 #else
 struct GraphExecutor::CudaState {};
 #endif
+
+void GraphExecutor::fuse_stencil_pairs(Plan& plan, const std::vector<int>& readers) const {
+#if CBI_HAVE_CUDA
+    const auto& nodes = graph_.nodes();
+    const auto stencil = [&](NodeId id) -> const Filter* {
+        const auto* f = id == Graph::input() ? nullptr : std::get_if<Filter>(&nodes[id].op);
+        return f && !std::holds_alternative<ColorFilter>(*f) && plan.choice[id] != Choice::pending ? f : nullptr;
+    };
+    for (NodeId id : plan.order) {
+        const NodeId in = nodes[id].inputs.empty() ? Graph::input() : nodes[id].inputs[0];
+        const Filter* second = stencil(id);
+        const Filter* first = stencil(in);
+        if (!second || !first || readers[in] != 1 || plan.fused_stencil[in] >= 0) continue;
+        const ScheduleFamily family = plan.schedule[id].family;
+        if (family != ScheduleFamily::smem && family != ScheduleFamily::sep) continue;
+        const Border b1 = graph_.border_of(in), b2 = graph_.border_of(id);
+        if (b1.mode == BorderMode::wrap || b2.mode == BorderMode::wrap) continue;
+        const Node chained{*second, b2, plan.schedule[id], plan.fused_color[in], FusedStencil{*first, b1}};
+        if (!cuda_chain_fits(chained, plan.depth, plan.channels_of[in], options_.device.index)) continue;
+        plan.fused_stencil[id] = in;
+        plan.fused_color[id] = plan.fused_color[in];
+        for (NodeId& into : plan.fused_into)
+            if (into == in) into = id;  // a colour node fused into the first stencil now runs in this kernel
+        plan.fused_into[in] = id;
+        plan.reads[id] = plan.reads[in];
+    }
+#else
+    (void)plan, (void)readers;
+#endif
+}
+
+Node GraphExecutor::node_to_run(NodeId id, const ScheduleSpec& schedule) const {
+    const Plan& plan = *plan_;
+    Node node{std::get<Filter>(graph_.nodes()[id].op), graph_.border_of(id), schedule, plan.fused_color[id], std::nullopt};
+    if (const NodeId first = plan.fused_stencil[id]; first >= 0)
+        node.fused_stencil = FusedStencil{std::get<Filter>(graph_.nodes()[first].op), graph_.border_of(first)};
+    return node;
+}
 
 GraphExecutor::GraphExecutor(Graph graph, RunOptions options) : graph_(std::move(graph)), options_(std::move(options)) {
     graph_.check_complete();
@@ -196,6 +235,7 @@ void GraphExecutor::plan(int width, int height, int channels, Depth depth) {
     plan->reads.assign(nodes.size(), {});
     plan->fused_color.assign(nodes.size(), std::nullopt);
     plan->fused_into.assign(nodes.size(), -1);
+    plan->fused_stencil.assign(nodes.size(), -1);
     for (NodeId id : plan->order) plan->reads[id] = nodes[id].inputs;
     if (options_.fuse) {
         std::vector<int> readers(nodes.size(), 0);
@@ -214,6 +254,11 @@ void GraphExecutor::plan(int width, int height, int channels, Depth depth) {
             plan->fused_into[in] = id;
             plan->reads[id] = nodes[in].inputs;
         }
+        // A stencil read only by one stencil, both on smem/sep, fuses into
+        // it on the GPU: one kernel computes the first stencil's output tile
+        // by tile in shared memory (cuda_chain.cu). Pairs only; not with the
+        // wrap border; only where the tile fits the device's shared memory.
+        if (options_.device.cuda) fuse_stencil_pairs(*plan, readers);
         std::erase_if(plan->order, [&](NodeId id) { return plan->fused_into[id] >= 0; });
     }
 
@@ -326,9 +371,8 @@ std::span<const ImageView> GraphExecutor::run(const ImageView& input) {
         const auto run_node = [&](NodeId id, const ScheduleSpec& schedule) {
             const GraphNode& n = nodes[id];
             const ImageView dst = view_of_node(id);
-            if (const auto* f = std::get_if<Filter>(&n.op))
-                run_node_cpu(Node{*f, graph_.border_of(id), schedule, plan.fused_color[id]}, view_of_node(plan.reads[id][0]),
-                             dst);
+            if (std::holds_alternative<Filter>(n.op))
+                run_node_cpu(node_to_run(id, schedule), view_of_node(plan.reads[id][0]), dst);
             else
                 run_blend_cpu(std::get<BlendFilter>(n.op), schedule, view_of_node(n.inputs[0]), view_of_node(n.inputs[1]),
                               dst);
@@ -380,9 +424,8 @@ void GraphExecutor::enqueue_nodes_cuda() {
     const auto run_node = [&](NodeId id, const ScheduleSpec& schedule) {
         const GraphNode& n = nodes[id];
         const ImageView dst = device_view(id);
-        if (const auto* f = std::get_if<Filter>(&n.op))
-            run_node_cuda(Node{*f, graph_.border_of(id), schedule, plan.fused_color[id]}, device_view(plan.reads[id][0]), dst,
-                          stream, options_.block);
+        if (std::holds_alternative<Filter>(n.op))
+            run_node_cuda(node_to_run(id, schedule), device_view(plan.reads[id][0]), dst, stream, options_.block);
         else
             run_blend_cuda(std::get<BlendFilter>(n.op), schedule, device_view(n.inputs[0]), device_view(n.inputs[1]), dst,
                            stream, options_.block);
@@ -463,9 +506,15 @@ std::string GraphExecutor::describe() const {
         else
             s << "  " << std::setw(19) << "";
         s << "  <- " << inputs;
-        if (plan_ && plan_->fused_color[id])
+        if (plan_ && plan_->fused_stencil[id] >= 0) {
+            const NodeId first = plan_->fused_stencil[id];
+            s << "  (fused: computes " << nodes[first].name << " in shared memory, reading " << nodes[plan_->reads[id][0]].name;
+            if (plan_->fused_color[id]) s << " through " << to_string(Filter(*plan_->fused_color[id]));
+            s << ")";
+        } else if (plan_ && plan_->fused_color[id]) {
             s << "  (fused: reads " << nodes[plan_->reads[id][0]].name << " through " << to_string(Filter(*plan_->fused_color[id]))
               << ")";
+        }
         if (plan_) {
             if (plan_->fused_into[id] >= 0) s << "  -> fused into " << nodes[plan_->fused_into[id]].name << ", not stored";
             else if (plan_->buffer_of[id] < 0) s << "  (not needed by any output: skipped)";
@@ -479,9 +528,11 @@ std::string GraphExecutor::describe() const {
         const std::size_t plane = static_cast<std::size_t>(plan_->width) * plan_->height * depth_bytes(plan_->depth);
         std::size_t bytes = 0;
         for (int ch : plan_->buffer_channels) bytes += plane * ch;
-        const auto fused = std::count_if(plan_->fused_into.begin(), plan_->fused_into.end(), [](NodeId n) { return n >= 0; });
+        const auto stencils = std::count_if(plan_->fused_stencil.begin(), plan_->fused_stencil.end(), [](NodeId n) { return n >= 0; });
+        const auto colours = std::count_if(plan_->fused_into.begin(), plan_->fused_into.end(), [](NodeId n) { return n >= 0; }) - stencils;
         s << "  " << plan_->order.size() << " kernels run";
-        if (fused > 0) s << " (" << fused << " colour node" << (fused > 1 ? "s" : "") << " fused)";
+        if (colours > 0) s << " (" << colours << " colour node" << (colours > 1 ? "s" : "") << " fused)";
+        if (stencils > 0) s << " (" << stencils << " stencil" << (stencils > 1 ? "s" : "") << " fused into the next)";
         s << ", " << plan_->buffer_channels.size() << " buffers ("
           << std::fixed << std::setprecision(1) << bytes / 1048576.0 << " MiB) reused by lifetime\n";
     } else {

@@ -97,6 +97,9 @@ public:
 
 private:
     struct Plan;
+    void fuse_stencil_pairs(Plan& plan, const std::vector<int>& readers) const;
+    // The backend's view of filter node `id` under `schedule`, with what the plan fused into it.
+    Node node_to_run(NodeId id, const ScheduleSpec& schedule) const;
     struct CudaState;
     std::string device_name() const;  // the device part of tuning keys
     // Times the candidates of auto node `id` (or takes another executor's

@@ -85,7 +85,99 @@ TEST(Fusion, OnlyColourNodesReadOnceByATileStagingStencilAreFused) {
     EXPECT_EQ(ex2.describe().find("fused"), std::string::npos) << ex2.describe();
 }
 
+TEST(Fusion, TheCpuBackendDoesNotFuseStencilPairs) {
+    GraphExecutor ex(parse_pipeline("color:gray | gaussian:5@sep:32x8 | sobel:mag@sep:32x8"), options(true));
+    ex.plan(40, 30, 3, Depth::u8);
+    EXPECT_EQ(ex.describe().find("shared memory"), std::string::npos) << ex.describe();
+    EXPECT_NE(ex.describe().find("2 kernels run (1 colour node fused)"), std::string::npos) << ex.describe();
+}
+
 #if CBI_HAVE_CUDA
+// Two stencils in one kernel (cuda_chain.cu): the first stencil's output is
+// computed per tile in shared memory. Bit-identical to the unfused graph on
+// the GPU and, for integer depths, to the CPU backend.
+struct PairCase {
+    const char* pipeline;
+    const char* border;
+    int input_channels;
+};
+constexpr PairCase kPairs[] = {
+    {"gaussian:5@sep:32x8 | sobel:mag@sep:32x8", "reflect101", 1},
+    {"color:gray | gaussian:5@sep:64x32 | sobel:mag@sep:64x32", "reflect101", 3},
+    {"color:gray | gaussian:5@sep:64x32 | sobel:mag@smem:32x16", "replicate", 4},
+    {"blur:3@smem:16x8 | gaussian:7:1.5@smem:8x4", "constant:9", 3},
+    {"sobel:x:5@sep:16x16 | blur:9@smem:3x2", "reflect", 4},  // tiles narrower than the halo
+    {"color:sepia | blur:5@smem:16x8 | sobel:y:7@sep:32x8", "reflect", 3},
+    {"sobel:mag:1@sep:16x8 | sobel:mag:3@sep:16x8", "constant:200", 1},
+    {"blur:31@sep:32x8 | gaussian:3@sep:32x8", "reflect101", 3},
+};
+
+bool has_gpu(std::string& why) { return cuda_device_count(why) > 0; }
+
+TEST(Fusion, StencilPairsFuseOnTheGpuAndEqualTheUnfusedGraph) {
+    std::string why;
+    if (!has_gpu(why)) GTEST_SKIP() << "no CUDA device: " << why;
+    const int sizes[][2] = {{131, 77}, {7, 3}, {1, 1}, {2, 9}};
+    for (const PairCase& c : kPairs)
+        for (const Depth depth : {Depth::u8, Depth::u16, Depth::f32})
+            for (const auto& size : sizes) {
+                SCOPED_TRACE(std::string(c.pipeline) + " " + c.border + " " + depth_name(depth) + " " +
+                             std::to_string(size[0]) + "x" + std::to_string(size[1]));
+                const Graph g = parse_pipeline(c.pipeline, ScheduleSpec{}, parse_border(c.border));
+                const cv::Mat src = random_image(size[0], size[1], c.input_channels, depth, 11);
+                GraphExecutor fused(g, options(true, true)), plain(g, options(false, true)), cpu(g, options(false));
+                const cv::Mat a = first_output(fused, src), b = first_output(plain, src);
+                EXPECT_NE(fused.describe().find("in shared memory"), std::string::npos) << fused.describe();
+                EXPECT_NE(fused.describe().find("(1 stencil fused into the next)"), std::string::npos) << fused.describe();
+                ASSERT_EQ(a.type(), b.type());
+                EXPECT_EQ(cv::norm(a, b, cv::NORM_INF), 0.0);
+                if (depth != Depth::f32) EXPECT_EQ(cv::norm(a, first_output(cpu, src), cv::NORM_INF), 0.0);
+            }
+}
+
+TEST(Fusion, StencilPairsWithTheirOwnBordersFuseOnTheGpu) {
+    std::string why;
+    if (!has_gpu(why)) GTEST_SKIP() << "no CUDA device: " << why;
+    Graph g;
+    const NodeId blur = g.add_filter("blur", parse_filter("gaussian:9"), Graph::input(),
+                                     {parse_schedule("sep:16x8"), parse_border("constant:77")});
+    g.add_output(g.add_filter("edges", parse_filter("sobel:mag"), blur, {parse_schedule("smem:16x8"), parse_border("reflect")}));
+    for (const Depth depth : {Depth::u8, Depth::f32}) {
+        const cv::Mat src = random_image(45, 29, 3, depth, 5);
+        GraphExecutor fused(g, options(true, true)), plain(g, options(false, true));
+        const cv::Mat a = first_output(fused, src), b = first_output(plain, src);
+        EXPECT_NE(fused.describe().find("edges"), std::string::npos);
+        EXPECT_NE(fused.describe().find("computes blur in shared memory"), std::string::npos) << fused.describe();
+        EXPECT_EQ(cv::norm(a, b, cv::NORM_INF), 0.0);
+    }
+}
+
+TEST(Fusion, StencilPairsThatCannotFuseRunUnfused) {
+    std::string why;
+    if (!has_gpu(why)) GTEST_SKIP() << "no CUDA device: " << why;
+    const auto describe = [](const Graph& g) {
+        GraphExecutor ex(g, options(true, true));
+        ex.plan(64, 48, 3, Depth::u8);
+        return ex.describe();
+    };
+    // wrap would need the far side of the image.
+    EXPECT_EQ(describe(parse_pipeline("blur:3@sep:32x8 | blur:5@sep:32x8", ScheduleSpec{}, parse_border("wrap"))).find("shared memory"),
+              std::string::npos);
+    // The consumer's schedule does not stage tiles.
+    EXPECT_EQ(describe(parse_pipeline("blur:3@sep:32x8 | blur:5@stream:64x32")).find("shared memory"), std::string::npos);
+    // Tile too large for shared memory.
+    EXPECT_EQ(describe(parse_pipeline("blur:3@sep:32x8 | blur:31@sep:256x256")).find("shared memory"), std::string::npos);
+    // The first stencil's output is also a graph output.
+    Graph two;
+    const NodeId a = two.add_filter("a", parse_filter("blur:3"), Graph::input(), {parse_schedule("sep:32x8"), {}});
+    two.add_output(two.add_filter("b", parse_filter("blur:5"), a, {parse_schedule("sep:32x8"), {}}));
+    two.add_output(a);
+    EXPECT_EQ(describe(two).find("shared memory"), std::string::npos);
+    // Chains of three fuse one pair (the first two); the third reads the stored result.
+    const std::string three = describe(parse_pipeline("blur:3@sep:32x8 | blur:5@sep:32x8 | blur:7@sep:32x8"));
+    EXPECT_NE(three.find("(1 stencil fused into the next)"), std::string::npos) << three;
+}
+
 TEST(Fusion, FusedEqualsUnfusedOnTheGpu) {
     std::string why;
     if (cuda_device_count(why) == 0) GTEST_SKIP() << "no CUDA device: " << why;
