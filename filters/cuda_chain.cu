@@ -1,193 +1,28 @@
-// Fusion of two stencils through shared memory (issue 7): the node's
-// stencil reads the output of the stencil before it (node.fused_stencil),
-// which is computed tile by tile in shared memory and never stored.
-//
-// Block (bx, by) owns the consumer's tile_w x tile_h output tile at
-// (x0, y0) = (bx*tile_w, by*tile_h). The consumer needs the intermediate
-// image on the region R = the tile plus its halo h2. Per block, with all
-// channels interleaved (sample s = x*C + c, taps C samples apart):
-//  A. stage the first stencil's input for the part of R inside the image,
-//     plus its own halo h1, through its border rule (and a fused colour
-//     matrix, when there is one);
-//  B. + C. the first stencil's row sums, then column sums and finish():
-//     the intermediate samples of R's in-image part, stored as the sample
-//     type T exactly as the unfused graph stores them;
-//  D. R's samples outside the image: the consumer's border rule. For
-//     reflect101, reflect and replicate the pixel that stands in for an
-//     outside one lies within h2 of the edge the tile touches, so inside
-//     R's in-image part; constant gives the constant. (wrap would need the
-//     far side of the image: the executor does not fuse it.)
-//  E. + F. the consumer's row sums over R, column sums, finish(), stored.
-// Every sum goes through weighted_sum in the per-pixel path's order, so the
-// fused output is bit-identical to running the two nodes.
-//
-// Border rules and channel counts are run-time values here (one kernel per
-// sample type and pair of filters): the build would otherwise grow by a
-// factor of 20 for the border pairs.
+// The CUDA side of fused stencil pairs (filters/chain.hpp): one block per
+// tile, the tile buffer in shared memory.
 #include "filters/cuda_backend.hpp"
 
-#include <algorithm>
 #include <string>
-#include <type_traits>
 
-#include "filters/cuda_stream.cuh"
-#include "filters/dispatch.hpp"
+#include "filters/chain.hpp"
 #include "pipeline/cuda_runtime.hpp"
 #include "pipeline/error.hpp"
 
 namespace cbi {
 namespace {
 
-using cuda::AnyBorderSource;
-
-// ColorSource with a run-time border rule: the fused colour node's output,
-// computed from its input by ColorOp::sample.
-template <class T>
-struct AnyBorderColorSource {
-    ImageView view;   // the colour node's output geometry
-    ImageView input;  // the colour node's input
-    StorageMatrix matrix;
-    T constant;
-    BorderMode mode;
-
-    __device__ const T* row(int y) const {
-        const int yy = border_index(mode, y, view.height);
-        return yy < 0 ? nullptr : input.row<const T>(yy);
-    }
-    __device__ T at(const T* row, int x, int c) const {
-        const int xx = border_index(mode, x, view.width);
-        if (row == nullptr || xx < 0) return constant;
-        const T* in = row + xx * input.channels;
-        return c < matrix.rows ? ColorOp<T>::sample(matrix, in, c) : in[3];  // alpha is copied
-    }
+// A block's threads: warps across a row's samples, rows across warps.
+struct BlockTeam {
+    int tx, ty, nx, ny;
+    __device__ void sync() const { __syncthreads(); }
 };
-
-// Shared-memory layout of one block, computed on the host. The staged input
-// and the first stencil's row sums are dead once the intermediate exists,
-// so the consumer's row sums reuse their bytes.
-struct ChainLayout {
-    int tile_w, tile_h, channels;
-    int h1, h2;          // halos of the first stencil and of the consumer
-    int region_w, region_h;  // R: the tile plus h2 on each side
-    std::size_t rows1_offset, inter_offset, bytes;
-};
-
-inline std::size_t align16(std::size_t n) { return (n + 15) / 16 * 16; }
-
-template <class Op>
-int halo_of(const Op& op) {
-    int h = 0;
-    for (int p = 0; p < op.passes(); ++p) h = std::max({h, op.kw(p) / 2, op.kh(p) / 2});
-    return h;
-}
-
-template <class Pre, class Op>
-ChainLayout chain_layout(int tile_w, int tile_h, const Pre& pre, const Op& op) {
-    using T = typename Op::Sample;
-    ChainLayout L{};
-    L.tile_w = tile_w, L.tile_h = tile_h, L.channels = op.dst.channels;
-    L.h1 = halo_of(pre), L.h2 = halo_of(op);
-    L.region_w = tile_w + 2 * L.h2, L.region_h = tile_h + 2 * L.h2;
-    const std::size_t C = L.channels;
-    const std::size_t stage_w = L.region_w + 2 * L.h1, stage_h = L.region_h + 2 * L.h1;
-    L.rows1_offset = align16(stage_w * stage_h * C * sizeof(T));
-    const std::size_t first = L.rows1_offset + pre.passes() * stage_h * L.region_w * C * sizeof(typename Pre::Acc);
-    const std::size_t consumer_rows = op.passes() * static_cast<std::size_t>(L.region_h) * tile_w * C * sizeof(typename Op::Acc);
-    L.inter_offset = align16(std::max(first, consumer_rows));
-    L.bytes = L.inter_offset + static_cast<std::size_t>(L.region_w) * L.region_h * C * sizeof(T);
-    return L;
-}
 
 template <class Pre, class Op>
 __global__ void chain_stencil(const __grid_constant__ Pre pre, const __grid_constant__ Op op, const ChainLayout L) {
-    using T = typename Op::Sample;
-    using A1 = typename Pre::Acc;
-    using A2 = typename Op::Acc;
     extern __shared__ __align__(16) unsigned char smem[];
-    T* stage = reinterpret_cast<T*>(smem);
-    A1* rows1 = reinterpret_cast<A1*>(smem + L.rows1_offset);
-    A2* rows2 = reinterpret_cast<A2*>(smem);  // reuses stage and rows1 (dead by then)
-    T* inter = reinterpret_cast<T*>(smem + L.inter_offset);
-    const int C = L.channels, width = op.dst.width, height = op.dst.height;
-    const int tx = threadIdx.x, ty = threadIdx.y, nx = blockDim.x, ny = blockDim.y;
-    const int x0 = blockIdx.x * L.tile_w, y0 = blockIdx.y * L.tile_h;
-    const int rx = x0 - L.h2, ry = y0 - L.h2;  // R's top-left corner in image coordinates
-    // R's part inside the image: what the first stencil computes.
-    const int ix0 = max(0, rx), ix1 = min(width, rx + L.region_w);
-    const int iy0 = max(0, ry), iy1 = min(height, ry + L.region_h);
-    const int pw = ix1 - ix0, ph = iy1 - iy0;
-    const int stage_w = pw + 2 * L.h1, stage_h = ph + 2 * L.h1;
-    const int region_n = L.region_w * C, pn = pw * C, tile_n = L.tile_w * C;
-
-    // A. The first stencil's input, border-resolved (and coloured) by its source.
-    for (int r = ty; r < stage_h; r += ny) {
-        const auto* row = pre.src.row(iy0 - L.h1 + r);
-        T* out = stage + r * stage_w * C;
-        for (int px = tx; px < stage_w; px += nx)
-            for (int c = 0; c < C; ++c) out[px * C + c] = pre.src.at(row, ix0 - L.h1 + px, c);
-    }
-    __syncthreads();
-    // B. Its row sums.
-    for (int p = 0; p < pre.passes(); ++p) {
-        const int kw = pre.kw(p);
-        const auto* wx = pre.wx(p);
-        for (int r = ty; r < stage_h; r += ny)
-            for (int s = tx; s < pn; s += nx) {
-                const T* line = stage + r * stage_w * C + s + (L.h1 - kw / 2) * C;
-                rows1[(p * stage_h + r) * pn + s] = weighted_sum<A1>(wx, kw, [&](int i) { return to_acc<A1>(line[i * C]); });
-            }
-    }
-    __syncthreads();
-    // C. Its column sums: the intermediate image on R's in-image part.
-    for (int r = ty; r < ph; r += ny)
-        for (int s = tx; s < pn; s += nx) {
-            A1 sums[Pre::kMaxPasses] = {};
-            for (int p = 0; p < pre.passes(); ++p) {
-                const int kh = pre.kh(p);
-                const A1* column = rows1 + (p * stage_h + r + L.h1 - kh / 2) * pn + s;
-                sums[p] = weighted_sum<A1>(pre.wy(p), kh, [&](int j) { return column[j * pn]; });
-            }
-            inter[(iy0 - ry + r) * region_n + (ix0 - rx) * C + s] = pre.finish(sums);
-        }
-    __syncthreads();
-    // D. R outside the image (edge tiles only): the consumer's border rule.
-    if (pw != L.region_w || ph != L.region_h) {
-        for (int r = ty; r < L.region_h; r += ny)
-            for (int px = tx; px < L.region_w; px += nx) {
-                const int x = rx + px, y = ry + r;
-                if (x >= 0 && x < width && y >= 0 && y < height) continue;
-                const int bx = border_index(op.src.mode, x, width), by = border_index(op.src.mode, y, height);
-                T* out = inter + r * region_n + px * C;
-                const T* in = inter + (by - ry) * region_n + (bx - rx) * C;
-                for (int c = 0; c < C; ++c) out[c] = bx < 0 || by < 0 ? op.src.constant : in[c];
-            }
-        __syncthreads();
-    }
-    // E. The consumer's row sums over R.
-    for (int p = 0; p < op.passes(); ++p) {
-        const int kw = op.kw(p);
-        const auto* wx = op.wx(p);
-        for (int r = ty; r < L.region_h; r += ny)
-            for (int s = tx; s < tile_n; s += nx) {
-                const T* line = inter + r * region_n + s + (L.h2 - kw / 2) * C;
-                rows2[(p * L.region_h + r) * tile_n + s] = weighted_sum<A2>(wx, kw, [&](int i) { return to_acc<A2>(line[i * C]); });
-            }
-    }
-    __syncthreads();
-    // F. Its column sums, finished and stored.
-    const int out_n = min(L.tile_w, width - x0) * C;
-    for (int r = ty; r < L.tile_h && y0 + r < height; r += ny) {
-        T* out = op.dst.template row<T>(y0 + r) + x0 * C;
-        for (int s = tx; s < out_n; s += nx) {
-            A2 sums[Op::kMaxPasses] = {};
-            for (int p = 0; p < op.passes(); ++p) {
-                const int kh = op.kh(p);
-                const A2* column = rows2 + (p * L.region_h + r + L.h2 - kh / 2) * tile_n + s;
-                sums[p] = weighted_sum<A2>(op.wy(p), kh, [&](int j) { return column[j * tile_n]; });
-            }
-            out[s] = op.finish(sums);
-        }
-    }
+    const BlockTeam team{static_cast<int>(threadIdx.x), static_cast<int>(threadIdx.y), static_cast<int>(blockDim.x),
+                         static_cast<int>(blockDim.y)};
+    chain_tile(pre, op, L, smem, blockIdx.x, blockIdx.y, team);
 }
 
 int shared_limit(int device) {
@@ -209,7 +44,6 @@ void launch_chain(int tile_w, int tile_h, const Pre& pre, const Op& op, cudaStre
         CBI_CUDA_CHECK(cudaFuncSetAttribute(chain_stencil<Pre, Op>, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                             static_cast<int>(L.bytes)),
                        "cudaFuncSetAttribute(fused stencils)");
-    // Warps across a row's samples, rows of the tile across warps.
     const dim3 threads = block % 32 == 0 ? dim3(32, block / 32) : dim3(block, 1);
     const dim3 grid((op.dst.width + tile_w - 1) / tile_w, (op.dst.height + tile_h - 1) / tile_h);
     if (grid.y > 65535) throw std::invalid_argument("fused stencils: too many tile rows; use a taller tile");
@@ -217,66 +51,17 @@ void launch_chain(int tile_w, int tile_h, const Pre& pre, const Op& op, cudaStre
     CBI_CUDA_CHECK(cudaGetLastError(), "launch fused stencils");
 }
 
-// The consumer's tile size (smem:WxH or sep:WxH).
-TileSchedule chain_tile(const ScheduleSpec& spec) {
-    TileSchedule tile{};
-    bool tiled = false;
-    with_schedule(spec, [&](auto schedule) {
-        using S = decltype(schedule);
-        if constexpr (std::is_same_v<S, SmemTileSchedule> || std::is_same_v<S, SepTileSchedule>) {
-            tile = schedule;
-            tiled = true;
-        }
-    });
-    if (!tiled) throw std::logic_error("fused stencils need a smem:WxH or sep:WxH schedule, not " + spec.to_string());
-    return tile;
-}
-
-// Builds both ops of the chained node (src: the first stencil's input, or
-// the fused colour node's input) and calls f(first, consumer).
-template <class F>
-void with_chain_ops(const Node& node, const ImageView& src, const ImageView& dst, F&& f) {
-    const FusedStencil& first = *node.fused_stencil;
-    if (first.border.mode == BorderMode::wrap || node.border.mode == BorderMode::wrap)
-        throw std::logic_error("fused stencils do not take the wrap border");
-    with_depth(src.depth, [&](auto sample) {
-        using T = std::remove_cvref_t<decltype(sample)>;
-        constexpr BorderMode any = BorderMode::reflect101;  // the sources carry the rule
-        const ImageView intermediate{nullptr, dst.width, dst.height, dst.channels, dst.depth, 0};
-        const auto constant = [](const Border& b) { return saturate_round<T>(static_cast<float>(b.value)); };
-        const AnyBorderSource<T> consumer_source{intermediate, constant(node.border), node.border.mode};
-        const auto with_first = [&](const auto& source) {
-            with_stencil_op<T, any>(first.filter, source, intermediate, [&](const auto& pre) {
-                with_stencil_op<T, any>(node.filter, consumer_source, dst, [&](const auto& op) { f(pre, op); });
-            });
-        };
-        if (node.fused_color) {
-            const ImageView colored{nullptr, src.width, src.height, dst.channels, src.depth, 0};
-            with_first(AnyBorderColorSource<T>{colored, src, storage_matrix(*node.fused_color, src.depth),
-                                               constant(first.border), first.border.mode});
-        } else {
-            with_first(AnyBorderSource<T>{src, constant(first.border), first.border.mode});
-        }
-    });
-}
-
 }  // namespace
 
 void run_chain_cuda(const Node& node, const ImageView& src, const ImageView& dst, cudaStream_t stream, int block) {
-    const TileSchedule tile = chain_tile(node.schedule);
+    const TileSchedule tile = chain_tile_size(node.schedule);
     with_chain_ops(node, src, dst, [&](const auto& pre, const auto& op) {
         launch_chain(tile.tile_width, tile.tile_height, pre, op, stream, block);
     });
 }
 
 bool cuda_chain_fits(const Node& node, Depth depth, int channels, int device) {
-    const TileSchedule tile = chain_tile(node.schedule);
-    const ImageView probe{nullptr, 1, 1, channels, depth, 0};
-    std::size_t bytes = 0;
-    with_chain_ops(node, probe, probe, [&](const auto& pre, const auto& op) {
-        bytes = chain_layout(tile.tile_width, tile.tile_height, pre, op).bytes;
-    });
-    return bytes <= static_cast<std::size_t>(shared_limit(device));
+    return chain_buffer_bytes(node, depth, channels) <= static_cast<std::size_t>(shared_limit(device));
 }
 
 }  // namespace cbi

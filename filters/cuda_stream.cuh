@@ -279,38 +279,9 @@ __global__ void stream_stencil(const __grid_constant__ Op op, const __grid_const
 }
 
 // The stream kernels are instantiated once for all borders: they read
-// through this source, whose border rule is a run-time value. The unrolled
-// K-row bodies are large, and one copy per border made the build five times
-// longer; rows resolve their border once per row, columns only in the
-// threads at the image's left and right edges.
-template <class T>
-struct AnyBorderSource {
-    static constexpr bool kStored = true;
-    ImageView view;
-    T constant;
-    BorderMode mode;
-
-    // Inside the image inline; outside through one out-of-line copy of the
-    // border rules (inlined at every unrolled call, they made the kernels
-    // several times larger and slower to compile).
-    __device__ __forceinline__ const T* row(int y) const {
-        if (static_cast<unsigned>(y) < static_cast<unsigned>(view.height)) return view.row<const T>(y);
-        return outside_row(y);
-    }
-    __device__ __forceinline__ T at(const T* row, int x, int c) const {
-        if (row != nullptr && static_cast<unsigned>(x) < static_cast<unsigned>(view.width)) return row[x * view.channels + c];
-        return outside_at(row, x, c);
-    }
-    __device__ __noinline__ const T* outside_row(int y) const {
-        const int yy = border_index(mode, y, view.height);
-        return yy < 0 ? nullptr : view.row<const T>(yy);
-    }
-    __device__ __noinline__ T outside_at(const T* row, int x, int c) const {
-        const int xx = border_index(mode, x, view.width);
-        return row == nullptr || xx < 0 ? constant : row[xx * view.channels + c];
-    }
-};
-
+// through AnyBorderSource (ops.hpp), whose border rule is a run-time value.
+// The unrolled K-row bodies are large, and one copy per border made the
+// build five times longer.
 // An op reading through BorderedSource<T, B>, rebuilt to read through AnyBorderSource<T>.
 template <class T, BorderMode B>
 auto any_border(const BoxOp<T, B>& op) {

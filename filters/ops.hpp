@@ -39,6 +39,37 @@ struct BorderedSource {
     }
 };
 
+// BorderedSource with the border rule as a run-time value: for kernels
+// instantiated once for all borders (stream:WxH, fused stencil pairs). Rows
+// resolve their border once per row; inside the image the lookups are
+// inline, outside through one out-of-line copy of the border rules
+// (inlined at every unrolled call, they made kernels several times larger
+// and slower to compile).
+template <class T>
+struct AnyBorderSource {
+    static constexpr bool kStored = true;
+    ImageView view;
+    T constant;
+    BorderMode mode;
+
+    CBI_HOST_DEVICE const T* row(int y) const {
+        if (static_cast<unsigned>(y) < static_cast<unsigned>(view.height)) return view.row<const T>(y);
+        return outside_row(y);
+    }
+    CBI_HOST_DEVICE T at(const T* row, int x, int c) const {
+        if (row != nullptr && static_cast<unsigned>(x) < static_cast<unsigned>(view.width)) return row[x * view.channels + c];
+        return outside_at(row, x, c);
+    }
+    CBI_HOST_DEVICE_NOINLINE const T* outside_row(int y) const {
+        const int yy = border_index(mode, y, view.height);
+        return yy < 0 ? nullptr : view.row<const T>(yy);
+    }
+    CBI_HOST_DEVICE_NOINLINE T outside_at(const T* row, int x, int c) const {
+        const int xx = border_index(mode, x, view.width);
+        return row == nullptr || xx < 0 ? constant : row[xx * view.channels + c];
+    }
+};
+
 // sum_i w[i] * get(i) for i < n in Acc arithmetic, in index order. Float
 // products and sums are rounded separately (see arith.hpp); a null `w`
 // means unit weights (box). The one place stencil sums are computed: the
@@ -238,6 +269,28 @@ struct ColorSource {
     }
     CBI_HOST_DEVICE T at(const T* row, int x, int c) const {
         const int xx = border_index<B>(x, view.width);
+        if (row == nullptr || xx < 0) return constant;
+        const T* in = row + xx * input.channels;
+        return c < matrix.rows ? ColorOp<T>::sample(matrix, in, c) : in[3];  // alpha is copied
+    }
+};
+
+// ColorSource with the border rule as a run-time value (see AnyBorderSource).
+template <class T>
+struct AnyBorderColorSource {
+    static constexpr bool kStored = false;
+    ImageView view;   // the colour node's output geometry
+    ImageView input;  // the colour node's input
+    StorageMatrix matrix;
+    T constant;
+    BorderMode mode;
+
+    CBI_HOST_DEVICE const T* row(int y) const {
+        const int yy = border_index(mode, y, view.height);
+        return yy < 0 ? nullptr : input.row<const T>(yy);
+    }
+    CBI_HOST_DEVICE T at(const T* row, int x, int c) const {
+        const int xx = border_index(mode, x, view.width);
         if (row == nullptr || xx < 0) return constant;
         const T* in = row + xx * input.channels;
         return c < matrix.rows ? ColorOp<T>::sample(matrix, in, c) : in[3];  // alpha is copied
