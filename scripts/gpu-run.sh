@@ -51,15 +51,19 @@ run_sanitize() {
       "$bin/test_filters_cuda" --gtest_brief=1 --gtest_filter="$subset" > "$out/sanitize-$tool.log" 2>&1 &
     pids+=($!)
   done
-  # Fusion and auto on the GPU (test_fusion, test_tuning's CUDA test), memcheck only.
+  # Fusion and auto on the GPU (test_fusion, test_tuning's CUDA test) under memcheck.
   compute-sanitizer --tool memcheck --error-exitcode 99 "$bin/test_fusion" --gtest_brief=1 --gtest_filter='*Gpu*' \
     > "$out/sanitize-memcheck-fusion.log" 2>&1 &
   pids+=($!)
   compute-sanitizer --tool memcheck --error-exitcode 99 "$bin/test_tuning" --gtest_brief=1 --gtest_filter='*Cuda*' \
     > "$out/sanitize-memcheck-tuning.log" 2>&1 &
   pids+=($!)
+  # Fused stencil pairs share a tile in shared memory between barriers: racecheck them.
+  compute-sanitizer --tool racecheck --error-exitcode 99 "$bin/test_fusion" --gtest_brief=1 \
+    --gtest_filter='Fusion.StencilPairs*Gpu*' > "$out/sanitize-racecheck-fusion.log" 2>&1 &
+  pids+=($!)
   for p in "${pids[@]}"; do wait "$p" || status=1; done
-  for tool in $tools memcheck-fusion memcheck-tuning; do
+  for tool in $tools memcheck-fusion memcheck-tuning racecheck-fusion; do
     echo "$tool: $(grep -E 'SUMMARY|^\[  PASSED|^\[  FAILED|^\[  SKIPPED' "$out/sanitize-$tool.log" | tr '\n' ' ')"
   done
 }
