@@ -10,42 +10,12 @@
 #include <vector>
 
 #include "filters/chain.hpp"
+#include "filters/cpu_color.hpp"
 #include "filters/cpu_separable.hpp"
 #include "filters/dispatch.hpp"
 
 namespace cbi {
 namespace {
-
-// Colour matrices on the row-major schedules, a row at a time with the
-// channel counts as constants, compiled for AVX2 and the baseline like the
-// tiled stencils: in the AVX2 clone the loop vectorises and
-// saturate_round's std::nearbyint is one instruction (a libm call on
-// baseline x86-64). Same ColorOp::sample arithmetic as the per-pixel path.
-template <int CI, int CO, class T>
-CBI_CPU_CLONES void color_rows(const ColorOp<T>& op_ref, int y0, int y1) {
-    const ColorOp<T> op = op_ref;  // a local copy: stores through T* cannot alias it
-    const int width = op.dst.width;
-    for (int y = y0; y < y1; ++y) {
-        const T* __restrict in = op.src.template row<const T>(y);
-        T* __restrict out = op.dst.template row<T>(y);
-        for (int x = 0; x < width; ++x) {
-            for (int r = 0; r < (CO < 3 ? CO : 3); ++r)
-                out[x * CO + r] = ColorOp<T>::sample(op.matrix, in + x * CI, r);
-            if constexpr (CO == 4) out[x * CO + 3] = in[x * CI + 3];
-        }
-    }
-}
-
-template <class T>
-void run_color_rows(const ColorOp<T>& op, int y0, int y1) {
-    const int ci = op.src.channels, co = op.dst.channels;
-    if (ci == 3 && co == 3) return color_rows<3, 3>(op, y0, y1);
-    if (ci == 3 && co == 1) return color_rows<3, 1>(op, y0, y1);
-    if (ci == 4 && co == 4) return color_rows<4, 4>(op, y0, y1);
-    if (ci == 4 && co == 1) return color_rows<4, 1>(op, y0, y1);
-    for (int y = y0; y < y1; ++y)
-        for (int x = 0; x < op.dst.width; ++x) op(x, y);
-}
 
 template <class Op>
 constexpr bool kIsColorOp = false;
@@ -72,7 +42,7 @@ struct CpuLaunch {
             tbb::parallel_for(tbb::blocked_range<int>(0, height, std::max(1, 4096 / std::max(width, 1))),
                               [&](const auto& rows) {
                                   if constexpr (kIsColorOp<Op>) {
-                                      run_color_rows(op, rows.begin(), rows.end());
+                                      cpu::color_rows(op, rows.begin(), rows.end());  // cpu_color.cpp
                                   } else {
                                       for (int y = rows.begin(); y != rows.end(); ++y)
                                           for (int x = 0; x < width; ++x) op(x, y);

@@ -5,10 +5,14 @@
 
 #include <opencv2/imgcodecs.hpp>
 
+#include <cmath>
+#include <cstring>
 #include <filesystem>
+#include <limits>
 #include <tuple>
 
 #include "filters/cpu_backend.hpp"
+#include "filters/cpu_color.hpp"
 #include "pipeline/error.hpp"
 #include "pipeline/executor.hpp"
 #include "reference.hpp"
@@ -169,6 +173,66 @@ TEST(CpuColor, GrayDropsAlphaAndOthersKeepIt) {
     cv::split(out, a);
     cv::split(src, b);
     EXPECT_EQ(cv::countNonZero(a[3] != b[3]), 0);
+}
+
+// The row loop the CPU backend runs for colour matrices (AVX2 steps, then
+// ColorOp<T>::sample for each row's rest) against ColorOp<T>::operator()
+// pixel by pixel, bit for bit: widths around the vector steps (32 pixels
+// for 8-bit, 16 for 16-bit, 8 for float), views with unaligned rows,
+// matrices that saturate both ways (far beyond int32 too) and hit exact .5
+// ties, and for float NaN and +-Inf samples. NaNs only compare as NaN:
+// with two NaN operands x86 keeps the first one's payload and sign, and the
+// compiler may swap the operands of a scalar + or * (the GPU gives one
+// canonical NaN anyway).
+template <class T>
+void expect_color_rows_match_per_pixel(Depth depth) {
+    const auto same = [](T a, T b) {
+        if constexpr (std::is_same_v<T, float>)
+            if (std::isnan(a) || std::isnan(b)) return std::isnan(a) && std::isnan(b);
+        return std::memcmp(&a, &b, sizeof(T)) == 0;
+    };
+    const float hi = std::is_same_v<T, float> ? 1.f : static_cast<float>(std::numeric_limits<T>::max());
+    const float inf = std::numeric_limits<float>::infinity();
+    const StorageMatrix matrices[] = {
+        {{{0.5f, 0.5f, 0.5f, 0.f}, {0.5f, 0.f, 0.f, 0.5f}, {1.5f, -0.5f, 0.25f, -0.5f}}, 3},  // ties
+        {{{2.f, 1.f, 1.f, hi / 3}, {-1.f, -0.3f, 0.2f, 0.f}, {0.393f, 0.769f, 0.189f, 0.f}}, 3},  // saturate
+        {{{1e30f, 0.f, 0.f, 0.f}, {-1e30f, 1.f, 0.f, 0.f}, {0.f, 0.f, 0.f, 3e9f}}, 3},  // beyond int32
+        {{{inf, -inf, 0.f, 0.f}, {inf, 0.f, 0.f, -inf}, {0.f, 1.f, inf, 0.f}}, 3},  // NaN (inf * 0, inf - inf), +-inf
+        {{{0.114f, 0.587f, 0.299f, 0.f}}, 1},  // gray
+        {{{0.5f, -0.5f, 0.5f, 0.5f}}, 1},
+    };
+    unsigned seed = 50;
+    for (const auto [ci, co] : {std::pair{3, 3}, {3, 1}, {4, 4}, {4, 1}})
+        for (const int width : {1, 7, 8, 15, 16, 31, 32, 33, 67, 1000})
+            for (const StorageMatrix& matrix : matrices) {
+                if ((matrix.rows == 1) != (co == 1)) continue;
+                // A view inside a larger image: rows start at odd addresses and have gaps.
+                const cv::Mat big = random_image(width + 3, 5, ci, depth, seed++);
+                cv::Mat src = big(cv::Rect(1, 1, width, 3));
+                if constexpr (std::is_same_v<T, float>) {
+                    const float special[] = {std::numeric_limits<float>::quiet_NaN(), inf, -inf, 1e38f};
+                    cv::RNG rng(seed);
+                    for (int i = 0; i < width; ++i)
+                        src.ptr<float>(rng.uniform(0, 3))[rng.uniform(0, width * ci)] = special[i % 4];
+                }
+                cv::Mat got(3, width, cv_type(depth, co), cv::Scalar::all(7)), want = got.clone();
+                cpu::color_rows(ColorOp<T>{view_of(src), view_of(got), matrix}, 0, 3);
+                const ColorOp<T> op{view_of(src), view_of(want), matrix};
+                for (int y = 0; y < 3; ++y)
+                    for (int x = 0; x < width; ++x) op(x, y);
+                for (int y = 0; y < 3; ++y)
+                    for (int i = 0; i < width * co; ++i)
+                        ASSERT_TRUE(same(got.ptr<T>(y)[i], want.ptr<T>(y)[i]))
+                            << depth_name(depth) << " " << ci << "->" << co << " width " << width << " matrix "
+                            << matrix.m[0][0] << " at row " << y << " sample " << i << ": " << +got.ptr<T>(y)[i]
+                            << " vs " << +want.ptr<T>(y)[i];
+            }
+}
+
+TEST(CpuColor, RowsMatchPerPixelBitForBit) {
+    expect_color_rows_match_per_pixel<std::uint8_t>(Depth::u8);
+    expect_color_rows_match_per_pixel<std::uint16_t>(Depth::u16);
+    expect_color_rows_match_per_pixel<float>(Depth::f32);
 }
 
 TEST(CpuChain, ChainEqualsComposedReferences) {

@@ -1,0 +1,169 @@
+// The CPU colour matrix with OpenCV's universal intrinsics at AVX2 width
+// (plus three raw AVX2 instructions, see to_f32), bit-identical to
+// ColorOp<T>::sample.
+//
+// Outside OpenCV's own build its headers enable SSE2 only (the compatibility
+// branch of cv_cpu_dispatch.h ignores __AVX2__), and the project compiles
+// for baseline x86-64. So this file names the instruction sets itself,
+// compiles the intrinsics (and only them) for AVX2 under a target pragma, in
+// a namespace of its own, and runs them where the CPU reports AVX2. The
+// macros must come before any OpenCV header, hence the include order.
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && !defined(__CUDACC__)  // as CBI_CPU_CLONES
+#define CBI_COLOR_AVX2 1
+#define CV_SSE3 1
+#define CV_SSSE3 1
+#define CV_SSE4_1 1
+#define CV_AVX 1
+#define CV_AVX2 1  // no CV_FMA3: products and sums round separately
+#define CV_CPU_OPTIMIZATION_HAL_NAMESPACE cbi_avx2
+#define CV_CPU_OPTIMIZATION_HAL_NAMESPACE_BEGIN namespace cbi_avx2 {
+#define CV_CPU_OPTIMIZATION_HAL_NAMESPACE_END }
+#include <immintrin.h>
+
+// Everything the intrinsics header includes, outside the pragma: inline
+// functions from these must stay baseline code.
+#include <algorithm>
+#include <cmath>
+#include <opencv2/core/cvdef.h>
+#include <opencv2/core/utility.hpp>
+
+#pragma GCC push_options
+#pragma GCC target("avx2")  // implies SSE4.1 and AVX; not FMA
+#include <opencv2/core/hal/intrin.hpp>
+#pragma GCC pop_options
+#endif
+
+#include "filters/cpu_color.hpp"
+
+#include <cstdint>
+
+namespace cbi::cpu {
+namespace {
+
+#if CBI_COLOR_AVX2
+#define CBI_AVX2 [[gnu::target("avx2")]] inline
+using namespace cv;
+
+// One vector of T: the pixels of one step, per channel.
+template <class T> struct Avx2;
+template <> struct Avx2<std::uint8_t> { using V = v_uint8x32; };
+template <> struct Avx2<std::uint16_t> { using V = v_uint16x16; };
+template <> struct Avx2<float> { using V = v_float32x8; };
+
+// Widening and narrowing stay inside each 128-bit half: unpacking with
+// zeros (or one byte shuffle for 8-bit) widens, the AVX2 packs narrow,
+// half by half, so the packs undo the widening exactly. v_expand and v_pack
+// keep the elements in order with lane permutes that cost 13% of the time
+// of 8-bit sepia and 19% of gray (one thread, data in cache), and the
+// shuffle another 10% of gray; the arithmetic in between does not care in
+// which order the pixels of a step sit in the float vectors.
+
+// A vector of samples as 4 / sizeof(T) vectors of floats, exactly.
+CBI_AVX2 void to_f32(const v_uint16x16& v, v_float32x8* f) {
+    const v_uint16x16 z = v256_setzero_u16();
+    f[0] = v_cvt_f32(v_reinterpret_as_s32(v256_unpacklo(v, z)));
+    f[1] = v_cvt_f32(v_reinterpret_as_s32(v256_unpackhi(v, z)));
+}
+CBI_AVX2 void to_f32(const v_uint8x32& v, v_float32x8* f) {
+    // f[k] takes bytes 4k..4k+3 of each half (the order of two unpacks):
+    // byte i to the low byte of an int32 lane; an index with bit 7 set gives 0.
+    for (int k = 0; k < 4; ++k) {
+        const int z = static_cast<int>(0x80808000u), i = 4 * k;
+        const __m256i pick = _mm256_setr_epi32(z | i, z | (i + 1), z | (i + 2), z | (i + 3),  //
+                                               z | i, z | (i + 1), z | (i + 2), z | (i + 3));
+        f[k] = v_cvt_f32(v_int32x8(_mm256_shuffle_epi8(v.val, pick)));
+    }
+}
+CBI_AVX2 void to_f32(const v_float32x8& v, v_float32x8* f) { f[0] = v; }
+
+// saturate_round<T> of two float vectors, as 16 samples <= hi in to_f32's
+// order. v_min(hi, v) caps (it returns v when v is NaN: _mm256_min_ps gives
+// its second operand); v_round rounds to nearest even (the default MXCSR
+// mode, as std::nearbyint) and turns NaN and anything beyond int32 into
+// INT_MIN; the pack's unsigned saturation then gives 0 for NaN and
+// negatives, as saturate_round does.
+CBI_AVX2 v_uint16x16 round_pack(const v_float32x8* s, float hi) {
+    const v_float32x8 cap = v256_setall_f32(hi);
+    return v_uint16x16(_mm256_packus_epi32(v_round(v_min(cap, s[0])).val, v_round(v_min(cap, s[1])).val));
+}
+CBI_AVX2 void from_f32(const v_float32x8* s, v_uint16x16& out) { out = round_pack(s, 65535.f); }
+CBI_AVX2 void from_f32(const v_float32x8* s, v_uint8x32& out) {
+    out = v_uint8x32(_mm256_packus_epi16(round_pack(s, 255.f).val, round_pack(s + 2, 255.f).val));
+}
+CBI_AVX2 void from_f32(const v_float32x8* s, v_float32x8& out) { out = s[0]; }  // float: no rounding
+
+// Pixels [0, returned x) of one row: per step, one vector of T per channel
+// (32 pixels for 8-bit, 16 for 16-bit, 8 for float), deinterleaved,
+// widened to floats, the matrix applied in sample()'s order
+// (((m0*c0 + m1*c1) + m2*c2) + m3) with separate roundings (no FMA), then
+// rounded, saturated, narrowed and interleaved back. Alpha is copied.
+template <int CI, int CO, class T>
+CBI_AVX2 int color_row_avx2(const StorageMatrix& matrix, const T* in, T* out, int width) {
+    using V = typename Avx2<T>::V;
+    constexpr int N = V::nlanes;                   // pixels per step
+    constexpr int K = N / v_float32x8::nlanes;     // float vectors per channel
+    constexpr int R = CO < 3 ? CO : 3;             // matrix rows used
+    v_float32x8 m[R][4];
+    for (int r = 0; r < R; ++r)
+        for (int i = 0; i < 4; ++i) m[r][i] = v256_setall_f32(matrix.m[r][i]);
+    int x = 0;
+    for (; x + N <= width; x += N) {
+        V c[4];
+        if constexpr (CI == 3) v_load_deinterleave(in + x * CI, c[0], c[1], c[2]);
+        else v_load_deinterleave(in + x * CI, c[0], c[1], c[2], c[3]);
+        v_float32x8 f[3][K];
+        for (int i = 0; i < 3; ++i) to_f32(c[i], f[i]);
+        V o[4];
+        for (int r = 0; r < R; ++r) {
+            v_float32x8 s[K];
+            for (int k = 0; k < K; ++k) s[k] = ((m[r][0] * f[0][k] + m[r][1] * f[1][k]) + m[r][2] * f[2][k]) + m[r][3];
+            from_f32(s, o[r]);
+        }
+        if constexpr (CO == 1) v_store(out + x, o[0]);
+        else if constexpr (CO == 3) v_store_interleave(out + x * CO, o[0], o[1], o[2]);
+        else v_store_interleave(out + x * CO, o[0], o[1], o[2], c[3]);  // alpha copied
+    }
+    return x;
+}
+#endif
+
+// Rows of op with the channel counts as constants: the AVX2 steps where
+// the CPU has AVX2, then ColorOp<T>::sample for the rest of each row.
+template <int CI, int CO, class T>
+void rows(const ColorOp<T>& op, int y0, int y1) {
+#if CBI_COLOR_AVX2
+    static const bool avx2 = __builtin_cpu_supports("avx2");
+#endif
+    const int width = op.dst.width;
+    for (int y = y0; y < y1; ++y) {
+        const T* in = op.src.template row<const T>(y);
+        T* out = op.dst.template row<T>(y);
+        int x = 0;
+#if CBI_COLOR_AVX2
+        if (avx2) x = color_row_avx2<CI, CO>(op.matrix, in, out, width);
+#endif
+        for (; x < width; ++x) {
+            for (int r = 0; r < (CO < 3 ? CO : 3); ++r) out[x * CO + r] = ColorOp<T>::sample(op.matrix, in + x * CI, r);
+            if constexpr (CO == 4) out[x * CO + 3] = in[x * CI + 3];
+        }
+    }
+}
+
+}  // namespace
+
+template <class T>
+void color_rows(const ColorOp<T>& op, int y0, int y1) {
+    const int ci = op.src.channels, co = op.dst.channels;
+    if (ci == 3 && co == 3) return rows<3, 3>(op, y0, y1);
+    if (ci == 3 && co == 1) return rows<3, 1>(op, y0, y1);
+    if (ci == 4 && co == 4) return rows<4, 4>(op, y0, y1);
+    if (ci == 4 && co == 1) return rows<4, 1>(op, y0, y1);
+    for (int y = y0; y < y1; ++y)
+        for (int x = 0; x < op.dst.width; ++x) op(x, y);
+}
+
+template void color_rows(const ColorOp<std::uint8_t>&, int, int);
+template void color_rows(const ColorOp<std::uint16_t>&, int, int);
+template void color_rows(const ColorOp<float>&, int, int);
+
+}  // namespace cbi::cpu
