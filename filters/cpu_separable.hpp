@@ -25,9 +25,14 @@
 // (and across x for wide kernels) instead: integer addition is exact and
 // associative, so sum + new - old equals the direct sum bit for bit, and
 // the cost no longer grows with k. Float box sums (double Acc) are not
-// exact in general, so they take the direct sums.
+// exact in general: they slide only for kernels wider than kRunningRowMin,
+// where the result is within rounding of the direct sum (not bit-identical
+// to the per-pixel path; see slides_float_running_sums), and take the
+// direct sums below that.
 #include <algorithm>
+#include <bit>
 #include <cstddef>
+#include <cstdint>
 #include <memory>
 #include <type_traits>
 
@@ -75,6 +80,30 @@ constexpr bool slides_running_sums() {
         return Op::kUnitWeights && std::is_integral_v<typename Op::Acc>;
     else
         return false;
+}
+
+// Float box sums (in double, as cv::blur's) slide too, for large kernels
+// only: within rounding of the direct sum instead of bit-identical to it
+// (OpenCV's own box filter and the GPU's sep:WxH slide them as well). A row
+// whose slid sums are not all finite (an Inf or NaN in or near its window:
+// Inf - Inf) is recomputed directly.
+template <class Op>
+constexpr bool slides_float_running_sums() {
+    if constexpr (requires { Op::kUnitWeights; })
+        return Op::kUnitWeights && std::is_floating_point_v<typename Op::Acc>;
+    else
+        return false;
+}
+
+// Whether v[0..n) are all finite: the exponent bits of each, OR-ed (an
+// integer reduction, so it vectorises without -ffast-math).
+template <class F>
+CBI_CPU_INLINE bool all_finite(const F* __restrict v, int n) {
+    using U = std::conditional_t<sizeof(F) == 8, std::uint64_t, std::uint32_t>;
+    constexpr U exponent = sizeof(F) == 8 ? U(0x7ff0000000000000ull) : U(0x7f800000u);
+    U bad = 0;
+    for (int i = 0; i < n; ++i) bad |= U((std::bit_cast<U>(v[i]) & exponent) == exponent);
+    return bad == 0;
 }
 
 // Whether the op's source keeps its samples in view's memory (BorderedSource)
@@ -137,19 +166,34 @@ CBI_CPU_CLONES void weighted_taps(Acc* __restrict acc, const Acc* __restrict in,
         weighted_taps_impl<Acc, W, false>(acc, in, tap_stride, w, k, n);
 }
 
-// Integer unit weights only: acc[x*C + c] = sum over t < k of in[(x + t)*C + c]
-// for x < count, by a running sum along x (exact: integer addition).
+// Unit weights: acc[x*C + c] = sum over t < k of in[(x + t)*C + c] for
+// x < count, by a running sum along x (exact for integers; floating-point
+// callers check the result, see slides_float_running_sums).
 template <class Acc>
 CBI_CPU_CLONES void running_row_sums(Acc* __restrict acc, const Acc* __restrict in, int channels, int k, int count) {
-    const int n = count * channels;
-    // First output: the direct sum, then slide by one pixel (C samples).
-    for (int c = 0; c < channels; ++c) {
-        Acc s = 0;
-        for (int t = 0; t < k; ++t) s += in[t * channels + c];
-        acc[c] = s;
-    }
+    // Each output depends on the one a pixel (C samples) before it: one
+    // chain of adds per channel, bound by the add's latency. The row is cut
+    // into kChains segments that slide independently (each starts with a
+    // direct sum), so kChains * C chains run interleaved.
+    constexpr int kChains = 4;
+    const int segment = (count + kChains - 1) / kChains;  // pixels per segment
     const std::ptrdiff_t span = static_cast<std::ptrdiff_t>(k) * channels;
-    for (int i = channels; i < n; ++i) acc[i] = acc[i - channels] + in[i - channels + span] - in[i - channels];
+    for (int j = 0; j < kChains && j * segment < count; ++j)
+        for (int c = 0; c < channels; ++c) {
+            const Acc* first = in + static_cast<std::ptrdiff_t>(j) * segment * channels + c;
+            Acc s = 0;
+            for (int t = 0; t < k; ++t) s += first[t * channels];
+            acc[j * segment * channels + c] = s;
+        }
+    for (int x = 1; x < segment; ++x)
+        for (int j = 0; j < kChains; ++j) {
+            const int px = j * segment + x;
+            if (px >= count) break;
+            for (int c = 0; c < channels; ++c) {
+                const int i = px * channels + c;
+                acc[i] = acc[i - channels] + (in[i - channels + span] - in[i - channels]);
+            }
+        }
 }
 
 // out[i] = op.finish({s0[i], s1[i]}) for i < n (s1 is read only by
@@ -261,11 +305,13 @@ public:
                 const int kh = op_.kh(p);
                 add_row_sums(p, r0 + kh - 1, x0, y0, tw, n);
                 Acc* __restrict s = col_sums_[p];
-                if (slides_running_sums<Op>() && r0 > 0) {
-                    // Integer box: the column sums slide down: add the new row, drop the old one (exact).
+                if ((slides_running_sums<Op>() || (slides_float_running_sums<Op>() && kh > kRunningRowMin)) && r0 > 0) {
+                    // Box: the column sums slide down: add the new row, drop the old one.
                     const Acc* __restrict add = slot(p, r0 + kh - 1);
                     const Acc* __restrict drop = slot(p, r0 - 1);
                     for (int i = 0; i < n; ++i) s[i] = s[i] + add[i] - drop[i];
+                    if constexpr (slides_float_running_sums<Op>())
+                        if (!all_finite(s, n)) weighted_taps<Acc>(s, slot(p, r0), n_max_, op_.wy(p), kh, n);
                 } else {
                     weighted_taps<Acc>(s, slot(p, r0), n_max_, op_.wy(p), kh, n);
                 }
@@ -282,10 +328,13 @@ private:
     void add_row_sums(int p, int r, int x0, int y0, int tw, int n) {
         const int kw = op_.kw(p);
         load_padded_row(y0 - op_.kh(p) / 2 + r, x0 - kw / 2, tw + kw - 1);
-        if (slides_running_sums<Op>() && kw > kRunningRowMin)
+        if ((slides_running_sums<Op>() || slides_float_running_sums<Op>()) && kw > kRunningRowMin) {
             running_row_sums(slot(p, r), pad_, channels_, kw, tw);
-        else
+            if constexpr (slides_float_running_sums<Op>())
+                if (!all_finite(slot(p, r), n)) weighted_taps<Acc>(slot(p, r), pad_, channels_, op_.wx(p), kw, n);
+        } else {
             weighted_taps<Acc>(slot(p, r), pad_, channels_, op_.wx(p), kw, n);
+        }
         // The second copy, so windows that wrap the ring stay contiguous.
         const Acc* __restrict first = slot(p, r);
         Acc* __restrict second = slot(p, r) + static_cast<std::size_t>(ring_[p]) * n_max_;

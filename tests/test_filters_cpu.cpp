@@ -3,6 +3,9 @@
 // pixel written once), views of a larger image, and real photos.
 #include <gtest/gtest.h>
 
+#include <cmath>
+#include <limits>
+
 #include <opencv2/imgcodecs.hpp>
 
 #include <cmath>
@@ -96,6 +99,43 @@ TEST(CpuSchedules, EveryScheduleGivesTheNaiveResultBitExactly) {
                     ASSERT_EQ(std::memcmp(got.data, naive.data, got.total() * got.elemSize()), 0);
                 }
             }
+}
+
+// Wide float box sums slide (cpu_separable.hpp): within rounding of the
+// per-pixel direct sums, and exactly them where a window holds an Inf or a
+// NaN (those rows are recomputed directly).
+TEST(CpuSchedules, WideFloatBoxSumsSlideWithinRoundingAndKeepInfAndNaN) {
+    for (const int channels : {1, 3}) {
+        cv::Mat src = random_image(301, 157, channels, Depth::f32, 42);
+        cv::Mat big = src.clone();
+        big.forEach<float>([](float& v, const int*) { v *= 1000.f; });
+        src.ptr<float>(40)[17 * channels] = std::numeric_limits<float>::infinity();
+        src.ptr<float>(90)[200 * channels] = -std::numeric_limits<float>::infinity();
+        src.ptr<float>(130)[5 * channels] = std::numeric_limits<float>::quiet_NaN();
+        for (const cv::Mat& image : {src, big})
+            for (const char* schedule : {"sep:256x256", "sep:64x32", "smem:37x41"}) {
+                SCOPED_TRACE(std::string(schedule) + " channels " + std::to_string(channels));
+                Node node{parse_filter("blur:31"), parse_border("reflect101"), ScheduleSpec{}};
+                const cv::Mat naive = run_poisoned(node, image, channels);
+                node.schedule = parse_schedule(schedule);
+                const cv::Mat got = run_poisoned(node, image, channels);
+                int finite = 0;
+                for (int y = 0; y < got.rows; ++y)
+                    for (int i = 0; i < got.cols * channels; ++i) {
+                        const float a = got.ptr<float>(y)[i], b = naive.ptr<float>(y)[i];
+                        if (std::isfinite(b)) {
+                            ++finite;
+                            ASSERT_NEAR(a, b, 1e-5 * std::max(1.f, std::abs(b))) << "at " << i << "," << y;
+                        } else {
+                            ASSERT_EQ(std::isnan(a), std::isnan(b)) << "at " << i << "," << y;
+                            if (!std::isnan(b)) {
+                                ASSERT_EQ(a, b) << "at " << i << "," << y;
+                            }
+                        }
+                    }
+                EXPECT_GT(finite, got.rows * got.cols * channels / 2);
+            }
+    }
 }
 
 TEST(CpuViews, RoiInputIsFilteredAsAnIsolatedImage) {
@@ -202,7 +242,7 @@ void expect_color_rows_match_per_pixel(Depth depth) {
         {{{0.5f, -0.5f, 0.5f, 0.5f}}, 1},
     };
     unsigned seed = 50;
-    for (const auto [ci, co] : {std::pair{3, 3}, {3, 1}, {4, 4}, {4, 1}})
+    for (const auto& [ci, co] : {std::pair{3, 3}, {3, 1}, {4, 4}, {4, 1}})
         for (const int width : {1, 7, 8, 15, 16, 31, 32, 33, 67, 1000})
             for (const StorageMatrix& matrix : matrices) {
                 if ((matrix.rows == 1) != (co == 1)) continue;
