@@ -427,7 +427,7 @@ int main(int argc, char** argv) {
         ->type_name("TEXT");
     app.add_option("--pipeline-file", o.pipeline_file, "a DAG in JSON: named nodes, edges, outputs (README: Pipelines)")
         ->type_name("FILE.json");
-    app.add_flag("--no-fuse", o.no_fuse, "run every node as its own kernel (no colour node fused into a smem/sep stencil)");
+    app.add_flag("--no-fuse", o.no_fuse, "GPU: run every node as its own kernel (no colour node or stencil fused into a smem/sep stencil)");
     app.add_flag("--print-pipeline", o.print_pipeline,
                  "print the resolved graph (nodes, schedules, borders, buffer reuse for IN's size) and exit");
     auto* batch = app.add_option_group("Batch mode", "a folder (--input-dir) or several inputs");

@@ -133,22 +133,16 @@ struct GraphExecutor::CudaState {
 struct GraphExecutor::CudaState {};
 #endif
 
+// A stencil read only by one stencil, both on smem/sep, fuses into it: one
+// kernel computes the first stencil's output tile by tile in shared memory
+// (chain.hpp, cuda_chain.cu). Pairs only; not with the wrap border; only
+// where the tile fits the device's shared memory.
 void GraphExecutor::fuse_stencil_pairs(Plan& plan, const std::vector<int>& readers) const {
+#if CBI_HAVE_CUDA
     const auto& nodes = graph_.nodes();
     const auto stencil = [&](NodeId id) -> const Filter* {
         const auto* f = id == Graph::input() ? nullptr : std::get_if<Filter>(&nodes[id].op);
         return f && !std::holds_alternative<ColorFilter>(*f) && plan.choice[id] != Choice::pending ? f : nullptr;
-    };
-    // GPU only: the tile buffer must fit the device's shared memory. The CPU
-    // backend runs the same tiles (run_node_cpu takes such nodes) but its
-    // scalar tile loops took 58 ms where the two vectorised nodes take 15
-    // (2048^2 8u:3 gray | gaussian:5 | sobel:mag, 2 threads): not chosen.
-    const auto fits = [&](const Node& chained, int channels) {
-#if CBI_HAVE_CUDA
-        if (options_.device.cuda) return cuda_chain_fits(chained, plan.depth, channels, options_.device.index);
-#endif
-        (void)chained, (void)channels;
-        return false;
     };
     for (NodeId id : plan.order) {
         const NodeId in = nodes[id].inputs.empty() ? Graph::input() : nodes[id].inputs[0];
@@ -160,7 +154,7 @@ void GraphExecutor::fuse_stencil_pairs(Plan& plan, const std::vector<int>& reade
         const Border b1 = graph_.border_of(in), b2 = graph_.border_of(id);
         if (b1.mode == BorderMode::wrap || b2.mode == BorderMode::wrap) continue;
         const Node chained{*second, b2, plan.schedule[id], plan.fused_color[in], FusedStencil{*first, b1}};
-        if (!fits(chained, plan.channels_of[in])) continue;
+        if (!cuda_chain_fits(chained, plan.depth, plan.channels_of[in], options_.device.index)) continue;
         plan.fused_stencil[id] = in;
         plan.fused_color[id] = plan.fused_color[in];
         for (NodeId& into : plan.fused_into)
@@ -168,6 +162,9 @@ void GraphExecutor::fuse_stencil_pairs(Plan& plan, const std::vector<int>& reade
         plan.fused_into[in] = id;
         plan.reads[id] = plan.reads[in];
     }
+#else
+    (void)plan, (void)readers;
+#endif
 }
 
 Node GraphExecutor::node_to_run(NodeId id, const ScheduleSpec& schedule) const {
@@ -236,15 +233,23 @@ void GraphExecutor::plan(int width, int height, int channels, Depth depth) {
         }
     }
 
-    // Fusion: a colour node read only by one stencil that stages tiles
-    // (smem/sep) is not stored; the stencil applies the matrix to each
-    // sample it stages (ColorSource), reading the colour node's input.
+    // Fusion, on the GPU only (RunOptions::fuse): a colour node read only by
+    // one stencil that stages tiles (smem/sep) is not stored; the stencil
+    // applies the matrix to each sample it stages (ColorSource), reading the
+    // colour node's input. Then stencil pairs (fuse_stencil_pairs).
+    // The CPU backend runs nodes with fused colour or stencils too (C++ API,
+    // tests), but its executor does not fuse: there the colour matrix runs
+    // vectorised on its own (cpu_color.cpp) while a fused one is computed
+    // sample by sample in the stencil's row loads. Measured on
+    // color:gray | gaussian:5@sep:256x256 | sobel:mag@sep:256x256, 2048^2
+    // 8u:3, 2 threads: 15-25 ms fused, 10.3-10.8 ms unfused (OpenCV's calls
+    // 10.7-11.5 ms).
     plan->reads.assign(nodes.size(), {});
     plan->fused_color.assign(nodes.size(), std::nullopt);
     plan->fused_into.assign(nodes.size(), -1);
     plan->fused_stencil.assign(nodes.size(), -1);
     for (NodeId id : plan->order) plan->reads[id] = nodes[id].inputs;
-    if (options_.fuse) {
+    if (options_.fuse && options_.device.cuda) {
         std::vector<int> readers(nodes.size(), 0);
         for (NodeId id : plan->order)
             for (NodeId in : nodes[id].inputs) ++readers[in];
@@ -261,10 +266,6 @@ void GraphExecutor::plan(int width, int height, int channels, Depth depth) {
             plan->fused_into[in] = id;
             plan->reads[id] = nodes[in].inputs;
         }
-        // A stencil read only by one stencil, both on smem/sep, fuses into
-        // it on the GPU: one kernel computes the first stencil's output tile
-        // by tile in shared memory (cuda_chain.cu). Pairs only; not with the
-        // wrap border; only where the tile fits the device's shared memory.
         fuse_stencil_pairs(*plan, readers);
         std::erase_if(plan->order, [&](NodeId id) { return plan->fused_into[id] >= 0; });
     }

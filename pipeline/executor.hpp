@@ -38,8 +38,10 @@ struct RunOptions {
     // Where `auto` schedules are looked up and recorded; shared by the
     // executors of a batch. Empty: each executor keeps its own, in memory.
     std::shared_ptr<TuningCache> tuning;
-    // Fuse a colour node into the stencil that reads it when that stencil
-    // stages tiles (smem/sep): one kernel, the colour image never stored.
+    // On the GPU: fuse a colour node into the stencil that reads it when
+    // that stencil stages tiles (smem/sep), and a stencil into the smem/sep
+    // stencil that reads it: one kernel, the intermediate image never
+    // stored. The CPU executor does not fuse (slower there, measured).
     bool fuse = true;
 };
 
