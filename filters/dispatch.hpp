@@ -53,9 +53,15 @@ void with_stencil_op(const Filter& filter, const Src& source, const ImageView& d
     if (const auto* box = std::get_if<BoxFilter>(&filter)) {
         f(BoxOp<T, B, Src>{{source, dst}, box->ksize});
     } else if (const auto* gauss = std::get_if<GaussianFilter>(&filter)) {
-        GaussianOp<T, B, Src> op{{source, dst}, gauss->ksize, {}};
-        const auto kernel = gaussian_weights(gauss->ksize, gauss->sigma);
-        for (int i = 0; i < gauss->ksize; ++i) op.weights[i] = static_cast<float>(kernel.w[i]);
+        using Op = GaussianOp<T, B, Src>;
+        Op op{{source, dst}, gauss->ksize, {}};
+        if constexpr (Op::kFixedPoint) {
+            const auto kernel = gaussian_fixed_weights(gauss->ksize, gauss->sigma);
+            for (int i = 0; i < gauss->ksize; ++i) op.weights[i] = kernel.w[i];
+        } else {
+            const auto kernel = gaussian_weights(gauss->ksize, gauss->sigma);
+            for (int i = 0; i < gauss->ksize; ++i) op.weights[i] = static_cast<float>(kernel.w[i]);
+        }
         f(op);
     } else if (const auto* sobel = std::get_if<SobelFilter>(&filter)) {
         f(SobelOp<T, B, Src>{{source, dst}, sobel->mode, sobel_kernels(sobel->ksize)});

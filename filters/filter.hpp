@@ -95,14 +95,22 @@ Filter parse_filter(std::string_view spec);
 std::string to_string(const Filter& f);   // "gaussian:5:1.2"
 std::string to_string(const Border& b);   // "constant:7"
 
-// OpenCV's 1-D Gaussian kernel (cv::getGaussianKernel): the fixed tables for
-// k <= 9 when sigma <= 0, otherwise sampled and normalised; double precision.
-// A fixed-size array, so preparing a launch allocates nothing.
+// OpenCV's 1-D Gaussian kernel (cv::getGaussianKernel, bit-exact): the
+// fixed tables for k <= 9 when sigma <= 0, otherwise sampled and
+// normalised. Fixed-size arrays, so preparing a launch allocates nothing.
 struct GaussianKernel1D {
     int size;
     double w[kMaxKernel];
 };
 GaussianKernel1D gaussian_weights(int ksize, double sigma);
+
+// The same kernel in units of 1/256, summing to exactly 256, as
+// cv::GaussianBlur uses it on 8-bit images (GaussianOp<std::uint8_t>).
+struct GaussianFixedKernel {
+    int size;
+    std::uint16_t w[kMaxKernel];
+};
+GaussianFixedKernel gaussian_fixed_weights(int ksize, double sigma);
 
 // OpenCV's Sobel kernels for a first derivative (cv::getDerivKernels).
 SobelKernels sobel_kernels(int ksize);

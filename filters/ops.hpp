@@ -164,20 +164,31 @@ struct BoxOp : SeparableStencil<BoxOp<T, B, Src>, T, B, Src> {
     }
 };
 
-// cv::GaussianBlur: separable weights (see gaussian_weights), float arithmetic.
+// cv::GaussianBlur: separable weights. On 8-bit images OpenCV's bit-exact
+// fixed point: weights in 1/256 (gaussian_fixed_weights), exact integer
+// sums (at most 255 * 256 * 256 < 2^24), one rounding at the end; the
+// result equals OpenCV's bit for bit. Other depths: float weights
+// (gaussian_weights) and float arithmetic.
 template <class T, BorderMode B, class Src = BorderedSource<T, B>>
 struct GaussianOp : SeparableStencil<GaussianOp<T, B, Src>, T, B, Src> {
-    int ksize;
-    float weights[kMaxKernel];
+    static constexpr bool kFixedPoint = std::is_same_v<T, std::uint8_t>;
+    using Acc = std::conditional_t<kFixedPoint, std::uint32_t, float>;
+    using W = std::conditional_t<kFixedPoint, std::uint16_t, float>;
 
-    using Acc = float;
-    using W = float;
+    int ksize;
+    W weights[kMaxKernel];
+
     CBI_HOST_DEVICE int passes() const { return 1; }
     CBI_HOST_DEVICE const W* wx(int) const { return weights; }
     CBI_HOST_DEVICE const W* wy(int) const { return weights; }
     CBI_HOST_DEVICE int kw(int) const { return ksize; }
     CBI_HOST_DEVICE int kh(int) const { return ksize; }
-    CBI_HOST_DEVICE T finish(const Acc* sums) const { return saturate_round<T>(sums[0]); }
+    CBI_HOST_DEVICE T finish(const Acc* sums) const {
+        if constexpr (kFixedPoint)
+            return static_cast<T>((sums[0] + (1u << 15)) >> 16);  // round half up, as OpenCV's ufixedpoint32
+        else
+            return saturate_round<T>(sums[0]);
+    }
 };
 
 enum class SobelMode : std::uint8_t { x, y, mag };

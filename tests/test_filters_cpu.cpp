@@ -138,6 +138,32 @@ TEST(CpuSchedules, WideFloatBoxSumsSlideWithinRoundingAndKeepInfAndNaN) {
     }
 }
 
+// 8-bit Gaussian blur is OpenCV's bit-exact fixed point (GaussianOp): equal
+// to cv::GaussianBlur sample for sample, on every border, size, channel
+// count, kernel and schedule, not just within the tolerance of 1.
+TEST(CpuKernels, EightBitGaussianEqualsOpenCVBitForBit) {
+    const char* filters[] = {"gaussian:1", "gaussian:3", "gaussian:5", "gaussian:7", "gaussian:9", "gaussian:11",
+                             "gaussian:3:0.5", "gaussian:5:1.3", "gaussian:9:4", "gaussian:15:2", "gaussian:31"};
+    const char* schedules[] = {"naive", "sep:64x32", "smem:16x8", "stream:32x16", "column:8"};
+    unsigned seed = 300;
+    for (const char* filter_text : filters)
+        for (const char* border_text : kBorders)
+            for (const cv::Size size : kSizes)
+                for (const int channels : {1, 3, 4}) {
+                    const cv::Mat src = random_image(size.width, size.height, channels, Depth::u8, seed++);
+                    Node node{parse_filter(filter_text), parse_border(border_text), ScheduleSpec{}};
+                    const cv::Mat want = opencv_reference(node, src);
+                    for (const char* schedule : schedules) {
+                        node.schedule = parse_schedule(schedule);
+                        if (!schedule_supports(node.schedule, node.filter)) continue;
+                        SCOPED_TRACE(std::string(filter_text) + " " + border_text + " " + schedule + " " +
+                                     std::to_string(size.width) + "x" + std::to_string(size.height) + "x" +
+                                     std::to_string(channels));
+                        ASSERT_EQ(cv::norm(run_poisoned(node, src, channels), want, cv::NORM_INF), 0.0);
+                    }
+                }
+}
+
 TEST(CpuViews, RoiInputIsFilteredAsAnIsolatedImage) {
     const cv::Mat big = random_image(300, 200, 3, Depth::u8, 7);
     const cv::Mat roi = big(cv::Rect(13, 21, 101, 77));  // strided, not contiguous

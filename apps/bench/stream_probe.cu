@@ -96,8 +96,13 @@ GaussianOp<T, BorderMode::reflect101, Src<T>> gaussian9() {
     GaussianOp<T, BorderMode::reflect101, Src<T>> op{};
     op.src.mode = BorderMode::reflect101;
     op.ksize = 9;
+    // 8-bit: OpenCV's fixed-point weights (1/256) for k = 9; float: about the same values.
     const float w[9] = {0.0276f, 0.0663f, 0.1238f, 0.1802f, 0.2042f, 0.1802f, 0.1238f, 0.0663f, 0.0276f};
-    for (int i = 0; i < 9; ++i) op.weights[i] = w[i];
+    const std::uint16_t fixed[9] = {4, 13, 30, 51, 60, 51, 30, 13, 4};
+    for (int i = 0; i < 9; ++i) {
+        if constexpr (decltype(op)::kFixedPoint) op.weights[i] = fixed[i];
+        else op.weights[i] = w[i];
+    }
     return op;
 }
 template <class T>
