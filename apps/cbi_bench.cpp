@@ -630,14 +630,21 @@ void opencv_filter(const Filter& filter, const cv::Mat& input, cv::Mat& out, int
         else mag = cv::abs(s->mode == SobelMode::x ? gx : gy);
         mag.convertTo(out, input.depth());  // rounds and saturates, as cbi
     } else if (const auto* c = std::get_if<ColorFilter>(&filter)) {
+        const bool alpha = input.channels() == 4;
         if (to_string(filter) == "color:gray") {
-            cv::cvtColor(input, out, cv::COLOR_BGR2GRAY);
+            cv::cvtColor(input, out, alpha ? cv::COLOR_BGRA2GRAY : cv::COLOR_BGR2GRAY);
             return;
         }
+        // cv::transform takes a matrix of input channels + 1 columns; with
+        // alpha, a fourth row copies it (cbi keeps alpha).
         const StorageMatrix sm = storage_matrix(*c, depth);
-        cv::Mat m(sm.rows, 4, CV_32F);
-        for (int r = 0; r < sm.rows; ++r)
-            for (int col = 0; col < 4; ++col) m.at<float>(r, col) = sm.m[r][col];
+        const int in = input.channels();
+        cv::Mat m = cv::Mat::zeros(sm.rows + (alpha && sm.rows == 3 ? 1 : 0), in + 1, CV_32F);
+        for (int r = 0; r < sm.rows; ++r) {
+            for (int col = 0; col < 3; ++col) m.at<float>(r, col) = sm.m[r][col];
+            m.at<float>(r, in) = sm.m[r][3];
+        }
+        if (m.rows == 4) m.at<float>(3, 3) = 1.f;
         cv::transform(input, out, m);
     }
 }
