@@ -1,37 +1,8 @@
 // The CPU colour matrix with OpenCV's universal intrinsics at AVX2 width
 // (plus three raw AVX2 instructions, see to_f32), bit-identical to
-// ColorOp<T>::sample.
-//
-// Outside OpenCV's own build its headers enable SSE2 only (the compatibility
-// branch of cv_cpu_dispatch.h ignores __AVX2__), and the project compiles
-// for baseline x86-64. So this file names the instruction sets itself,
-// compiles the intrinsics (and only them) for AVX2 under a target pragma, in
-// a namespace of its own, and runs them where the CPU reports AVX2. The
-// macros must come before any OpenCV header, hence the include order.
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && !defined(__CUDACC__)  // as CBI_CPU_CLONES
-#define CBI_COLOR_AVX2 1
-#define CV_SSE3 1
-#define CV_SSSE3 1
-#define CV_SSE4_1 1
-#define CV_AVX 1
-#define CV_AVX2 1  // no CV_FMA3: products and sums round separately
-#define CV_CPU_OPTIMIZATION_HAL_NAMESPACE cbi_avx2
-#define CV_CPU_OPTIMIZATION_HAL_NAMESPACE_BEGIN namespace cbi_avx2 {
-#define CV_CPU_OPTIMIZATION_HAL_NAMESPACE_END }
-#include <immintrin.h>
-
-// Everything the intrinsics header includes, outside the pragma: inline
-// functions from these must stay baseline code.
-#include <algorithm>
-#include <cmath>
-#include <opencv2/core/cvdef.h>
-#include <opencv2/core/utility.hpp>
-
-#pragma GCC push_options
-#pragma GCC target("avx2")  // implies SSE4.1 and AVX; not FMA
-#include <opencv2/core/hal/intrin.hpp>
-#pragma GCC pop_options
-#endif
+// ColorOp<T>::sample; filters/opencv_avx2.hpp (included first) sets up the
+// intrinsics.
+#include "filters/opencv_avx2.hpp"
 
 #include "filters/cpu_color.hpp"
 
@@ -40,8 +11,7 @@
 namespace cbi::cpu {
 namespace {
 
-#if CBI_COLOR_AVX2
-#define CBI_AVX2 [[gnu::target("avx2")]] inline
+#if CBI_OPENCV_AVX2
 using namespace cv;
 
 // One vector of T: the pixels of one step, per channel.
@@ -131,16 +101,13 @@ CBI_AVX2 int color_row_avx2(const StorageMatrix& matrix, const T* in, T* out, in
 // the CPU has AVX2, then ColorOp<T>::sample for the rest of each row.
 template <int CI, int CO, class T>
 void rows(const ColorOp<T>& op, int y0, int y1) {
-#if CBI_COLOR_AVX2
-    static const bool avx2 = __builtin_cpu_supports("avx2");
-#endif
     const int width = op.dst.width;
     for (int y = y0; y < y1; ++y) {
         const T* in = op.src.template row<const T>(y);
         T* out = op.dst.template row<T>(y);
         int x = 0;
-#if CBI_COLOR_AVX2
-        if (avx2) x = color_row_avx2<CI, CO>(op.matrix, in, out, width);
+#if CBI_OPENCV_AVX2
+        if (has_avx2()) x = color_row_avx2<CI, CO>(op.matrix, in, out, width);
 #endif
         for (; x < width; ++x) {
             for (int r = 0; r < (CO < 3 ? CO : 3); ++r) out[x * CO + r] = ColorOp<T>::sample(op.matrix, in + x * CI, r);

@@ -39,6 +39,7 @@
 #include <tbb/blocked_range.h>
 #include <tbb/parallel_for.h>
 
+#include "filters/cpu_gauss8.hpp"
 #include "filters/ops.hpp"
 #include "schedules/schedule.hpp"
 
@@ -124,46 +125,46 @@ constexpr bool stores_samples() {
 // stores; the tail is the same sum one output at a time. The horizontal
 // pass has tap_stride = channels, the vertical one the row-sum row pitch.
 // Sums of outputs [i0, i0 + kBlock), kept in registers across the k taps.
-template <int kBlock, class Acc, class W, bool kUnit>
-CBI_CPU_INLINE void weighted_taps_block(Acc* __restrict acc, const Acc* __restrict in, std::ptrdiff_t tap_stride,
+template <int kBlock, class Acc, class In, class W, bool kUnit>
+CBI_CPU_INLINE void weighted_taps_block(Acc* __restrict acc, const In* __restrict in, std::ptrdiff_t tap_stride,
                                         const W* __restrict w, int k, int i0) {
     Acc a[kBlock];
     for (int b = 0; b < kBlock; ++b) a[b] = Acc(0);
     for (int t = 0; t < k; ++t) {
-        const Acc* __restrict tap = in + t * tap_stride + i0;
+        const In* __restrict tap = in + t * tap_stride + i0;
         if constexpr (kUnit) {
             constexpr const W* unit = nullptr;
-            for (int b = 0; b < kBlock; ++b) a[b] = weighted_step<Acc>(a[b], unit, 0, tap[b]);
+            for (int b = 0; b < kBlock; ++b) a[b] = weighted_step<Acc>(a[b], unit, 0, Acc(tap[b]));
         } else {
             const W wt = w[t];  // w[t], hoisted out of the block
-            for (int b = 0; b < kBlock; ++b) a[b] = weighted_step<Acc>(a[b], &wt, 0, tap[b]);
+            for (int b = 0; b < kBlock; ++b) a[b] = weighted_step<Acc>(a[b], &wt, 0, Acc(tap[b]));
         }
     }
     for (int b = 0; b < kBlock; ++b) acc[i0 + b] = a[b];
 }
 
-template <class Acc, class W, bool kUnit>
-CBI_CPU_INLINE void weighted_taps_impl(Acc* __restrict acc, const Acc* __restrict in, std::ptrdiff_t tap_stride,
+template <class Acc, class In, class W, bool kUnit>
+CBI_CPU_INLINE void weighted_taps_impl(Acc* __restrict acc, const In* __restrict in, std::ptrdiff_t tap_stride,
                                        const W* __restrict w, int k, int n) {
     constexpr int kBlock = 256 / sizeof(Acc);  // 256 bytes of sums: 8 AVX2 registers, enough to hide the add latency
     constexpr int kVector = 32 / sizeof(Acc);  // one AVX2 register, for narrow tiles (smem:32x8 on 1 channel)
     int i0 = 0;
-    for (; i0 + kBlock <= n; i0 += kBlock) weighted_taps_block<kBlock, Acc, W, kUnit>(acc, in, tap_stride, w, k, i0);
-    for (; i0 + kVector <= n; i0 += kVector) weighted_taps_block<kVector, Acc, W, kUnit>(acc, in, tap_stride, w, k, i0);
+    for (; i0 + kBlock <= n; i0 += kBlock) weighted_taps_block<kBlock, Acc, In, W, kUnit>(acc, in, tap_stride, w, k, i0);
+    for (; i0 + kVector <= n; i0 += kVector) weighted_taps_block<kVector, Acc, In, W, kUnit>(acc, in, tap_stride, w, k, i0);
     for (int i = i0; i < n; ++i) {
         Acc a = 0;
-        for (int t = 0; t < k; ++t) a = weighted_step<Acc>(a, kUnit ? nullptr : w, t, in[t * tap_stride + i]);
+        for (int t = 0; t < k; ++t) a = weighted_step<Acc>(a, kUnit ? nullptr : w, t, Acc(in[t * tap_stride + i]));
         acc[i] = a;
     }
 }
 
-template <class Acc, class W>
-CBI_CPU_CLONES void weighted_taps(Acc* __restrict acc, const Acc* __restrict in, std::ptrdiff_t tap_stride, const W* w,
+template <class Acc, class In, class W>
+CBI_CPU_CLONES void weighted_taps(Acc* __restrict acc, const In* __restrict in, std::ptrdiff_t tap_stride, const W* w,
                                   int k, int n) {
     if (w == nullptr)
-        weighted_taps_impl<Acc, W, true>(acc, in, tap_stride, w, k, n);
+        weighted_taps_impl<Acc, In, W, true>(acc, in, tap_stride, w, k, n);
     else
-        weighted_taps_impl<Acc, W, false>(acc, in, tap_stride, w, k, n);
+        weighted_taps_impl<Acc, In, W, false>(acc, in, tap_stride, w, k, n);
 }
 
 // Unit weights: acc[i] = sum over t < k of in[i + t*C] for i < count*C,
@@ -264,12 +265,33 @@ void finish_row(const Op& op, const typename Op::Acc* s0, const typename Op::Acc
 // 6.6-10.0); blur:3-7 the same within noise either way.
 inline constexpr int kRunningRowMin = 8;
 
+// The type of the padded source row and of the row sums (the pass across
+// x): the op's Acc, except for the 8-bit fixed-point Gaussian. Its weights
+// (uint16, in 1/256) sum to 256, so a row sum is at most 255 * 256 = 65280:
+// uint16, as OpenCV's GaussianBlurFixedPoint keeps them. The row pass then
+// runs 16 lanes per AVX2 vector (vpmullw) instead of 8 (vpmulld), and the
+// column pass widens uint16 x uint16 to its uint32 sums (vpmullw and
+// vpmulhuw); both exact, so the result is unchanged.
+template <class Op>
+constexpr bool has_16bit_row_sums() {
+    if constexpr (requires { Op::kFixedPoint; }) {
+        static_assert(!Op::kFixedPoint || std::is_same_v<typename Op::W, std::uint16_t>);
+        return Op::kFixedPoint;
+    } else {
+        return false;
+    }
+}
+
+template <class Op>
+using RowAcc = std::conditional_t<has_16bit_row_sums<Op>(), std::uint16_t, typename Op::Acc>;
+
 // One tile [x0, x1) x [y0, y1) of the output.
 template <class Op>
 class TileWorker {
 public:
     using T = typename Op::Sample;
     using Acc = typename Op::Acc;
+    using Row = RowAcc<Op>;
     static constexpr int kPasses = Op::kMaxPasses;
 
     // Row sums live in a ring of R = kh + 1 rows per pass (the window of kh
@@ -286,17 +308,16 @@ public:
         }
         n_max_ = tile_w * channels_;
         pad_len_ = (tile_w + max_kw - 1) * channels_;
-        const std::size_t total = 2 * static_cast<std::size_t>(pad_len_) +
-                                  static_cast<std::size_t>(rows) * n_max_ + static_cast<std::size_t>(kPasses) * n_max_;
-        buffer_.reset(new Acc[total]);
-        pad_ = buffer_.get();
+        row_buffer_.reset(new Row[2 * static_cast<std::size_t>(pad_len_) + static_cast<std::size_t>(rows) * n_max_]);
+        col_buffer_.reset(new Acc[static_cast<std::size_t>(kPasses) * n_max_]);
+        pad_ = row_buffer_.get();
         part_ = pad_ + pad_len_;
-        Acc* next = part_ + pad_len_;
+        Row* next = part_ + pad_len_;
         for (int p = 0; p < op.passes(); ++p) {
             row_sums_[p] = next;
             next += static_cast<std::size_t>(2 * ring_[p]) * n_max_;
         }
-        for (int p = 0; p < kPasses; ++p) col_sums_[p] = next + static_cast<std::size_t>(p) * n_max_;
+        for (int p = 0; p < kPasses; ++p) col_sums_[p] = col_buffer_.get() + static_cast<std::size_t>(p) * n_max_;
     }
 
     CBI_CPU_CLONES void run(int x0, int x1, int y0, int y1) {
@@ -307,20 +328,29 @@ public:
             for (int r = 0; r < op_.kh(p) - 1; ++r) add_row_sums(p, r, x0, y0, tw, n);
         for (int y = y0; y < y1; ++y) {
             const int r0 = y - y0;  // first window row of output row y
+            T* out = op_.dst.template row<T>(y) + static_cast<std::ptrdiff_t>(x0) * channels_;
+            if constexpr (has_16bit_row_sums<Op>()) {  // one pass; the vectorised column sums write the output
+                const int kh = op_.kh(0);
+                add_row_sums(0, r0 + kh - 1, x0, y0, tw, n);
+                const int done = gauss8_columns(out, slot(0, r0), n_max_, op_.wy(0), kh, n);
+                weighted_taps<Acc>(col_sums_[0], slot(0, r0) + done, n_max_, op_.wy(0), kh, n - done);
+                finish_row(op_, col_sums_[0], col_sums_[0], out + done, n - done);
+                continue;
+            }
             for (int p = 0; p < passes; ++p) {
                 const int kh = op_.kh(p);
                 add_row_sums(p, r0 + kh - 1, x0, y0, tw, n);
                 Acc* __restrict s = col_sums_[p];
                 if ((slides_running_sums<Op>() || (slides_float_running_sums<Op>() && kh > kRunningRowMin)) && r0 > 0) {
                     // Box: the column sums slide down: add the new row, drop the old one.
-                    const Acc* __restrict add = slot(p, r0 + kh - 1);
-                    const Acc* __restrict drop = slot(p, r0 - 1);
+                    const Row* __restrict add = slot(p, r0 + kh - 1);
+                    const Row* __restrict drop = slot(p, r0 - 1);
                     for (int i = 0; i < n; ++i) s[i] = s[i] + add[i] - drop[i];
                     if constexpr (slides_float_running_sums<Op>())
                         if (!all_finite(s, n)) {  // the direct sum, rows in order (as weighted_taps adds them)
                             for (int i = 0; i < n; ++i) s[i] = Acc(0);
                             for (int j = 0; j < kh; ++j) {
-                                const Acc* __restrict row = slot(p, r0 + j);
+                                const Row* __restrict row = slot(p, r0 + j);
                                 for (int i = 0; i < n; ++i) s[i] = s[i] + row[i];
                             }
                         }
@@ -328,13 +358,12 @@ public:
                     weighted_taps<Acc>(s, slot(p, r0), n_max_, op_.wy(p), kh, n);
                 }
             }
-            T* out = op_.dst.template row<T>(y) + static_cast<std::ptrdiff_t>(x0) * channels_;
             finish_row(op_, col_sums_[0], col_sums_[passes - 1], out, n);
         }
     }
 
 private:
-    Acc* slot(int p, int r) const { return row_sums_[p] + static_cast<std::size_t>(r % ring_[p]) * n_max_; }
+    Row* slot(int p, int r) const { return row_sums_[p] + static_cast<std::size_t>(r % ring_[p]) * n_max_; }
 
     // Row sums of pass p for window row r (source row y0 - kh/2 + r) into its ring slot.
     void add_row_sums(int p, int r, int x0, int y0, int tw, int n) {
@@ -343,20 +372,23 @@ private:
         if ((slides_running_sums<Op>() || slides_float_running_sums<Op>()) && kw > kRunningRowMin) {
             window_row_sums(slot(p, r), pad_, part_, channels_, kw, tw);
             if constexpr (slides_float_running_sums<Op>())
-                if (!all_finite(slot(p, r), n)) weighted_taps<Acc>(slot(p, r), pad_, channels_, op_.wx(p), kw, n);
+                if (!all_finite(slot(p, r), n)) weighted_taps<Row>(slot(p, r), pad_, channels_, op_.wx(p), kw, n);
+        } else if constexpr (has_16bit_row_sums<Op>()) {
+            const int done = gauss8_row_sums(slot(p, r), pad_, channels_, op_.wx(p), kw, n);
+            weighted_taps<Row>(slot(p, r) + done, pad_ + done, channels_, op_.wx(p), kw, n - done);
         } else {
-            weighted_taps<Acc>(slot(p, r), pad_, channels_, op_.wx(p), kw, n);
+            weighted_taps<Row>(slot(p, r), pad_, channels_, op_.wx(p), kw, n);
         }
         // The second copy, so windows that wrap the ring stay contiguous
         // (box sums slide row by row after a tile's first window: none wraps).
         if (slides_running_sums<Op>() || (slides_float_running_sums<Op>() && op_.kh(p) > kRunningRowMin)) return;
-        const Acc* __restrict first = slot(p, r);
-        Acc* __restrict second = slot(p, r) + static_cast<std::size_t>(ring_[p]) * n_max_;
+        const Row* __restrict first = slot(p, r);
+        Row* __restrict second = slot(p, r) + static_cast<std::size_t>(ring_[p]) * n_max_;
         for (int i = 0; i < n; ++i) second[i] = first[i];
     }
 
     // pad_[xi*C + c] = source sample (xs + xi, y, c) through the border rule,
-    // as Acc, for xi < len.
+    // as Row, for xi < len.
     CBI_CPU_CLONES void load_padded_row(int y, int xs, int len) {
         const auto& src = op_.src;
         const int C = channels_, width = src.view.width;
@@ -364,28 +396,29 @@ private:
         if constexpr (!stores_samples<std::remove_cvref_t<decltype(src)>>()) {
             // Samples computed on the fly (a fused colour node): each through at().
             for (int xi = 0; xi < len; ++xi)
-                for (int c = 0; c < C; ++c) pad_[xi * C + c] = static_cast<Acc>(src.at(row, xs + xi, c));
+                for (int c = 0; c < C; ++c) pad_[xi * C + c] = static_cast<Row>(src.at(row, xs + xi, c));
             return;
         }
         const int lo = row == nullptr ? len : std::clamp(-xs, 0, len);
         const int hi = row == nullptr ? len : std::clamp(width - xs, lo, len);
         for (int xi = 0; xi < lo; ++xi)
-            for (int c = 0; c < C; ++c) pad_[xi * C + c] = static_cast<Acc>(src.at(row, xs + xi, c));
+            for (int c = 0; c < C; ++c) pad_[xi * C + c] = static_cast<Row>(src.at(row, xs + xi, c));
         const T* __restrict in = row == nullptr ? nullptr : row + static_cast<std::ptrdiff_t>(xs + lo) * C;
-        Acc* __restrict interior = pad_ + lo * C;
-        for (int i = 0; i < (hi - lo) * C; ++i) interior[i] = static_cast<Acc>(in[i]);
+        Row* __restrict interior = pad_ + lo * C;
+        for (int i = 0; i < (hi - lo) * C; ++i) interior[i] = static_cast<Row>(in[i]);
         for (int xi = hi; xi < len; ++xi)
-            for (int c = 0; c < C; ++c) pad_[xi * C + c] = static_cast<Acc>(src.at(row, xs + xi, c));
+            for (int c = 0; c < C; ++c) pad_[xi * C + c] = static_cast<Row>(src.at(row, xs + xi, c));
     }
 
     const Op& op_;
     int channels_;
     int n_max_ = 0, pad_len_ = 0;
     int ring_[kPasses] = {};
-    std::unique_ptr<Acc[]> buffer_;
-    Acc* pad_ = nullptr;
-    Acc* part_ = nullptr;  // window_row_sums' scratch row
-    Acc* row_sums_[kPasses] = {};
+    std::unique_ptr<Row[]> row_buffer_;  // pad_, part_, row_sums_
+    std::unique_ptr<Acc[]> col_buffer_;  // col_sums_
+    Row* pad_ = nullptr;
+    Row* part_ = nullptr;  // window_row_sums' scratch row
+    Row* row_sums_[kPasses] = {};
     Acc* col_sums_[kPasses] = {};
 };
 

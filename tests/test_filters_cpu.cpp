@@ -164,6 +164,32 @@ TEST(CpuKernels, EightBitGaussianEqualsOpenCVBitForBit) {
                 }
 }
 
+// The tiled 8-bit Gaussian runs vectors of 16 (row sums) and 32 (column
+// sums) samples and finishes each row's tail sample by sample: odd widths
+// and tiles, every channel count, and all-255 images (the largest row sums,
+// 255 * 256 = 65280 in uint16) equal the per-pixel path byte for byte.
+TEST(CpuKernels, EightBitGaussianTilesEqualPerPixelPathAtOddWidths) {
+    unsigned seed = 900;
+    for (const char* filter_text : {"gaussian:3", "gaussian:5", "gaussian:9", "gaussian:15:2"})
+        for (const int width : {1, 2, 15, 17, 33, 65, 131})
+            for (const int channels : {1, 3, 4})
+                for (const bool saturated : {false, true}) {
+                    cv::Mat src = random_image(width, 23, channels, Depth::u8, seed++);
+                    if (saturated) src.setTo(cv::Scalar::all(255));
+                    Node node{parse_filter(filter_text), parse_border("reflect101"), parse_schedule("naive")};
+                    const cv::Mat want = run_poisoned(node, src, channels);
+                    for (const char* schedule : {"sep:7x5", "sep:256x256", "smem:32x8"}) {
+                        node.schedule = parse_schedule(schedule);
+                        SCOPED_TRACE(std::string(filter_text) + " " + schedule + " width " + std::to_string(width) + " x" +
+                                     std::to_string(channels) + (saturated ? " all 255" : ""));
+                        const cv::Mat got = run_poisoned(node, src, channels);
+                        ASSERT_EQ(got.total() * got.elemSize(), want.total() * want.elemSize());
+                        ASSERT_EQ(std::memcmp(got.data, want.data, want.total() * want.elemSize()), 0);
+                    }
+                    if (saturated) ASSERT_EQ(cv::countNonZero(want.reshape(1) != 255), 0);
+                }
+}
+
 TEST(CpuViews, RoiInputIsFilteredAsAnIsolatedImage) {
     const cv::Mat big = random_image(300, 200, 3, Depth::u8, 7);
     const cv::Mat roi = big(cv::Rect(13, 21, 101, 77));  // strided, not contiguous
