@@ -285,6 +285,9 @@ constexpr bool has_16bit_row_sums() {
 template <class Op>
 using RowAcc = std::conditional_t<has_16bit_row_sums<Op>(), std::uint16_t, typename Op::Acc>;
 
+// How far ahead load_padded_row prefetches a tile's source rows.
+inline constexpr int kPrefetchRows = 4;
+
 // One tile [x0, x1) x [y0, y1) of the output.
 template <class Op>
 class TileWorker {
@@ -404,6 +407,10 @@ private:
         for (int xi = 0; xi < lo; ++xi)
             for (int c = 0; c < C; ++c) pad_[xi * C + c] = static_cast<Row>(src.at(row, xs + xi, c));
         const T* __restrict in = row == nullptr ? nullptr : row + static_cast<std::ptrdiff_t>(xs + lo) * C;
+        if (row != nullptr && y + kPrefetchRows < src.view.height) {  // the same piece kPrefetchRows rows down
+            const char* ahead = reinterpret_cast<const char*>(in) + kPrefetchRows * src.view.stride;
+            for (int b = 0; b < (hi - lo) * C * static_cast<int>(sizeof(T)); b += 64) __builtin_prefetch(ahead + b);
+        }
         Row* __restrict interior = pad_ + lo * C;
         for (int i = 0; i < (hi - lo) * C; ++i) interior[i] = static_cast<Row>(in[i]);
         for (int xi = hi; xi < len; ++xi)
