@@ -74,8 +74,6 @@ ChainLayout chain_layout(int tile_w, int tile_h, const Pre& pre, const Op& op) {
     return L;
 }
 
-CBI_HOST_DEVICE int chain_min(int a, int b) { return a < b ? a : b; }
-CBI_HOST_DEVICE int chain_max(int a, int b) { return a > b ? a : b; }
 
 // One thread on the CPU: the loops below visit every element in order.
 struct SoloTeam {
@@ -106,8 +104,8 @@ CBI_HOST_DEVICE void chain_tile(const Pre& pre, const Op& op, const ChainLayout&
     const int x0 = tile_x * L.tile_w, y0 = tile_y * L.tile_h;
     const int rx = x0 - L.h2, ry = y0 - L.h2;  // R's top-left corner in image coordinates
     // R's part inside the image: what the first stencil computes.
-    const int ix0 = chain_max(0, rx), ix1 = chain_min(width, rx + L.region_w);
-    const int iy0 = chain_max(0, ry), iy1 = chain_min(height, ry + L.region_h);
+    const int ix0 = std::max(0, rx), ix1 = std::min(width, rx + L.region_w);
+    const int iy0 = std::max(0, ry), iy1 = std::min(height, ry + L.region_h);
     const int pw = ix1 - ix0, ph = iy1 - iy0;
     const int stage_w = pw + 2 * L.h1, stage_h = ph + 2 * L.h1;
     const int region_n = L.region_w * C, pn = pw * C, tile_n = L.tile_w * C;
@@ -168,7 +166,7 @@ CBI_HOST_DEVICE void chain_tile(const Pre& pre, const Op& op, const ChainLayout&
     }
     team.sync();
     // F. Its column sums, finished and stored.
-    const int out_n = chain_min(L.tile_w, width - x0) * C;
+    const int out_n = std::min(L.tile_w, width - x0) * C;
     for (int r = ty; r < L.tile_h && y0 + r < height; r += ny) {
         T* out = op.dst.template row<T>(y0 + r) + x0 * C;
         for (int s = tx; s < out_n; s += nx) {
@@ -205,8 +203,8 @@ void with_chain_ops(const Node& node, const ImageView& src, const ImageView& dst
         };
         if (node.fused_color) {
             const ImageView colored{nullptr, src.width, src.height, dst.channels, src.depth, 0};
-            with_first(AnyBorderColorSource<T>{colored, src, storage_matrix(*node.fused_color, src.depth),
-                                               constant(first.border), first.border.mode});
+            with_first(AnyBorderColorSource<T>{{colored, src, storage_matrix(*node.fused_color, src.depth), constant(first.border)},
+                                               first.border.mode});
         } else {
             with_first(AnyBorderSource<T>{src, constant(first.border), first.border.mode});
         }

@@ -77,10 +77,8 @@ concept SeparableStencilOp = requires(const Op& op, const typename Op::Acc* sums
 
 template <class Op>
 constexpr bool slides_running_sums() {
-    if constexpr (requires { Op::kUnitWeights; })
-        return Op::kUnitWeights && std::is_integral_v<typename Op::Acc>;
-    else
-        return false;
+    if constexpr (UnitWeightOp<Op>) return std::is_integral_v<typename Op::Acc>;
+    else return false;
 }
 
 // Float box sums (in double, as cv::blur's) slide too, for large kernels
@@ -90,10 +88,8 @@ constexpr bool slides_running_sums() {
 // Inf - Inf) is recomputed directly.
 template <class Op>
 constexpr bool slides_float_running_sums() {
-    if constexpr (requires { Op::kUnitWeights; })
-        return Op::kUnitWeights && std::is_floating_point_v<typename Op::Acc>;
-    else
-        return false;
+    if constexpr (UnitWeightOp<Op>) return std::is_floating_point_v<typename Op::Acc>;
+    else return false;
 }
 
 // Whether v[0..n) are all finite: the exponent bits of each, OR-ed (an
@@ -344,7 +340,7 @@ public:
                 const int kh = op_.kh(p);
                 add_row_sums(p, r0 + kh - 1, x0, y0, tw, n);
                 Acc* __restrict s = col_sums_[p];
-                if ((slides_running_sums<Op>() || (slides_float_running_sums<Op>() && kh > kRunningRowMin)) && r0 > 0) {
+                if (slides_down(p) && r0 > 0) {
                     // Box: the column sums slide down: add the new row, drop the old one.
                     const Row* __restrict add = slot(p, r0 + kh - 1);
                     const Row* __restrict drop = slot(p, r0 - 1);
@@ -366,13 +362,19 @@ public:
     }
 
 private:
+    // Whether pass p's column sums slide down y (box: always for integers,
+    // for floats above kRunningRowMin) instead of summing each window.
+    bool slides_down(int p) const {
+        return slides_running_sums<Op>() || (slides_float_running_sums<Op>() && op_.kh(p) > kRunningRowMin);
+    }
+
     Row* slot(int p, int r) const { return row_sums_[p] + static_cast<std::size_t>(r % ring_[p]) * n_max_; }
 
     // Row sums of pass p for window row r (source row y0 - kh/2 + r) into its ring slot.
     void add_row_sums(int p, int r, int x0, int y0, int tw, int n) {
         const int kw = op_.kw(p);
         load_padded_row(y0 - op_.kh(p) / 2 + r, x0 - kw / 2, tw + kw - 1);
-        if ((slides_running_sums<Op>() || slides_float_running_sums<Op>()) && kw > kRunningRowMin) {
+        if (UnitWeightOp<Op> && kw > kRunningRowMin) {
             window_row_sums(slot(p, r), pad_, part_, channels_, kw, tw);
             if constexpr (slides_float_running_sums<Op>())
                 if (!all_finite(slot(p, r), n)) weighted_taps<Row>(slot(p, r), pad_, channels_, op_.wx(p), kw, n);
@@ -384,7 +386,7 @@ private:
         }
         // The second copy, so windows that wrap the ring stay contiguous
         // (box sums slide row by row after a tile's first window: none wraps).
-        if (slides_running_sums<Op>() || (slides_float_running_sums<Op>() && op_.kh(p) > kRunningRowMin)) return;
+        if (slides_down(p)) return;
         const Row* __restrict first = slot(p, r);
         Row* __restrict second = slot(p, r) + static_cast<std::size_t>(ring_[p]) * n_max_;
         for (int i = 0; i < n; ++i) second[i] = first[i];

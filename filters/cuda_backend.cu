@@ -13,7 +13,6 @@
 namespace cbi {
 namespace {
 
-using cuda::UnitWeightOp;
 using cuda::with_channels;
 using cuda::load_run;
 using cuda::store_run;

@@ -18,10 +18,6 @@
 
 namespace cbi::cuda {
 
-// Ops whose weights are all 1 (box): sums need no multiplies.
-template <class Op>
-concept UnitWeightOp = requires { requires Op::kUnitWeights; };
-
 // Calls f(std::integral_constant<int, V>) for the one V among Values that
 // equals v; false when none does. Run-time choices become template
 // arguments here (channels, kernel sizes, pixels per thread).

@@ -90,7 +90,7 @@ void dispatch_node(const Node& node, const ImageView& src, const ImageView& dst,
                         // src is the colour node's input; the stencil reads its output.
                         const ImageView colored{nullptr, src.width, src.height,
                                                 output_channels(*node.fused_color, src.channels), src.depth, 0};
-                        launch_stencil(ColorSource<T, B>{colored, src, storage_matrix(*node.fused_color, src.depth), constant});
+                        launch_stencil(ColorSource<T, B>{{colored, src, storage_matrix(*node.fused_color, src.depth), constant}});
                         return;
                     }
                 }

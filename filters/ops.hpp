@@ -138,6 +138,10 @@ struct SeparableStencil {
     }
 };
 
+// Ops whose weights are all 1 (box): sums need no multiplies, and may slide.
+template <class Op>
+concept UnitWeightOp = requires { requires Op::kUnitWeights; };
+
 // cv::blur: mean over a k x k window. Integer sums are exact; the mean is
 // rounded once (k*k is odd: no ties). Float sums in double, as OpenCV does.
 template <class T, BorderMode B, class Src = BorderedSource<T, B>>
@@ -266,46 +270,39 @@ struct ColorOp {
 // node's output geometry; its data is not used); samples are computed from
 // `input` by ColorOp::sample, so results are bit-identical to running the
 // two nodes. Stencil kernels that stage tiles compute each sample once.
-template <class T, BorderMode B>
-struct ColorSource {
+// Derived supplies the border rule: index(p, n) as border_index.
+template <class Derived, class T>
+struct ColorSamples {
     static constexpr bool kStored = false;
     ImageView view;   // the colour node's output geometry
     ImageView input;  // the colour node's input
     StorageMatrix matrix;
     T constant;
 
+    CBI_HOST_DEVICE int index(int p, int n) const { return static_cast<const Derived&>(*this).index(p, n); }
     CBI_HOST_DEVICE const T* row(int y) const {
-        const int yy = border_index<B>(y, view.height);
+        const int yy = index(y, view.height);
         return yy < 0 ? nullptr : input.row<const T>(yy);
     }
     CBI_HOST_DEVICE T at(const T* row, int x, int c) const {
-        const int xx = border_index<B>(x, view.width);
+        const int xx = index(x, view.width);
         if (row == nullptr || xx < 0) return constant;
         const T* in = row + xx * input.channels;
         return c < matrix.rows ? ColorOp<T>::sample(matrix, in, c) : in[3];  // alpha is copied
     }
 };
 
-// ColorSource with the border rule as a run-time value (see AnyBorderSource).
-template <class T>
-struct AnyBorderColorSource {
-    static constexpr bool kStored = false;
-    ImageView view;   // the colour node's output geometry
-    ImageView input;  // the colour node's input
-    StorageMatrix matrix;
-    T constant;
-    BorderMode mode;
+// The border rule B fixed at compile time.
+template <class T, BorderMode B>
+struct ColorSource : ColorSamples<ColorSource<T, B>, T> {
+    CBI_HOST_DEVICE int index(int p, int n) const { return border_index<B>(p, n); }
+};
 
-    CBI_HOST_DEVICE const T* row(int y) const {
-        const int yy = border_index(mode, y, view.height);
-        return yy < 0 ? nullptr : input.row<const T>(yy);
-    }
-    CBI_HOST_DEVICE T at(const T* row, int x, int c) const {
-        const int xx = border_index(mode, x, view.width);
-        if (row == nullptr || xx < 0) return constant;
-        const T* in = row + xx * input.channels;
-        return c < matrix.rows ? ColorOp<T>::sample(matrix, in, c) : in[3];  // alpha is copied
-    }
+// The border rule as a run-time value (see AnyBorderSource).
+template <class T>
+struct AnyBorderColorSource : ColorSamples<AnyBorderColorSource<T>, T> {
+    BorderMode mode;
+    CBI_HOST_DEVICE int index(int p, int n) const { return border_index(mode, p, n); }
 };
 
 // cv::addWeighted: alpha*A + beta*B + gamma per sample, float arithmetic.

@@ -186,7 +186,9 @@ TEST(CpuKernels, EightBitGaussianTilesEqualPerPixelPathAtOddWidths) {
                         ASSERT_EQ(got.total() * got.elemSize(), want.total() * want.elemSize());
                         ASSERT_EQ(std::memcmp(got.data, want.data, want.total() * want.elemSize()), 0);
                     }
-                    if (saturated) ASSERT_EQ(cv::countNonZero(want.reshape(1) != 255), 0);
+                    if (saturated) {
+                        ASSERT_EQ(cv::countNonZero(want.reshape(1) != 255), 0);
+                    }
                 }
 }
 
