@@ -17,11 +17,12 @@
 //  B. + C. the first stencil's row sums, then column sums and finish():
 //     the intermediate samples of R's in-image part, stored as the sample
 //     type T exactly as the unfused graph stores them;
-//  D. R's samples outside the image: the consumer's border rule. For
-//     reflect101, reflect and replicate the pixel that stands in for an
-//     outside one lies within h2 of the image edge that R crosses, so
-//     inside R's in-image part; constant gives the constant. (wrap would need the
-//     far side of the image: the executor does not fuse it.)
+//  D. R's samples outside the image that a stored output reads: the
+//     consumer's border rule. For reflect101, reflect and replicate the
+//     pixel that stands in for such a sample lies within h2 of the image
+//     edge that R crosses, so inside R's in-image part; constant gives the
+//     constant. (wrap would need the far side of the image: the executor
+//     does not fuse it.)
 //  E. + F. the consumer's row sums over R, column sums, finish(), stored.
 // Every sum goes through weighted_sum in the per-pixel path's order, so the
 // fused output is bit-identical to running the two nodes.
@@ -141,16 +142,28 @@ CBI_HOST_DEVICE void chain_tile(const Pre& pre, const Op& op, const ChainLayout&
             inter[(iy0 - ry + r) * region_n + (ix0 - rx) * C + s] = pre.finish(sums);
         }
     team.sync();
-    // D. R outside the image (edge tiles only): the consumer's border rule.
+    // D. R outside the image (edge tiles only): the consumer's border rule,
+    // for the samples a stored output reads (x < width + h2, y < height +
+    // h2); the pixel standing in for one of those lies in R's in-image part.
+    // Samples beyond them (a tile reaching past the image's far edge) feed
+    // only outputs that are not stored: zero, never read from elsewhere.
     if (pw != L.region_w || ph != L.region_h) {
         for (int r = ty; r < L.region_h; r += ny)
             for (int px = tx; px < L.region_w; px += nx) {
                 const int x = rx + px, y = ry + r;
                 if (x >= 0 && x < width && y >= 0 && y < height) continue;
-                const int bx = border_index(op.src.mode, x, width), by = border_index(op.src.mode, y, height);
                 T* out = inter + r * region_n + px * C;
-                const T* in = inter + (by - ry) * region_n + (bx - rx) * C;
-                for (int c = 0; c < C; ++c) out[c] = bx < 0 || by < 0 ? op.src.constant : in[c];
+                if (x >= width + L.h2 || y >= height + L.h2) {
+                    for (int c = 0; c < C; ++c) out[c] = T(0);
+                    continue;
+                }
+                const int bx = border_index(op.src.mode, x, width), by = border_index(op.src.mode, y, height);
+                if (bx < 0 || by < 0) {
+                    for (int c = 0; c < C; ++c) out[c] = op.src.constant;
+                } else {
+                    const T* in = inter + (by - ry) * region_n + (bx - rx) * C;
+                    for (int c = 0; c < C; ++c) out[c] = in[c];
+                }
             }
         team.sync();
     }
