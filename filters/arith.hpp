@@ -79,6 +79,19 @@ CBI_HOST_DEVICE float small_int_to_float(std::int32_t v) {
 #endif
 }
 
+// floor(x / d) as a multiply and a shift, for 1 <= d <= 2^16 and x < 256 d
+// (the rounded mean of an 8-bit box: x = sum + d/2 <= 255 d + d/2). Exact:
+// magic = floor(2^40 / d) + 1 exceeds 2^40 / d by e in (0, 1], so
+// x * magic / 2^40 = x/d + x e / 2^40, and x e / 2^40 < 256 d / 2^40 <= 1/d,
+// which never reaches the next integer above x/d. On the GPU this replaces
+// a division of about a dozen instructions by three.
+CBI_HOST_DEVICE constexpr std::uint64_t quotient_magic(std::uint32_t d) {
+    return d == 0 ? 0 : (std::uint64_t{1} << 40) / d + 1;
+}
+CBI_HOST_DEVICE constexpr std::uint32_t quotient_by_magic(std::uint32_t x, std::uint64_t magic) {
+    return static_cast<std::uint32_t>((static_cast<std::uint64_t>(x) * magic) >> 40);
+}
+
 template <class T>
 CBI_HOST_DEVICE T saturate_int(std::int64_t v) {
     constexpr std::int64_t hi = static_cast<std::int64_t>(T(~T(0)));

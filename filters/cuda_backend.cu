@@ -129,6 +129,23 @@ void launch_smem(const SmemTileSchedule& tile, const Op& op, cudaStream_t stream
 // per-pixel path.
 constexpr int kSepRun = 8;
 
+// n / d for a tile's unit and element indices. A run-time integer division
+// costs about 20 instructions; with magic = ceil(2^32 / d) it is
+// __umulhi(n, magic), exact while n * (d - 1) < 2^32 (the error of magic
+// times n stays below n / d's distance to the next integer), which holds for
+// every n < largest_n when divisor_for gives a magic; else n / d.
+struct Divisor {
+    unsigned d, magic;
+};
+__host__ __device__ inline Divisor divisor_for(unsigned d, unsigned long long largest_n) {
+    const bool fits = d > 1 && largest_n * (d - 1) < (1ull << 32);
+    return {d, fits ? 0xffffffffu / d + 1 : 0u};
+}
+__device__ __forceinline__ int divide(int n, Divisor q) {
+    if (q.magic != 0) return static_cast<int>(__umulhi(static_cast<unsigned>(n), q.magic));
+    return q.d == 1 ? n : n / static_cast<int>(q.d);
+}
+
 // Shared-memory layout of one sep:WxH block, computed on the host.
 struct SepLayout {
     int tile_w, tile_h;  // outputs per block: the schedule's W x H
@@ -140,7 +157,8 @@ struct SepLayout {
     int sum_stride;      // Acc from one row-sum row to the next (odd)
     int kmax;            // 2 halo + 1: room for each weight vector
     int tiles_y;         // tile rows of the image (blocks loop when the grid's y is capped)
-    unsigned sums_off, weights_off, bytes;
+    Divisor rows_div, cols_div;  // for the unit index / rows, / (tw * channels)
+    unsigned sums_off, weights_off, row_ptrs_off, bytes;
 };
 
 __device__ __forceinline__ int div_channels(int j, int channels) {
@@ -200,6 +218,9 @@ __global__ void sep_stencil(const __grid_constant__ Op op, const SepLayout L) {
     T* const stage = reinterpret_cast<T*>(smem);
     Acc* const sums = reinterpret_cast<Acc*>(smem + L.sums_off);
     W* const weights = reinterpret_cast<W*>(smem + L.weights_off);
+    // The tile's staged source rows, border-resolved once per tile (null: a constant border's row).
+    using RowPtr = decltype(op.src.row(0));
+    RowPtr* const row_ptrs = reinterpret_cast<RowPtr*>(smem + L.row_ptrs_off);
     const int C = op.src.view.channels;
     const int width = op.dst.width, height = op.dst.height;
     const int passes = op.passes();
@@ -224,13 +245,15 @@ __global__ void sep_stencil(const __grid_constant__ Op op, const SepLayout L) {
                        (op.src.view.stride & 3) == 0 && (reinterpret_cast<std::uintptr_t>(op.src.view.data) & 3) == 0;
     const int lead = words ? static_cast<int>((a_off & 3) / sz) : 0;
     const int row_words = words ? static_cast<int>(((a_off & 3) + L.row_samples * sz + 3) / 4) : 0;
-    const unsigned word_magic = row_words > 1 ? 0xffffffffu / row_words + 1 : 0;  // idx / row_words = umulhi(idx, magic)
+    const Divisor by_row_words = divisor_for(row_words, static_cast<unsigned long long>(L.rows) * row_words);
     std::uint32_t const_word = 0;  // a row of a constant border, as words
     for (int b = 0; b < 4 / static_cast<int>(sz); ++b)
         memcpy(reinterpret_cast<unsigned char*>(&const_word) + b * sz, &op.src.constant, sz);
-    const unsigned sample_magic = L.row_samples > 1 ? 0xffffffffu / L.row_samples + 1 : 0;
+    const Divisor by_row_samples = divisor_for(L.row_samples, static_cast<unsigned long long>(L.rows) * L.row_samples);
     for (int by = blockIdx.y; by < L.tiles_y; by += gridDim.y) {
         const int y0 = by * L.tile_h;
+        for (int r = tid; r < L.rows; r += nthreads) row_ptrs[r] = op.src.row(y0 - L.halo + r);
+        __syncthreads();
         // 1. Stage: a flat loop over the tile's words (or samples), kU loads per
         // thread issued before any is stored.
         constexpr int kU = 8;
@@ -247,9 +270,9 @@ __global__ void sep_stencil(const __grid_constant__ Op op, const SepLayout L) {
                     const int idx = base + u * nthreads;
                     at[u] = -1;
                     if (idx < total) {
-                        const int r = row_words > 1 ? static_cast<int>(__umulhi(static_cast<unsigned>(idx), word_magic)) : idx;
+                        const int r = divide(idx, by_row_words);
                         const int w = idx - r * row_words;
-                        const T* row = op.src.row(y0 - L.halo + r);
+                        const T* row = row_ptrs[r];
                         v[u] = row == nullptr ? const_word : __ldg(reinterpret_cast<const std::uint32_t*>(row) + first_word + w);
                         at[u] = r * stride_words + w;
                     }
@@ -268,10 +291,10 @@ __global__ void sep_stencil(const __grid_constant__ Op op, const SepLayout L) {
                     const int idx = base + u * nthreads;
                     at[u] = -1;
                     if (idx < total) {
-                        const int r = L.row_samples > 1 ? static_cast<int>(__umulhi(static_cast<unsigned>(idx), sample_magic)) : idx;
+                        const int r = divide(idx, by_row_samples);
                         const int s = idx - r * L.row_samples;
                         const int px = div_channels(s, C);
-                        v[u] = op.src.at(op.src.row(y0 - L.halo + r), x0 - L.halo + px, s - px * C);
+                        v[u] = op.src.at(row_ptrs[r], x0 - L.halo + px, s - px * C);
                         at[u] = r * L.stage_stride + s;
                     }
                 }
@@ -291,7 +314,7 @@ __global__ void sep_stencil(const __grid_constant__ Op op, const SepLayout L) {
             const int off = L.halo - kw / 2;
             Acc* const psums = sums + p * L.rows * L.sum_stride;
             for (int u = tid; u < units_x; u += nthreads) {
-                const int j = u / L.rows, r = u - j * L.rows;
+                const int j = divide(u, L.rows_div), r = u - j * L.rows;
                 const int run = div_channels(j, C), c = j - run * C;
                 const T* line = stage + r * L.stage_stride + lead + (run * R + off) * C + c;
                 auto load = [&](int i) { return to_acc<Acc>(line[i * C]); };
@@ -309,17 +332,19 @@ __global__ void sep_stencil(const __grid_constant__ Op op, const SepLayout L) {
         const int cols = L.tw * C;
         const int units_y = cols * (L.th / R);
         for (int u = tid; u < units_y; u += nthreads) {
-            const int ry = u / cols, s = u - ry * cols;
+            const int ry = divide(u, L.cols_div), s = u - ry * cols;
             const int tx = div_channels(s, C), c = s - tx * C;
             const int x = x0 + tx;
-            if (tx >= L.tile_w || x >= width) continue;
+            const int ty0 = ry * R;
+            const int outputs = min(R, min(L.tile_h - ty0, height - (y0 + ty0)));  // rows of the run inside tile and image
+            if (tx >= L.tile_w || x >= width || outputs <= 0) continue;
             Acc acc[Op::kMaxPasses][R];
 #pragma unroll
             for (int p = 0; p < Op::kMaxPasses; ++p) {
                 if (p < passes) {
                     const int kh = op.kh(p);
                     const W* wy = unit ? nullptr : weights + (2 * p + 1) * L.kmax;
-                    const Acc* col = sums + (p * L.rows + ry * R + L.halo - kh / 2) * L.sum_stride + s;
+                    const Acc* col = sums + (p * L.rows + ty0 + L.halo - kh / 2) * L.sum_stride + s;
                     auto load = [&](int i) { return col[i * L.sum_stride]; };
                     if constexpr (unit) run_running_sums<R>(acc[p], kh, load);
                     else run_sums<R>(acc[p], wy, kh, load);
@@ -328,10 +353,12 @@ __global__ void sep_stencil(const __grid_constant__ Op op, const SepLayout L) {
                     for (int o = 0; o < R; ++o) acc[p][o] = Acc(0);
                 }
             }
+            // Output rows one stride apart: the address moves by an add, not a multiply per row.
+            unsigned char* out = reinterpret_cast<unsigned char*>(op.dst.template row<T>(y0 + ty0) + x * C + c);
 #pragma unroll
-            for (int o = 0; o < R; ++o) {
-                const int ty = ry * R + o, y = y0 + ty;
-                if (ty >= L.tile_h || y >= height) break;
+            for (int o = 0; o < R; ++o, out += op.dst.stride) {
+                if (o >= outputs) break;
+                const int ty = ty0 + o;
                 Acc v[Op::kMaxPasses];
 #pragma unroll
                 for (int p = 0; p < Op::kMaxPasses; ++p) v[p] = acc[p][o];
@@ -346,7 +373,7 @@ __global__ void sep_stencil(const __grid_constant__ Op op, const SepLayout L) {
                         });
                     }
                 }
-                op.dst.template row<T>(y)[x * C + c] = op.finish(v);
+                *reinterpret_cast<T*>(out) = op.finish(v);
             }
         }
         __syncthreads();  // the next tile reuses the stage and the sums
@@ -377,15 +404,20 @@ SepLayout sep_layout(const SepTileSchedule& tile, const Op& op) {
     L.sum_stride = (L.tw * channels) | 1;
     L.kmax = 2 * halo + 1;
     L.tiles_y = (op.dst.height + L.tile_h - 1) / L.tile_h;
+    const unsigned runs_x = L.tw / kSepRun * channels, cols = L.tw * channels;
+    L.rows_div = divisor_for(L.rows, static_cast<unsigned long long>(runs_x) * L.rows);
+    L.cols_div = divisor_for(cols, static_cast<unsigned long long>(cols) * (L.th / kSepRun));
     const auto align16 = [](std::size_t b) { return (b + 15) / 16 * 16; };
     const std::size_t stage_bytes = align16(static_cast<std::size_t>(L.rows) * L.stage_stride * sizeof(T));
     const std::size_t sums_bytes =
         align16(static_cast<std::size_t>(op.passes()) * L.rows * L.sum_stride * sizeof(Acc));
     const std::size_t weight_bytes = UnitWeightOp<Op> ? 0 : std::size_t{2} * op.passes() * L.kmax * sizeof(W);
-    const std::size_t bytes = stage_bytes + sums_bytes + weight_bytes;
+    const std::size_t row_ptr_bytes = static_cast<std::size_t>(L.rows) * sizeof(const void*);
+    const std::size_t bytes = stage_bytes + sums_bytes + align16(weight_bytes) + row_ptr_bytes;
     if (bytes > (1u << 30)) throw std::invalid_argument("sep: tile too large");
     L.sums_off = static_cast<unsigned>(stage_bytes);
     L.weights_off = static_cast<unsigned>(stage_bytes + sums_bytes);
+    L.row_ptrs_off = static_cast<unsigned>(stage_bytes + sums_bytes + align16(weight_bytes));
     L.bytes = static_cast<unsigned>(bytes);
     return L;
 }

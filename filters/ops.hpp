@@ -147,6 +147,8 @@ concept UnitWeightOp = requires { requires Op::kUnitWeights; };
 template <class T, BorderMode B, class Src = BorderedSource<T, B>>
 struct BoxOp : SeparableStencil<BoxOp<T, B, Src>, T, B, Src> {
     int ksize;
+    // The 8-bit mean's divisor k*k as a multiplier (quotient_magic), used on the GPU.
+    std::uint64_t mean_magic = quotient_magic(static_cast<std::uint32_t>(ksize * ksize));
     // Unit weights: a kernel may slide running sums (sep:WxH). Exact for
     // integer sums; for float (double sums) within rounding of the direct sum.
     static constexpr bool kUnitWeights = true;
@@ -161,10 +163,14 @@ struct BoxOp : SeparableStencil<BoxOp<T, B, Src>, T, B, Src> {
     CBI_HOST_DEVICE int kh(int) const { return ksize; }
     CBI_HOST_DEVICE T finish(const Acc* sums) const {
         const Acc n = static_cast<Acc>(ksize) * static_cast<Acc>(ksize);
-        if constexpr (std::is_same_v<T, float>)
+        if constexpr (std::is_same_v<T, float>) {
             return static_cast<float>(sums[0] / n);
-        else
+        } else {
+#if defined(__CUDA_ARCH__)
+            if constexpr (std::is_same_v<T, std::uint8_t>) return static_cast<T>(quotient_by_magic(sums[0] + n / 2, mean_magic));
+#endif
             return static_cast<T>((sums[0] + n / 2) / n);
+        }
     }
 };
 

@@ -238,6 +238,25 @@ TEST(CpuKernels, GaussianWeightsEqualOpenCV) {
         }
 }
 
+// The GPU's 8-bit box mean divides by k*k with a multiply (quotient_magic):
+// equal to the integer division for every sum up to 255 k^2 + k^2/2 for
+// k <= 31 (all of them), and at every multiple of k^2 and its neighbours
+// (where a too-small multiplier would first go wrong) up to kMaxKernel.
+TEST(CpuKernels, BoxMeanByMultiplyEqualsIntegerDivision) {
+    for (std::uint32_t k = 1; k <= static_cast<std::uint32_t>(kMaxKernel); ++k) {
+        const std::uint32_t n = k * k, top = 255 * n + n / 2;
+        const std::uint64_t magic = quotient_magic(n);
+        if (k <= 31) {
+            for (std::uint32_t x = 0; x <= top; ++x) ASSERT_EQ(quotient_by_magic(x, magic), x / n) << "k " << k << " x " << x;
+        } else {
+            for (std::uint32_t q = 0; q <= 256; ++q)
+                for (std::int64_t x : {std::int64_t{q} * n - 1, std::int64_t{q} * n, std::int64_t{q} * n + 1})
+                    if (x >= 0 && x <= top)
+                        ASSERT_EQ(quotient_by_magic(static_cast<std::uint32_t>(x), magic), x / n) << "k " << k << " x " << x;
+        }
+    }
+}
+
 TEST(CpuKernels, SobelKernelsEqualOpenCV) {
     for (int k : {1, 3, 5, 7}) {
         cv::Mat kx, ky;

@@ -110,6 +110,7 @@ BoxOp<T, BorderMode::reflect101, Src<T>> box9() {
     BoxOp<T, BorderMode::reflect101, Src<T>> op{};
     op.src.mode = BorderMode::reflect101;
     op.ksize = 9;
+    op.mean_magic = quotient_magic(81);
     return op;
 }
 template <class T>
