@@ -7,10 +7,11 @@
 // For one tile it walks the output rows top to bottom; per output row and
 // pass it
 //   1. copies the one new source row the window needs (the tile's width
-//      plus kw - 1 halo columns) into a padded row of Acc values, the border
-//      resolved once per row and once per halo column (the interior is one
-//      contiguous conversion, no border_index calls; a source that computes
-//      its samples, such as a fused colour node, goes through at()),
+//      plus kw - 1 halo columns) into a padded row of RowAcc values, the
+//      border resolved once per row and once per halo column (the interior
+//      is one contiguous conversion, no border_index calls; a source that
+//      computes its samples, such as a fused colour node, goes through
+//      at()); passes that read the same row (Sobel mag) share one copy,
 //   2. forms that row's sums across x into a ring of kh + 1 row-sum rows
 //      (the first output row of a tile primes it with kh - 1 rows),
 //   3. forms the weighted column sum of the kh rows of the window and calls
@@ -19,7 +20,9 @@
 // as SeparableStencil::operator() (a sum starts at 0, taps i = 0..k-1), so
 // every output is bit-identical to the per-pixel path; the loops run over
 // the interleaved samples x*C + c of a row, contiguous, so the compiler
-// vectorises them.
+// vectorises them. The 8-bit Gaussian and Sobel run the leading part of
+// steps 2 and 3 through intrinsics instead (cpu_gauss8, cpu_sobel8: exact
+// integer sums, so the same values); the generic loops do the rest of a row.
 //
 // Integer box sums (kUnitWeights, integral Acc) slide running sums down y
 // (and across x for wide kernels) instead: integer addition is exact and
@@ -40,6 +43,7 @@
 #include <tbb/parallel_for.h>
 
 #include "filters/cpu_gauss8.hpp"
+#include "filters/cpu_sobel8.hpp"
 #include "filters/ops.hpp"
 #include "schedules/schedule.hpp"
 
@@ -261,15 +265,10 @@ void finish_row(const Op& op, const typename Op::Acc* s0, const typename Op::Acc
 // 6.6-10.0); blur:3-7 the same within noise either way.
 inline constexpr int kRunningRowMin = 8;
 
-// The type of the padded source row and of the row sums (the pass across
-// x): the op's Acc, except for the 8-bit fixed-point Gaussian. Its weights
-// (uint16, in 1/256) sum to 256, so a row sum is at most 255 * 256 = 65280:
-// uint16, as OpenCV's GaussianBlurFixedPoint keeps them. The row pass then
-// runs 16 lanes per AVX2 vector (vpmullw) instead of 8 (vpmulld), and the
-// column pass widens uint16 x uint16 to its uint32 sums (vpmullw and
-// vpmulhuw); both exact, so the result is unchanged.
+// The 8-bit fixed-point Gaussian (GaussianOp<uint8_t>): its passes have
+// vector forms in cpu_gauss8.
 template <class Op>
-constexpr bool has_16bit_row_sums() {
+constexpr bool is_gauss8() {
     if constexpr (requires { Op::kFixedPoint; }) {
         static_assert(!Op::kFixedPoint || std::is_same_v<typename Op::W, std::uint16_t>);
         return Op::kFixedPoint;
@@ -278,8 +277,26 @@ constexpr bool has_16bit_row_sums() {
     }
 }
 
+// The 8-bit Sobel (SobelOp<uint8_t>, any source): its passes have vector
+// forms in cpu_sobel8.
 template <class Op>
-using RowAcc = std::conditional_t<has_16bit_row_sums<Op>(), std::uint16_t, typename Op::Acc>;
+constexpr bool kIsSobel8 = false;
+template <BorderMode B, class Src>
+constexpr bool kIsSobel8<SobelOp<std::uint8_t, B, Src>> = true;
+
+// The type of the padded source row and of the row sums (the pass across
+// x): the op's Acc, except for the 8-bit ops above, whose row sums fit 16
+// bits. The Gaussian's weights (uint16, in 1/256) sum to 256, so a row sum
+// is at most 255 * 256 = 65280: uint16, as OpenCV's GaussianBlurFixedPoint
+// keeps them. The Sobel's weights' magnitudes sum to at most 64 (KSIZE 7),
+// so |row sum| <= 16320: int16. The row pass then runs 16 lanes per AVX2
+// vector instead of 8, and so does the Sobel's column pass where its
+// gradients fit int16 (KSIZE 3 and 5); the Gaussian's column pass widens
+// uint16 x uint16 to its uint32 sums. All exact, so the result is
+// unchanged.
+template <class Op>
+using RowAcc = std::conditional_t<is_gauss8<Op>(), std::uint16_t,
+                                  std::conditional_t<kIsSobel8<Op>, std::int16_t, typename Op::Acc>>;
 
 // How far ahead load_padded_row prefetches a tile's source rows.
 inline constexpr int kPrefetchRows = 4;
@@ -302,6 +319,10 @@ public:
         int max_kw = 1, rows = 0;
         for (int p = 0; p < op.passes(); ++p) {
             max_kw = std::max(max_kw, op.kw(p));
+            max_kh_ = std::max(max_kh_, op.kh(p));
+            if constexpr (kIsSobel8<Op>)
+                int16_gradients_ =
+                    int16_gradients_ && sobel8_gradients_fit_int16(op.wx(p), op.kw(p), op.wy(p), op.kh(p));
             ring_[p] = op.kh(p) + 1;
             rows += 2 * ring_[p];
         }
@@ -322,42 +343,19 @@ public:
     CBI_CPU_CLONES void run(int x0, int x1, int y0, int y1) {
         const int tw = x1 - x0, n = tw * channels_;
         const int passes = op_.passes();
-        // Window row r of pass p (source row y0 - kh/2 + r) sits in ring slot r % ring_[p].
-        for (int p = 0; p < passes; ++p)
-            for (int r = 0; r < op_.kh(p) - 1; ++r) add_row_sums(p, r, x0, y0, tw, n);
+        // Window row r of pass p (source row y0 - kh/2 + r) sits in ring slot
+        // r % ring_[p]. Rows outer: the passes of a Sobel magnitude read the
+        // same padded rows, loaded once (load_padded_row).
+        for (int r = 0; r < max_kh_ - 1; ++r)
+            for (int p = 0; p < passes; ++p)
+                if (r < op_.kh(p) - 1) add_row_sums(p, r, x0, y0, tw, n);
         for (int y = y0; y < y1; ++y) {
             const int r0 = y - y0;  // first window row of output row y
             T* out = op_.dst.template row<T>(y) + static_cast<std::ptrdiff_t>(x0) * channels_;
-            if constexpr (has_16bit_row_sums<Op>()) {  // one pass; the vectorised column sums write the output
-                const int kh = op_.kh(0);
-                add_row_sums(0, r0 + kh - 1, x0, y0, tw, n);
-                const int done = gauss8_columns(out, slot(0, r0), n_max_, op_.wy(0), kh, n);
-                weighted_taps<Acc>(col_sums_[0], slot(0, r0) + done, n_max_, op_.wy(0), kh, n - done);
-                finish_row(op_, col_sums_[0], col_sums_[0], out + done, n - done);
-                continue;
-            }
-            for (int p = 0; p < passes; ++p) {
-                const int kh = op_.kh(p);
-                add_row_sums(p, r0 + kh - 1, x0, y0, tw, n);
-                Acc* __restrict s = col_sums_[p];
-                if (slides_down(p) && r0 > 0) {
-                    // Box: the column sums slide down: add the new row, drop the old one.
-                    const Row* __restrict add = slot(p, r0 + kh - 1);
-                    const Row* __restrict drop = slot(p, r0 - 1);
-                    for (int i = 0; i < n; ++i) s[i] = s[i] + add[i] - drop[i];
-                    if constexpr (slides_float_running_sums<Op>())
-                        if (!all_finite(s, n)) {  // the direct sum, rows in order (as weighted_taps adds them)
-                            for (int i = 0; i < n; ++i) s[i] = Acc(0);
-                            for (int j = 0; j < kh; ++j) {
-                                const Row* __restrict row = slot(p, r0 + j);
-                                for (int i = 0; i < n; ++i) s[i] = s[i] + row[i];
-                            }
-                        }
-                } else {
-                    weighted_taps<Acc>(s, slot(p, r0), n_max_, op_.wy(p), kh, n);
-                }
-            }
-            finish_row(op_, col_sums_[0], col_sums_[passes - 1], out, n);
+            for (int p = 0; p < passes; ++p) add_row_sums(p, r0 + op_.kh(p) - 1, x0, y0, tw, n);
+            const int done = vector_columns(out, r0, n);
+            for (int p = 0; p < passes; ++p) column_sums(p, r0, done, n);
+            finish_row(op_, col_sums_[0] + done, col_sums_[passes - 1] + done, out + done, n - done);
         }
     }
 
@@ -370,6 +368,55 @@ private:
 
     Row* slot(int p, int r) const { return row_sums_[p] + static_cast<std::size_t>(r % ring_[p]) * n_max_; }
 
+    // The 8-bit ops' vector code (cpu_gauss8, cpu_sobel8) for the output row
+    // whose window starts at row r0: column sums and finish from the row
+    // sums, straight into out. Returns how many leading outputs it wrote.
+    CBI_CPU_INLINE int vector_columns(T* out, int r0, int n) {
+        if constexpr (is_gauss8<Op>()) {
+            return gauss8_columns(out, slot(0, r0), n_max_, op_.wy(0), op_.kh(0), n);
+        } else if constexpr (kIsSobel8<Op>) {
+            if (!int16_gradients_) return 0;  // KSIZE 7: the generic int32 sums
+            if (op_.passes() == 1) return sobel8_abs_columns(out, slot(0, r0), n_max_, op_.wy(0), op_.kh(0), n);
+            return sobel8_magnitude_columns(out, slot(0, r0), op_.wy(0), op_.kh(0), slot(1, r0), op_.wy(1), op_.kh(1),
+                                            n_max_, n);
+        } else {
+            return 0;
+        }
+    }
+
+    // Column sums of pass p for outputs [from, n) of the row whose window starts at row r0.
+    CBI_CPU_INLINE void column_sums(int p, int r0, int from, int n) {
+        const int kh = op_.kh(p);
+        Acc* __restrict s = col_sums_[p];
+        if (slides_down(p) && r0 > 0) {
+            // Box: the column sums slide down: add the new row, drop the old one.
+            const Row* __restrict add = slot(p, r0 + kh - 1);
+            const Row* __restrict drop = slot(p, r0 - 1);
+            for (int i = from; i < n; ++i) s[i] = s[i] + add[i] - drop[i];
+            if constexpr (slides_float_running_sums<Op>())
+                if (!all_finite(s + from, n - from)) {  // the direct sum, rows in order (as weighted_taps adds them)
+                    for (int i = from; i < n; ++i) s[i] = Acc(0);
+                    for (int j = 0; j < kh; ++j) {
+                        const Row* __restrict row = slot(p, r0 + j);
+                        for (int i = from; i < n; ++i) s[i] = s[i] + row[i];
+                    }
+                }
+        } else {
+            weighted_taps<Acc>(s + from, slot(p, r0) + from, n_max_, op_.wy(p), kh, n - from);
+        }
+    }
+
+    // The 8-bit ops' vector code for the row sums of pass p, window row r,
+    // from the padded row. Returns how many leading sums it wrote.
+    int vector_row_sums(int p, int r, int n) {
+        if constexpr (is_gauss8<Op>())
+            return gauss8_row_sums(slot(p, r), pad_, channels_, op_.wx(p), op_.kw(p), n);
+        else if constexpr (kIsSobel8<Op>)
+            return sobel8_row_sums(slot(p, r), pad_, channels_, op_.wx(p), op_.kw(p), n);
+        else
+            return 0;
+    }
+
     // Row sums of pass p for window row r (source row y0 - kh/2 + r) into its ring slot.
     void add_row_sums(int p, int r, int x0, int y0, int tw, int n) {
         const int kw = op_.kw(p);
@@ -378,11 +425,9 @@ private:
             window_row_sums(slot(p, r), pad_, part_, channels_, kw, tw);
             if constexpr (slides_float_running_sums<Op>())
                 if (!all_finite(slot(p, r), n)) weighted_taps<Row>(slot(p, r), pad_, channels_, op_.wx(p), kw, n);
-        } else if constexpr (has_16bit_row_sums<Op>()) {
-            const int done = gauss8_row_sums(slot(p, r), pad_, channels_, op_.wx(p), kw, n);
-            weighted_taps<Row>(slot(p, r) + done, pad_ + done, channels_, op_.wx(p), kw, n - done);
         } else {
-            weighted_taps<Row>(slot(p, r), pad_, channels_, op_.wx(p), kw, n);
+            const int done = vector_row_sums(p, r, n);
+            weighted_taps<Row>(slot(p, r) + done, pad_ + done, channels_, op_.wx(p), kw, n - done);
         }
         // The second copy, so windows that wrap the ring stay contiguous
         // (box sums slide row by row after a tile's first window: none wraps).
@@ -395,6 +440,10 @@ private:
     // pad_[xi*C + c] = source sample (xs + xi, y, c) through the border rule,
     // as Row, for xi < len.
     CBI_CPU_CLONES void load_padded_row(int y, int xs, int len) {
+        if (y == loaded_y_ && xs == loaded_xs_ && len == loaded_len_) return;  // the other pass's row (Sobel mag)
+        loaded_y_ = y;
+        loaded_xs_ = xs;
+        loaded_len_ = len;
         const auto& src = op_.src;
         const int C = channels_, width = src.view.width;
         const T* row = src.row(y);  // border-resolved once per row; null in a constant border
@@ -422,6 +471,9 @@ private:
     const Op& op_;
     int channels_;
     int n_max_ = 0, pad_len_ = 0;
+    int max_kh_ = 1;
+    bool int16_gradients_ = kIsSobel8<Op>;  // 8-bit Sobel: every pass's gradients fit int16 (cpu_sobel8)
+    int loaded_y_ = 0, loaded_xs_ = 0, loaded_len_ = 0;  // the row in pad_ (len 0: none yet)
     int ring_[kPasses] = {};
     std::unique_ptr<Row[]> row_buffer_;  // pad_, part_, row_sums_
     std::unique_ptr<Acc[]> col_buffer_;  // col_sums_

@@ -192,6 +192,43 @@ TEST(CpuKernels, EightBitGaussianTilesEqualPerPixelPathAtOddWidths) {
                 }
 }
 
+// The 8-bit Sobel's tiles (int16 row sums; cpu_sobel8's vector column
+// passes and finish where the gradients fit int16, KSIZE 1 to 5; the generic
+// int32 column sums for KSIZE 7) equal the per-pixel path bit for bit: at
+// widths that leave vector tails, on random samples, on samples of only 0
+// and 255 (the largest gradients, magnitudes that saturate) and on a step
+// edge from 255 to levels that change from row to row.
+TEST(CpuKernels, EightBitSobelTilesEqualPerPixelPathAtOddWidths) {
+    unsigned seed = 1300;
+    for (const char* filter_text : {"sobel:x:3", "sobel:y:3", "sobel:mag:3", "sobel:x:5", "sobel:y:5", "sobel:mag:5",
+                                    "sobel:x:7", "sobel:y:7", "sobel:mag:7", "sobel:mag:1"})
+        for (const char* border_text : {"reflect101", "replicate", "constant:255"})
+            for (const int width : {1, 2, 15, 17, 33, 65, 131})
+                for (const int channels : {1, 3, 4})
+                    for (const char* content : {"random", "0 and 255", "step"}) {
+                        cv::Mat src = random_image(width, 23, channels, Depth::u8, seed++);
+                        if (std::string_view(content) == "0 and 255") {
+                            cv::threshold(src, src, 127, 255, cv::THRESH_BINARY);
+                        } else if (std::string_view(content) == "step") {  // 255 on the right, 11 * y on the left
+                            for (int y = 0; y < src.rows; ++y)
+                                for (int x = 0; x < width; ++x)
+                                    for (int c = 0; c < channels; ++c)
+                                        src.ptr<std::uint8_t>(y)[x * channels + c] =
+                                            static_cast<std::uint8_t>(x > width / 2 ? 255 : y * 11);
+                        }
+                        Node node{parse_filter(filter_text), parse_border(border_text), parse_schedule("naive")};
+                        const cv::Mat want = run_poisoned(node, src, channels);
+                        for (const char* schedule : {"sep:7x5", "sep:256x256", "smem:32x8"}) {
+                            node.schedule = parse_schedule(schedule);
+                            SCOPED_TRACE(std::string(filter_text) + " " + border_text + " " + schedule + " width " +
+                                         std::to_string(width) + " x" + std::to_string(channels) + " " + content);
+                            const cv::Mat got = run_poisoned(node, src, channels);
+                            ASSERT_EQ(got.total() * got.elemSize(), want.total() * want.elemSize());
+                            ASSERT_EQ(std::memcmp(got.data, want.data, want.total() * want.elemSize()), 0);
+                        }
+                    }
+}
+
 TEST(CpuViews, RoiInputIsFilteredAsAnIsolatedImage) {
     const cv::Mat big = random_image(300, 200, 3, Depth::u8, 7);
     const cv::Mat roi = big(cv::Rect(13, 21, 101, 77));  // strided, not contiguous

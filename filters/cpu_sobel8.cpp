@@ -1,0 +1,138 @@
+// The 8-bit Sobel's passes with OpenCV's universal intrinsics (see
+// cpu_sobel8.hpp); filters/opencv_avx2.hpp (included first) sets them up.
+//
+// The sums run in int16 lanes with wrapping adds and multiplies: modulo
+// 2^16 they equal the exact integer sums, so wherever the exact sum fits
+// int16 (the row sums always, the gradients where
+// sobel8_gradients_fit_int16) they are the exact sums, whatever the order
+// of the taps and however large a partial sum. Zero weights (the middle of
+// a derivative kernel) are skipped for the same reason.
+#include "filters/opencv_avx2.hpp"
+
+#include "filters/cpu_sobel8.hpp"
+
+namespace cbi::cpu {
+namespace {
+
+#if CBI_OPENCV_AVX2
+using namespace cv;
+
+constexpr int kLanes = v_int16x16::nlanes;  // 16
+
+// The helpers below inline into the loops that call them (GCC does not
+// inline target("avx2") functions on its own here).
+#define CBI_AVX2_INLINE [[gnu::always_inline]] CBI_AVX2
+
+// B vectors of row sums from i, kept in registers across the k taps.
+template <int B>
+CBI_AVX2_INLINE void row_sums_block(std::int16_t* out, const std::int16_t* in, std::ptrdiff_t tap_stride, const int* w,
+                             int k, int i) {
+    v_int16x16 s[B];
+    for (int b = 0; b < B; ++b) s[b] = v256_setzero_s16();
+    for (int t = 0; t < k; ++t) {
+        if (w[t] == 0) continue;
+        const v_int16x16 wt = v256_setall_s16(static_cast<short>(w[t]));
+        const std::int16_t* tap = in + t * tap_stride + i;
+        for (int b = 0; b < B; ++b) s[b] = v_add_wrap(s[b], v_mul_wrap(wt, v256_load(tap + b * kLanes)));
+    }
+    for (int b = 0; b < B; ++b) v_store(out + i + b * kLanes, s[b]);
+}
+
+CBI_AVX2 int row_sums_avx2(std::int16_t* out, const std::int16_t* in, std::ptrdiff_t tap_stride, const int* w, int k,
+                           int n) {
+    int i = 0;
+    for (; i + 4 * kLanes <= n; i += 4 * kLanes) row_sums_block<4>(out, in, tap_stride, w, k, i);
+    for (; i + kLanes <= n; i += kLanes) row_sums_block<1>(out, in, tap_stride, w, k, i);
+    return i;
+}
+
+// The gradients of 16 outputs: sum over j < k of w[j] * rows[j * pitch + lane].
+CBI_AVX2_INLINE v_int16x16 gradients(const std::int16_t* rows, std::ptrdiff_t pitch, const int* w, int k) {
+    v_int16x16 g = v256_setzero_s16();
+    for (int j = 0; j < k; ++j)
+        if (w[j] != 0)
+            g = v_add_wrap(g, v_mul_wrap(v256_setall_s16(static_cast<short>(w[j])), v256_load(rows + j * pitch)));
+    return g;
+}
+
+CBI_AVX2 int abs_columns_avx2(std::uint8_t* out, const std::int16_t* rows, std::ptrdiff_t pitch, const int* w, int k,
+                              int n) {
+    int i = 0;
+    for (; i + 2 * kLanes <= n; i += 2 * kLanes) {
+        const v_uint16x16 a0 = v_abs(gradients(rows + i, pitch, w, k));
+        const v_uint16x16 a1 = v_abs(gradients(rows + i + kLanes, pitch, w, k));
+        v_store(out + i, v_pack(a0, a1));  // saturates to 255
+    }
+    for (; i + kLanes <= n; i += kLanes) {
+        const v_uint16x16 a = v_abs(gradients(rows + i, pitch, w, k));
+        v_store_low(out + i, v_pack(a, a));
+    }
+    return i;
+}
+
+// The int16 lanes of each 128-bit half, low four (unpacklo) or high four
+// (unpackhi), sign-extended to int32 and converted to float (exact). The
+// unpacks stay inside the halves; _mm256_packs_epi32 of the two results
+// puts the lanes back in order.
+CBI_AVX2_INLINE v_float32x8 low_lanes_as_float(const v_int16x16& g) {
+    return v_float32x8(_mm256_cvtepi32_ps(_mm256_srai_epi32(_mm256_unpacklo_epi16(g.val, g.val), 16)));
+}
+CBI_AVX2_INLINE v_float32x8 high_lanes_as_float(const v_int16x16& g) {
+    return v_float32x8(_mm256_cvtepi32_ps(_mm256_srai_epi32(_mm256_unpackhi_epi16(g.val, g.val), 16)));
+}
+
+// SobelOp::finish's magnitude of 16 outputs, before the pack to bytes:
+// gx * gx and gy * gy rounded to float, their sum rounded, the correctly
+// rounded square root (sqrtf's), rounded to the nearest integer, ties to
+// even (cvtps_epi32 under the default rounding mode, as nearbyint).
+CBI_AVX2_INLINE v_int16x16 magnitudes(const v_int16x16& gx, const v_int16x16& gy) {
+    const v_float32x8 xl = low_lanes_as_float(gx), yl = low_lanes_as_float(gy);
+    const v_float32x8 xh = high_lanes_as_float(gx), yh = high_lanes_as_float(gy);
+    const v_int32x8 ml = v_round(v_sqrt(xl * xl + yl * yl));
+    const v_int32x8 mh = v_round(v_sqrt(xh * xh + yh * yh));
+    return v_int16x16(_mm256_packs_epi32(ml.val, mh.val));  // saturates above 32767: still above 255
+}
+
+CBI_AVX2 int magnitude_columns_avx2(std::uint8_t* out, const std::int16_t* rows_x, const int* wx, int kx,
+                                    const std::int16_t* rows_y, const int* wy, int ky, std::ptrdiff_t pitch, int n) {
+    int i = 0;
+    for (; i + 2 * kLanes <= n; i += 2 * kLanes) {
+        const int j = i + kLanes;
+        const v_int16x16 m0 = magnitudes(gradients(rows_x + i, pitch, wx, kx), gradients(rows_y + i, pitch, wy, ky));
+        const v_int16x16 m1 = magnitudes(gradients(rows_x + j, pitch, wx, kx), gradients(rows_y + j, pitch, wy, ky));
+        v_store(out + i, v_pack_u(m0, m1));
+    }
+    for (; i + kLanes <= n; i += kLanes) {
+        const v_int16x16 m = magnitudes(gradients(rows_x + i, pitch, wx, kx), gradients(rows_y + i, pitch, wy, ky));
+        v_store_low(out + i, v_pack_u(m, m));
+    }
+    return i;
+}
+#endif
+
+}  // namespace
+
+int sobel8_row_sums(std::int16_t* out, const std::int16_t* in, std::ptrdiff_t tap_stride, const int* w, int k,
+                    int n) {
+#if CBI_OPENCV_AVX2
+    if (has_avx2()) return row_sums_avx2(out, in, tap_stride, w, k, n);
+#endif
+    return 0;
+}
+
+int sobel8_abs_columns(std::uint8_t* out, const std::int16_t* rows, std::ptrdiff_t pitch, const int* w, int k, int n) {
+#if CBI_OPENCV_AVX2
+    if (has_avx2()) return abs_columns_avx2(out, rows, pitch, w, k, n);
+#endif
+    return 0;
+}
+
+int sobel8_magnitude_columns(std::uint8_t* out, const std::int16_t* rows_x, const int* wx, int kx,
+                             const std::int16_t* rows_y, const int* wy, int ky, std::ptrdiff_t pitch, int n) {
+#if CBI_OPENCV_AVX2
+    if (has_avx2()) return magnitude_columns_avx2(out, rows_x, wx, kx, rows_y, wy, ky, pitch, n);
+#endif
+    return 0;
+}
+
+}  // namespace cbi::cpu

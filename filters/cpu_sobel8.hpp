@@ -1,0 +1,43 @@
+#pragma once
+// The passes of the CPU 8-bit Sobel (SobelOp<uint8_t>) in int16 lanes with
+// OpenCV's universal intrinsics at AVX2 width (cpu_sobel8.cpp). Each
+// returns how many leading outputs it wrote (0 where the CPU lacks AVX2);
+// TileWorker does the rest with its generic loops, which give the same
+// values: the sums are integers, exact in any order, and the finish does
+// SobelOp::finish's float operations one for one.
+#include <cstddef>
+#include <cstdint>
+
+namespace cbi::cpu {
+
+// Row pass: out[i] = sum over t < k of w[t] * in[i + t * tap_stride], i < n.
+// Exact in int16 for every Sobel kernel (KSIZE <= 7): |in| <= 255 and the
+// weights' magnitudes sum to at most 64, so |sum| <= 16320.
+int sobel8_row_sums(std::int16_t* out, const std::int16_t* in, std::ptrdiff_t tap_stride, const int* w, int k,
+                    int n);
+
+// Whether a pass's gradients (row sums of weights wx, summed down with wy)
+// fit the int16 lanes of the column passes below: 255 * sum|wx| * sum|wy|
+// is 1020 for KSIZE 3 and 24480 for KSIZE 5, but 326400 for KSIZE 7.
+inline bool sobel8_gradients_fit_int16(const int* wx, int kw, const int* wy, int kh) {
+    int sx = 0, sy = 0;
+    for (int t = 0; t < kw; ++t) sx += wx[t] < 0 ? -wx[t] : wx[t];
+    for (int t = 0; t < kh; ++t) sy += wy[t] < 0 ? -wy[t] : wy[t];
+    return 255 * sx * sy <= 32767;
+}
+
+// Column pass and finish of modes x and y: g = sum over j < k of
+// w[j] * rows[i + j * pitch]; out[i] = min(|g|, 255), which is
+// saturate_round(|float(g)|) for an integer g. Needs
+// sobel8_gradients_fit_int16.
+int sobel8_abs_columns(std::uint8_t* out, const std::int16_t* rows, std::ptrdiff_t pitch, const int* w, int k, int n);
+
+// Column passes and finish of mode mag: gx from rows_x and wx (kx rows),
+// gy from rows_y and wy (ky rows), both with row pitch `pitch`;
+// out[i] = saturate_round(sqrtf(gx * gx + gy * gy)) in float, each product
+// and the sum rounded separately (no FMA), as SobelOp::finish. Needs
+// sobel8_gradients_fit_int16 for both passes.
+int sobel8_magnitude_columns(std::uint8_t* out, const std::int16_t* rows_x, const int* wx, int kx,
+                             const std::int16_t* rows_y, const int* wy, int ky, std::ptrdiff_t pitch, int n);
+
+}  // namespace cbi::cpu
