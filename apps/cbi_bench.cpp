@@ -323,12 +323,14 @@ void time_pipeline(Gpu& gpu, Report& report, const std::string& text, const Bord
     const cv::Mat want = as_mat(cpu.run(view_of(input)).front()).clone();
     DeviceBuffer flush(2 * static_cast<std::size_t>(gpu.prop.l2CacheSize));
     cv::Mat first;
-    for (const bool fuse : {true, false}) {
+    // fused; fused without stencil pairs (colour nodes only); unfused.
+    for (const auto [fuse, pairs] : {std::pair{true, true}, std::pair{true, false}, std::pair{false, false}}) {
         cuda.fuse = fuse;
+        cuda.fuse_stencils = pairs;
         GraphExecutor ex(graph, cuda);
         const cv::Mat got = as_mat(ex.run(view_of(input)).front()).clone();
-        if (fuse) first = got;
-        const std::string variant = fuse ? "fused" : "unfused";
+        if (fuse && pairs) first = got;
+        const std::string variant = !fuse ? "unfused" : pairs ? "fused" : "fused-colour-only";
         if (!matches(got, want) || cv::norm(got, first, cv::NORM_INF) != 0) {
             report.fail("pipeline '" + text + "' " + variant + " " + depth_text);
             continue;

@@ -266,7 +266,7 @@ void GraphExecutor::plan(int width, int height, int channels, Depth depth) {
             plan->fused_into[in] = id;
             plan->reads[id] = nodes[in].inputs;
         }
-        fuse_stencil_pairs(*plan, readers);
+        if (options_.fuse_stencils) fuse_stencil_pairs(*plan, readers);
         std::erase_if(plan->order, [&](NodeId id) { return plan->fused_into[id] >= 0; });
     }
 

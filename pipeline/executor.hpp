@@ -43,6 +43,9 @@ struct RunOptions {
     // stencil that reads it: one kernel, the intermediate image never
     // stored. The CPU executor does not fuse (slower there, measured).
     bool fuse = true;
+    // With fuse: also fuse stencil pairs (off: colour nodes only). For
+    // measuring the pair kernel against two stencil kernels.
+    bool fuse_stencils = true;
 };
 
 // Executes a graph on the CPU or a CUDA device. Prepared per image format
