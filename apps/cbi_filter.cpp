@@ -52,7 +52,7 @@ struct Options {
     std::uint64_t max_pixels = std::uint64_t{1} << 28;
     bool list_schedules = false;
     std::string pipeline, pipeline_file, tuning_cache;
-    bool print_pipeline = false, no_fuse = false;
+    bool print_pipeline = false, no_fuse = false, fuse_stencils = false;
     // One vector per filter flag; their order on the command line is
     // recovered from CLI11's parse order.
     std::vector<std::string> blur, gaussian, sobel, color;
@@ -251,6 +251,7 @@ cbi::RunOptions resolve_run_options(const Options& o, const cbi::DeviceSpec& dev
     run_options.device = cbi::resolve_device(device_spec);
     run_options.block = o.block;
     run_options.fuse = !o.no_fuse;
+    run_options.fuse_stencils = o.fuse_stencils;
     if (!run_options.device.notice.empty()) std::cerr << kProgram << ": notice: " << run_options.device.notice << "\n";
     bool tuned = false;
     for (cbi::NodeId id = 1; id < static_cast<cbi::NodeId>(graph.nodes().size()); ++id)
@@ -428,6 +429,9 @@ int main(int argc, char** argv) {
     app.add_option("--pipeline-file", o.pipeline_file, "a DAG in JSON: named nodes, edges, outputs (README: Pipelines)")
         ->type_name("FILE.json");
     app.add_flag("--no-fuse", o.no_fuse, "GPU: run every node as its own kernel (no colour node or stencil fused into a smem/sep stencil)");
+    app.add_flag("--fuse-stencils", o.fuse_stencils,
+                 "GPU: also fuse a stencil into the smem/sep stencil that reads it (one kernel; measured slower than two on an H100)")
+        ->excludes("--no-fuse");
     app.add_flag("--print-pipeline", o.print_pipeline,
                  "print the resolved graph (nodes, schedules, borders, buffer reuse for IN's size) and exit");
     auto* batch = app.add_option_group("Batch mode", "a folder (--input-dir) or several inputs");

@@ -43,9 +43,12 @@ struct RunOptions {
     // stencil that reads it: one kernel, the intermediate image never
     // stored. The CPU executor does not fuse (slower there, measured).
     bool fuse = true;
-    // With fuse: also fuse stencil pairs (off: colour nodes only). For
-    // measuring the pair kernel against two stencil kernels.
-    bool fuse_stencils = true;
+    // With fuse: also fuse stencil pairs (one kernel, the first stencil's
+    // output computed per tile in shared memory). Off by default: on the
+    // H100 the pair kernel was slower than the two stencil kernels it
+    // replaces (color:gray | gaussian:5@sep:64x32 | sobel:mag@sep:64x32,
+    // 4096^2 8u:3: 0.367 ms against 0.265; apps/bench/README.md).
+    bool fuse_stencils = false;
 };
 
 // Executes a graph on the CPU or a CUDA device. Prepared per image format

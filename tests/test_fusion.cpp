@@ -27,9 +27,10 @@ using test::random_image;
 
 cv::Mat first_output(GraphExecutor& ex, const cv::Mat& src) { return as_mat(ex.run(view_of(src)).front()).clone(); }
 
-RunOptions options(bool fuse, bool cuda = false) {
+RunOptions options(bool fuse, bool cuda = false, bool stencil_pairs = false) {
     RunOptions o;
     o.fuse = fuse;
+    o.fuse_stencils = stencil_pairs;
     if (cuda) o.device = resolve_device(parse_device("cuda"));
     return o;
 }
@@ -216,7 +217,7 @@ TEST(Fusion, StencilPairsFuseOnTheGpuAndEqualTheUnfusedGraph) {
                              std::to_string(size[0]) + "x" + std::to_string(size[1]));
                 const Graph g = parse_pipeline(c.pipeline, ScheduleSpec{}, parse_border(c.border));
                 const cv::Mat src = random_image(size[0], size[1], c.input_channels, depth, 11);
-                GraphExecutor fused(g, options(true, true)), plain(g, options(false, true)), cpu(g, options(false));
+                GraphExecutor fused(g, options(true, true, true)), plain(g, options(false, true)), cpu(g, options(false));
                 const cv::Mat a = first_output(fused, src), b = first_output(plain, src);
                 EXPECT_NE(fused.describe().find("in shared memory"), std::string::npos) << fused.describe();
                 EXPECT_NE(fused.describe().find("(1 stencil fused into the next)"), std::string::npos) << fused.describe();
@@ -237,7 +238,7 @@ TEST(Fusion, StencilPairsWithTheirOwnBordersFuseOnTheGpu) {
     g.add_output(g.add_filter("edges", parse_filter("sobel:mag"), blur, {parse_schedule("smem:16x8"), parse_border("reflect")}));
     for (const Depth depth : {Depth::u8, Depth::f32}) {
         const cv::Mat src = random_image(45, 29, 3, depth, 5);
-        GraphExecutor fused(g, options(true, true)), plain(g, options(false, true));
+        GraphExecutor fused(g, options(true, true, true)), plain(g, options(false, true));
         const cv::Mat a = first_output(fused, src), b = first_output(plain, src);
         EXPECT_NE(fused.describe().find("edges"), std::string::npos);
         EXPECT_NE(fused.describe().find("computes blur in shared memory"), std::string::npos) << fused.describe();
@@ -249,7 +250,7 @@ TEST(Fusion, StencilPairsThatCannotFuseRunUnfused) {
     std::string why;
     if (!has_gpu(why)) GTEST_SKIP() << "no CUDA device: " << why;
     const auto describe = [](const Graph& g) {
-        GraphExecutor ex(g, options(true, true));
+        GraphExecutor ex(g, options(true, true, true));
         ex.plan(64, 48, 3, Depth::u8);
         return ex.describe();
     };
@@ -269,6 +270,11 @@ TEST(Fusion, StencilPairsThatCannotFuseRunUnfused) {
     // Chains of three fuse one pair (the first two); the third reads the stored result.
     const std::string three = describe(parse_pipeline("blur:3@sep:32x8 | blur:5@sep:32x8 | blur:7@sep:32x8"));
     EXPECT_NE(three.find("(1 stencil fused into the next)"), std::string::npos) << three;
+    // Not asked for (the default): pairs stay two kernels; the colour node still fuses.
+    GraphExecutor plain(parse_pipeline("color:gray | gaussian:5@sep:32x8 | sobel:mag@sep:32x8"), options(true, true));
+    plain.plan(64, 48, 3, Depth::u8);
+    EXPECT_EQ(plain.describe().find("shared memory"), std::string::npos) << plain.describe();
+    EXPECT_NE(plain.describe().find("fused into"), std::string::npos) << plain.describe();
 }
 
 TEST(Fusion, OnlyColourNodesReadOnceByATileStagingStencilAreFused) {
@@ -298,15 +304,16 @@ TEST(Fusion, OnlyColourNodesReadOnceByATileStagingStencilAreFused) {
 TEST(Fusion, FusedEqualsUnfusedOnTheGpu) {
     std::string why;
     if (cuda_device_count(why) == 0) GTEST_SKIP() << "no CUDA device: " << why;
-    for_each_case(131, 77, [](const Graph& g, const cv::Mat& src) {
-        GraphExecutor fused(g, options(true, true)), plain(g, options(false, true)), cpu(g, options(false));
-        const cv::Mat a = first_output(fused, src), b = first_output(plain, src);
-        EXPECT_NE(fused.describe().find("fused into n2"), std::string::npos) << fused.describe();
-        EXPECT_EQ(cv::norm(a, b, cv::NORM_INF), 0.0);
-        if (src.depth() != CV_32F) {
-            EXPECT_EQ(cv::norm(a, first_output(cpu, src), cv::NORM_INF), 0.0);
-        }
-    });
+    for (const bool pairs : {false, true})  // colour nodes only (the default), and with stencil pairs
+        for_each_case(131, 77, [pairs](const Graph& g, const cv::Mat& src) {
+            GraphExecutor fused(g, options(true, true, pairs)), plain(g, options(false, true)), cpu(g, options(false));
+            const cv::Mat a = first_output(fused, src), b = first_output(plain, src);
+            EXPECT_NE(fused.describe().find("fused into n2"), std::string::npos) << fused.describe();
+            EXPECT_EQ(cv::norm(a, b, cv::NORM_INF), 0.0);
+            if (src.depth() != CV_32F) {
+                EXPECT_EQ(cv::norm(a, first_output(cpu, src), cv::NORM_INF), 0.0);
+            }
+        });
 }
 #endif
 
