@@ -12,7 +12,7 @@
 //      is one contiguous conversion, no border_index calls; a source that
 //      computes its samples, such as a fused colour node, goes through
 //      at()); passes that read the same row (Sobel mag) share one copy,
-//   2. forms that row's sums across x into a ring of kh + 1 row-sum rows
+//   2. forms that row's sums across x into a buffer of row-sum rows
 //      (the first output row of a tile primes it with kh - 1 rows),
 //   3. forms the weighted column sum of the kh rows of the window and calls
 //      the op's finish().
@@ -22,7 +22,9 @@
 // the interleaved samples x*C + c of a row, contiguous, so the compiler
 // vectorises them. The 8-bit Gaussian and Sobel run the leading part of
 // steps 2 and 3 through intrinsics instead (cpu_gauss8, cpu_sobel8: exact
-// integer sums, so the same values); the generic loops do the rest of a row.
+// integer sums, so the same values), and so do the float sums (cpu_float_taps:
+// the same roundings in the same order); the generic loops do the rest of a
+// row.
 //
 // Integer box sums (kUnitWeights, integral Acc) slide running sums down y
 // (and across x for wide kernels) instead: integer addition is exact and
@@ -37,11 +39,13 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <new>
 #include <type_traits>
 
 #include <tbb/blocked_range.h>
 #include <tbb/parallel_for.h>
 
+#include "filters/cpu_float_taps.hpp"
 #include "filters/cpu_gauss8.hpp"
 #include "filters/cpu_sobel8.hpp"
 #include "filters/ops.hpp"
@@ -161,10 +165,19 @@ CBI_CPU_INLINE void weighted_taps_impl(Acc* __restrict acc, const In* __restrict
 template <class Acc, class In, class W>
 CBI_CPU_CLONES void weighted_taps(Acc* __restrict acc, const In* __restrict in, std::ptrdiff_t tap_stride, const W* w,
                                   int k, int n) {
-    if (w == nullptr)
-        weighted_taps_impl<Acc, In, W, true>(acc, in, tap_stride, w, k, n);
-    else
-        weighted_taps_impl<Acc, In, W, false>(acc, in, tap_stride, w, k, n);
+    if (w == nullptr) return weighted_taps_impl<Acc, In, W, true>(acc, in, tap_stride, w, k, n);
+    int done = 0;
+    if constexpr (std::is_same_v<Acc, float> && std::is_same_v<In, float>) {
+        // Float sums: the leading outputs through cpu_float_taps' AVX2 code.
+        if constexpr (std::is_same_v<W, float>) {
+            done = float_taps(acc, in, tap_stride, w, k, n);
+        } else {  // Sobel's integer weights, as weighted_add converts them
+            float wf[kMaxKernel];
+            for (int t = 0; t < k; ++t) wf[t] = static_cast<float>(w[t]);
+            done = float_taps(acc, in, tap_stride, wf, k, n);
+        }
+    }
+    weighted_taps_impl<Acc, In, W, false>(acc + done, in + done, tap_stride, w, k, n - done);
 }
 
 // Unit weights: acc[i] = sum over t < k of in[i + t*C] for i < count*C,
@@ -284,6 +297,13 @@ constexpr bool kIsSobel8 = false;
 template <BorderMode B, class Src>
 constexpr bool kIsSobel8<SobelOp<std::uint8_t, B, Src>> = true;
 
+// The float Gaussian (GaussianOp<float>, any source): finish() returns its
+// column sum unchanged, so the sums can go straight to the output row.
+template <class Op>
+constexpr bool kFinishReturnsSum = false;
+template <BorderMode B, class Src>
+constexpr bool kFinishReturnsSum<GaussianOp<float, B, Src>> = true;
+
 // The type of the padded source row and of the row sums (the pass across
 // x): the op's Acc, except for the 8-bit ops above, whose row sums fit 16
 // bits. The Gaussian's weights (uint16, in 1/256) sum to 256, so a row sum
@@ -298,6 +318,31 @@ template <class Op>
 using RowAcc = std::conditional_t<is_gauss8<Op>(), std::uint16_t,
                                   std::conditional_t<kIsSobel8<Op>, std::int16_t, typename Op::Acc>>;
 
+// TileWorker's buffers start on cache lines and their rows take whole
+// lines, so that the aligned part of a row's vector loads (the column
+// passes' taps, the copies) never straddles two lines, wherever malloc's
+// 16-byte-aligned block would have fallen.
+inline constexpr std::size_t kCacheLine = 64;
+
+struct CacheLineDelete {
+    void operator()(void* p) const { ::operator delete(p, std::align_val_t{kCacheLine}); }
+};
+
+template <class V>
+using CacheLineBuffer = std::unique_ptr<V[], CacheLineDelete>;
+
+template <class V>
+CacheLineBuffer<V> cache_line_buffer(std::size_t count) {
+    return CacheLineBuffer<V>(static_cast<V*>(::operator new(count * sizeof(V), std::align_val_t{kCacheLine})));
+}
+
+// n rounded up to whole cache lines of V.
+template <class V>
+constexpr int whole_lines(int n) {
+    constexpr int per_line = static_cast<int>(kCacheLine / sizeof(V));
+    return (n + per_line - 1) / per_line * per_line;
+}
+
 // How far ahead load_padded_row prefetches a tile's source rows.
 inline constexpr int kPrefetchRows = 4;
 
@@ -310,11 +355,17 @@ public:
     using Row = RowAcc<Op>;
     static constexpr int kPasses = Op::kMaxPasses;
 
-    // Row sums live in a ring of R = kh + 1 rows per pass (the window of kh
-    // rows an output row needs, plus the row a sliding box sum drops), so
-    // the working set stays in L1/L2 whatever the tile height. Each row is
-    // stored twice, in slots s and s + R, so any window of kh consecutive
-    // rows is contiguous with one pitch (a plain strided tap loop).
+    // Row sums go down a buffer of kBufferWindows * (kh + 1) rows per pass
+    // in order, so any window of kh consecutive rows is contiguous with one
+    // pitch (a plain strided tap loop). When the buffer is full its last
+    // kh - 1 rows move to its top (slide_buffer): kh - 1 rows copied per
+    // (kBufferWindows - 1) * (kh + 1) + 2 rows added, where a ring holding
+    // each row twice copied every row. The working set stays in L1/L2
+    // whatever the tile height. Box sums that slide down y read only the
+    // row they add and the row they drop, never a whole window: theirs is a
+    // ring of kh + 1 rows, row r in r % (kh + 1), nothing copied.
+    static constexpr int kBufferWindows = 4;
+
     TileWorker(const Op& op, int tile_w) : op_(op), channels_(op.src.view.channels) {
         int max_kw = 1, rows = 0;
         for (int p = 0; p < op.passes(); ++p) {
@@ -323,19 +374,20 @@ public:
             if constexpr (kIsSobel8<Op>)
                 int16_gradients_ =
                     int16_gradients_ && sobel8_gradients_fit_int16(op.wx(p), op.kw(p), op.wy(p), op.kh(p));
-            ring_[p] = op.kh(p) + 1;
-            rows += 2 * ring_[p];
+            buffer_rows_[p] = (slides_down(p) ? 1 : kBufferWindows) * (op.kh(p) + 1);
+            rows += buffer_rows_[p];
         }
-        n_max_ = tile_w * channels_;
-        pad_len_ = (tile_w + max_kw - 1) * channels_;
-        row_buffer_.reset(new Row[2 * static_cast<std::size_t>(pad_len_) + static_cast<std::size_t>(rows) * n_max_]);
-        col_buffer_.reset(new Acc[static_cast<std::size_t>(kPasses) * n_max_]);
+        n_max_ = whole_lines<Acc>(tile_w * channels_);  // whole lines of Row too: sizeof(Row) <= sizeof(Acc)
+        pad_len_ = whole_lines<Row>((tile_w + max_kw - 1) * channels_);
+        row_buffer_ =
+            cache_line_buffer<Row>(2 * static_cast<std::size_t>(pad_len_) + static_cast<std::size_t>(rows) * n_max_);
+        col_buffer_ = cache_line_buffer<Acc>(static_cast<std::size_t>(kPasses) * n_max_);
         pad_ = row_buffer_.get();
         part_ = pad_ + pad_len_;
         Row* next = part_ + pad_len_;
         for (int p = 0; p < op.passes(); ++p) {
             row_sums_[p] = next;
-            next += static_cast<std::size_t>(2 * ring_[p]) * n_max_;
+            next += static_cast<std::size_t>(buffer_rows_[p]) * n_max_;
         }
         for (int p = 0; p < kPasses; ++p) col_sums_[p] = col_buffer_.get() + static_cast<std::size_t>(p) * n_max_;
     }
@@ -343,9 +395,10 @@ public:
     CBI_CPU_CLONES void run(int x0, int x1, int y0, int y1) {
         const int tw = x1 - x0, n = tw * channels_;
         const int passes = op_.passes();
-        // Window row r of pass p (source row y0 - kh/2 + r) sits in ring slot
-        // r % ring_[p]. Rows outer: the passes of a Sobel magnitude read the
-        // same padded rows, loaded once (load_padded_row).
+        // Window row r of pass p (source row y0 - kh/2 + r) sits in buffer
+        // row r - first_row_[p]. Rows outer: the passes of a Sobel magnitude
+        // read the same padded rows, loaded once (load_padded_row).
+        for (int p = 0; p < passes; ++p) first_row_[p] = 0;
         for (int r = 0; r < max_kh_ - 1; ++r)
             for (int p = 0; p < passes; ++p)
                 if (r < op_.kh(p) - 1) add_row_sums(p, r, x0, y0, tw, n);
@@ -366,11 +419,27 @@ private:
         return slides_running_sums<Op>() || (slides_float_running_sums<Op>() && op_.kh(p) > kRunningRowMin);
     }
 
-    Row* slot(int p, int r) const { return row_sums_[p] + static_cast<std::size_t>(r % ring_[p]) * n_max_; }
+    // Window row r's row sums (the modulo wraps only the sliding box's ring).
+    Row* slot(int p, int r) const {
+        return row_sums_[p] + static_cast<std::size_t>((r - first_row_[p]) % buffer_rows_[p]) * n_max_;
+    }
+
+    // Before window row r of pass p is added to a full buffer: its last
+    // kh - 1 rows (r - kh + 1 .. r - 1, the rest of row r's window) move to
+    // its top.
+    void slide_buffer(int p, int r) {
+        if (slides_down(p) || r - first_row_[p] < buffer_rows_[p]) return;
+        const int kept = op_.kh(p) - 1;
+        const Row* __restrict from = slot(p, r - kept);
+        std::copy(from, from + static_cast<std::size_t>(kept) * n_max_, row_sums_[p]);  // no overlap: kept < rows / 2
+        first_row_[p] = r - kept;
+    }
 
     // The 8-bit ops' vector code (cpu_gauss8, cpu_sobel8) for the output row
     // whose window starts at row r0: column sums and finish from the row
-    // sums, straight into out. Returns how many leading outputs it wrote.
+    // sums, straight into out; the float Gaussian's column sums, into out
+    // too (no pass through col_sums_). Returns how many leading outputs it
+    // wrote.
     CBI_CPU_INLINE int vector_columns(T* out, int r0, int n) {
         if constexpr (is_gauss8<Op>()) {
             return gauss8_columns(out, slot(0, r0), n_max_, op_.wy(0), op_.kh(0), n);
@@ -379,6 +448,9 @@ private:
             if (op_.passes() == 1) return sobel8_abs_columns(out, slot(0, r0), n_max_, op_.wy(0), op_.kh(0), n);
             return sobel8_magnitude_columns(out, slot(0, r0), op_.wy(0), op_.kh(0), slot(1, r0), op_.wy(1), op_.kh(1),
                                             n_max_, n);
+        } else if constexpr (kFinishReturnsSum<Op>) {
+            weighted_taps<Acc>(out, slot(0, r0), n_max_, op_.wy(0), op_.kh(0), n);
+            return n;
         } else {
             return 0;
         }
@@ -417,9 +489,10 @@ private:
             return 0;
     }
 
-    // Row sums of pass p for window row r (source row y0 - kh/2 + r) into its ring slot.
+    // Row sums of pass p for window row r (source row y0 - kh/2 + r) into its buffer row.
     void add_row_sums(int p, int r, int x0, int y0, int tw, int n) {
         const int kw = op_.kw(p);
+        slide_buffer(p, r);
         load_padded_row(y0 - op_.kh(p) / 2 + r, x0 - kw / 2, tw + kw - 1);
         if (UnitWeightOp<Op> && kw > kRunningRowMin) {
             window_row_sums(slot(p, r), pad_, part_, channels_, kw, tw);
@@ -429,12 +502,6 @@ private:
             const int done = vector_row_sums(p, r, n);
             weighted_taps<Row>(slot(p, r) + done, pad_ + done, channels_, op_.wx(p), kw, n - done);
         }
-        // The second copy, so windows that wrap the ring stay contiguous
-        // (box sums slide row by row after a tile's first window: none wraps).
-        if (slides_down(p)) return;
-        const Row* __restrict first = slot(p, r);
-        Row* __restrict second = slot(p, r) + static_cast<std::size_t>(ring_[p]) * n_max_;
-        for (int i = 0; i < n; ++i) second[i] = first[i];
     }
 
     // pad_[xi*C + c] = source sample (xs + xi, y, c) through the border rule,
@@ -470,13 +537,14 @@ private:
 
     const Op& op_;
     int channels_;
-    int n_max_ = 0, pad_len_ = 0;
+    int n_max_ = 0, pad_len_ = 0;  // a tile row's samples (the row pitch) and a padded row's, in whole lines
     int max_kh_ = 1;
     bool int16_gradients_ = kIsSobel8<Op>;  // 8-bit Sobel: every pass's gradients fit int16 (cpu_sobel8)
     int loaded_y_ = 0, loaded_xs_ = 0, loaded_len_ = 0;  // the row in pad_ (len 0: none yet)
-    int ring_[kPasses] = {};
-    std::unique_ptr<Row[]> row_buffer_;  // pad_, part_, row_sums_
-    std::unique_ptr<Acc[]> col_buffer_;  // col_sums_
+    int buffer_rows_[kPasses] = {};  // rows of row_sums_[p]: a buffer, or the sliding box's ring
+    int first_row_[kPasses] = {};    // the tile's window row in row_sums_[p]'s first row
+    CacheLineBuffer<Row> row_buffer_;  // pad_, part_, row_sums_
+    CacheLineBuffer<Acc> col_buffer_;  // col_sums_
     Row* pad_ = nullptr;
     Row* part_ = nullptr;  // window_row_sums' scratch row
     Row* row_sums_[kPasses] = {};

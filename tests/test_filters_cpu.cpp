@@ -229,6 +229,38 @@ TEST(CpuKernels, EightBitSobelTilesEqualPerPixelPathAtOddWidths) {
                     }
 }
 
+// Float sums (Gaussian on 32f and 16u, Sobel on 32f) run their taps through
+// cpu_float_taps' AVX2 blocks of 64, 16 and 8 sums and the generic loop for
+// a row's tail: odd widths and heights, tiles that leave every block size
+// and a tail, 1, 3 and 4 channels, and all -0.0 images (a sum starts at
+// +0, so -0 products give +0) equal the per-pixel path bit for bit.
+TEST(CpuKernels, FloatTapTilesEqualPerPixelPathAtOddWidths) {
+    unsigned seed = 1700;
+    const std::tuple<const char*, Depth> cases[] = {
+        {"gaussian:1", Depth::f32},  {"gaussian:3", Depth::f32},  {"gaussian:5", Depth::f32},
+        {"gaussian:9", Depth::f32},  {"gaussian:31", Depth::f32}, {"gaussian:9", Depth::u16},
+        {"sobel:mag:3", Depth::f32}, {"sobel:x:5", Depth::f32},   {"sobel:y:7", Depth::f32}};
+    for (const auto& [filter_text, depth] : cases)
+        for (const cv::Size size : {cv::Size{1, 3}, cv::Size{15, 9}, cv::Size{33, 40}, cv::Size{131, 23}})
+            for (const int channels : {1, 3, 4})
+                for (const bool negative_zero : {false, true}) {
+                    if (negative_zero && depth != Depth::f32) continue;
+                    cv::Mat src = random_image(size.width, size.height, channels, depth, seed++);
+                    if (negative_zero) src.setTo(cv::Scalar::all(-0.0));
+                    Node node{parse_filter(filter_text), parse_border("reflect101"), parse_schedule("naive")};
+                    const cv::Mat want = run_poisoned(node, src, channels);
+                    for (const char* schedule : {"sep:7x5", "sep:256x256", "smem:32x8", "sep:88x13"}) {
+                        node.schedule = parse_schedule(schedule);
+                        SCOPED_TRACE(std::string(filter_text) + " " + depth_name(depth) + " " + schedule + " " +
+                                     std::to_string(size.width) + "x" + std::to_string(size.height) + " x" +
+                                     std::to_string(channels) + (negative_zero ? " all -0" : ""));
+                        const cv::Mat got = run_poisoned(node, src, channels);
+                        ASSERT_EQ(got.total() * got.elemSize(), want.total() * want.elemSize());
+                        ASSERT_EQ(std::memcmp(got.data, want.data, want.total() * want.elemSize()), 0);
+                    }
+                }
+}
+
 TEST(CpuViews, RoiInputIsFilteredAsAnIsolatedImage) {
     const cv::Mat big = random_image(300, 200, 3, Depth::u8, 7);
     const cv::Mat roi = big(cv::Rect(13, 21, 101, 77));  // strided, not contiguous
