@@ -39,7 +39,6 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
-#include <new>
 #include <type_traits>
 
 #include <tbb/blocked_range.h>
@@ -318,31 +317,6 @@ template <class Op>
 using RowAcc = std::conditional_t<is_gauss8<Op>(), std::uint16_t,
                                   std::conditional_t<kIsSobel8<Op>, std::int16_t, typename Op::Acc>>;
 
-// TileWorker's buffers start on cache lines and their rows take whole
-// lines, so that the aligned part of a row's vector loads (the column
-// passes' taps, the copies) never straddles two lines, wherever malloc's
-// 16-byte-aligned block would have fallen.
-inline constexpr std::size_t kCacheLine = 64;
-
-struct CacheLineDelete {
-    void operator()(void* p) const { ::operator delete(p, std::align_val_t{kCacheLine}); }
-};
-
-template <class V>
-using CacheLineBuffer = std::unique_ptr<V[], CacheLineDelete>;
-
-template <class V>
-CacheLineBuffer<V> cache_line_buffer(std::size_t count) {
-    return CacheLineBuffer<V>(static_cast<V*>(::operator new(count * sizeof(V), std::align_val_t{kCacheLine})));
-}
-
-// n rounded up to whole cache lines of V.
-template <class V>
-constexpr int whole_lines(int n) {
-    constexpr int per_line = static_cast<int>(kCacheLine / sizeof(V));
-    return (n + per_line - 1) / per_line * per_line;
-}
-
 // How far ahead load_padded_row prefetches a tile's source rows.
 inline constexpr int kPrefetchRows = 4;
 
@@ -377,11 +351,10 @@ public:
             buffer_rows_[p] = (slides_down(p) ? 1 : kBufferWindows) * (op.kh(p) + 1);
             rows += buffer_rows_[p];
         }
-        n_max_ = whole_lines<Acc>(tile_w * channels_);  // whole lines of Row too: sizeof(Row) <= sizeof(Acc)
-        pad_len_ = whole_lines<Row>((tile_w + max_kw - 1) * channels_);
-        row_buffer_ =
-            cache_line_buffer<Row>(2 * static_cast<std::size_t>(pad_len_) + static_cast<std::size_t>(rows) * n_max_);
-        col_buffer_ = cache_line_buffer<Acc>(static_cast<std::size_t>(kPasses) * n_max_);
+        n_max_ = tile_w * channels_;
+        pad_len_ = (tile_w + max_kw - 1) * channels_;
+        row_buffer_.reset(new Row[2 * static_cast<std::size_t>(pad_len_) + static_cast<std::size_t>(rows) * n_max_]);
+        col_buffer_.reset(new Acc[static_cast<std::size_t>(kPasses) * n_max_]);
         pad_ = row_buffer_.get();
         part_ = pad_ + pad_len_;
         Row* next = part_ + pad_len_;
@@ -537,14 +510,14 @@ private:
 
     const Op& op_;
     int channels_;
-    int n_max_ = 0, pad_len_ = 0;  // a tile row's samples (the row pitch) and a padded row's, in whole lines
+    int n_max_ = 0, pad_len_ = 0;
     int max_kh_ = 1;
     bool int16_gradients_ = kIsSobel8<Op>;  // 8-bit Sobel: every pass's gradients fit int16 (cpu_sobel8)
     int loaded_y_ = 0, loaded_xs_ = 0, loaded_len_ = 0;  // the row in pad_ (len 0: none yet)
     int buffer_rows_[kPasses] = {};  // rows of row_sums_[p]: a buffer, or the sliding box's ring
     int first_row_[kPasses] = {};    // the tile's window row in row_sums_[p]'s first row
-    CacheLineBuffer<Row> row_buffer_;  // pad_, part_, row_sums_
-    CacheLineBuffer<Acc> col_buffer_;  // col_sums_
+    std::unique_ptr<Row[]> row_buffer_;  // pad_, part_, row_sums_
+    std::unique_ptr<Acc[]> col_buffer_;  // col_sums_
     Row* pad_ = nullptr;
     Row* part_ = nullptr;  // window_row_sums' scratch row
     Row* row_sums_[kPasses] = {};
