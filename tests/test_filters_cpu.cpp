@@ -11,6 +11,7 @@
 #include <cmath>
 #include <cstring>
 #include <filesystem>
+#include <initializer_list>
 #include <limits>
 #include <tuple>
 
@@ -76,6 +77,22 @@ cv::Mat run_poisoned(const Node& node, const cv::Mat& src, int out_channels) {
     std::memset(dst.data, 0xA5, dst.total() * dst.elemSize());
     run_node_cpu(node, view_of(src), view_of(dst));
     return dst;
+}
+
+// Runs `node` (its schedule ignored) under naive and under each of
+// `tile_schedules`, and asserts every tiled result equals the naive one byte
+// for byte (memcmp: bit-exact, and NaN poison would compare unequal).
+void expect_tiles_equal_naive(Node node, const cv::Mat& src, int out_channels,
+                              std::initializer_list<const char*> tile_schedules, const std::string& trace) {
+    node.schedule = parse_schedule("naive");
+    const cv::Mat want = run_poisoned(node, src, out_channels);
+    for (const char* schedule : tile_schedules) {
+        node.schedule = parse_schedule(schedule);
+        SCOPED_TRACE(trace + " " + schedule);
+        const cv::Mat got = run_poisoned(node, src, out_channels);
+        ASSERT_EQ(got.total() * got.elemSize(), want.total() * want.elemSize());
+        ASSERT_EQ(std::memcmp(got.data, want.data, want.total() * want.elemSize()), 0);
+    }
 }
 
 TEST(CpuSchedules, EveryScheduleGivesTheNaiveResultBitExactly) {
@@ -176,18 +193,12 @@ TEST(CpuKernels, EightBitGaussianTilesEqualPerPixelPathAtOddWidths) {
                 for (const bool saturated : {false, true}) {
                     cv::Mat src = random_image(width, 23, channels, Depth::u8, seed++);
                     if (saturated) src.setTo(cv::Scalar::all(255));
-                    Node node{parse_filter(filter_text), parse_border("reflect101"), parse_schedule("naive")};
-                    const cv::Mat want = run_poisoned(node, src, channels);
-                    for (const char* schedule : {"sep:7x5", "sep:256x256", "smem:32x8"}) {
-                        node.schedule = parse_schedule(schedule);
-                        SCOPED_TRACE(std::string(filter_text) + " " + schedule + " width " + std::to_string(width) + " x" +
-                                     std::to_string(channels) + (saturated ? " all 255" : ""));
-                        const cv::Mat got = run_poisoned(node, src, channels);
-                        ASSERT_EQ(got.total() * got.elemSize(), want.total() * want.elemSize());
-                        ASSERT_EQ(std::memcmp(got.data, want.data, want.total() * want.elemSize()), 0);
-                    }
+                    const Node node{parse_filter(filter_text), parse_border("reflect101"), ScheduleSpec{}};
+                    expect_tiles_equal_naive(node, src, channels, {"sep:7x5", "sep:256x256", "smem:32x8"},
+                                             std::string(filter_text) + " width " + std::to_string(width) + " x" +
+                                                 std::to_string(channels) + (saturated ? " all 255" : ""));
                     if (saturated) {
-                        ASSERT_EQ(cv::countNonZero(want.reshape(1) != 255), 0);
+                        ASSERT_EQ(cv::countNonZero(run_poisoned(node, src, channels).reshape(1) != 255), 0);
                     }
                 }
 }
@@ -216,16 +227,10 @@ TEST(CpuKernels, EightBitSobelTilesEqualPerPixelPathAtOddWidths) {
                                         src.ptr<std::uint8_t>(y)[x * channels + c] =
                                             static_cast<std::uint8_t>(x > width / 2 ? 255 : y * 11);
                         }
-                        Node node{parse_filter(filter_text), parse_border(border_text), parse_schedule("naive")};
-                        const cv::Mat want = run_poisoned(node, src, channels);
-                        for (const char* schedule : {"sep:7x5", "sep:256x256", "smem:32x8"}) {
-                            node.schedule = parse_schedule(schedule);
-                            SCOPED_TRACE(std::string(filter_text) + " " + border_text + " " + schedule + " width " +
-                                         std::to_string(width) + " x" + std::to_string(channels) + " " + content);
-                            const cv::Mat got = run_poisoned(node, src, channels);
-                            ASSERT_EQ(got.total() * got.elemSize(), want.total() * want.elemSize());
-                            ASSERT_EQ(std::memcmp(got.data, want.data, want.total() * want.elemSize()), 0);
-                        }
+                        const Node node{parse_filter(filter_text), parse_border(border_text), ScheduleSpec{}};
+                        expect_tiles_equal_naive(node, src, channels, {"sep:7x5", "sep:256x256", "smem:32x8"},
+                                                 std::string(filter_text) + " " + border_text + " width " +
+                                                     std::to_string(width) + " x" + std::to_string(channels) + " " + content);
                     }
 }
 
@@ -247,17 +252,11 @@ TEST(CpuKernels, FloatTapTilesEqualPerPixelPathAtOddWidths) {
                     if (negative_zero && depth != Depth::f32) continue;
                     cv::Mat src = random_image(size.width, size.height, channels, depth, seed++);
                     if (negative_zero) src.setTo(cv::Scalar::all(-0.0));
-                    Node node{parse_filter(filter_text), parse_border("reflect101"), parse_schedule("naive")};
-                    const cv::Mat want = run_poisoned(node, src, channels);
-                    for (const char* schedule : {"sep:7x5", "sep:256x256", "smem:32x8", "sep:88x13"}) {
-                        node.schedule = parse_schedule(schedule);
-                        SCOPED_TRACE(std::string(filter_text) + " " + depth_name(depth) + " " + schedule + " " +
-                                     std::to_string(size.width) + "x" + std::to_string(size.height) + " x" +
-                                     std::to_string(channels) + (negative_zero ? " all -0" : ""));
-                        const cv::Mat got = run_poisoned(node, src, channels);
-                        ASSERT_EQ(got.total() * got.elemSize(), want.total() * want.elemSize());
-                        ASSERT_EQ(std::memcmp(got.data, want.data, want.total() * want.elemSize()), 0);
-                    }
+                    const Node node{parse_filter(filter_text), parse_border("reflect101"), ScheduleSpec{}};
+                    expect_tiles_equal_naive(node, src, channels, {"sep:7x5", "sep:256x256", "smem:32x8", "sep:88x13"},
+                                             std::string(filter_text) + " " + depth_name(depth) + " " +
+                                                 std::to_string(size.width) + "x" + std::to_string(size.height) + " x" +
+                                                 std::to_string(channels) + (negative_zero ? " all -0" : ""));
                 }
 }
 

@@ -107,10 +107,8 @@ GaussianOp<T, BorderMode::reflect101, Src<T>> gaussian9() {
 }
 template <class T>
 BoxOp<T, BorderMode::reflect101, Src<T>> box9() {
-    BoxOp<T, BorderMode::reflect101, Src<T>> op{};
+    BoxOp<T, BorderMode::reflect101, Src<T>> op{{}, 9};  // ksize 9 (mean_magic follows from it)
     op.src.mode = BorderMode::reflect101;
-    op.ksize = 9;
-    op.mean_magic = quotient_magic(81);
     return op;
 }
 template <class T>
