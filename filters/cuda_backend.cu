@@ -9,6 +9,7 @@
 #include "pipeline/cuda_runtime.hpp"
 #include "pipeline/error.hpp"
 #include "filters/cuda_stream.cuh"
+#include "filters/cuda_stream8.cuh"
 
 namespace cbi {
 namespace {
@@ -590,8 +591,12 @@ struct CudaLaunch {
             CBI_CUDA_CHECK(cudaGetLastError(), std::string("launch ") + what + " (sep)");
         } else if constexpr (std::is_same_v<Schedule, StreamSchedule> && SeparableOp<Op>) {
             // The executor fuses colour nodes into smem and sep only: stream reads stored images.
-            if constexpr (std::remove_cvref_t<decltype(op.src)>::kStored) cuda::launch_stream(schedule, cuda::any_border(op), stream, block);
-            else throw std::logic_error("stream:WxH does not take fused colour nodes");
+            if constexpr (std::remove_cvref_t<decltype(op.src)>::kStored) {
+                const auto any = cuda::any_border(op);
+                if (!cuda::launch_stream8(schedule, any, stream, block)) cuda::launch_stream(schedule, any, stream, block);
+            } else {
+                throw std::logic_error("stream:WxH does not take fused colour nodes");
+            }
             CBI_CUDA_CHECK(cudaGetLastError(), std::string("launch ") + what + " (stream)");
         } else if constexpr (std::is_same_v<Schedule, VecSchedule>) {
             if constexpr (requires { launch_vec(schedule, op, stream, block); }) launch_vec(schedule, op, stream, block);

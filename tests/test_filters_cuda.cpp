@@ -205,6 +205,56 @@ TEST(Cuda, SepLargeKernelsAndRoiEqualCpu) {
         }
 }
 
+// stream:WxH on 8-bit box and Gaussian runs its own kernel (cuda_stream8.cuh):
+// lanes of 8 bytes, 8-byte loads and stores only on aligned rows inside the
+// image. Here the input is a strided ROI whose rows start at odd addresses
+// (byte-by-byte loads everywhere), then an aligned copy; the output is
+// written into an ROI of a larger poisoned image at an odd offset (byte
+// stores), bytes around it must stay untouched. Strips from 1 to 1024 pixels
+// wide and 1 to 64 rows tall; every kernel size the kernel takes.
+TEST(Cuda, Stream8BitOnRoisAndUnalignedRowsEqualsCpu) {
+    REQUIRE_GPU();
+    const Stream stream;
+    unsigned seed = 60;
+    for (const int channels : {1, 3, 4}) {
+        const cv::Mat big = random_image(700, 150, channels, Depth::u8, seed++);
+        const cv::Mat roi = big(cv::Rect(3, 5, 601, 131));
+        for (const bool aligned : {false, true}) {
+            const cv::Mat src = aligned ? roi.clone() : roi;
+            DeviceImage device_big(big.cols, big.rows, channels, Depth::u8);
+            upload(view_of(big), device_big.view, stream.get());
+            const ImageView device_src = aligned ? ImageView{} : device_big.view.crop(3, 5, src.cols, src.rows);
+            DeviceImage device_copy(src.cols, src.rows, channels, Depth::u8);
+            if (aligned) upload(view_of(src), device_copy.view, stream.get());
+            const ImageView in = aligned ? device_copy.view : device_src;
+            for (const char* filter_text : {"blur:3", "blur:5", "blur:7", "blur:9", "gaussian:3", "gaussian:9", "gaussian:7:4"})
+                for (const char* border_text : {"reflect101", "constant:3", "wrap", "replicate"}) {
+                    Node node{parse_filter(filter_text), parse_border(border_text), ScheduleSpec{}};
+                    cv::Mat cpu(src.size(), CV_8UC(channels));
+                    run_node_cpu(node, view_of(src), view_of(cpu));
+                    for (const char* schedule : {"stream:1x1", "stream:64x16", "stream:1024x64", "stream:300x7"}) {
+                        node.schedule = parse_schedule(schedule);
+                        SCOPED_TRACE(std::string(filter_text) + " " + border_text + " c" + std::to_string(channels) +
+                                     (aligned ? " aligned " : " odd rows ") + schedule);
+                        // Into an ROI at (1, 2) of a poisoned larger image: the bytes around it must stay poisoned.
+                        DeviceImage out_big(src.cols + 3, src.rows + 4, channels, Depth::u8);
+                        const std::size_t bytes = out_big.view.stride * out_big.view.height;
+                        CBI_CUDA_CHECK(cudaMemsetAsync(out_big.view.data, 0xA5, bytes, stream.get()), "poison");
+                        run_node_cuda(node, in, out_big.view.crop(1, 2, src.cols, src.rows), stream.get(), 256);
+                        cv::Mat got(out_big.view.height, out_big.view.width, CV_8UC(channels));
+                        download(out_big.view, view_of(got), stream.get());
+                        stream.synchronize("test");
+                        const cv::Rect inner(1, 2, src.cols, src.rows);
+                        ASSERT_EQ(cv::norm(got(inner), cpu, cv::NORM_INF), 0.0);
+                        cv::Mat outside = got.clone();
+                        outside(inner).setTo(cv::Scalar::all(0xA5));
+                        ASSERT_EQ(cv::countNonZero(outside.reshape(1) != 0xA5), 0) << "a byte outside the output ROI was written";
+                    }
+                }
+        }
+    }
+}
+
 // The float box on sep:WxH slides running sums; an Inf or NaN in the input
 // must not spread beyond the windows that contain it (the outputs whose sum
 // is not finite are recomputed directly).

@@ -4,15 +4,17 @@
 // bytes (the floor), with CUDA events (median of 20 after 3 warm-ups, inputs
 // rotated so L2 does not hold them). Needs only the CUDA runtime (no OpenCV):
 //   nvcc -std=c++20 --expt-relaxed-constexpr -O3 -arch=sm_90 -I. apps/bench/stream_probe.cu -o probe   # here
-//   ./probe                                                                                        # GPU host
+//   ./probe            # GPU host; ./probe stream8: only the 8-bit box/Gaussian kernel (cuda_stream8.cuh)
 // Correctness is the test suites' job; the weights here are arbitrary (the
 // timing does not depend on them). Results: apps/bench/README.md, "stream:WxH".
 #include <cstdio>
 #include <random>
 #include <vector>
 #include <algorithm>
+#include <string_view>
 
 #include "filters/cuda_stream.cuh"
+#include "filters/cuda_stream8.cuh"
 
 using namespace cbi;
 using namespace cbi::cuda;
@@ -88,6 +90,23 @@ void time_variant(const char* name, const Op& proto, const Buffers& b) {
         }
 }
 
+// The 8-bit box/Gaussian kernel (cuda_stream8.cuh): strip sizes and block sizes.
+template <class Op>
+void time_stream8(const char* name, const Op& proto, const Buffers& b) {
+    const double floor_ms = 2.0 * b.w * b.h * b.c * b.sz / g_bandwidth * 1e3;
+    for (const auto [sw, sh] : {std::pair{128, 8}, {128, 16}, {256, 16}, {256, 32}, {512, 16}, {512, 32}, {1024, 16}, {1024, 64}})
+        for (int block : {256, 512}) {
+            Op op = proto;
+            const float ms = median_ms([&](int i) {
+                op.src.view = view(b.in[i], b, Depth::u8);
+                op.dst = view(b.out, b, Depth::u8);
+                if (!launch_stream8(stream_schedule(sw, sh), op, nullptr, block)) std::exit(2);
+            }, static_cast<int>(b.in.size()));
+            std::printf("%-14s %dx%d:%d stream8 stream:%dx%-4d block %-4d %8.4f ms %6.2fx floor\n", name, b.w, b.h, b.c, sw, sh,
+                        block, ms, ms / floor_ms);
+        }
+}
+
 template <class T, BorderMode B = BorderMode::reflect101>
 using Src = AnyBorderSource<T>;
 
@@ -120,7 +139,7 @@ SobelOp<T, BorderMode::reflect101, Src<T>> sobel_mag3() {
     return op;
 }
 
-int main() {
+int main(int argc, char** argv) {
     const int n = 4096;
     {  // the floor: a device-to-device copy of 256 MiB (bytes read + written)
         std::byte *a, *b;
@@ -135,6 +154,14 @@ int main() {
     }
     const Buffers f1 = make(n, n, 1, 4, 3);
     const Buffers u3 = make(n, n, 3, 1, 3);
+    if (argc > 1 && std::string_view(argv[1]) == "stream8") {  // the 8-bit kernel only
+        const Buffers u1 = make(n, n, 1, 1, 3);
+        time_stream8("gaussian:9", gaussian9<std::uint8_t>(), u3);
+        time_stream8("blur:9", box9<std::uint8_t>(), u3);
+        time_stream8("gaussian:9", gaussian9<std::uint8_t>(), u1);
+        time_stream8("blur:9", box9<std::uint8_t>(), u1);
+        return 0;
+    }
     time_variant<4, 1>("gaussian:9", gaussian9<float>(), f1);
     time_variant<2, 1>("gaussian:9", gaussian9<float>(), f1);
     time_variant<4, 3>("gaussian:9", gaussian9<float>(), f1);
