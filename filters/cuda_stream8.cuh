@@ -1,26 +1,30 @@
 #pragma once
-// stream:WxH for 8-bit box and Gaussian filters (issue 7). The generic
-// stream and sep kernels spend 69 (box 9x9) to 94 (Gaussian 9x9) thread
-// instructions per 8-bit sample (Nsight Compute, H100); 1.5x the floor
-// allows about 27. This kernel does the same sums in about a third of that:
+// stream:WxH for 8-bit box, Gaussian and Sobel filters (issue 7). The
+// generic stream and sep kernels spend 69 (box 9x9) to 94 (Gaussian 9x9)
+// thread instructions per 8-bit sample (Nsight Compute, H100); 1.5x the
+// floor allows about 27. This kernel does the same sums in about a third:
 //  - columns first: each lane owns 8 consecutive bytes of a row (any
 //    channels) and walks down its strip; the vertical sums of two samples
 //    share one 32-bit register as 16-bit lanes (bytes 0 and 2 of a word, and
-//    1 and 3), so one integer add or multiply serves two samples. The lanes
-//    cannot overflow: a box column sum is at most 9 * 255, a Gaussian one at
-//    most 255 * 256 (the fixed-point weights sum to 256, checked on launch);
+//    1 and 3), so one integer add or multiply serves two samples. A pass
+//    with negative weights (Sobel's derivative) adds a bias of 255 times
+//    their magnitude, so every lane stays in 0 .. 255 * sum |w| < 2^16
+//    (checked on launch: box 9 * 255, Gaussian 255 * 256); 32-bit arithmetic
+//    is linear modulo 2^32, so lanes that end in range are exact;
 //  - the lane's column sums go to shared memory in sample order, and after
 //    a __syncwarp each lane forms its 8 outputs' row sums from its
 //    neighbours' columns: a warp is independent of the others (no block
 //    barriers), its outer lanes supply the halo columns only;
 //  - rows stream through a ring of the last K rows in registers (the row
-//    loop unrolled K times, so ring slots are constants), with the next
-//    kStream8Ahead rows' loads in flight.
+//    loop unrolled K times, so ring slots are constants), with a batch of K
+//    rows' loads in flight; lanes at the image edges load byte by byte
+//    through offsets resolved once per kernel.
 // Integer sums are exact in any order, so outputs equal the per-pixel path
 // (rows first) bit for bit; finish() is the op's own.
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstdint>
 #include <type_traits>
 #include <utility>
@@ -37,6 +41,8 @@ template <BorderMode B, class Src>
 inline constexpr bool kStream8Op<BoxOp<std::uint8_t, B, Src>> = true;
 template <BorderMode B, class Src>
 inline constexpr bool kStream8Op<GaussianOp<std::uint8_t, B, Src>> = true;
+template <BorderMode B, class Src>
+inline constexpr bool kStream8Op<SobelOp<std::uint8_t, B, Src>> = true;
 
 inline constexpr int kStream8Bytes = 8;  // bytes of a row per lane: one 8-byte load
 
@@ -45,13 +51,17 @@ constexpr int stream8_halo_lanes(int k, int channels) {
     return ((k / 2) * channels + kStream8Bytes - 1) / kStream8Bytes;
 }
 
-// Shared memory per warp, in 16-byte words: K rows of 32 lanes' column sums,
-// and 8 byte offsets per lane for the edge lanes' loads.
-constexpr int stream8_warp_words(int k) { return 32 * k + 32 * kStream8Bytes * 4 / 16; }
+// Shared memory per warp, in 16-byte words: K rows of 32 lanes' column sums
+// per pass, and 8 byte offsets per lane for the edge lanes' loads.
+constexpr int stream8_warp_words(int k, int passes) { return 32 * k * passes + 32 * kStream8Bytes * 4 / 16; }
 
-template <int K>
+// Each pass's weights (unused by box), as kernel parameters: constant
+// indices after unrolling. Arithmetic is modulo 2^32 (see above).
+template <int P, int K>
 struct Stream8Taps {
-    std::uint32_t w[K];  // Gaussian fixed-point weights (unused by box)
+    std::uint32_t x[P][K], y[P][K];
+    std::uint32_t bias[P];        // added to each column sum: 255 * the magnitude of y's negative weights
+    std::uint32_t bias_out[P];    // what the bias adds to a row sum of column sums: bias * sum of x
 };
 
 // Bytes 0 and 2 of w as 16-bit lanes, and bytes 1 and 3.
@@ -72,18 +82,19 @@ __device__ __forceinline__ void with_slots(F&& f) {
     [&]<int... J>(std::integer_sequence<int, J...>) { (f(std::integral_constant<int, J>{}), ...); }(std::make_integer_sequence<int, K>{});
 }
 
-template <class Op, int K, int C>
-__global__ void stream8_stencil(const __grid_constant__ Op op, const __grid_constant__ Stream8Taps<K> taps, int strip_h,
+template <class Op, int K, int C, int P>
+__global__ void stream8_stencil(const __grid_constant__ Op op, const __grid_constant__ Stream8Taps<P, K> taps, int strip_h,
                                 int strips_y) {
     constexpr int G = kStream8Bytes;
     constexpr int h = K / 2;
     constexpr int HL = stream8_halo_lanes(K, C);
     constexpr int chunk = (32 - 2 * HL) * G;  // output bytes per warp
     constexpr bool box = UnitWeightOp<Op>;
+    constexpr bool biased = requires { op.mode; };  // Sobel: negative weights
     extern __shared__ __align__(16) uint4 stream8_smem[];
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-    uint4* const sums = stream8_smem + warp * stream8_warp_words(K);  // K rows of the warp's column sums
-    int* const edge_offsets = reinterpret_cast<int*>(sums + 32 * K) + lane * kStream8Bytes;  // see fetch
+    uint4* const sums = stream8_smem + warp * stream8_warp_words(K, P);  // [pass][K rows][lane]: column sums
+    int* const edge_offsets = reinterpret_cast<int*>(sums + 32 * K * P) + lane * kStream8Bytes;  // see fetch
     const int height = op.dst.height;
     const int row_bytes = op.dst.width * C;
     // This lane's bytes of a row: [b, b + 8); the warp outputs [b of lane HL, + chunk).
@@ -152,7 +163,7 @@ __global__ void stream8_stencil(const __grid_constant__ Op op, const __grid_cons
         // row's K-row window into the warp's shared-memory row j.
         const auto push = [&](auto slot, unsigned long long bytes, bool output) {
             constexpr int j = slot();
-            std::uint32_t lanes[4], col[4];  // a row's samples and column sums as 16-bit lanes
+            std::uint32_t lanes[4], col[P][4];  // a row's samples and each pass's column sums as 16-bit lanes
             to_lanes(bytes, lanes);
             if constexpr (box) {
                 std::uint32_t leaving[4];
@@ -161,24 +172,29 @@ __global__ void stream8_stencil(const __grid_constant__ Op op, const __grid_cons
 #pragma unroll
                 for (int i = 0; i < 4; ++i) {
                     running[i] = running[i] + lanes[i] - leaving[i];  // per lane non-negative: exact
-                    col[i] = running[i];
+                    col[0][i] = running[i];
                 }
             } else {
 #pragma unroll
                 for (int i = 0; i < 4; ++i) ring[j][i] = lanes[i];
                 // Slot (j + 1 + t) % K holds tap t (the oldest row first).
 #pragma unroll
-                for (int i = 0; i < 4; ++i) {
-                    std::uint32_t s = 0;
+                for (int p = 0; p < P; ++p)
 #pragma unroll
-                    for (int t = 0; t < K; ++t) s += taps.w[t] * ring[(j + 1 + t) % K][i];
-                    col[i] = s;
-                }
+                    for (int i = 0; i < 4; ++i) {
+                        std::uint32_t s = biased ? taps.bias[p] * 0x00010001u : 0u;
+#pragma unroll
+                        for (int t = 0; t < K; ++t) s += taps.y[p][t] * ring[(j + 1 + t) % K][i];
+                        col[p][i] = s;
+                    }
             }
             // Samples 0..7 of the lane's columns in order, two per word.
             if (output)
-                sums[j * 32 + lane] = make_uint4(__byte_perm(col[0], col[1], 0x5410), __byte_perm(col[0], col[1], 0x7632),
-                                                 __byte_perm(col[2], col[3], 0x5410), __byte_perm(col[2], col[3], 0x7632));
+#pragma unroll
+                for (int p = 0; p < P; ++p)
+                    sums[(p * K + j) * 32 + lane] =
+                        make_uint4(__byte_perm(col[p][0], col[p][1], 0x5410), __byte_perm(col[p][0], col[p][1], 0x7632),
+                                   __byte_perm(col[p][2], col[p][3], 0x5410), __byte_perm(col[p][2], col[p][3], 0x7632));
         };
         // Warm-up: rows y0 - h .. y0 + h - 1 (all below r_end).
         with_slots<K>([&](auto slot) {
@@ -203,33 +219,39 @@ __global__ void stream8_stencil(const __grid_constant__ Op op, const __grid_cons
             if (outputs) {
 #pragma unroll 1
                 for (int j = 0; j < K && base + j < r_end; ++j) {
-                    // Column sums of samples b - HL * 8 .. b + 8 + HL * 8 (lanes lane - HL .. lane + HL).
-                    uint4 near[2 * HL + 1];
+                    // Each pass's row sums of the column sums of samples b - HL * 8 .. b + 8 + HL * 8
+                    // (lanes lane - HL .. lane + HL).
+                    std::uint32_t acc[P][G];
 #pragma unroll
-                    for (int n = 0; n < 2 * HL + 1; ++n) near[n] = sums[j * 32 + lane - HL + n];
-                    const auto column = [&](int p) -> std::uint32_t {  // sample b + p, p a constant
-                        const int q = p + HL * G;
-                        const uint4& v = near[q / G];
-                        const std::uint32_t w = (q / 2) % 4 == 0 ? v.x : (q / 2) % 4 == 1 ? v.y : (q / 2) % 4 == 2 ? v.z : v.w;
-                        return q % 2 == 0 ? (w & 0xffffu) : (w >> 16);
-                    };
-                    std::uint32_t acc[G];
+                    for (int p = 0; p < P; ++p) {
+                        uint4 near[2 * HL + 1];
 #pragma unroll
-                    for (int o = 0; o < G; ++o) {
-                        if (box && o >= C) {  // slide: one column enters, one leaves
-                            acc[o] = acc[o - C] + column(o + h * C) - column(o - C - h * C);
-                        } else {
-                            std::uint32_t s = 0;
+                        for (int n = 0; n < 2 * HL + 1; ++n) near[n] = sums[(p * K + j) * 32 + lane - HL + n];
+                        const auto column = [&](int at) -> std::uint32_t {  // sample b + at, `at` a constant
+                            const int q = at + HL * G;
+                            const uint4& v = near[q / G];
+                            const std::uint32_t w = (q / 2) % 4 == 0 ? v.x : (q / 2) % 4 == 1 ? v.y : (q / 2) % 4 == 2 ? v.z : v.w;
+                            return q % 2 == 0 ? (w & 0xffffu) : (w >> 16);
+                        };
 #pragma unroll
-                            for (int i = 0; i < K; ++i) s += (box ? 1u : taps.w[i]) * column(o + (i - h) * C);
-                            acc[o] = s;
+                        for (int o = 0; o < G; ++o) {
+                            if (box && o >= C) {  // slide: one column enters, one leaves
+                                acc[p][o] = acc[p][o - C] + column(o + h * C) - column(o - C - h * C);
+                            } else {
+                                std::uint32_t s = biased ? 0u - taps.bias_out[p] : 0u;
+#pragma unroll
+                                for (int i = 0; i < K; ++i) s += (box ? 1u : taps.x[p][i]) * column(o + (i - h) * C);
+                                acc[p][o] = s;
+                            }
                         }
                     }
                     unsigned long long out = 0;
 #pragma unroll
                     for (int o = 0; o < G; ++o) {
-                        const typename Op::Acc a = acc[o];
-                        out |= static_cast<unsigned long long>(op.finish(&a)) << (8 * o);
+                        typename Op::Acc a[Op::kMaxPasses] = {};
+#pragma unroll
+                        for (int p = 0; p < P; ++p) a[p] = static_cast<typename Op::Acc>(acc[p][o]);
+                        out |= static_cast<unsigned long long>(op.finish(a)) << (8 * o);
                     }
                     std::uint8_t* const dst = op.dst.template row<std::uint8_t>(base + j - h) + b;
                     if (fast_store) {
@@ -247,41 +269,63 @@ __global__ void stream8_stencil(const __grid_constant__ Op op, const __grid_cons
 }
 
 // Runs op on this kernel when it can take it (false: the caller runs the
-// generic stream kernel): kernel sizes 1..9 and Gaussian weights whose
-// column sums fit 16-bit lanes.
+// generic stream kernel): kernel sizes 1..9, equal across passes and axes,
+// with column sums that fit 16-bit lanes.
 template <class Op>
 bool launch_stream8(const StreamSchedule& strip, const Op& op, cudaStream_t stream, int block) {
     if constexpr (!kStream8Op<Op>) {
         return false;
     } else {
         constexpr bool box = UnitWeightOp<Op>;
-        const int k = op.ksize;
-        if constexpr (!box) {
-            unsigned total = 0;
-            for (int i = 0; i < k; ++i) total += op.weights[i];
-            if (total > 256) return false;  // 255 * total must stay below 2^16
+        const int k = op.kw(0);
+        for (int p = 0; p < op.passes(); ++p)
+            if (op.kw(p) != k || op.kh(p) != k) return false;  // Sobel KSIZE 1
+        for (int p = 0; p < op.passes() && !box; ++p) {
+            unsigned magnitude = 0;
+            for (int i = 0; i < k; ++i) magnitude += static_cast<unsigned>(std::abs(static_cast<int>(op.wy(p)[i])));
+            if (magnitude > 257) return false;  // 255 * magnitude must stay below 2^16
         }
         bool launched = false;
         with_one_of<1, 3, 5, 7, 9>(k, [&](auto kc) {
             constexpr int K = kc();
             with_channels(op.src.view.channels, [&](auto cc) {
                 constexpr int C = cc();
-                constexpr int chunk = (32 - 2 * stream8_halo_lanes(K, C)) * kStream8Bytes;
-                Stream8Taps<K> taps{};
-                if constexpr (!box)
-                    for (int i = 0; i < K; ++i) taps.w[i] = op.weights[i];
-                const int row_bytes = op.dst.width * C;
-                const int chunks = (row_bytes + chunk - 1) / chunk;
-                // The strip width sets the warps per block (each warp a chunk of the row); results do not depend on it.
-                // At most 48 KiB of shared memory per block (more needs an opt-in per kernel).
-                const int max_warps = std::clamp(std::min(block / 32, 48 * 1024 / (stream8_warp_words(K) * 16)), 1, 16);
-                const int warps = std::clamp((strip.tile_width * C + chunk - 1) / chunk, 1, std::min(max_warps, chunks));
-                const int strip_h = std::min(strip.tile_height, op.dst.height);
-                const int strips_y = (op.dst.height + strip_h - 1) / strip_h;
-                const dim3 grid((chunks + warps - 1) / warps, std::min(strips_y, 65535));
-                const std::size_t smem = static_cast<std::size_t>(warps) * stream8_warp_words(K) * sizeof(uint4);
-                stream8_stencil<Op, K, C><<<grid, warps * 32, smem, stream>>>(op, taps, strip_h, strips_y);
-                launched = true;
+                const auto go = [&](auto pc) {
+                    constexpr int P = pc();
+                    constexpr int chunk = (32 - 2 * stream8_halo_lanes(K, C)) * kStream8Bytes;
+                    Stream8Taps<P, K> taps{};
+                    if constexpr (!box) {
+                        for (int p = 0; p < P; ++p) {
+                            std::uint32_t negative = 0, x_sum = 0;
+                            for (int i = 0; i < K; ++i) {
+                                const int wx = static_cast<int>(op.wx(p)[i]), wy = static_cast<int>(op.wy(p)[i]);
+                                taps.x[p][i] = static_cast<std::uint32_t>(wx);
+                                taps.y[p][i] = static_cast<std::uint32_t>(wy);
+                                if (wy < 0) negative += static_cast<std::uint32_t>(-wy);
+                                x_sum += static_cast<std::uint32_t>(wx);
+                            }
+                            taps.bias[p] = 255 * negative;
+                            taps.bias_out[p] = taps.bias[p] * x_sum;
+                        }
+                    }
+                    const int row_bytes = op.dst.width * C;
+                    const int chunks = (row_bytes + chunk - 1) / chunk;
+                    // The strip width sets the warps per block (each warp a chunk of the row); results do not depend on it.
+                    // At most 48 KiB of shared memory per block (more needs an opt-in per kernel).
+                    const int max_warps = std::clamp(std::min(block / 32, 48 * 1024 / (stream8_warp_words(K, P) * 16)), 1, 16);
+                    const int warps = std::clamp((strip.tile_width * C + chunk - 1) / chunk, 1, std::min(max_warps, chunks));
+                    const int strip_h = std::min(strip.tile_height, op.dst.height);
+                    const int strips_y = (op.dst.height + strip_h - 1) / strip_h;
+                    const dim3 grid((chunks + warps - 1) / warps, std::min(strips_y, 65535));
+                    const std::size_t smem = static_cast<std::size_t>(warps) * stream8_warp_words(K, P) * sizeof(uint4);
+                    stream8_stencil<Op, K, C, P><<<grid, warps * 32, smem, stream>>>(op, taps, strip_h, strips_y);
+                    launched = true;
+                };
+                if (op.passes() == 2) {
+                    if constexpr (requires { op.mode; }) go(std::integral_constant<int, 2>{});
+                } else {
+                    go(std::integral_constant<int, 1>{});
+                }
             });
         });
         return launched;

@@ -96,8 +96,9 @@ constexpr ScheduleEntry registry[] = {
     {"stream", "stream:WxH",
      "CUDA blocks walk a strip W pixels wide and H rows tall top to bottom; each thread loads its run of 8 samples "
      "(4 for float) plus halo as aligned words and keeps the row sums of the last K rows in a ring (registers for "
-     "3x3, its own shared-memory slots above; no barriers); blur and gaussian with K <= 9, sobel with KSIZE 3, 5, 7; "
-     "the CPU visits tile:WxH order",
+     "3x3, its own shared-memory slots above; no barriers); 8-bit images sum columns first, two samples per "
+     "32-bit register, each warp a chunk of the row (W sets the warps per block); blur and gaussian with K <= 9, "
+     "sobel with KSIZE 3, 5, 7; the CPU visits tile:WxH order",
      "stream:1x1 stream:7x5 stream:13x40 stream:1024x8 stream:128x32", false, true, 9, parse_stream},
     {"vec", "vec:N",
      "each CUDA thread computes N consecutive pixels of a row (N = 1, 2, 4, 8, 16), loading and storing whole aligned words; "

@@ -205,7 +205,7 @@ TEST(Cuda, SepLargeKernelsAndRoiEqualCpu) {
         }
 }
 
-// stream:WxH on 8-bit box and Gaussian runs its own kernel (cuda_stream8.cuh):
+// stream:WxH on 8-bit box, Gaussian and Sobel runs its own kernel (cuda_stream8.cuh):
 // lanes of 8 bytes, 8-byte loads and stores only on aligned rows inside the
 // image. Here the input is a strided ROI whose rows start at odd addresses
 // (byte-by-byte loads everywhere), then an aligned copy; the output is
@@ -227,7 +227,8 @@ TEST(Cuda, Stream8BitOnRoisAndUnalignedRowsEqualsCpu) {
             DeviceImage device_copy(src.cols, src.rows, channels, Depth::u8);
             if (aligned) upload(view_of(src), device_copy.view, stream.get());
             const ImageView in = aligned ? device_copy.view : device_src;
-            for (const char* filter_text : {"blur:3", "blur:5", "blur:7", "blur:9", "gaussian:3", "gaussian:9", "gaussian:7:4"})
+            for (const char* filter_text : {"blur:3", "blur:5", "blur:7", "blur:9", "gaussian:3", "gaussian:9", "gaussian:7:4",
+                                            "sobel:mag:3", "sobel:x:3", "sobel:y:5", "sobel:mag:7"})
                 for (const char* border_text : {"reflect101", "constant:3", "wrap", "replicate"}) {
                     Node node{parse_filter(filter_text), parse_border(border_text), ScheduleSpec{}};
                     cv::Mat cpu(src.size(), CV_8UC(channels));
