@@ -101,7 +101,8 @@ constexpr ScheduleEntry registry[] = {
      "sobel with KSIZE 3, 5, 7; the CPU visits tile:WxH order",
      "stream:1x1 stream:7x5 stream:13x40 stream:1024x8 stream:128x32", false, true, 9, parse_stream},
     {"vec", "vec:N",
-     "each CUDA thread computes N consecutive pixels of a row (N = 1, 2, 4, 8, 16), loading and storing whole aligned words; "
+     "each CUDA thread computes N consecutive pixels of a row (N = 1, 2, 4, 8, 16), loading and storing whole aligned words "
+     "(3-channel float colour through shared memory: a warp moves 512 contiguous bytes per instruction); "
      "pointwise filters only (color, blend); the CPU visits naive order",
      "vec:1 vec:2 vec:4 vec:8 vec:16", true, false, 0, parse_vec},
 };
