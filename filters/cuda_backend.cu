@@ -18,6 +18,15 @@ using cuda::with_channels;
 using cuda::load_run;
 using cuda::store_run;
 
+// Threads per block for Kernel: `block`, or fewer where the kernel's
+// registers allow fewer (sep:WxH and vec:N results do not depend on it).
+template <auto Kernel>
+int block_threads(int block) {
+    const int most = cuda::max_threads_per_block<Kernel>();
+    if (most < 1) throw std::runtime_error("cannot read a CUDA kernel's attributes");
+    return std::min(block, most);
+}
+
 // Thesis listing 5 generalised: the global thread index goes through the
 // node's schedule to find the pixel; the op computes it.
 template <class Schedule, class Op>
@@ -481,12 +490,7 @@ void launch_sep(const SepTileSchedule& tile, const Op& op, cudaStream_t stream, 
                        "cudaFuncSetAttribute(sep)");
         mine.store(L.bytes, std::memory_order_relaxed);
     }
-    static const int max_threads = [] {
-        cudaFuncAttributes a{};
-        CBI_CUDA_CHECK(cudaFuncGetAttributes(&a, sep_stencil<Op>), "cudaFuncGetAttributes(sep)");
-        return a.maxThreadsPerBlock;
-    }();
-    const int threads = std::min(block, max_threads);  // the result does not depend on it
+    const int threads = block_threads<sep_stencil<Op>>(block);
     // Blocks take two tile rows each where there are many: a block's set-up
     // (layout, divisors, weights) was 11 % of the instructions of a 64x32
     // tile of blur:9 on 8u:3 (Nsight Compute, H100).
@@ -537,33 +541,6 @@ __device__ __forceinline__ void block_copy(unsigned char* dst, const unsigned ch
     for (int i = done + threadIdx.x; i < bytes; i += blockDim.x) dst[i] = src[i];
 }
 
-// M samples at p in shared memory, as 16-byte words where their size allows
-// (p is then 16-byte aligned: a thread's run starts at a multiple of M).
-template <class T, int M>
-__device__ __forceinline__ void stage_load(const T* p, T (&v)[M]) {
-    if constexpr (M * sizeof(T) % 16 == 0) {
-        uint4 w[M * sizeof(T) / 16];
-#pragma unroll
-        for (int i = 0; i < static_cast<int>(M * sizeof(T) / 16); ++i) w[i] = reinterpret_cast<const uint4*>(p)[i];
-        memcpy(v, w, sizeof(w));
-    } else {
-#pragma unroll
-        for (int i = 0; i < M; ++i) v[i] = p[i];
-    }
-}
-template <class T, int M>
-__device__ __forceinline__ void stage_store(T* p, const T (&v)[M]) {
-    if constexpr (M * sizeof(T) % 16 == 0) {
-        uint4 w[M * sizeof(T) / 16];
-        memcpy(w, v, sizeof(w));
-#pragma unroll
-        for (int i = 0; i < static_cast<int>(M * sizeof(T) / 16); ++i) reinterpret_cast<uint4*>(p)[i] = w[i];
-    } else {
-#pragma unroll
-        for (int i = 0; i < M; ++i) p[i] = v[i];
-    }
-}
-
 template <int N, int CI, int CO, class T>
 __global__ void vec_color_staged(const __grid_constant__ ColorOp<T> op) {
     extern __shared__ __align__(16) unsigned char vec_stage[];
@@ -580,7 +557,7 @@ __global__ void vec_color_staged(const __grid_constant__ ColorOp<T> op) {
         __syncthreads();
         // Threads past the segment's end compute on stale samples; their outputs are not copied out.
         T in[N * CI], out[N * CO];
-        stage_load(stage + threadIdx.x * N * CI, in);
+        load_run<false>(stage + threadIdx.x * N * CI, in, N * CI);
 #pragma unroll
         for (int p = 0; p < N; ++p) {
 #pragma unroll
@@ -588,7 +565,7 @@ __global__ void vec_color_staged(const __grid_constant__ ColorOp<T> op) {
             if constexpr (CO == 4) out[p * CO + 3] = in[p * CI + 3];  // alpha is copied
         }
         __syncthreads();  // every thread has its samples: the stage takes the outputs
-        stage_store(stage + threadIdx.x * N * CO, out);
+        store_run(stage + threadIdx.x * N * CO, out, N * CO);
         __syncthreads();
         block_copy(dst, vec_stage, out_bytes, (reinterpret_cast<std::uintptr_t>(dst) & 15) == 0);
         __syncthreads();  // the next row reuses the stage
@@ -618,18 +595,6 @@ void with_vec_pixels(int n, F&& f) {
         throw std::invalid_argument("vec:" + std::to_string(n) + ": N must be 1, 2, 4, 8 or 16");
 }
 
-// The most threads a block of Kernel may have (its registers decide), asked
-// once; a vec:N result does not depend on the block size.
-template <auto Kernel>
-int max_block() {
-    static const int n = [] {
-        cudaFuncAttributes a{};
-        CBI_CUDA_CHECK(cudaFuncGetAttributes(&a, Kernel), "cudaFuncGetAttributes(vec)");
-        return a.maxThreadsPerBlock;
-    }();
-    return n;
-}
-
 inline dim3 vec_grid(int width, int height, int pixels, int threads) {
     const int runs = (width + pixels - 1) / pixels;
     return dim3((runs + threads - 1) / threads, std::min(height, 65535));
@@ -646,12 +611,12 @@ void launch_vec(const VecSchedule& vec, const ColorOp<T>& op, cudaStream_t strea
                     if constexpr (ci() == 3 && sizeof(T) == 4) {
                         constexpr auto kernel = vec_color_staged<n(), ci(), co(), T>;
                         const int per_thread = n() * std::max(ci(), co()) * static_cast<int>(sizeof(T));
-                        const int threads = std::min({block, max_block<kernel>(), 48 * 1024 / per_thread});  // stage <= 48 KiB
+                        const int threads = std::min(block_threads<kernel>(block), 48 * 1024 / per_thread);  // stage <= 48 KiB
                         kernel<<<vec_grid(op.dst.width, op.dst.height, n(), threads), threads,
                                  static_cast<std::size_t>(threads) * per_thread, stream>>>(op);
                     } else {
                         constexpr auto kernel = vec_color<n(), ci(), co(), T>;
-                        const int threads = std::min(block, max_block<kernel>());
+                        const int threads = block_threads<kernel>(block);
                         kernel<<<vec_grid(op.dst.width, op.dst.height, n(), threads), threads, 0, stream>>>(op);
                     }
                 } else
@@ -667,7 +632,7 @@ void launch_vec(const VecSchedule& vec, const BlendOp<T>& op, cudaStream_t strea
     with_vec_pixels(vec.pixels, [&](auto n) {
         with_channels(op.dst.channels, [&](auto c) {
             constexpr auto kernel = vec_blend<n(), c(), T>;
-            const int threads = std::min(block, max_block<kernel>());
+            const int threads = block_threads<kernel>(block);
             kernel<<<vec_grid(op.dst.width, op.dst.height, n(), threads), threads, 0, stream>>>(op);
         });
     });

@@ -32,12 +32,43 @@ void with_channels(int channels, F&& f) {
         throw std::invalid_argument(std::to_string(channels) + " channels: cbi takes 1, 3 or 4");
 }
 
+// The most threads a block of Kernel may have (its registers decide), asked
+// once per kernel; 0 when the attributes cannot be read.
+template <auto Kernel>
+int max_threads_per_block() {
+    static const int n = [] {
+        cudaFuncAttributes a{};
+        return cudaFuncGetAttributes(&a, Kernel) == cudaSuccess ? a.maxThreadsPerBlock : 0;
+    }();
+    return n;
+}
+
+// The kernel size of a stencil whose passes are all K x K, else 0 (Sobel KSIZE 1).
+template <class Op>
+int square_kernel_size(const Op& op) {
+    const int k = op.kw(0);
+    for (int p = 0; p < op.passes(); ++p)
+        if (op.kw(p) != k || op.kh(p) != k) return 0;
+    return k;
+}
+
+// f(std::integral_constant<int, P>) for the op's pass count P (2: Sobel's magnitude).
+template <class Op, class F>
+void with_passes(const Op& op, F&& f) {
+    if constexpr (requires { op.mode; }) {
+        if (op.passes() == 2) return f(std::integral_constant<int, 2>{});
+    }
+    f(std::integral_constant<int, 1>{});
+}
+
 // --------------------------------------------------------------- word loads
 // Runs of samples in registers, moved as the widest aligned words that fit:
 // 16, 8 or 4 bytes when the address allows, sample by sample otherwise.
+// Loads from global memory go through the read-only cache (__ldg); kGlobal
+// false loads from shared memory.
 // N samples at p moved as Word-sized pieces, when the byte count and the
 // address allow it (false otherwise, nothing moved).
-template <class Word, class T, int N>
+template <class Word, bool kGlobal = true, class T, int N>
 __device__ __forceinline__ bool load_words(const T* p, T (&v)[N]) {
     constexpr int bytes = N * sizeof(T);
     if constexpr (bytes % sizeof(Word) != 0) {
@@ -46,7 +77,11 @@ __device__ __forceinline__ bool load_words(const T* p, T (&v)[N]) {
         if (reinterpret_cast<std::uintptr_t>(p) % sizeof(Word) != 0) return false;
         Word w[bytes / sizeof(Word)];
 #pragma unroll
-        for (int i = 0; i < bytes / static_cast<int>(sizeof(Word)); ++i) w[i] = __ldg(reinterpret_cast<const Word*>(p) + i);
+        for (int i = 0; i < bytes / static_cast<int>(sizeof(Word)); ++i) {
+            const Word* at = reinterpret_cast<const Word*>(p) + i;
+            if constexpr (kGlobal) w[i] = __ldg(at);
+            else w[i] = *at;
+        }
         memcpy(v, w, bytes);
         return true;
     }
@@ -68,9 +103,11 @@ __device__ __forceinline__ bool store_words(T* p, const T (&v)[N]) {
 }
 
 // The first `count` of N samples; a whole run as the widest words that fit.
-template <class T, int N>
+template <bool kGlobal = true, class T, int N>
 __device__ __forceinline__ void load_run(const T* p, T (&v)[N], int count) {
-    if (count == N && (load_words<uint4>(p, v) || load_words<uint2>(p, v) || load_words<std::uint32_t>(p, v))) return;
+    if (count == N && (load_words<uint4, kGlobal>(p, v) || load_words<uint2, kGlobal>(p, v) ||
+                       load_words<std::uint32_t, kGlobal>(p, v)))
+        return;
 #pragma unroll
     for (int i = 0; i < N; ++i) v[i] = i < count ? p[i] : T(0);
 }
@@ -296,17 +333,6 @@ auto any_border(const SobelOp<T, B>& op) {
     return R{{{op.src.view, op.src.constant, B}, op.dst}, op.mode, op.k};
 }
 
-// The most threads a block of this instantiation may have (its registers
-// decide), asked once.
-template <class Op, int K, int C, int P, int R, int D>
-int stream_max_threads() {
-    static const int n = [] {
-        cudaFuncAttributes a{};
-        return cudaFuncGetAttributes(&a, stream_stencil<Op, K, C, P, R, D>) == cudaSuccess ? a.maxThreadsPerBlock : 0;
-    }();
-    return n;
-}
-
 // The dynamic shared memory a block of this instantiation may use on the
 // current device: the device's opt-in limit, allowed once per device (above
 // 48 KiB it must be asked for, per function and device).
@@ -333,10 +359,7 @@ void launch_stream(const StreamSchedule& strip, const Op& op, cudaStream_t strea
     using T = typename Op::Sample;
     using W = typename Op::W;
     if (op.dst.empty()) return;
-    int k = op.kw(0);
-    for (int p = 0; p < op.passes(); ++p)
-        if (op.kw(p) != k || op.kh(p) != k) k = 0;  // Sobel KSIZE 1: refused
-    const bool sized = with_one_of<1, 3, 5, 7, 9>(k, [&](auto kc) {
+    const bool sized = with_one_of<1, 3, 5, 7, 9>(square_kernel_size(op), [&](auto kc) {
         constexpr int K = kc();
         with_channels(op.src.view.channels, [&](auto cc) {
             constexpr int C = cc();
@@ -353,7 +376,7 @@ void launch_stream(const StreamSchedule& strip, const Op& op, cudaStream_t strea
                 // only 256 threads (65536 registers per block).
                 // Threads per block: what the registers allow, and what a shared-memory ring allows.
                 constexpr int per_thread = stream_ring_bytes_per_thread<typename Op::Acc, K, P, R>();
-                int max_threads = stream_max_threads<Op, K, C, P, R, D>();
+                int max_threads = max_threads_per_block<stream_stencil<Op, K, C, P, R, D>>();
                 if constexpr (per_thread > 0)
                     max_threads = std::min(max_threads, stream_shared_limit<Op, K, C, P, R, D>() / per_thread);
                 if (max_threads < 1) throw std::runtime_error("stream:WxH: cannot read the kernel's attributes");
@@ -368,10 +391,7 @@ void launch_stream(const StreamSchedule& strip, const Op& op, cudaStream_t strea
                 const dim3 grid((op.dst.width + strip_w - 1) / strip_w, std::min((strips_y + ty - 1) / ty, 65535));
                 stream_stencil<Op, K, C, P, R, D><<<grid, threads, per_thread * tx * ty, stream>>>(op, taps, strip_w, strip_h, strips_y);
             };
-            if constexpr (requires { op.mode; }) {
-                if (op.passes() == 2) return go(std::integral_constant<int, 2>{});
-            }
-            go(std::integral_constant<int, 1>{});
+            with_passes(op, go);
         });
     });
     if (!sized) throw std::invalid_argument("stream:WxH runs stencils up to 9x9 with equal sizes in x and y; use sep:WxH");

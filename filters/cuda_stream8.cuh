@@ -50,6 +50,8 @@ inline constexpr int kStream8Bytes = 8;  // bytes of a row per lane: one 8-byte 
 constexpr int stream8_halo_lanes(int k, int channels) {
     return ((k / 2) * channels + kStream8Bytes - 1) / kStream8Bytes;
 }
+// Bytes of a row that one warp outputs.
+constexpr int stream8_chunk_bytes(int k, int channels) { return (32 - 2 * stream8_halo_lanes(k, channels)) * kStream8Bytes; }
 
 // Shared memory per warp, in 16-byte words: K rows of 32 lanes' column sums
 // per pass, and 8 byte offsets per lane for the edge lanes' loads.
@@ -88,7 +90,7 @@ __global__ void stream8_stencil(const __grid_constant__ Op op, const __grid_cons
     constexpr int G = kStream8Bytes;
     constexpr int h = K / 2;
     constexpr int HL = stream8_halo_lanes(K, C);
-    constexpr int chunk = (32 - 2 * HL) * G;  // output bytes per warp
+    constexpr int chunk = stream8_chunk_bytes(K, C);
     constexpr bool box = UnitWeightOp<Op>;
     constexpr bool biased = requires { op.mode; };  // Sobel: negative weights
     extern __shared__ __align__(16) uint4 stream8_smem[];
@@ -277,9 +279,7 @@ bool launch_stream8(const StreamSchedule& strip, const Op& op, cudaStream_t stre
         return false;
     } else {
         constexpr bool box = UnitWeightOp<Op>;
-        const int k = op.kw(0);
-        for (int p = 0; p < op.passes(); ++p)
-            if (op.kw(p) != k || op.kh(p) != k) return false;  // Sobel KSIZE 1
+        const int k = square_kernel_size(op);
         for (int p = 0; p < op.passes() && !box; ++p) {
             unsigned magnitude = 0;
             for (int i = 0; i < k; ++i) magnitude += static_cast<unsigned>(std::abs(static_cast<int>(op.wy(p)[i])));
@@ -292,7 +292,7 @@ bool launch_stream8(const StreamSchedule& strip, const Op& op, cudaStream_t stre
                 constexpr int C = cc();
                 const auto go = [&](auto pc) {
                     constexpr int P = pc();
-                    constexpr int chunk = (32 - 2 * stream8_halo_lanes(K, C)) * kStream8Bytes;
+                    constexpr int chunk = stream8_chunk_bytes(K, C);
                     Stream8Taps<P, K> taps{};
                     if constexpr (!box) {
                         for (int p = 0; p < P; ++p) {
@@ -321,11 +321,7 @@ bool launch_stream8(const StreamSchedule& strip, const Op& op, cudaStream_t stre
                     stream8_stencil<Op, K, C, P><<<grid, warps * 32, smem, stream>>>(op, taps, strip_h, strips_y);
                     launched = true;
                 };
-                if (op.passes() == 2) {
-                    if constexpr (requires { op.mode; }) go(std::integral_constant<int, 2>{});
-                } else {
-                    go(std::integral_constant<int, 1>{});
-                }
+                with_passes(op, go);
             });
         });
         return launched;
