@@ -45,10 +45,45 @@ struct Malformed {
 };
 [[noreturn]] void malformed(std::string reason) { throw Malformed{std::move(reason)}; }
 
+// Products of header fields, which may be anything: saturate instead of wrapping.
+std::uint64_t mul_sat(std::uint64_t a, std::uint64_t b) {
+    std::uint64_t r;
+    return __builtin_mul_overflow(a, b, &r) ? ~std::uint64_t{0} : r;
+}
+std::uint64_t add_sat(std::uint64_t a, std::uint64_t b) { return a + b < a ? ~std::uint64_t{0} : a + b; }
+std::uint64_t div_up(std::uint64_t a, std::uint64_t b) { return a / b + (a % b != 0); }
+
+// Bytes per sample OpenCV decodes a sample of `bits` into.
+std::uint32_t sample_bytes(std::uint64_t bits) { return bits <= 8 ? 1 : bits <= 16 ? 2 : bits <= 32 ? 4 : 8; }
+
+// Calls f(offset, length, type) for each chunk after the signature, while f
+// returns true and the chunk header is inside the file.
+template <class F>
+void for_each_png_chunk(Bytes b, F&& f) {
+    for (std::uint64_t i = 8; i + 8 <= b.size(); i += 12 + std::uint64_t{be32(b.data() + i)})
+        if (!f(i, std::uint64_t{be32(b.data() + i)}, std::string_view(reinterpret_cast<const char*>(b.data() + i + 4), 4)))
+            return;
+}
+
 ImageHeader probe_png(Bytes b) {
-    // Signature, then IHDR must be the first chunk: length 13, "IHDR", width, height.
-    if (b.size() < 24 || std::memcmp(b.data() + 12, "IHDR", 4) != 0) malformed("PNG header is incomplete or has no IHDR chunk");
-    return {"PNG", be32(b.data() + 16), be32(b.data() + 20)};
+    // Signature, then IHDR must be the first chunk: length 13, "IHDR", width,
+    // height, bit depth, colour type.
+    if (b.size() < 26 || std::memcmp(b.data() + 12, "IHDR", 4) != 0) malformed("PNG header is incomplete or has no IHDR chunk");
+    ImageHeader h{"PNG", be32(b.data() + 16), be32(b.data() + 20)};
+    const unsigned depth = b[24], colour = b[25];
+    // OpenCV: gray -> 1 channel; RGB or palette -> 3, or 4 with a tRNS chunk
+    // (before IDAT); gray+alpha and RGBA -> 4. Depth 16 -> 16-bit samples.
+    bool trns = false;
+    if (colour == 2 || colour == 3)
+        for_each_png_chunk(b, [&](std::uint64_t, std::uint64_t, std::string_view type) {
+            trns = trns || type == "tRNS";
+            return type != "IDAT" && type != "IEND";
+        });
+    if (colour == 0) h.channels = 1;
+    else if ((colour == 2 || colour == 3) && !trns) h.channels = 3;
+    else if (colour == 2 || colour == 3 || colour == 4 || colour == 6) h.channels = 4;
+    if (depth <= 16) h.bytes_per_sample = sample_bytes(depth);
+    return h;
 }
 
 // SOFn markers carry the frame size; C4 (DHT), C8 (JPG) and CC (DAC) are not SOFs.
@@ -65,15 +100,24 @@ ImageHeader probe_jpeg(Bytes b) {
         const std::size_t len = be16(b.data() + i + 2);
         if (len < 2) malformed("JPEG segment with invalid length");
         if (is_sof(m)) {
-            if (len < 8 || i + 9 > b.size()) malformed("JPEG frame header is incomplete");
+            // Length, precision, height, width, number of components.
+            if (len < 8 || i + 10 > b.size()) malformed("JPEG frame header is incomplete");
             const std::uint32_t h = be16(b.data() + i + 5), w = be16(b.data() + i + 7);
             if (h == 0) malformed("JPEG height defined by a DNL marker is not supported");
-            return {"JPEG", w, h};
+            // OpenCV decodes 1 component as gray, 3 (YCbCr) and 4 (CMYK) as BGR.
+            ImageHeader hd{"JPEG", w, h};
+            hd.channels = b[i + 9] == 1 ? 1 : 3;
+            hd.bytes_per_sample = sample_bytes(b[i + 4]);
+            return hd;
         }
         i += 2 + len;
     }
     malformed("JPEG has no frame header (SOF marker)");
 }
+
+// A TIFF tile or strip may cover the image rounded up to 16 on each side, or
+// this many pixels, whichever is more: 2048x2048, at most 16 MiB of RGBA.
+constexpr std::uint64_t max_tiff_chunk_pixels_floor = std::uint64_t{1} << 22;
 
 ImageHeader probe_tiff(Bytes b) {
     const bool le = b[0] == 'I';
@@ -87,46 +131,126 @@ ImageHeader probe_tiff(Bytes b) {
     if (ifd < 8 || ifd > b.size() || b.size() - ifd < count_size) malformed("TIFF first IFD offset is outside the file");
     const std::uint64_t n = big ? u64(ifd) : u16(ifd);
     if (n > (b.size() - ifd - count_size) / entry_size) malformed("TIFF first IFD is truncated");
-    std::optional<std::uint64_t> width, height;
+    // The first value of an entry (SHORT, LONG or LONG8): inline when it
+    // fits, else at its offset; nullopt for other types or an offset outside.
+    auto first_value = [&](std::uint64_t e) -> std::optional<std::uint64_t> {
+        const unsigned type = u16(e + 2);
+        const unsigned size = type == 3 ? 2 : type == 4 ? 4 : (type == 16 && big) ? 8 : 0;
+        const std::uint64_t count = big ? u64(e + 4) : u32(e + 4);
+        if (size == 0 || count == 0) return std::nullopt;
+        std::uint64_t at = e + (big ? 12 : 8);
+        if (count > (big ? 8u : 4u) / size) {
+            at = big ? u64(at) : u32(at);
+            if (at > b.size() || b.size() - at < size) return std::nullopt;
+        }
+        return size == 2 ? u16(at) : size == 4 ? u32(at) : u64(at);
+    };
+    std::optional<std::uint64_t> width, height, bits, photometric, samples, rows_per_strip, tile_width, tile_length;
     for (std::uint64_t k = 0; k < n; ++k) {
         const std::uint64_t e = ifd + count_size + k * entry_size;
-        const unsigned tag = u16(e), type = u16(e + 2);
-        if (tag != 256 && tag != 257) continue;
-        const std::uint64_t value_at = e + (big ? 12 : 8);  // inline value: SHORT, LONG or LONG8
-        const std::uint64_t v = type == 3 ? u16(value_at) : type == 4 ? u32(value_at)
-                              : (type == 16 && big) ? u64(value_at) : ~std::uint64_t{0};
-        if (v == ~std::uint64_t{0}) malformed("TIFF image size tag has an unexpected type");
-        (tag == 256 ? width : height) = v;
+        std::optional<std::uint64_t>* field = nullptr;
+        switch (u16(e)) {
+            case 256: field = &width; break;
+            case 257: field = &height; break;
+            case 258: field = &bits; break;  // per sample; OpenCV reads the first
+            case 262: field = &photometric; break;
+            case 277: field = &samples; break;
+            case 278: field = &rows_per_strip; break;
+            case 322: field = &tile_width; break;
+            case 323: field = &tile_length; break;
+            default: continue;
+        }
+        *field = first_value(e);
+        if ((field == &width || field == &height) && !*field) malformed("TIFF image size tag has an unexpected type");
     }
     if (!width || !height) malformed("TIFF first IFD has no ImageWidth/ImageLength");
-    return {"TIFF", *width, *height};
+    ImageHeader h{"TIFF", *width, *height};
+
+    // What OpenCV decodes: 1 channel for one gray sample; 3 for a palette,
+    // for 3 samples and for LogLuv (which it decodes as float); else 4.
+    const std::uint64_t spp = samples.value_or(1);
+    const bool logluv = photometric == 32844 || photometric == 32845;
+    h.channels = spp == 1 && photometric != 3 && !logluv ? 1 : spp == 3 || (spp == 1 && photometric == 3) || logluv ? 3 : 4;
+    h.bytes_per_sample = logluv ? 4 : sample_bytes(bits.value_or(1));
+
+    // OpenCV reads a tile or strip at a time into a buffer of the declared
+    // tile size (a strip: the image width x RowsPerStrip, even past the
+    // image's height), after libtiff decodes it into one of its own; 8-bit
+    // images pass through RGBA. A 1x1 image declaring 16384x16384 tiles took
+    // 1.1 GB and seconds: refuse tiles and strips far larger than the image.
+    const bool tiled = tile_width || tile_length;
+    std::uint64_t cw = tiled ? tile_width.value_or(0) : *width;
+    std::uint64_t ch = tiled ? tile_length.value_or(0) : rows_per_strip.value_or(0);
+    if (cw == 0) cw = *width;
+    if (ch == 0 || (!tiled && ch == 0xFFFFFFFFu)) ch = *height;
+    // TIFF tiles are multiples of 16 on a side, so an image's tiles may cover
+    // its size rounded up to 16; small images may use ordinary tile sizes.
+    auto round16 = [](std::uint64_t v) { return add_sat(v, 15) & ~std::uint64_t{15}; };
+    const std::uint64_t chunk_pixels = mul_sat(cw, ch);
+    const std::uint64_t allowed = std::max(mul_sat(round16(*width), round16(*height)), max_tiff_chunk_pixels_floor);
+    if (chunk_pixels > allowed)
+        malformed(tiled ? "TIFF tiles of " + std::to_string(cw) + "x" + std::to_string(ch) + " are out of proportion to the " +
+                              std::to_string(*width) + "x" + std::to_string(*height) + " image"
+                        : "TIFF strips of " + std::to_string(ch) + " rows are out of proportion to the " +
+                              std::to_string(*width) + "x" + std::to_string(*height) + " image");
+    const std::uint64_t decoded_spp = std::min<std::uint64_t>(spp, 4);  // OpenCV refuses more
+    const std::uint64_t opencv_per_pixel = h.bytes_per_sample == 1 ? 4 : decoded_spp * h.bytes_per_sample;
+    h.scratch_bytes = mul_sat(chunk_pixels, opencv_per_pixel + decoded_spp * h.bytes_per_sample);
+    return h;
+}
+
+// BMP fields past the file and info header sizes (offset 14).
+struct BmpLayout {
+    std::uint64_t data_offset, bit_count, compression;
+};
+BmpLayout bmp_layout(Bytes b) {
+    const std::uint32_t dib = le32(b.data() + 14);
+    if (dib == 12) return {le32(b.data() + 10), le16(b.data() + 24), 0};  // OS/2 core header: never compressed
+    if (b.size() < 34) malformed("BMP header is incomplete");
+    return {le32(b.data() + 10), le16(b.data() + 28), le32(b.data() + 30)};
 }
 
 ImageHeader probe_bmp(Bytes b) {
     if (b.size() < 26) malformed("BMP header is incomplete");
     const std::uint32_t dib = le32(b.data() + 14);
-    if (dib == 12) return {"BMP", le16(b.data() + 18), le16(b.data() + 20)};  // OS/2 core header
-    if (dib != 40 && dib != 52 && dib != 56 && dib != 64 && dib != 108 && dib != 124)
-        malformed("BMP has an unknown header size " + std::to_string(dib));
-    const auto w = static_cast<std::int32_t>(le32(b.data() + 18)), h = static_cast<std::int32_t>(le32(b.data() + 22));
-    if (w < 0) malformed("BMP has a negative width");
-    return {"BMP", static_cast<std::uint64_t>(w), h < 0 ? 0 - static_cast<std::uint64_t>(std::int64_t{h}) : static_cast<std::uint64_t>(h)};
+    ImageHeader hd{"BMP"};
+    if (dib == 12) {  // OS/2 core header
+        hd.width = le16(b.data() + 18), hd.height = le16(b.data() + 20);
+    } else {
+        if (dib != 40 && dib != 52 && dib != 56 && dib != 64 && dib != 108 && dib != 124)
+            malformed("BMP has an unknown header size " + std::to_string(dib));
+        const auto w = static_cast<std::int32_t>(le32(b.data() + 18)), h = static_cast<std::int32_t>(le32(b.data() + 22));
+        if (w < 0) malformed("BMP has a negative width");
+        hd.width = static_cast<std::uint64_t>(w);
+        hd.height = h < 0 ? 0 - static_cast<std::uint64_t>(std::int64_t{h}) : static_cast<std::uint64_t>(h);
+    }
+    // OpenCV: 32 bits per pixel -> BGRA; fewer -> BGR (or gray for a gray palette).
+    hd.channels = bmp_layout(b).bit_count == 32 ? 4 : 3;
+    hd.bytes_per_sample = 1;
+    return hd;
 }
 
 ImageHeader probe_webp(Bytes b) {
     if (b.size() < 30) malformed("WebP header is incomplete");
     const std::uint8_t* c = b.data() + 12;
-    if (std::memcmp(c, "VP8X", 4) == 0)  // extended: 24-bit canvas size minus one
-        return {"WebP", 1 + (c[12] | (c[13] << 8) | (std::uint32_t{c[14]} << 16)),
-                1 + (c[15] | (c[16] << 8) | (std::uint32_t{c[17]} << 16))};
-    if (std::memcmp(c, "VP8L", 4) == 0) {  // lossless: signature 0x2F, then 14+14 bits minus one
+    // OpenCV decodes WebP as 8-bit BGR, or BGRA when the header flags alpha.
+    auto header = [](std::uint64_t w, std::uint64_t h, bool alpha) {
+        ImageHeader hd{"WebP", w, h};
+        hd.channels = alpha ? 4 : 3;
+        hd.bytes_per_sample = 1;
+        return hd;
+    };
+    if (std::memcmp(c, "VP8X", 4) == 0)  // extended: flags (alpha 0x10), 24-bit canvas size minus one
+        return header(1 + (c[12] | (c[13] << 8) | (std::uint32_t{c[14]} << 16)),
+                      1 + (c[15] | (c[16] << 8) | (std::uint32_t{c[17]} << 16)), (c[8] & 0x10) != 0);
+    if (std::memcmp(c, "VP8L", 4) == 0) {  // lossless: signature 0x2F, then 14+14 bits minus one, alpha bit
         if (c[8] != 0x2F) malformed("WebP lossless signature missing");
         const std::uint32_t bits = le32(c + 9);
-        return {"WebP", 1 + (bits & 0x3FFF), 1 + ((bits >> 14) & 0x3FFF)};
+        return header(1 + (bits & 0x3FFF), 1 + ((bits >> 14) & 0x3FFF), ((bits >> 28) & 1) != 0);
     }
     if (std::memcmp(c, "VP8 ", 4) == 0) {  // lossy: frame tag (3), start code 9D 01 2A, 14-bit sizes
         if (c[11] != 0x9D || c[12] != 0x01 || c[13] != 0x2A) malformed("WebP VP8 start code missing");
-        return {"WebP", le16(c + 14) & 0x3FFF, le16(c + 16) & 0x3FFF};
+        return header(le16(c + 14) & 0x3FFF, le16(c + 16) & 0x3FFF, false);
     }
     malformed("WebP has an unknown first chunk");
 }
@@ -165,24 +289,52 @@ struct TextScanner {
     }
 };
 
-ImageHeader probe_pnm(Bytes b) {
+// A Netpbm header (P1-P7, PFM) and where its samples start.
+struct NetpbmLayout {
+    char kind;  // '1'..'7', 'f' (PFM gray) or 'F' (PFM colour)
+    std::uint64_t width, height;
+    std::uint64_t depth;   // samples per pixel
+    std::uint64_t maxval;  // 1 for P1/P4; 0 for PFM (float samples)
+    std::uint64_t data;    // offset just after the last header token
+};
+
+NetpbmLayout netpbm_layout(Bytes b) {
     TextScanner s{b, 2};
-    const std::uint64_t w = s.number("width");
-    const std::uint64_t h = s.number("height");
-    return {b[1] == 'f' || b[1] == 'F' ? "PFM" : "PNM", w, h};
+    NetpbmLayout l{static_cast<char>(b[1]), 0, 0, 1, 1, 0};
+    if (l.kind == '7') {
+        std::optional<std::uint64_t> w, h;
+        for (int tokens = 0; tokens < 64; ++tokens) {
+            const std::string t = s.word();
+            if (t == "WIDTH") w = s.number("width");
+            else if (t == "HEIGHT") h = s.number("height");
+            else if (t == "DEPTH") l.depth = s.number("depth");
+            else if (t == "MAXVAL") l.maxval = s.number("maxval");
+            else if (t == "ENDHDR" || t.empty()) break;
+        }
+        if (!w || !h) malformed("PAM header has no WIDTH/HEIGHT");
+        l.width = *w, l.height = *h;
+    } else {
+        l.width = s.number("width");
+        l.height = s.number("height");
+        if (l.kind == '3' || l.kind == '6') l.depth = 3;
+        if (l.kind == 'F') l.depth = 3;
+        if (l.kind == 'f' || l.kind == 'F') {
+            l.maxval = 0;
+            s.word();  // the scale, e.g. -1.0
+        } else if (l.kind != '1' && l.kind != '4') {
+            l.maxval = s.number("maxval");
+        }
+    }
+    l.data = s.i;
+    return l;
 }
 
-ImageHeader probe_pam(Bytes b) {
-    TextScanner s{b, 2};
-    std::optional<std::uint64_t> w, h;
-    for (int tokens = 0; tokens < 64; ++tokens) {
-        const std::string t = s.word();
-        if (t == "WIDTH") w = s.number("width");
-        else if (t == "HEIGHT") h = s.number("height");
-        else if (t == "ENDHDR" || t.empty()) break;
-    }
-    if (!w || !h) malformed("PAM header has no WIDTH/HEIGHT");
-    return {"PAM", *w, *h};
+ImageHeader probe_pnm(Bytes b) {
+    const NetpbmLayout l = netpbm_layout(b);
+    ImageHeader h{l.kind == 'f' || l.kind == 'F' ? "PFM" : l.kind == '7' ? "PAM" : "PNM", l.width, l.height};
+    h.channels = l.depth <= 1 ? 1 : l.depth == 3 ? 3 : 4;
+    h.bytes_per_sample = l.maxval == 0 ? 4 : l.maxval > 255 ? 2 : 1;
+    return h;
 }
 
 ImageHeader probe_exr(Bytes b) {
@@ -195,7 +347,9 @@ ImageHeader probe_exr(Bytes b) {
         i = end - b.data() + 1;
         return s;
     };
-    while (i < b.size()) {
+    std::optional<ImageHeader> found;
+    std::optional<std::uint32_t> channels;
+    while (i < b.size() && !(found && channels)) {
         const std::string name = cstr();
         if (name.empty()) break;
         const std::string type = cstr();
@@ -207,12 +361,27 @@ ImageHeader probe_exr(Bytes b) {
             const auto x0 = static_cast<std::int32_t>(le32(b.data() + i)), y0 = static_cast<std::int32_t>(le32(b.data() + i + 4));
             const auto x1 = static_cast<std::int32_t>(le32(b.data() + i + 8)), y1 = static_cast<std::int32_t>(le32(b.data() + i + 12));
             const std::int64_t w = std::int64_t{x1} - x0 + 1, h = std::int64_t{y1} - y0 + 1;
-            return {"OpenEXR", static_cast<std::uint64_t>(std::max<std::int64_t>(w, 0)),
-                    static_cast<std::uint64_t>(std::max<std::int64_t>(h, 0))};
+            found = ImageHeader{"OpenEXR", static_cast<std::uint64_t>(std::max<std::int64_t>(w, 0)),
+                                static_cast<std::uint64_t>(std::max<std::int64_t>(h, 0))};
+        } else if (name == "channels" && type == "chlist") {
+            // Entries: name\0, then 16 bytes (type, linear, reserved, sampling); an empty name ends it.
+            std::uint32_t n = 0;
+            bool alpha = false;
+            for (std::size_t j = i, end = i + size; j < end && b[j] != 0; ++n) {
+                const auto* z = static_cast<const std::uint8_t*>(std::memchr(b.data() + j, 0, end - j));
+                if (!z) break;
+                alpha = alpha || (z - (b.data() + j) == 1 && b[j] == 'A');
+                j = z - b.data() + 1 + 16;
+            }
+            // OpenCV decodes one channel as gray, luminance/chroma or RGB as BGR, and adds alpha if present.
+            channels = n == 1 ? 1 : n == 3 && !alpha ? 3 : 4;
         }
         i += size;
     }
-    malformed("OpenEXR header has no dataWindow");
+    if (!found) malformed("OpenEXR header has no dataWindow");
+    found->channels = channels.value_or(4);
+    found->bytes_per_sample = 4;  // half and float samples both decode to float
+    return *found;
 }
 
 ImageHeader probe_hdr(Bytes b) {
@@ -226,7 +395,9 @@ ImageHeader probe_hdr(Bytes b) {
     const std::string a2 = s.word();
     const std::uint64_t n2 = s.number("size");
     if (a1.size() != 2 || a2.size() != 2) malformed("Radiance HDR resolution line is malformed");
-    return a1[1] == 'Y' ? ImageHeader{"Radiance HDR", n2, n1} : ImageHeader{"Radiance HDR", n1, n2};
+    ImageHeader h = a1[1] == 'Y' ? ImageHeader{"Radiance HDR", n2, n1} : ImageHeader{"Radiance HDR", n1, n2};
+    h.channels = 3;  // RGBE decodes to 3 floats
+    return h;
 }
 
 const char* const known_formats = "PNG, JPEG, TIFF, BMP, WebP, PNM/PAM/PFM, OpenEXR, Radiance HDR, Sun raster";
@@ -243,29 +414,49 @@ std::optional<ImageHeader> probe(Bytes b) {
     if (b.size() >= 12 && starts_with(b, "RIFF"sv) && std::memcmp(b.data() + 8, "WEBP", 4) == 0) return probe_webp(b);
     if (b.size() >= 3 && b[0] == 'P' && ((b[1] >= '1' && b[1] <= '6') || b[1] == 'f' || b[1] == 'F') && std::isspace(b[2]))
         return probe_pnm(b);
-    if (starts_with(b, "P7\n"sv)) return probe_pam(b);
+    if (starts_with(b, "P7\n"sv)) return probe_pnm(b);
     if (starts_with(b, "\x76\x2f\x31\x01"sv)) return probe_exr(b);
     if (starts_with(b, "#?RADIANCE"sv) || starts_with(b, "#?RGBE"sv)) return probe_hdr(b);
     if (starts_with(b, "\x59\xa6\x6a\x95"sv)) {
         if (b.size() < 12) malformed("Sun raster header is incomplete");
-        return ImageHeader{"Sun raster", be32(b.data() + 4), be32(b.data() + 8)};
+        ImageHeader h{"Sun raster", be32(b.data() + 4), be32(b.data() + 8)};
+        h.channels = 3;  // OpenCV: BGR, or gray for a gray palette or none
+        h.bytes_per_sample = 1;
+        return h;
     }
     return std::nullopt;
 }
 
 // Truncation checks for formats whose decoders accept (JPEG) or complain
-// noisily about (PNG) cut files. Returns the reason, or empty.
-std::string png_truncated(Bytes b) {
-    std::uint64_t i = 8;
-    while (i + 8 <= b.size()) {
-        const std::uint64_t len = be32(b.data() + i);
-        if (std::memcmp(b.data() + i + 4, "IEND", 4) == 0) {
-            if (i + 12 <= b.size()) return {};
-            break;  // IEND's CRC is cut off
-        }
-        i += 12 + len;  // length, type, data, CRC
-    }
-    return "truncated PNG data (no IEND chunk)";
+// noisily about (PNG) cut files, and checks that the data can hold the
+// image the header declares, before a decoder allocates it. Each returns
+// the reason, or empty.
+
+// The reason for data shorter than the header's size needs.
+std::string too_short(const ImageHeader& h, std::uint64_t need, std::uint64_t have, const char* what = "bytes") {
+    return "truncated " + std::string(h.format) + " data (" + std::to_string(h.width) + "x" + std::to_string(h.height) +
+           " needs at least " + std::to_string(need) + " " + what + ", the file has " + std::to_string(have) + ")";
+}
+
+std::string png_truncated(Bytes b, const ImageHeader& h) {
+    std::uint64_t idat = 0;
+    bool iend = false;
+    for_each_png_chunk(b, [&](std::uint64_t at, std::uint64_t len, std::string_view type) {
+        if (type == "IDAT") idat = add_sat(idat, len);
+        iend = type == "IEND" && at + 12 <= b.size();  // with its CRC
+        return type != "IEND";
+    });
+    if (!iend) return "truncated PNG data (no IEND chunk)";
+    // Deflate spends at least 2 bits (a length and a distance code) on at
+    // most 258 bytes, so the compressed data is at least 1/1032 of the raw
+    // samples (w x h x bits per pixel, less than the filtered rows). A PNG
+    // of 16384x16384 zeros is 261 KB; one declaring that with 100 bytes is cut.
+    const unsigned depth = b[24], colour = b[25];
+    const unsigned samples = colour == 2 ? 3 : colour == 4 ? 2 : colour == 6 ? 4 : 1;
+    const std::uint64_t raw_bits = mul_sat(mul_sat(h.width, h.height), std::uint64_t{depth} * samples);
+    const std::uint64_t need = raw_bits / 8 / 1032;
+    if (idat < need) return too_short(h, need, idat, "bytes of compressed data");
+    return {};
 }
 
 std::string jpeg_truncated(Bytes b) {
@@ -306,16 +497,47 @@ std::string webp_truncated(Bytes b) {
     return {};
 }
 
-std::string pnm_truncated(Bytes b, const ImageHeader& h) {
-    // Binary P5/P6 only: after the maxval one whitespace byte, then the samples.
-    if (b[1] != '5' && b[1] != '6') return {};
-    TextScanner s{b, 2};
-    s.number("width");
-    s.number("height");
-    const std::uint64_t maxval = s.number("maxval");
-    const std::uint64_t data = s.i + 1;
-    const std::uint64_t need = h.width * h.height * (b[1] == '6' ? 3 : 1) * (maxval > 255 ? 2 : 1);
-    if (data > b.size() || b.size() - data < need) return "truncated PNM data";
+std::string netpbm_truncated(Bytes b, const ImageHeader& h) {
+    const NetpbmLayout l = netpbm_layout(b);
+    const std::uint64_t pixels = mul_sat(l.width, l.height), samples = mul_sat(pixels, l.depth);
+    std::uint64_t need;
+    std::uint64_t data = l.data + 1;  // binary: one whitespace byte after the header, then the samples
+    switch (l.kind) {
+        case '1': need = add_sat(pixels, 1), data = l.data; break;       // ASCII bits: at least one character each
+        case '2': case '3': need = mul_sat(samples, 2), data = l.data; break;  // ASCII: a separator and a digit each
+        case '4': need = mul_sat(div_up(l.width, 8), l.height); break;  // bits, rows padded to bytes
+        default: need = mul_sat(samples, h.bytes_per_sample); break;    // P5, P6, PAM, PFM
+    }
+    const std::uint64_t have = data > b.size() ? 0 : b.size() - data;
+    if (have < need) return too_short(h, need, have);
+    return {};
+}
+
+// Uncompressed BMP rows are padded to 4 bytes (OpenCV reads whole padded rows,
+// the last one too); RLE and embedded JPEG/PNG data have no lower bound.
+std::string bmp_truncated(Bytes b, const ImageHeader& h) {
+    const BmpLayout l = bmp_layout(b);
+    if (l.compression != 0 && l.compression != 3 && l.compression != 6) return {};  // RGB, BITFIELDS, ALPHABITFIELDS
+    if (l.bit_count == 0) return {};
+    const std::uint64_t row_bits = mul_sat(h.width, l.bit_count);
+    const std::uint64_t need = mul_sat(div_up(row_bits, 32) * 4, h.height);
+    const std::uint64_t have = l.data_offset > b.size() ? 0 : b.size() - l.data_offset;
+    if (have < need) return too_short(h, need, have);
+    return {};
+}
+
+// Sun raster: a 32-byte header, a colour map, rows padded to 16 bits;
+// type 2 is run-length coded, 3 bytes for at most 256.
+std::string sun_raster_truncated(Bytes b, const ImageHeader& h) {
+    if (b.size() < 32) return "Sun raster header is incomplete";
+    const std::uint64_t depth = be32(b.data() + 12), type = be32(b.data() + 20), map_length = be32(b.data() + 28);
+    if (type > 3) return {};
+    const std::uint64_t row_bits = mul_sat(h.width, depth);
+    std::uint64_t need = h.height == 0 ? 0 : add_sat(mul_sat(div_up(row_bits, 16) * 2, h.height - 1), div_up(row_bits, 8));
+    if (type == 2) need = need / 256 * 3;
+    const std::uint64_t data = 32 + map_length;
+    const std::uint64_t have = data > b.size() ? 0 : b.size() - data;
+    if (have < need) return too_short(h, need, have);
     return {};
 }
 
@@ -435,6 +657,10 @@ std::vector<std::uint8_t> read_file(const fs::path& path) {
     return bytes;
 }
 
+std::uint64_t ImageHeader::decoded_bytes() const {
+    return mul_sat(mul_sat(width, height), std::uint64_t{channels} * bytes_per_sample);
+}
+
 ImageHeader probe_image(Bytes bytes, const std::string& subject) {
     try {
         if (auto h = probe(bytes)) return *h;
@@ -444,7 +670,7 @@ ImageHeader probe_image(Bytes bytes, const std::string& subject) {
     throw Error(subject, std::string("not a recognized image format (cbi reads ") + known_formats + ")");
 }
 
-cv::Mat decode_image(Bytes bytes, const std::string& subject, std::uint64_t max_pixels) {
+cv::Mat decode_image(Bytes bytes, const std::string& subject, std::uint64_t max_pixels, std::uint64_t max_bytes) {
     if (bytes.empty()) throw Error(subject, "empty file (0 bytes)");
     const ImageHeader h = probe_image(bytes, subject);
     if (h.width == 0 || h.height == 0)
@@ -457,14 +683,27 @@ cv::Mat decode_image(Bytes bytes, const std::string& subject, std::uint64_t max_
         throw Error(subject, "image is " + std::to_string(h.width) + "x" + std::to_string(h.height) + " = " +
                                  (overflow ? std::string("more than 2^64") : std::to_string(pixels)) +
                                  " pixels, larger than --max-pixels " + std::to_string(max_pixels));
+    // From the header's size (EXIF orientation only swaps it). Not counted:
+    // a JPEG that is turned briefly holds a second copy.
+    const std::uint64_t decoded = h.decoded_bytes(), needed = add_sat(decoded, h.scratch_bytes);
+    if (needed > max_bytes) {
+        auto number = [](std::uint64_t v) { return v == ~std::uint64_t{0} ? std::string("more than 2^64") : std::to_string(v); };
+        throw Error(subject, "image is " + std::to_string(h.width) + "x" + std::to_string(h.height) + " x " +
+                                 std::to_string(h.channels) + " channels x " + std::to_string(h.bytes_per_sample) +
+                                 (h.bytes_per_sample == 1 ? " byte = " : " bytes = ") + number(decoded) + " bytes decoded" +
+                                 (h.scratch_bytes ? " + " + number(h.scratch_bytes) + " bytes of " + h.format + " tile/strip buffers" : "") +
+                                 ", larger than --max-memory " + std::to_string(max_bytes));
+    }
 
     std::string cut;
     const std::string_view format = h.format;
     try {
-        if (format == "PNG") cut = png_truncated(bytes);
+        if (format == "PNG") cut = png_truncated(bytes, h);
         else if (format == "JPEG") cut = jpeg_truncated(bytes);
         else if (format == "WebP") cut = webp_truncated(bytes);
-        else if (format == "PNM") cut = pnm_truncated(bytes, h);
+        else if (format == "PNM" || format == "PAM" || format == "PFM") cut = netpbm_truncated(bytes, h);
+        else if (format == "BMP") cut = bmp_truncated(bytes, h);
+        else if (format == "Sun raster") cut = sun_raster_truncated(bytes, h);
     } catch (const Malformed& m) {
         throw Error(subject, m.reason);
     }
@@ -482,7 +721,10 @@ cv::Mat decode_image(Bytes bytes, const std::string& subject, std::uint64_t max_
         if (bytes.size() > INT32_MAX) throw Error(subject, "files over 2 GiB are not supported by the decoder");
         // A Mat header over the bytes (no copy): imdecode only reads them.
         const cv::Mat buf(1, static_cast<int>(bytes.size()), CV_8U, const_cast<std::uint8_t*>(bytes.data()));
-        mat = cv::imdecode(buf, cv::IMREAD_UNCHANGED);
+        // IMREAD_UNCHANGED keeps alpha and 16 bits but ignores EXIF
+        // orientation; for JPEG (no alpha, 8 bits, gray or BGR)
+        // ANYCOLOR|ANYDEPTH gives the same Mat, turned as EXIF says.
+        mat = cv::imdecode(buf, format == "JPEG" ? cv::IMREAD_ANYCOLOR | cv::IMREAD_ANYDEPTH : cv::IMREAD_UNCHANGED);
     } catch (const cv::Exception& e) {
         if (over_opencv_limits) throw Error(subject, opencv_limits);
         throw Error(subject, "cannot decode " + std::string(h.format) + ": " + cv_reason(e));
@@ -491,13 +733,15 @@ cv::Mat decode_image(Bytes bytes, const std::string& subject, std::uint64_t max_
         if (over_opencv_limits) throw Error(subject, opencv_limits);
         throw Error(subject, "corrupt or unsupported image data (" + std::string(h.format) + ")");
     }
-    if (static_cast<std::uint64_t>(mat.cols) != h.width || static_cast<std::uint64_t>(mat.rows) != h.height) {
-        // Not an error by itself (e.g. a TIFF whose first IFD is a thumbnail),
-        // but the limit must still hold for what was decoded.
-        if (static_cast<std::uint64_t>(mat.total()) > max_pixels)
-            throw Error(subject, "decoded image is " + std::to_string(mat.cols) + "x" + std::to_string(mat.rows) +
-                                     ", larger than --max-pixels " + std::to_string(max_pixels));
-    }
+    // Another size is not an error by itself (a JPEG turned by its EXIF
+    // orientation, a TIFF whose first IFD is a thumbnail), but the limits
+    // must still hold for what was decoded.
+    if (static_cast<std::uint64_t>(mat.total()) > max_pixels)
+        throw Error(subject, "decoded image is " + std::to_string(mat.cols) + "x" + std::to_string(mat.rows) +
+                                 ", larger than --max-pixels " + std::to_string(max_pixels));
+    if (static_cast<std::uint64_t>(mat.total() * mat.elemSize()) > max_bytes)
+        throw Error(subject, "decoded image is " + std::to_string(mat.total() * mat.elemSize()) +
+                                 " bytes, larger than --max-memory " + std::to_string(max_bytes));
 
     const int ch = mat.channels();
     if (ch != 1 && ch != 3 && ch != 4)
@@ -520,9 +764,9 @@ cv::Mat decode_image(Bytes bytes, const std::string& subject, std::uint64_t max_
     return mat;
 }
 
-cv::Mat read_image(const fs::path& path, std::uint64_t max_pixels) {
+cv::Mat read_image(const fs::path& path, std::uint64_t max_pixels, std::uint64_t max_bytes) {
     const std::vector<std::uint8_t> bytes = read_file(path);
-    return decode_image(bytes, path.string(), max_pixels);
+    return decode_image(bytes, path.string(), max_pixels, max_bytes);
 }
 
 void check_output_format(const fs::path& out, int cv_type) {

@@ -4,12 +4,17 @@
 //   cbi::Error             unreadable, corrupt, truncated, too large, unsupported
 //                          format or depth, failed write (apps: exit 1).
 //
-// Read: the file is read into memory once, its dimensions are taken from the
-// header *before* decoding (PNG, JPEG, TIFF/BigTIFF, BMP, WebP, PNM/PAM/PFM,
-// OpenEXR, Radiance HDR, Sun raster) and images over `max_pixels` are refused
-// without allocating them. Files whose header cbi cannot read are refused
-// rather than handed to a decoder unchecked. Decoding keeps 16-bit samples and
-// alpha (cv::IMREAD_UNCHANGED, so EXIF orientation is not applied). Results
+// Read: the file is read into memory once, its dimensions, channels and sample
+// size are taken from the header *before* decoding (PNG, JPEG, TIFF/BigTIFF,
+// BMP, WebP, PNM/PAM/PFM, OpenEXR, Radiance HDR, Sun raster), and images over
+// `max_pixels`, or needing more than `max_bytes` to decode, are refused
+// without allocating them; so are TIFF tiles or strips out of proportion to
+// the image, and uncompressed (or bounded-ratio) data that the file is too
+// short to hold. Files whose header cbi cannot read are refused rather than
+// handed to a decoder unchecked. Decoding keeps 16-bit samples and alpha
+// (cv::IMREAD_UNCHANGED); JPEGs are turned as their EXIF orientation says,
+// as viewers show them (OpenCV 4.6 reads PNG eXIf only when it may drop
+// alpha, so PNG orientation is not applied). Results
 // are 8u, 16u or 32f with 1, 3 or 4 channels (BGR(A) order); 64-bit and
 // 16-bit float samples are converted to 32f (the only lossy step: doubles are
 // rounded to float); signed/32-bit integer samples and 2-channel images are
@@ -38,12 +43,35 @@
 namespace cbi {
 
 inline constexpr std::uint64_t default_max_pixels = std::uint64_t{1} << 28;
+// The default limit on the memory one image may take to decode (--max-memory):
+// 4 GiB, the decoded size of the largest image the default pixel limit admits
+// in cbi's widest type (2^28 pixels x 4 channels x 4-byte float). So the
+// default refuses no image of a type cbi processes that --max-pixels admits;
+// it refuses what the header says needs more (64-bit samples, TIFF tiles or
+// strips far larger than the image). Callers that hold several images at
+// once (batches) or run on small machines pass a smaller budget.
+inline constexpr std::uint64_t default_max_image_bytes = std::uint64_t{4} << 30;
 
-// Dimensions read from a file header without decoding.
+// What a file header says, read without decoding.
 struct ImageHeader {
     const char* format = "";  // "PNG", "JPEG", ...
     std::uint64_t width = 0;
     std::uint64_t height = 0;
+    // Channels and bytes per sample of the image OpenCV's decoder returns, as
+    // the header gives them (PNG colour type, tRNS and bit depth; JPEG SOF
+    // components and precision; TIFF SamplesPerPixel, BitsPerSample and
+    // Photometric; BMP bit count; PNM/PAM type and maxval; WebP alpha flag;
+    // OpenEXR channel list). An upper bound: where the header does not tell
+    // (or a palette may turn out gray), the worst case cbi decodes, 4 x 4.
+    std::uint32_t channels = 4;
+    std::uint32_t bytes_per_sample = 4;
+    // Buffers the decoder allocates besides the image: TIFF reads one tile or
+    // strip at a time through a buffer of its own (0 for other formats).
+    std::uint64_t scratch_bytes = 0;
+
+    // width x height x channels x bytes_per_sample (the image as decoded,
+    // before orientation); saturates at 2^64 - 1.
+    std::uint64_t decoded_bytes() const;
 };
 
 // Reads the whole file. Errors: missing, dangling symlink, directory, not a
@@ -55,14 +83,17 @@ std::vector<std::uint8_t> read_file(const std::filesystem::path& path);
 // for unrecognized formats and malformed headers.
 ImageHeader probe_image(std::span<const std::uint8_t> bytes, const std::string& subject);
 
-// Probes, enforces max_pixels, checks for truncation (PNG IEND, JPEG EOI,
-// WebP RIFF size, binary PNM data size) and decodes. `subject` names the
-// data in errors (usually the path).
+// Probes, enforces max_pixels and max_bytes (decoded_bytes() plus
+// scratch_bytes), checks for truncation (PNG IEND, JPEG EOI, WebP RIFF size)
+// and for data shorter than the header's size needs (PNM/PAM/PFM, BMP and Sun
+// raster: exact; PNG: deflate expands at most 1032:1), and decodes.
+// `subject` names the data in errors (usually the path).
 cv::Mat decode_image(std::span<const std::uint8_t> bytes, const std::string& subject,
-                     std::uint64_t max_pixels = default_max_pixels);
+                     std::uint64_t max_pixels = default_max_pixels, std::uint64_t max_bytes = default_max_image_bytes);
 
 // read_file + decode_image.
-cv::Mat read_image(const std::filesystem::path& path, std::uint64_t max_pixels = default_max_pixels);
+cv::Mat read_image(const std::filesystem::path& path, std::uint64_t max_pixels = default_max_pixels,
+                   std::uint64_t max_bytes = default_max_image_bytes);
 
 // Throws cbi::Error naming `out` unless its extension can store an image of
 // this OpenCV type exactly. Cheap: apps call it before doing any work.
