@@ -263,9 +263,11 @@ ImageFormat parse_image(const std::string& text) {
     return f;
 }
 
-// Output channels of `filter` on such an input, or 0 when it does not apply
-// (a colour matrix on a 1-channel image).
+// Output channels of `filter` on such an input, or 0 when it is not
+// benchmarked: a colour matrix on a 1-channel image (cbi reads it as
+// R = G = B; the OpenCV functions compared with take 3 or 4 channels).
 int applicable_channels(const Filter& filter, int channels) {
+    if (channels == 1 && std::holds_alternative<ColorFilter>(filter)) return 0;
     try {
         return output_channels(filter, channels);
     } catch (const Error&) {

@@ -216,8 +216,8 @@ void with_chain_ops(const Node& node, const ImageView& src, const ImageView& dst
         };
         if (node.fused_color) {
             const ImageView colored{nullptr, src.width, src.height, dst.channels, src.depth, 0};
-            with_first(AnyBorderColorSource<T>{{colored, src, storage_matrix(*node.fused_color, src.depth), constant(first.border)},
-                                               first.border.mode});
+            const StorageMatrix matrix = storage_matrix(*node.fused_color, src.depth, src.channels);
+            with_first(AnyBorderColorSource<T>{{colored, src, matrix, constant(first.border)}, first.border.mode});
         } else {
             with_first(AnyBorderSource<T>{src, constant(first.border), first.border.mode});
         }

@@ -7,6 +7,7 @@
 #include "filters/cpu_color.hpp"
 
 #include <cstdint>
+#include <cstring>
 
 namespace cbi::cpu {
 namespace {
@@ -66,7 +67,8 @@ CBI_AVX2 void from_f32(const v_float32x8* s, v_float32x8& out) { out = s[0]; }  
 // (32 pixels for 8-bit, 16 for 16-bit, 8 for float), deinterleaved,
 // widened to floats, the matrix applied in sample()'s order
 // (((m0*c0 + m1*c1) + m2*c2) + m3) with separate roundings (no FMA), then
-// rounded, saturated, narrowed and interleaved back. Alpha is copied.
+// rounded, saturated, narrowed and interleaved back. Alpha is copied. A
+// 1-channel input (CI 1) is one vector per step, read as B = G = R.
 template <int CI, int CO, class T>
 CBI_AVX2 int color_row_avx2(const StorageMatrix& matrix, const T* in, T* out, int width) {
     using V = typename Avx2<T>::V;
@@ -79,10 +81,13 @@ CBI_AVX2 int color_row_avx2(const StorageMatrix& matrix, const T* in, T* out, in
     int x = 0;
     for (; x + N <= width; x += N) {
         V c[4];
-        if constexpr (CI == 3) v_load_deinterleave(in + x * CI, c[0], c[1], c[2]);
+        if constexpr (CI == 1) c[0] = v256_load(in + x);
+        else if constexpr (CI == 3) v_load_deinterleave(in + x * CI, c[0], c[1], c[2]);
         else v_load_deinterleave(in + x * CI, c[0], c[1], c[2], c[3]);
         v_float32x8 f[3][K];
-        for (int i = 0; i < 3; ++i) to_f32(c[i], f[i]);
+        for (int i = 0; i < (CI == 1 ? 1 : 3); ++i) to_f32(c[i], f[i]);
+        if constexpr (CI == 1)
+            for (int k = 0; k < K; ++k) f[1][k] = f[2][k] = f[0][k];
         V o[4];
         for (int r = 0; r < R; ++r) {
             v_float32x8 s[K];
@@ -110,7 +115,8 @@ void rows(const ColorOp<T>& op, int y0, int y1) {
         if (has_avx2()) x = color_row_avx2<CI, CO>(op.matrix, in, out, width);
 #endif
         for (; x < width; ++x) {
-            for (int r = 0; r < (CO < 3 ? CO : 3); ++r) out[x * CO + r] = ColorOp<T>::sample(op.matrix, in + x * CI, r);
+            for (int r = 0; r < (CO < 3 ? CO : 3); ++r)
+                out[x * CO + r] = ColorOp<T>::sample(op.matrix, in + x * CI, r, color_step(CI));
             if constexpr (CO == 4) out[x * CO + 3] = in[x * CI + 3];
         }
     }
@@ -121,6 +127,12 @@ void rows(const ColorOp<T>& op, int y0, int y1) {
 template <class T>
 void color_rows(const ColorOp<T>& op, int y0, int y1) {
     const int ci = op.src.channels, co = op.dst.channels;
+    if (ci == 1 && co == 1 && op.matrix.copy) {  // gray of a 1-channel image: the image itself
+        for (int y = y0; y < y1; ++y)
+            std::memcpy(op.dst.template row<T>(y), op.src.template row<const T>(y), op.dst.row_bytes());
+        return;
+    }
+    if (ci == 1 && co == 3) return rows<1, 3>(op, y0, y1);
     if (ci == 3 && co == 3) return rows<3, 3>(op, y0, y1);
     if (ci == 3 && co == 1) return rows<3, 1>(op, y0, y1);
     if (ci == 4 && co == 4) return rows<4, 4>(op, y0, y1);

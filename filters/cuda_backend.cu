@@ -504,7 +504,8 @@ void launch_sep(const SepTileSchedule& tile, const Op& op, cudaStream_t stream, 
 // whole words, computed in registers by the op's per-sample arithmetic
 // (ColorOp::sample, BlendOp::sample: the same functions the per-pixel path
 // calls) and stored as whole words. Rows are blockIdx.y (looping when the
-// grid's y is capped), runs of N pixels across x.
+// grid's y is capped), runs of N pixels across x. Colour on a 1-channel
+// image (CI 1) runs vec_color: sample's step 0 reads it as R = G = B.
 template <int N, int CI, int CO, class T>
 __global__ void vec_color(const __grid_constant__ ColorOp<T> op) {
     const int width = op.dst.width, height = op.dst.height;
@@ -517,7 +518,8 @@ __global__ void vec_color(const __grid_constant__ ColorOp<T> op) {
 #pragma unroll
         for (int p = 0; p < N; ++p) {
 #pragma unroll
-            for (int r = 0; r < (CO < 3 ? CO : 3); ++r) out[p * CO + r] = ColorOp<T>::sample(op.matrix, in + p * CI, r);
+            for (int r = 0; r < (CO < 3 ? CO : 3); ++r)
+                out[p * CO + r] = ColorOp<T>::sample(op.matrix, in + p * CI, r, color_step(CI));
             if constexpr (CO == 4) out[p * CO + 3] = in[p * CI + 3];  // alpha is copied
         }
         store_run(op.dst.template row<T>(y) + x0 * CO, out, count * CO);
@@ -561,7 +563,8 @@ __global__ void vec_color_staged(const __grid_constant__ ColorOp<T> op) {
 #pragma unroll
         for (int p = 0; p < N; ++p) {
 #pragma unroll
-            for (int r = 0; r < (CO < 3 ? CO : 3); ++r) out[p * CO + r] = ColorOp<T>::sample(op.matrix, in + p * CI, r);
+            for (int r = 0; r < (CO < 3 ? CO : 3); ++r)
+                out[p * CO + r] = ColorOp<T>::sample(op.matrix, in + p * CI, r, color_step(CI));
             if constexpr (CO == 4) out[p * CO + 3] = in[p * CI + 3];  // alpha is copied
         }
         __syncthreads();  // every thread has its samples: the stage takes the outputs
@@ -606,7 +609,8 @@ void launch_vec(const VecSchedule& vec, const ColorOp<T>& op, cudaStream_t strea
     with_vec_pixels(vec.pixels, [&](auto n) {
         with_channels(op.src.channels, [&](auto ci) {
             with_channels(op.dst.channels, [&](auto co) {
-                if constexpr (ci() >= 3 && (co() == 1 || co() == ci())) {
+                // 1 channel in: gray (a copy) or 3 channels out, read as R = G = B.
+                if constexpr ((ci() >= 3 && (co() == 1 || co() == ci())) || (ci() == 1 && (co() == 1 || co() == 3))) {
                     // Staged for float: measured faster on 32f:3 and slower on 8u:3 (H100, apps/bench/README.md).
                     if constexpr (ci() == 3 && sizeof(T) == 4) {
                         constexpr auto kernel = vec_color_staged<n(), ci(), co(), T>;

@@ -76,7 +76,7 @@ void dispatch_node(const Node& node, const ImageView& src, const ImageView& dst,
         using T = std::remove_cvref_t<decltype(sample)>;  // (GCC 12 sees a reference in nested lambdas)
         with_schedule(node.schedule, [&](auto schedule) {
             if (const auto* color = std::get_if<ColorFilter>(&node.filter)) {
-                launch(schedule, ColorOp<T>{src, dst, storage_matrix(*color, src.depth)});
+                launch(schedule, ColorOp<T>{src, dst, storage_matrix(*color, src.depth, src.channels)});
                 return;
             }
             with_border(node.border.mode, [&](auto border) {
@@ -90,7 +90,8 @@ void dispatch_node(const Node& node, const ImageView& src, const ImageView& dst,
                         // src is the colour node's input; the stencil reads its output.
                         const ImageView colored{nullptr, src.width, src.height,
                                                 output_channels(*node.fused_color, src.channels), src.depth, 0};
-                        launch_stencil(ColorSource<T, B>{{colored, src, storage_matrix(*node.fused_color, src.depth), constant}});
+                        launch_stencil(ColorSource<T, B>{
+                            {colored, src, storage_matrix(*node.fused_color, src.depth, src.channels), constant}});
                         return;
                     }
                 }

@@ -311,8 +311,15 @@ SobelKernels sobel_kernels(int ksize) {
     return k;
 }
 
-StorageMatrix storage_matrix(const ColorFilter& f, Depth depth) {
+StorageMatrix storage_matrix(const ColorFilter& f, Depth depth, int input_channels) {
     StorageMatrix s{};
+    s.step = color_step(input_channels);  // 1 channel: R = G = B
+    if (input_channels == 1 && f.preset == ColorPreset::gray) {  // gray of gray: the image itself
+        s.rows = 1;
+        s.m[0][0] = 1;
+        s.copy = true;
+        return s;
+    }
     // Rows and columns below are in storage order: B, G, R. For 8/16-bit
     // images cv::cvtColor (4.6) uses fixed-point coefficients: BGR2GRAY
     // 3735, 19235, 9798 over 2^15; BGR2YCrCb 1868, 9617, 4899 and 11682,
@@ -411,9 +418,10 @@ bool schedule_supports(const ScheduleSpec& schedule, const Filter& filter) {
 int output_channels(const Filter& f, int channels) {
     const auto* color = std::get_if<ColorFilter>(&f);
     if (!color) return channels;
-    if (channels != 3 && channels != 4)
-        throw Error(to_string(f), "needs a 3- or 4-channel image, this one has " + std::to_string(channels));
-    return color->preset == ColorPreset::gray ? 1 : channels;
+    if (channels != 1 && channels != 3 && channels != 4)
+        throw Error(to_string(f), "needs a 1-, 3- or 4-channel image, this one has " + std::to_string(channels));
+    if (color->preset == ColorPreset::gray) return 1;
+    return channels == 1 ? 3 : channels;  // a 1-channel image is read as R = G = B
 }
 
 }  // namespace cbi

@@ -4,7 +4,8 @@
 //   BoxFilter       cv::blur(src, dst, {k,k}, {-1,-1}, border)
 //   GaussianFilter  cv::GaussianBlur(src, dst, {k,k}, sigma, sigma, border)
 //   SobelFilter     |gx|, |gy| or sqrt(gx^2+gy^2) of cv::Sobel(src, CV_32F, ...)
-//   ColorFilter     3x3/3x4 matrix on (R,G,B); alpha kept; gray gives 1 channel
+//   ColorFilter     3x3/3x4 matrix on (R,G,B); alpha kept; gray gives 1 channel;
+//                   a 1-channel input is read as R = G = B (gray of it: itself)
 // Kernel sizes: odd, 1..kMaxKernel (Sobel: 1, 3, 5, 7).
 #include <array>
 #include <optional>
@@ -116,8 +117,10 @@ GaussianFixedKernel gaussian_fixed_weights(int ksize, double sigma);
 SobelKernels sobel_kernels(int ksize);
 
 // The colour matrix in storage order for a depth (presets with offsets,
-// such as ycrcb's 128 for 8-bit, depend on it).
-StorageMatrix storage_matrix(const ColorFilter& f, Depth depth);
+// such as ycrcb's 128 for 8-bit, depend on it) and an input of
+// `input_channels` (1, 3 or 4): a 1-channel input is read as R = G = B, and
+// gray of it is a copy (StorageMatrix::step, copy).
+StorageMatrix storage_matrix(const ColorFilter& f, Depth depth, int input_channels = 3);
 
 // Throws std::invalid_argument naming the alternatives when `schedule`
 // cannot run `filter` (e.g. smem:WxH is for stencils, not colour matrices;
@@ -127,8 +130,9 @@ void check_schedule_supports(const ScheduleSpec& schedule, const BlendFilter& bl
 // The same test without the message: what tests and benchmarks sweep.
 bool schedule_supports(const ScheduleSpec& schedule, const Filter& filter);
 
-// Channels of the node's output for an input with `channels` channels.
-// Throws cbi::Error when the filter cannot take such an input.
+// Channels of the node's output for an input with `channels` channels
+// (colour: gray 1; others 3 from 1 or 3 channels, 4 from 4). Throws
+// cbi::Error when the filter cannot take such an input.
 int output_channels(const Filter& f, int channels);
 
 }  // namespace cbi

@@ -243,10 +243,21 @@ struct SobelOp : SeparableStencil<SobelOp<T, B, Src>, T, B, Src> {
 
 // A 3x4 matrix in storage order: row r gives output channel r, columns
 // weigh input channels 0, 1, 2 (B, G, R for OpenCV images) plus an offset.
+// Built on the host for one input channel count (storage_matrix), so every
+// caller of ColorOp::sample reads 1-channel images the same way.
 struct StorageMatrix {
     float m[3][4];
     int rows;  // 3, or 1 for a gray result
+    // Samples between the input's B, G and R: 1, or 0 for a 1-channel image,
+    // read as R = G = B (as cv::cvtColor(COLOR_GRAY2BGR) would give it).
+    int step = 1;
+    // Gray of a 1-channel image is that image, bit for bit: a copy, since no
+    // matrix is an identity on floats (0 * Inf is NaN, -0 + 0 is +0).
+    bool copy = false;
 };
+
+// StorageMatrix::step for an input of `channels` channels.
+CBI_HOST_DEVICE constexpr int color_step(int channels) { return channels == 1 ? 0 : 1; }
 
 // Matrix colour transform per pixel; alpha (channel 3) is copied unchanged
 // when both images have it.
@@ -256,11 +267,18 @@ struct ColorOp {
     ImageView dst;
     StorageMatrix matrix;
 
-    // Output channel r (< matrix.rows) of the pixel `in`.
-    static CBI_HOST_DEVICE T sample(const StorageMatrix& matrix, const T* in, int r) {
-        const float c0 = to_float(in[0]), c1 = to_float(in[1]), c2 = to_float(in[2]);
+    // Output channel r (< matrix.rows) of the pixel `in`, its channels
+    // `step` samples apart (matrix.step). Kernels that hold pixels in
+    // register arrays pass color_step(CI) as a constant: a run-time index
+    // would move the array to local memory, and step 1 drops the copy test.
+    static CBI_HOST_DEVICE T sample(const StorageMatrix& matrix, const T* in, int r, int step) {
+        if (step == 0 && matrix.copy) return in[0];
+        const float c0 = to_float(in[0]), c1 = to_float(in[step]), c2 = to_float(in[2 * step]);
         const float* m = matrix.m[r];
         return saturate_round<T>(add_rn(add_rn(add_rn(mul_rn(m[0], c0), mul_rn(m[1], c1)), mul_rn(m[2], c2)), m[3]));
+    }
+    static CBI_HOST_DEVICE T sample(const StorageMatrix& matrix, const T* in, int r) {
+        return sample(matrix, in, r, matrix.step);
     }
 
     CBI_HOST_DEVICE void operator()(int x, int y) const {

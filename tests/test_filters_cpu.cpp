@@ -8,9 +8,11 @@
 
 #include <opencv2/imgcodecs.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <filesystem>
+#include <iterator>
 #include <initializer_list>
 #include <limits>
 #include <tuple>
@@ -337,10 +339,172 @@ TEST(CpuKernels, SobelKernelsEqualOpenCV) {
     }
 }
 
-TEST(CpuColor, ColorMatrixNeedsThreeOrFourChannels) {
-    const cv::Mat gray = random_image(5, 5, 1, Depth::u8, 3);
-    const Node nodes[] = {Node{parse_filter("color:sepia"), Border{}, ScheduleSpec{}}};
-    EXPECT_THROW(run_chain(nodes, view_of(gray), RunOptions{}), Error);
+// Colour matrices on 1-channel images read them as R = G = B (DESIGN.md
+// section 3): gray of a gray image is that image, bit for bit (NaN payloads,
+// signalling NaNs, -0.0 and Inf included); every other matrix gives what it
+// gives on cv::cvtColor(GRAY2BGR) of the image, bit for bit. For every CPU
+// schedule that runs colour, odd sizes, whole images and views at odd
+// offsets, outputs written into a view of a poisoned canvas.
+
+// The gray images each case runs on: a whole image, a view inside a larger
+// one, and for float a view holding special values.
+std::vector<std::pair<std::string, cv::Mat>> gray_inputs(cv::Size size, Depth depth, unsigned seed) {
+    std::vector<std::pair<std::string, cv::Mat>> out;
+    out.emplace_back("whole", random_image(size.width, size.height, 1, depth, seed));
+    const cv::Mat big = random_image(size.width + 4, size.height + 3, 1, depth, seed + 1);
+    out.emplace_back("view", big(cv::Rect(3, 1, size.width, size.height)));
+    if (depth == Depth::f32) {
+        cv::Mat special = big.clone()(cv::Rect(1, 2, size.width, size.height));
+        const std::uint32_t bits[] = {0x7fc00000u, 0xffc00001u, 0x7f800001u /* signalling */, 0x7f800000u, 0xff800000u,
+                                      0x80000000u /* -0 */, 0x00000001u /* denormal */, 0x7f7fffffu, 0xff7fffffu};
+        cv::RNG rng(seed);
+        for (int i = 0; i < 3 * static_cast<int>(std::size(bits)); ++i)
+            std::memcpy(&special.ptr<float>(rng.uniform(0, size.height))[rng.uniform(0, size.width)],
+                        &bits[i % std::size(bits)], sizeof(float));
+        out.emplace_back("specials", special);
+    }
+    return out;
+}
+
+// Runs node on src into a view at (1, 2) of a canvas poisoned with 0xA5
+// bytes; asserts no byte outside the view changed and returns the view.
+cv::Mat run_into_canvas(const Node& node, const cv::Mat& src, int out_channels) {
+    cv::Mat canvas(src.rows + 3, src.cols + 2, CV_MAKETYPE(src.depth(), out_channels));
+    std::memset(canvas.data, 0xA5, canvas.total() * canvas.elemSize());
+    const cv::Rect inner(1, 2, src.cols, src.rows);
+    run_node_cpu(node, view_of(src), view_of(canvas(inner)));
+    const cv::Mat out = canvas(inner).clone();
+    for (int y = inner.y; y < inner.y + inner.height; ++y)
+        std::memset(canvas.ptr(y) + inner.x * canvas.elemSize(), 0xA5, inner.width * canvas.elemSize());
+    EXPECT_EQ(std::count_if(canvas.datastart, canvas.dataend, [](unsigned char b) { return b != 0xA5; }), 0)
+        << "a byte outside the output view was written";
+    return out;
+}
+
+// Equal bytes, except that float NaNs compare as NaN: in matrix arithmetic
+// x86 keeps one operand's payload, and which one may differ between the
+// vector and the scalar paths (see RowsMatchPerPixelBitForBit).
+bool same_samples(const cv::Mat& a, const cv::Mat& b) {
+    if (a.size() != b.size() || a.type() != b.type()) return false;
+    const cv::Mat x = a.isContinuous() ? a : a.clone(), y = b.isContinuous() ? b : b.clone();
+    if (a.depth() != CV_32F) return std::memcmp(x.data, y.data, x.total() * x.elemSize()) == 0;
+    const float* p = x.ptr<float>();
+    const float* q = y.ptr<float>();
+    for (std::size_t i = 0; i < x.total() * x.channels(); ++i)
+        if (std::isnan(p[i]) ? !std::isnan(q[i]) : std::memcmp(&p[i], &q[i], sizeof(float)) != 0) return false;
+    return true;
+}
+
+const cv::Size kGraySizes[] = {{1, 1}, {17, 1}, {1, 9}, {31, 7}, {67, 45}, {1000, 3}};
+
+std::vector<ScheduleSpec> colour_schedules(const Filter& filter) {
+    std::vector<ScheduleSpec> out;
+    for (const ScheduleSpec& s : example_schedules())
+        if (schedule_supports(s, filter)) out.push_back(s);
+    return out;
+}
+
+TEST(CpuColor, GrayOfAGrayImageIsThatImageBitForBit) {
+    const Filter gray = parse_filter("color:gray");
+    const auto schedules = colour_schedules(gray);
+    ASSERT_GE(schedules.size(), 5u);  // naive, column, zigzag, tile, vec
+    unsigned seed = 2000;
+    for (const Depth depth : kDepths)
+        for (const cv::Size size : kGraySizes)
+            for (const auto& [what, src] : gray_inputs(size, depth, seed += 2))
+                for (const ScheduleSpec& schedule : schedules) {
+                    SCOPED_TRACE(std::string(depth_name(depth)) + " " + std::to_string(size.width) + "x" +
+                                 std::to_string(size.height) + " " + what + " " + schedule.to_string());
+                    const cv::Mat got = run_into_canvas(Node{gray, Border{}, schedule}, src, 1);
+                    const cv::Mat want = src.clone();
+                    ASSERT_EQ(got.type(), want.type());
+                    ASSERT_EQ(std::memcmp(got.data, want.data, want.total() * want.elemSize()), 0);
+                }
+}
+
+TEST(CpuColor, MatricesOnAGrayImageEqualTheSameOnGrayToBgrBitForBit) {
+    const char* colours[] = {"color:sepia", "color:ycrcb", "color:0.5,0.25,0.25,10,-0.2,1.1,0.1,-5,0.3,0.3,0.3,0",
+                             "color:1.5,-0.25,0.1,0.3,0.3,0.3,-2,0.5,2.5"};
+    unsigned seed = 2500;
+    for (const char* colour : colours) {
+        const Filter filter = parse_filter(colour);
+        for (const Depth depth : kDepths)
+            for (const cv::Size size : kGraySizes)
+                for (const auto& [what, src] : gray_inputs(size, depth, seed += 2)) {
+                    cv::Mat bgr;
+                    cv::cvtColor(src, bgr, cv::COLOR_GRAY2BGR);
+                    const cv::Mat want = run_poisoned(Node{filter, Border{}, parse_schedule("naive")}, bgr, 3);
+                    if (what != "specials") {  // NaN is never within a tolerance
+                        const auto r = check_against_opencv(Node{filter, Border{}, ScheduleSpec{}}, bgr, want);
+                        ASSERT_TRUE(r.ok) << colour << " " << depth_name(depth) << ": " << r.where;
+                    }
+                    for (const ScheduleSpec& schedule : colour_schedules(filter)) {
+                        SCOPED_TRACE(std::string(colour) + " " + depth_name(depth) + " " + std::to_string(size.width) +
+                                     "x" + std::to_string(size.height) + " " + what + " " + schedule.to_string());
+                        const cv::Mat got = run_into_canvas(Node{filter, Border{}, schedule}, src, 3);
+                        ASSERT_TRUE(same_samples(got, want));
+                        if (what != "specials") {
+                            ASSERT_EQ(std::memcmp(got.data, want.data, want.total() * want.elemSize()), 0);
+                        }
+                    }
+                }
+    }
+}
+
+// Through the executor: channel counts follow (sepia of gray: 3 channels,
+// so it blends with a 3-channel image, not with the 1-channel input; gray
+// of gray: 1), and a chain equals the same chain on GRAY2BGR of the image.
+TEST(CpuColor, GraphsTakeGrayImages) {
+    for (const Depth depth : kDepths) {
+        SCOPED_TRACE(depth_name(depth));
+        const cv::Mat src = random_image(67, 45, 1, depth, 77);
+        cv::Mat bgr;
+        cv::cvtColor(src, bgr, cv::COLOR_GRAY2BGR);
+        for (const char* pipeline : {"color:sepia | gaussian:5@sep:32x8", "color:ycrcb | sobel:mag@column:16",
+                                     "color:gray@vec:4 | blur:3@smem:16x8"}) {
+            GraphExecutor on_gray(parse_pipeline(pipeline), RunOptions{}), on_bgr(parse_pipeline(pipeline), RunOptions{});
+            const cv::Mat got = as_mat(on_gray.run(view_of(src)).front()).clone();
+            const cv::Mat want = as_mat(on_bgr.run(view_of(bgr)).front()).clone();
+            if (std::string_view(pipeline).starts_with("color:gray")) {  // gray of gray: the image itself
+                const Node blur{parse_filter("blur:3"), Border{}, ScheduleSpec{}};
+                EXPECT_EQ(cv::norm(got, run_cpu(blur, src), cv::NORM_INF), 0.0) << pipeline;
+                EXPECT_EQ(on_gray.channels_of(2), 1);
+            } else {
+                EXPECT_EQ(on_gray.channels_of(2), 3);
+                ASSERT_EQ(got.type(), want.type()) << pipeline;
+                EXPECT_EQ(std::memcmp(got.data, want.data, want.total() * want.elemSize()), 0) << pipeline;
+            }
+        }
+        // gray of gray blends with the 1-channel input: the image itself, twice.
+        Graph same;
+        same.add_output(same.add_blend("mix", BlendFilter{0.5, 0.5, 0},
+                                       same.add_filter("gray", parse_filter("color:gray"), Graph::input()), Graph::input()));
+        GraphExecutor ex(same, RunOptions{});
+        const cv::Mat mixed = as_mat(ex.run(view_of(src)).front()).clone();
+        EXPECT_LE(cv::norm(mixed, src, cv::NORM_INF), depth == Depth::f32 ? 1e-6 : 0.0);
+        // sepia of gray has 3 channels: blending it with the 1-channel input is refused.
+        Graph mismatch;
+        mismatch.add_output(mismatch.add_blend(
+            "mix", BlendFilter{}, mismatch.add_filter("sepia", parse_filter("color:sepia"), Graph::input()), Graph::input()));
+        GraphExecutor bad(mismatch, RunOptions{});
+        try {
+            bad.prepare(src.cols, src.rows, 1, depth);
+            FAIL() << "a 3- and 1-channel blend was accepted";
+        } catch (const Error& e) {
+            EXPECT_NE(std::string(e.what()).find("blend inputs 'sepia' and 'input' have 3 and 1 channels"), std::string::npos)
+                << e.what();
+        }
+    }
+}
+
+TEST(CpuColor, OutputChannels) {
+    EXPECT_EQ(output_channels(parse_filter("color:gray"), 1), 1);
+    EXPECT_EQ(output_channels(parse_filter("color:sepia"), 1), 3);
+    EXPECT_EQ(output_channels(parse_filter("color:ycrcb"), 1), 3);
+    EXPECT_EQ(output_channels(parse_filter("color:sepia"), 3), 3);
+    EXPECT_EQ(output_channels(parse_filter("color:sepia"), 4), 4);
+    EXPECT_EQ(output_channels(parse_filter("color:gray"), 4), 1);
+    EXPECT_THROW(output_channels(parse_filter("color:gray"), 2), Error);
 }
 
 TEST(CpuColor, GrayDropsAlphaAndOthersKeepIt) {
@@ -383,10 +547,13 @@ void expect_color_rows_match_per_pixel(Depth depth) {
         {{{0.5f, -0.5f, 0.5f, 0.5f}}, 1},
     };
     unsigned seed = 50;
-    for (const auto& [ci, co] : {std::pair{3, 3}, {3, 1}, {4, 4}, {4, 1}})
+    // 1 -> 3: the AVX2 step reads one vector as B = G = R; 1 -> 1: gray of gray, a copy.
+    for (const auto& [ci, co] : {std::pair{3, 3}, {3, 1}, {4, 4}, {4, 1}, {1, 3}, {1, 1}})
         for (const int width : {1, 7, 8, 15, 16, 31, 32, 33, 67, 1000})
-            for (const StorageMatrix& matrix : matrices) {
+            for (StorageMatrix matrix : matrices) {
                 if ((matrix.rows == 1) != (co == 1)) continue;
+                matrix.step = color_step(ci);  // as storage_matrix sets them
+                matrix.copy = ci == 1 && co == 1;
                 // A view inside a larger image: rows start at odd addresses and have gaps.
                 const cv::Mat big = random_image(width + 3, 5, ci, depth, seed++);
                 cv::Mat src = big(cv::Rect(1, 1, width, 3));

@@ -6,9 +6,11 @@
 // CUDA device every test is skipped (and counted as skipped).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <string_view>
 #include <tuple>
 
 #include "filters/cpu_backend.hpp"
@@ -154,6 +156,85 @@ TEST(Cuda, StagedColourEqualsCpuForEveryBlockSize) {
             }
         }
     }
+}
+
+// Colour on 1-channel images, read as R = G = B (vec:N: the 1-channel
+// kernels; the per-pixel schedules: ColorOp with the matrix's step 0): for
+// every schedule that runs colour and two block sizes, on whole images and
+// views at odd addresses (float ones holding NaNs, signalling NaNs, +-Inf,
+// -0.0 and denormals), written into a view of a poisoned canvas whose other
+// bytes must stay. Gray is the image itself bit for bit; other matrices
+// equal the CPU backend (integers bit for bit, floats within 1e-5, NaN
+// where it has NaN).
+TEST(Cuda, ColourOnGrayImagesEqualsCpu) {
+    REQUIRE_GPU();
+    const Stream stream;
+    const char* colours[] = {"color:gray", "color:sepia", "color:ycrcb",
+                             "color:0.5,0.25,0.25,10,-0.2,1.1,0.1,-5,0.3,0.3,0.3,0", "color:1.5,-0.25,0.1,0.3,0.3,0.3,-2,0.5,2.5"};
+    const auto same = [](const cv::Mat& a, const cv::Mat& b, bool exact) {
+        if (a.size() != b.size() || a.type() != b.type()) return false;
+        if (exact || a.depth() != CV_32F) return std::memcmp(a.data, b.data, a.total() * a.elemSize()) == 0;
+        const float* p = a.ptr<float>();
+        const float* q = b.ptr<float>();
+        for (std::size_t i = 0; i < a.total() * a.channels(); ++i) {
+            if (std::isnan(p[i]) || std::isnan(q[i]) || std::isinf(q[i])) {
+                if (std::isnan(p[i]) != std::isnan(q[i]) || (!std::isnan(q[i]) && p[i] != q[i])) return false;
+            } else if (!(std::abs(p[i] - q[i]) <= 1e-5f * std::max(1.f, std::abs(q[i])))) {
+                return false;
+            }
+        }
+        return true;
+    };
+    unsigned seed = 80;
+    for (const Depth depth : kDepths)
+        for (const cv::Size size : {cv::Size{1, 1}, cv::Size{17, 1}, cv::Size{31, 7}, cv::Size{333, 97}, cv::Size{1000, 3}})
+            for (const bool roi : {false, true}) {
+                cv::Mat big = random_image(size.width + 4, size.height + 3, 1, depth, seed++);
+                if (depth == Depth::f32) {
+                    const std::uint32_t bits[] = {0x7fc00000u, 0xffc00001u, 0x7f800001u, 0x7f800000u, 0xff800000u,
+                                                  0x80000000u, 0x00000001u, 0x7f7fffffu};
+                    cv::RNG rng(seed);
+                    for (int i = 0; i < 24; ++i)
+                        std::memcpy(&big.ptr<float>(rng.uniform(0, big.rows))[rng.uniform(0, big.cols)], &bits[i % 8], 4);
+                }
+                const cv::Mat src = roi ? big(cv::Rect(1, 2, size.width, size.height)) : big(cv::Rect(0, 0, size.width, size.height)).clone();
+                DeviceImage device_big(big.cols, big.rows, 1, depth), device_whole(size.width, size.height, 1, depth);
+                upload(view_of(big), device_big.view, stream.get());
+                upload(view_of(src), device_whole.view, stream.get());
+                const ImageView in = roi ? device_big.view.crop(1, 2, size.width, size.height) : device_whole.view;
+                for (const char* colour : colours) {
+                    Node node{parse_filter(colour), Border{}, ScheduleSpec{}};
+                    const bool gray = std::string_view(colour) == "color:gray";
+                    const int out_channels = output_channels(node.filter, 1);
+                    cv::Mat cpu(src.size(), cv_type(depth, out_channels));
+                    run_node_cpu(node, view_of(src), view_of(cpu));
+                    const cv::Mat want = gray ? src.clone() : cpu;
+                    for (const ScheduleSpec& schedule : test::matrix_schedules()) {
+                        if (!schedule_supports(schedule, node.filter)) continue;
+                        node.schedule = schedule;
+                        for (const int block : {256, 33}) {
+                            SCOPED_TRACE(std::string(colour) + " " + depth_name(depth) + " " + std::to_string(size.width) +
+                                         "x" + std::to_string(size.height) + (roi ? " view " : " whole ") +
+                                         schedule.to_string() + " block " + std::to_string(block));
+                            DeviceImage canvas(size.width + 3, size.height + 4, out_channels, depth);
+                            CBI_CUDA_CHECK(cudaMemsetAsync(canvas.view.data, 0xA5, canvas.view.stride * canvas.view.height,
+                                                           stream.get()),
+                                           "poison");
+                            run_node_cuda(node, in, canvas.view.crop(1, 2, size.width, size.height), stream.get(), block);
+                            cv::Mat all(canvas.view.height, canvas.view.width, cv_type(depth, out_channels));
+                            download(canvas.view, view_of(all), stream.get());
+                            stream.synchronize("test");
+                            const cv::Rect inner(1, 2, size.width, size.height);
+                            const cv::Mat got = all(inner).clone();
+                            ASSERT_TRUE(same(got, want, gray)) << "max diff " << cv::norm(got, want, cv::NORM_INF);
+                            for (int y = inner.y; y < inner.br().y; ++y)
+                                std::memset(all.ptr(y) + inner.x * all.elemSize(), 0xA5, inner.width * all.elemSize());
+                            ASSERT_EQ(std::count_if(all.datastart, all.dataend, [](unsigned char b) { return b != 0xA5; }), 0)
+                                << "a byte outside the output view was written";
+                        }
+                    }
+                }
+            }
 }
 
 TEST(Cuda, ChainOnRoiEqualsCpuChain) {

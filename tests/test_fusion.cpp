@@ -47,12 +47,13 @@ constexpr Case kCases[] = {
     {"color:0.5,0.25,0.25,10,-0.2,1.1,0.1,-5,0.3,0.3,0.3,0 | sobel:x:5@sep:64x32", "reflect"},
 };
 
-// Calls f(graph, source image, trace) for every case x depth x channel count.
+// Calls f(graph, source image, trace) for every case x depth x channel
+// count (1 channel: the colour node reads it as R = G = B).
 template <class F>
 void for_each_case(int width, int height, F&& f) {
     for (const Case& c : kCases)
         for (const Depth depth : {Depth::u8, Depth::u16, Depth::f32})
-            for (const int channels : {3, 4}) {
+            for (const int channels : {1, 3, 4}) {
                 SCOPED_TRACE(std::string(c.pipeline) + " " + c.border + " " + depth_name(depth) + "x" +
                              std::to_string(channels));
                 f(parse_pipeline(c.pipeline, ScheduleSpec{}, parse_border(c.border)),
@@ -130,7 +131,6 @@ TEST(Fusion, FusedStencilPairTilesEqualTheTwoNodesOnTheCpu) {
         for (const auto& color : colors)
             for (const Depth depth : {Depth::u8, Depth::u16, Depth::f32})
                 for (const int channels : {1, 3, 4}) {
-                    if (color && channels == 1) continue;
                     for (const auto& size : sizes) {
                         SCOPED_TRACE(std::string(p.first) + " " + p.first_border + " | " + p.second + " " + p.second_border +
                                      " @" + p.schedule + (color ? " colour" : "") + " " + depth_name(depth) + "x" +
@@ -157,9 +157,10 @@ struct ThreadTeam {
 
 TEST(Fusion, ATeamOfThreadsComputesTheSameTilesAsOneThread) {
     for (const PairNodes& p : kPairNodes)
-        for (const Depth depth : {Depth::u8, Depth::f32}) {
-            SCOPED_TRACE(std::string(p.first) + " | " + p.second + " @" + p.schedule + " " + depth_name(depth));
-            const cv::Mat src = random_image(45, 23, 3, depth, 9);
+        for (const auto& [depth, channels] : {std::pair{Depth::u8, 3}, {Depth::f32, 3}, {Depth::u8, 1}, {Depth::f32, 1}}) {
+            SCOPED_TRACE(std::string(p.first) + " | " + p.second + " @" + p.schedule + " " + depth_name(depth) + "x" +
+                         std::to_string(channels));
+            const cv::Mat src = random_image(45, 23, channels, depth, 9);
             const std::optional<ColorFilter> color = parse_color("sepia");
             const cv::Mat want = unfused(p, color, src);
             cv::Mat got(want.size(), want.type(), cv::Scalar::all(7));
@@ -184,6 +185,32 @@ TEST(Fusion, ATeamOfThreadsComputesTheSameTilesAsOneThread) {
         }
 }
 
+// A colour node on a gray image (read as R = G = B), fused into the
+// stencil that reads it: the graph with fusion asked for, the fused node and
+// the graph on cv::cvtColor(GRAY2BGR) of the image give the same samples.
+TEST(Fusion, FusedColourOnAGrayImageEqualsTheGraphOnGrayToBgr) {
+    for (const char* pipeline : {"color:sepia | gaussian:5@sep:32x8", "color:ycrcb | sobel:mag@smem:16x8",
+                                 "color:gray | blur:7@sep:16x16"})
+        for (const Depth depth : {Depth::u8, Depth::u16, Depth::f32}) {
+            SCOPED_TRACE(std::string(pipeline) + " " + depth_name(depth));
+            const Graph g = parse_pipeline(pipeline);
+            const cv::Mat src = random_image(131, 77, 1, depth, 13);
+            cv::Mat bgr;
+            cv::cvtColor(src, bgr, cv::COLOR_GRAY2BGR);
+            GraphExecutor on_gray(g, options(true)), on_bgr(g, options(false));
+            const cv::Mat graph = first_output(on_gray, src);
+            const ColorFilter color = std::get<ColorFilter>(std::get<Filter>(g.nodes()[1].op));
+            const Node fused{std::get<Filter>(g.nodes()[2].op), g.border_of(2), std::get<ScheduleSpec>(g.schedule_of(2)), color};
+            cv::Mat got(graph.size(), graph.type(), cv::Scalar::all(5));
+            run_node_cpu(fused, view_of(src), view_of(got));
+            EXPECT_EQ(graph.channels(), color.preset == ColorPreset::gray ? 1 : 3);
+            EXPECT_EQ(cv::norm(got, graph, cv::NORM_INF), 0.0);
+            if (color.preset != ColorPreset::gray) {
+                EXPECT_EQ(cv::norm(got, first_output(on_bgr, bgr), cv::NORM_INF), 0.0);
+            }
+        }
+}
+
 #if CBI_HAVE_CUDA
 // Two stencils in one kernel (cuda_chain.cu): the first stencil's output is
 // computed per tile in shared memory. Bit-identical to the unfused graph on
@@ -202,6 +229,8 @@ constexpr PairCase kPairs[] = {
     {"color:sepia | blur:5@smem:16x8 | sobel:y:7@sep:32x8", "reflect", 3},
     {"sobel:mag:1@sep:16x8 | sobel:mag:3@sep:16x8", "constant:200", 1},
     {"blur:31@sep:32x8 | gaussian:3@sep:32x8", "reflect101", 3},
+    {"color:sepia | gaussian:5@sep:32x8 | sobel:mag@sep:32x8", "reflect101", 1},  // gray read as R = G = B
+    {"color:gray | blur:5@smem:16x8 | gaussian:3@sep:16x8", "replicate", 1},     // gray of gray: a copy
 };
 
 bool has_gpu(std::string& why) { return cuda_device_count(why) > 0; }
