@@ -689,7 +689,7 @@ cv::Mat decode_image(Bytes bytes, const std::string& subject, std::uint64_t max_
     if (needed > max_bytes) {
         auto number = [](std::uint64_t v) { return v == ~std::uint64_t{0} ? std::string("more than 2^64") : std::to_string(v); };
         throw Error(subject, "image is " + std::to_string(h.width) + "x" + std::to_string(h.height) + " x " +
-                                 std::to_string(h.channels) + " channels x " + std::to_string(h.bytes_per_sample) +
+                                 std::to_string(h.channels) + (h.channels == 1 ? " channel x " : " channels x ") + std::to_string(h.bytes_per_sample) +
                                  (h.bytes_per_sample == 1 ? " byte = " : " bytes = ") + number(decoded) + " bytes decoded" +
                                  (h.scratch_bytes ? " + " + number(h.scratch_bytes) + " bytes of " + h.format + " tile/strip buffers" : "") +
                                  ", larger than --max-memory " + std::to_string(max_bytes));
