@@ -33,8 +33,6 @@ namespace {
 namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
 
-// write_image_atomic's temporaries: never inputs, removed as leftovers.
-constexpr std::string_view kTempPrefix = ".cbi-tmp-";
 // Inserted before the extension when an output shares its input's folder.
 constexpr std::string_view kOutputTag = ".cbi";
 
@@ -83,12 +81,23 @@ BatchItem failed_item(const fs::path& input, const fs::path& output, std::string
     return item;
 }
 
-// Adds a job unless another input already claimed its output name.
+// Where an output lands, for comparing outputs with each other: its folder
+// with symbolic links resolved (two spellings of one folder are one key)
+// and its own name.
+std::string output_key(const fs::path& output) {
+    std::error_code ec;
+    const fs::path dir = output.has_parent_path() ? output.parent_path() : fs::path(".");
+    fs::path canonical = fs::weakly_canonical(fs::absolute(dir, ec), ec);
+    if (ec) canonical = fs::absolute(dir, ec).lexically_normal();
+    return (canonical / output.filename()).string();
+}
+
+// Adds a job unless another input already claimed its output.
 class Planner {
 public:
     explicit Planner(BatchPlan& plan) : plan_(plan) {}
     void add(const fs::path& input, const fs::path& output) {
-        const auto [it, fresh] = claimed_.emplace(output.lexically_normal().string(), input);
+        const auto [it, fresh] = claimed_.emplace(output_key(output), input);
         if (fresh) {
             plan_.jobs.push_back({input, output});
         } else {
@@ -102,6 +111,28 @@ private:
     BatchPlan& plan_;
     std::map<std::string, fs::path> claimed_;
 };
+
+// Every output that exists and is one of the inputs (same device and inode,
+// links followed: hard links, symlinked folders and other spellings
+// included) becomes a conflict line. Outputs that do not exist yet cannot
+// be inputs; the read stage checks each pair again just before reading.
+void check_overwrites(BatchPlan& plan) {
+    // Refused inputs too: a file stays an input even when it is not read.
+    std::map<FileId, const fs::path*> inputs;
+    for (const BatchJob& job : plan.jobs)
+        if (const auto id = file_id(job.input)) inputs.emplace(*id, &job.input);
+    for (const BatchItem& item : plan.rejected)
+        if (const auto id = file_id(item.input)) inputs.emplace(*id, &item.input);
+    for (const BatchJob& job : plan.jobs) {
+        const auto id = file_id(job.output);
+        if (!id) continue;
+        const auto it = inputs.find(*id);
+        if (it != inputs.end())
+            plan.conflicts.push_back(job.output.string() + ": is the input " + it->second->string() +
+                                     " (the same file), the output of " + job.input.string() +
+                                     "; cbi never overwrites an input: choose another output folder");
+    }
+}
 
 class FolderWalker {
 public:
@@ -121,7 +152,7 @@ public:
                   [](const auto& a, const auto& b) { return a.path().filename() < b.path().filename(); });
         for (const auto& entry : entries) {
             const fs::path name = entry.path().filename();
-            if (name.string().starts_with(kTempPrefix)) continue;
+            if (name.string().starts_with(temp_prefix)) continue;
             // Not following links: a link to a folder is not descended into
             // (no cycles); links named like images are jobs like files.
             const bool is_dir = entry.symlink_status(ec).type() == fs::file_type::directory;
@@ -151,8 +182,8 @@ private:
     Planner planner_;
 };
 
-// An exclusive flock on an output root for the run: the leftover
-// temporaries there are then a killed run's, never a live batch's.
+// An exclusive flock on an output root for the run, so that two batches
+// never race for the same outputs.
 class DirLock {
 public:
     explicit DirLock(const fs::path& dir) : fd_(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC)) {
@@ -172,18 +203,10 @@ private:
     int fd_;
 };
 
-void remove_leftover_temporaries(const fs::path& dir) {
-    std::error_code ec;
-    for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
-        std::error_code type_ec;
-        if (it->path().filename().string().starts_with(kTempPrefix) && it->is_regular_file(type_ec))
-            fs::remove(it->path(), type_ec);  // best effort: a leftover that stays is ignored anyway
-    }
-}
-
-// One line naming `subject` (unless the message already starts with it).
+// The message, named after `subject` unless it already starts with it. The
+// subject's own control characters (a newline in a file name) are kept: the
+// apps escape them when they print.
 std::string failure(const fs::path& subject, std::string message) {
-    std::replace(message.begin(), message.end(), '\n', ' ');
     const std::string s = subject.string();
     return message.rfind(s + ":", 0) == 0 ? message : s + ": " + message;
 }
@@ -259,6 +282,7 @@ BatchPlan plan_folder(const FolderOptions& o) {
     BatchPlan plan;
     plan.output_roots.push_back(out_root);
     FolderWalker(o, out_root, same_dir, plan).walk(o.input_dir, {});
+    check_overwrites(plan);
     return plan;
 }
 
@@ -284,12 +308,14 @@ BatchPlan plan_files(const std::vector<fs::path>& inputs, const fs::path& output
     }
     if (!output_dir.empty()) roots.insert(output_dir.string());
     plan.output_roots.assign(roots.begin(), roots.end());
+    check_overwrites(plan);
     return plan;
 }
 
 BatchSummary run_batch(const BatchPlan& plan, const ProcessorFactory& factory, const BatchOptions& options) {
     if (options.jobs < 0) throw std::invalid_argument("jobs must be at least 1 (0: all cores)");
     if (options.in_flight < 0) throw std::invalid_argument("in-flight must be at least 1 (0: twice the jobs)");
+    if (!plan.conflicts.empty()) throw std::invalid_argument(plan.conflicts.front());
     const int jobs = options.jobs > 0 ? options.jobs : tbb::info::default_concurrency();
     const int k = !options.overlap ? 1 : options.in_flight > 0 ? options.in_flight : 2 * jobs;
 
@@ -306,7 +332,7 @@ BatchSummary run_batch(const BatchPlan& plan, const ProcessorFactory& factory, c
     }
     std::set<std::string> out_dirs;
     for (const BatchJob& job : plan.jobs) out_dirs.insert(job.output.parent_path().string());
-    for (const std::string& dir : out_dirs) remove_leftover_temporaries(dir.empty() ? "." : dir);
+    for (const std::string& dir : out_dirs) remove_stale_temporaries(dir.empty() ? "." : dir);
 
     ProcessorPool pool(factory, k);
 
@@ -320,7 +346,7 @@ BatchSummary run_batch(const BatchPlan& plan, const ProcessorFactory& factory, c
         BatchItem item;
         item.input = job.input;
         item.output = job.output;
-        item.status = ItemStatus::processed;  // until a stage fails or skips it
+        item.status = ItemStatus::cancelled;  // until the read stage takes it
         summary.items.push_back(std::move(item));
     }
 
@@ -333,6 +359,7 @@ BatchSummary run_batch(const BatchPlan& plan, const ProcessorFactory& factory, c
         ++progress.done;
         progress.failed += item.status == ItemStatus::failed;
         progress.skipped += item.status == ItemStatus::skipped;
+        progress.cancelled += item.status == ItemStatus::cancelled;
         progress.elapsed_s = seconds_since(start);
         progress.item = &item;
         if (options.on_progress) options.on_progress(progress);
@@ -344,7 +371,13 @@ BatchSummary run_batch(const BatchPlan& plan, const ProcessorFactory& factory, c
         Image output;
     };
     std::vector<Slot> slots(plan.jobs.size());
-    auto live = [&](std::size_t i) { return summary.items[first_job + i].status == ItemStatus::processed; };
+    const auto cancelled = [&] { return options.cancel && options.cancel->load(); };
+    // Interrupted: the item ends as cancelled, whatever a stage had done.
+    const auto live = [&](std::size_t i) {
+        ItemStatus& status = summary.items[first_job + i].status;
+        if (status == ItemStatus::processed && cancelled()) status = ItemStatus::cancelled;
+        return status == ItemStatus::processed;
+    };
 
     std::size_t next = 0;
     tbb::task_arena arena(jobs);
@@ -353,7 +386,7 @@ BatchSummary run_batch(const BatchPlan& plan, const ProcessorFactory& factory, c
             static_cast<std::size_t>(k),
             tbb::make_filter<void, std::size_t>(tbb::filter_mode::serial_in_order,
                                                 [&](tbb::flow_control& fc) -> std::size_t {
-                                                    if (next == plan.jobs.size()) fc.stop();
+                                                    if (next == plan.jobs.size() || cancelled()) fc.stop();
                                                     return next++;
                                                 }) &
                 tbb::make_filter<std::size_t, std::size_t>(
@@ -362,15 +395,18 @@ BatchSummary run_batch(const BatchPlan& plan, const ProcessorFactory& factory, c
                         const Clock::time_point t0 = Clock::now();
                         const BatchJob& job = plan.jobs[i];
                         BatchItem& item = summary.items[first_job + i];
+                        item.status = ItemStatus::processed;  // until a stage fails or skips it
                         std::error_code ec;
-                        if (options.skip_existing && fs::exists(job.output, ec)) {
+                        if (!live(i)) {
+                        } else if (options.skip_existing && fs::exists(job.output, ec)) {
                             item.status = ItemStatus::skipped;
                         } else if (same_file(job.input, job.output)) {
                             item.status = ItemStatus::failed;
                             item.error = job.input.string() + ": is also the output " + job.output.string() +
                                          "; cbi never overwrites its input";
                         } else {
-                            attempt(item, job.input, [&] { slots[i].input = read_image(job.input, options.max_pixels); });
+                            attempt(item, job.input,
+                                    [&] { slots[i].input = read_image(job.input, options.max_pixels, options.max_bytes); });
                         }
                         item.read_s = seconds_since(t0);
                         return i;
@@ -406,9 +442,13 @@ BatchSummary run_batch(const BatchPlan& plan, const ProcessorFactory& factory, c
                             if (ec) throw Error(out.parent_path().string(), "cannot create the folder: " + ec.message());
                             write_image_atomic(out, as_mat(slots[i].output.view()));
                         });
-                        slots[i].output = Image();
+                        if (item.status == ItemStatus::failed && cancelled()) {  // cut short by the interrupt
+                            item.status = ItemStatus::cancelled;
+                            item.error.clear();
+                        }
                         item.write_s = seconds_since(t0);
                     }
+                    slots[i].output = Image();
                     finished(item);
                 }));
     });
@@ -423,6 +463,7 @@ BatchSummary run_batch(const BatchPlan& plan, const ProcessorFactory& factory, c
         summary.processed += item.status == ItemStatus::processed;
         summary.failed += item.status == ItemStatus::failed;
         summary.skipped += item.status == ItemStatus::skipped;
+        summary.cancelled += item.status == ItemStatus::cancelled;
     }
     return summary;
 }

@@ -9,11 +9,14 @@
 //   - every output is written to a `.cbi-tmp-*` file in its directory and
 //     renamed into place after a successful encode, fsync and close
 //     (write_image_atomic), so a killed run leaves only complete outputs;
-//     the next run removes the leftover temporaries of the directories it
-//     writes to (it holds an flock on each output root, so it never removes
-//     those of another running batch);
-//   - an input is never overwritten (device and inode are compared);
+//     each run removes the leftover temporaries that no live write holds in
+//     the folders it writes to, and holds an flock on each output root so
+//     that two batches never race for the same outputs;
+//   - an input is never overwritten: the plan compares every output with
+//     every input by device and inode (check_overwrites) and run_batch
+//     refuses a plan with conflicts before touching any file;
 //   - one file's error never cancels the others.
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <filesystem>
@@ -37,24 +40,28 @@ struct BatchJob {
     std::filesystem::path output;
 };
 
-enum class ItemStatus { processed, failed, skipped };
+// cancelled: not finished because the run was interrupted (BatchOptions::cancel).
+enum class ItemStatus { processed, failed, skipped, cancelled };
 
 // The result of one file (or of a directory that could not be listed).
 struct BatchItem {
     std::filesystem::path input;
     std::filesystem::path output;  // empty when the file never got one
     ItemStatus status = ItemStatus::failed;
-    std::string error;  // failed: one line naming the file and the reason
+    std::string error;  // failed: the reason, naming the file (a name may hold control characters: apps escape them)
     // Seconds spent in each stage on this item (0 for stages not reached).
     double read_s = 0, process_s = 0, write_s = 0;
 };
 
 // What to run: the jobs in a deterministic order, the files refused while
-// planning (reported as failed) and the output roots the run locks.
+// planning (reported as failed), the output roots the run locks, and the
+// outputs that would replace an input (one line each; run_batch refuses a
+// plan that has any: the apps report them as usage errors).
 struct BatchPlan {
     std::vector<BatchJob> jobs;
     std::vector<BatchItem> rejected;
     std::vector<std::filesystem::path> output_roots;
+    std::vector<std::string> conflicts;
 };
 
 struct FolderOptions {
@@ -96,6 +103,7 @@ struct BatchProgress {
     std::size_t total = 0;  // jobs + rejected
     std::size_t failed = 0;
     std::size_t skipped = 0;
+    std::size_t cancelled = 0;
     double elapsed_s = 0;
     const BatchItem* item = nullptr;  // the item that just finished
 };
@@ -106,8 +114,12 @@ struct BatchOptions {
     bool overlap = true;  // false: the same stages, one image at a time
     bool skip_existing = false;  // an existing output (complete: writes are atomic) is kept
     std::uint64_t max_pixels = default_max_pixels;
+    std::uint64_t max_bytes = default_max_image_bytes;
     // Called once per finished item, never concurrently, from worker threads.
     std::function<void(const BatchProgress&)> on_progress;
+    // Set (e.g. by a signal-handling thread) to stop: no new image is read,
+    // images in flight end as cancelled, run_batch returns the summary.
+    const std::atomic<bool>* cancel = nullptr;
 };
 
 struct StageStats {
@@ -118,7 +130,7 @@ struct StageStats {
 
 struct BatchSummary {
     std::vector<BatchItem> items;  // rejected first, then the jobs in plan order
-    std::size_t processed = 0, failed = 0, skipped = 0;
+    std::size_t processed = 0, failed = 0, skipped = 0, cancelled = 0;
     double wall_s = 0;
     std::vector<StageStats> stages;
     int jobs = 0, in_flight = 0;
@@ -127,8 +139,9 @@ struct BatchSummary {
 };
 
 // Runs the plan. Per-file problems are results; throws (std::invalid_argument
-// for bad options, cbi::Error when an output root is locked by another run,
-// or whatever the factory throws) only before any file is touched.
+// for bad options or a plan with conflicts, cbi::Error when an output root is
+// locked by another run, or whatever the factory throws) only before any
+// file is touched.
 BatchSummary run_batch(const BatchPlan& plan, const ProcessorFactory& factory, const BatchOptions& options);
 
 }  // namespace cbi

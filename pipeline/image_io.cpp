@@ -1,6 +1,7 @@
 #include "pipeline/image_io.hpp"
 
 #include <fcntl.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -10,7 +11,9 @@
 #include <cstdio>
 #include <cstring>
 #include <fstream>
+#include <mutex>
 #include <optional>
+#include <set>
 #include <system_error>
 
 #include <opencv2/imgcodecs.hpp>
@@ -603,13 +606,69 @@ mode_t new_file_mode() {
     return 0666 & ~mask;
 }
 
-// Removes the temporary file unless released.
+// The temporaries of writes in progress in this process, so that
+// abandon_atomic_writes can remove them; once abandoned, no write renames.
+struct LiveTemporaries {
+    std::mutex mutex;
+    std::set<std::string> paths;
+    bool abandoned = false;
+};
+LiveTemporaries& live_temporaries() {
+    static LiveTemporaries live;
+    return live;
+}
+
+// A `.cbi-tmp-XXXXXX` file in `dir`, flock'ed for as long as it exists (the
+// lock tells remove_stale_temporaries that a live write owns it), removed
+// unless `path` is cleared after the rename.
 struct TempFile {
     std::string path;
     int fd = -1;
+
+    TempFile(const fs::path& dir, const std::string& subject) {
+        for (;;) {
+            std::string templ = (dir / (std::string(temp_prefix) + "XXXXXX")).string();
+            fd = ::mkostemp(templ.data(), O_CLOEXEC);
+            if (fd < 0)
+                throw Error(subject, "cannot create a temporary file in " + dir.string() + ": " + errno_text(errno));
+            struct stat st;
+            // A cleaner may have taken the file between mkostemp and flock:
+            // then it is unlinked (no links left) and we start over.
+            if (::flock(fd, LOCK_EX) == 0 && ::fstat(fd, &st) == 0 && st.st_nlink > 0) {
+                path = templ;
+                break;
+            }
+            ::close(fd);
+        }
+        LiveTemporaries& live = live_temporaries();
+        std::lock_guard lock(live.mutex);
+        if (live.abandoned) {  // no destructor runs for a constructor that throws
+            ::unlink(path.c_str());
+            ::close(fd);
+            throw Error(subject, "interrupted");
+        }
+        live.paths.insert(path);
+    }
+    TempFile(const TempFile&) = delete;
+    TempFile& operator=(const TempFile&) = delete;
     ~TempFile() {
-        if (fd >= 0) ::close(fd);
-        if (!path.empty()) ::unlink(path.c_str());
+        if (!path.empty()) {
+            LiveTemporaries& live = live_temporaries();
+            std::lock_guard lock(live.mutex);
+            ::unlink(path.c_str());
+            live.paths.erase(path);
+        }
+        if (fd >= 0) ::close(fd);  // after the unlink: the lock is held until the file is gone
+    }
+
+    // Renames the file to `out` unless the writes were abandoned.
+    void commit(const fs::path& out, const std::string& subject) {
+        LiveTemporaries& live = live_temporaries();
+        std::lock_guard lock(live.mutex);
+        if (live.abandoned) throw Error(subject, "interrupted");
+        if (::rename(path.c_str(), out.c_str()) != 0) throw Error(subject, "cannot rename into place: " + errno_text(errno));
+        live.paths.erase(path);
+        path.clear();  // now it is the output
     }
 };
 
@@ -821,11 +880,7 @@ void write_image_atomic(const fs::path& out, const cv::Mat& image) {
     }
 
     const fs::path dir = out.has_parent_path() ? out.parent_path() : fs::path(".");
-    TempFile tmp;
-    std::string templ = (dir / ".cbi-tmp-XXXXXX").string();
-    tmp.fd = ::mkostemp(templ.data(), O_CLOEXEC);
-    if (tmp.fd < 0) throw Error(subject, "cannot create a temporary file in " + dir.string() + ": " + errno_text(errno));
-    tmp.path = templ;
+    TempFile tmp(dir, subject);
 
     if (::fchmod(tmp.fd, mode) != 0) throw Error(subject, "cannot set permissions: " + errno_text(errno));
     std::size_t done = 0;
@@ -835,12 +890,10 @@ void write_image_atomic(const fs::path& out, const cv::Mat& image) {
         if (w < 0) throw Error(subject, "write failed: " + errno_text(errno));
         done += static_cast<std::size_t>(w);
     }
+    // Closed (and unlocked) only after the rename; fsync has reported any
+    // write error, so a close error can no longer lose data.
     if (::fsync(tmp.fd) != 0) throw Error(subject, "fsync failed: " + errno_text(errno));
-    const int fd = tmp.fd;
-    tmp.fd = -1;
-    if (::close(fd) != 0) throw Error(subject, "close failed: " + errno_text(errno));
-    if (::rename(tmp.path.c_str(), out.c_str()) != 0) throw Error(subject, "cannot rename into place: " + errno_text(errno));
-    tmp.path.clear();  // now it is the output
+    tmp.commit(out, subject);
 
     // Make the rename itself durable; failure here cannot undo the write.
     const int dfd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -848,6 +901,33 @@ void write_image_atomic(const fs::path& out, const cv::Mat& image) {
         ::fsync(dfd);
         ::close(dfd);
     }
+}
+
+std::size_t remove_stale_temporaries(const fs::path& dir) {
+    std::size_t removed = 0;
+    std::error_code ec;
+    for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+        const fs::path& p = it->path();
+        if (!p.filename().string().starts_with(temp_prefix)) continue;
+        const int fd = ::open(p.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+        if (fd < 0) continue;
+        struct stat held, named;
+        // Unlocked: no write owns it. Still the same file under that name:
+        // not one that a new write created meanwhile.
+        if (::flock(fd, LOCK_EX | LOCK_NB) == 0 && ::fstat(fd, &held) == 0 && S_ISREG(held.st_mode) &&
+            ::lstat(p.c_str(), &named) == 0 && held.st_dev == named.st_dev && held.st_ino == named.st_ino &&
+            ::unlink(p.c_str()) == 0)
+            ++removed;
+        ::close(fd);
+    }
+    return removed;
+}
+
+void abandon_atomic_writes() noexcept {
+    LiveTemporaries& live = live_temporaries();
+    std::lock_guard lock(live.mutex);
+    live.abandoned = true;
+    for (const std::string& p : live.paths) ::unlink(p.c_str());
 }
 
 bool same_file(const fs::path& a, const fs::path& b) {

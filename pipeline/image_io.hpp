@@ -36,6 +36,7 @@
 #include <filesystem>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <opencv2/core.hpp>
@@ -106,6 +107,20 @@ void check_output_format(const std::filesystem::path& out, int cv_type);
 // a new one gets 0666 & ~umask. If `out` is a symlink, the link itself is
 // replaced by the new file (its target is not written through).
 void write_image_atomic(const std::filesystem::path& out, const cv::Mat& image);
+
+// The name prefix of write_image_atomic's temporaries: never inputs.
+inline constexpr std::string_view temp_prefix = ".cbi-tmp-";
+
+// Removes the `.cbi-tmp-*` files in `dir` that no write holds (a write holds
+// an flock on its temporary until the rename), i.e. those a killed run left
+// behind, in this process or any other. Best effort; returns how many.
+std::size_t remove_stale_temporaries(const std::filesystem::path& dir);
+
+// For an app's signal handling, from an ordinary thread (it takes a mutex:
+// not from a signal handler): removes the temporaries of the writes in
+// progress, and every write_image_atomic from now on fails with
+// "interrupted" before renaming anything into place.
+void abandon_atomic_writes() noexcept;
 
 // True when both paths exist and are the same file (device and inode, after
 // following symlinks), so an output never overwrites an input.

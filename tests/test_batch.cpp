@@ -16,6 +16,7 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <optional>
 #include <random>
 #include <set>
@@ -256,8 +257,9 @@ TEST(Batch, FolderTreeGoodAndBadFiles) {
 }
 
 TEST(Batch, ProcessorErrorsAreResults) {
-    // A gray conversion needs 3 or 4 channels: the 1-channel file fails in
-    // the process stage, the others complete.
+    // input + sepia(input): sepia of a 1-channel image has 3 channels, so the
+    // blend fails for the 1-channel file in the process stage; the others
+    // complete.
     TempDir dir;
     write_bytes(dir / "in/a.png", encode(".png", random_image(9, 8, 3, cbi::Depth::u8, 1)));
     write_bytes(dir / "in/b.png", encode(".png", random_image(9, 8, 1, cbi::Depth::u8, 2)));
@@ -265,18 +267,21 @@ TEST(Batch, ProcessorErrorsAreResults) {
     cbi::FolderOptions fo;
     fo.input_dir = dir / "in";
     fo.output_dir = dir / "out";
-    const std::vector<cbi::Node> nodes{{cbi::parse_color("gray"), {}, {}}};
-    const auto s = cbi::run_batch(cbi::plan_folder(fo), cbi::graph_processor_factory(cbi::chain_graph(nodes), cpu_options()), {});
+    cbi::Graph graph;
+    const cbi::NodeId sepia = graph.add_filter("sepia", cbi::parse_color("sepia"), cbi::Graph::input());
+    graph.add_output(graph.add_blend("mix", cbi::BlendFilter{0.5, 0.5, 0}, cbi::Graph::input(), sepia));
+    const auto s = cbi::run_batch(cbi::plan_folder(fo), cbi::graph_processor_factory(graph, cpu_options()), {});
     EXPECT_EQ(s.processed, 2u);
     ASSERT_EQ(s.failed, 1u);
-    // The chain's own reason, named after the file.
-    const std::string reason =
-        error_of([&] { cbi::run_chain(nodes, cbi::view_of(cbi::read_image(dir / "in/b.png")), cpu_options()); });
-    EXPECT_NE(reason.find("needs a 3- or 4-channel image"), std::string::npos) << reason;
+    // The graph's own reason, named after the file.
+    const std::string reason = error_of([&] {
+        cbi::GraphExecutor(graph, cpu_options()).run(cbi::view_of(cbi::read_image(dir / "in/b.png")));
+    });
+    EXPECT_NE(reason.find("channels"), std::string::npos) << reason;
     EXPECT_EQ(s.items[1].error, (dir / "in/b.png").string() + ": " + reason);
     EXPECT_GT(s.items[1].process_s, 0.0);
     EXPECT_EQ(files_under(dir / "out"), (std::vector<std::string>{"a.png", "c.png"}));
-    EXPECT_EQ(cbi::read_image(dir / "out/c.png").channels(), 1);
+    EXPECT_EQ(cbi::read_image(dir / "out/c.png").channels(), 4);
 }
 
 TEST(Batch, OutputFormatsAndNameClashes) {
@@ -576,6 +581,207 @@ TEST(BatchCli, DiskFullLeavesNoPartialOutput) {
         << r.err;
     EXPECT_TRUE(r.err.find("2 files: 1 processed, 1 failed") != std::string::npos) << r.err;
     EXPECT_EQ(files_under(out), std::vector<std::string>{"small.png"});  // no partial big.tiff, no temporary
+}
+
+
+// ------------------------------------------------------------ issue 16: inputs are never written
+
+// The bytes of every regular file under `root`, to show nothing changed.
+std::map<std::string, std::string> snapshot(const fs::path& root) {
+    std::map<std::string, std::string> out;
+    for (const std::string& rel : files_under(root)) out[rel] = slurp(root / rel);
+    return out;
+}
+
+TEST(BatchCli, AnOutputThatIsAnotherInputIsRefusedBeforeAnyWork) {
+    TempDir dir, scratch;
+    const auto png = [](unsigned seed) { return encode(".png", random_image(9, 8, 3, cbi::Depth::u8, seed)); };
+    // 1. The output of b1/x.png is b1/x.cbi.png, the second input.
+    write_bytes(dir / "b1/x.png", png(1));
+    write_bytes(dir / "b1/x.cbi.png", png(2));
+    // 2. o2/sub/sub/a.png writes o2/sub/a.png, an input.
+    write_bytes(dir / "o2/sub/a.png", png(3));
+    write_bytes(dir / "o2/sub/sub/a.png", png(4));
+    // 3. x.png writes a/x.png, the second input (a/x.png itself writes a/x.cbi.png).
+    write_bytes(dir / "x.png", png(5));
+    write_bytes(dir / "a/x.png", png(6));
+    const auto before = snapshot(dir.path());
+    const std::string d = dir.path().string();
+    struct Case {
+        std::vector<std::string> args;
+        std::vector<std::string> conflicts;  // output, input
+    };
+    const std::vector<Case> cases{
+        {{d + "/b1/x.png", d + "/b1/x.cbi.png"}, {d + "/b1/x.cbi.png", d + "/b1/x.cbi.png"}},
+        {{"--input-dir", d + "/o2/sub", "--output-dir", d + "/o2", "--recursive"}, {d + "/o2/sub/a.png", d + "/o2/sub/a.png"}},
+        {{d + "/x.png", d + "/a/x.png", "-o", d + "/a", "--in-place"}, {d + "/a/x.png", d + "/a/x.png"}},
+    };
+    for (const Case& c : cases) {
+        std::vector<std::string> args = c.args;
+        for (const char* a : {"--blur", "3", "--device", "cpu"}) args.push_back(a);
+        const auto r = run_cli(args, scratch.path());
+        SCOPED_TRACE(args.front());
+        EXPECT_EQ(r.code, 2) << r.err;
+        const auto l = lines(r.err);
+        ASSERT_EQ(l.size(), 1u) << r.err;  // one line per conflict, and no summary: nothing ran
+        EXPECT_TRUE(l[0].starts_with("cbi-filter: error: " + c.conflicts[0] + ": is the input " + c.conflicts[1] +
+                                     " (the same file)"))
+            << r.err;
+        EXPECT_NE(l[0].find("cbi never overwrites an input"), std::string::npos);
+    }
+    EXPECT_EQ(snapshot(dir.path()), before);  // not a byte changed, nothing added
+}
+
+TEST(Batch, HardLinksSymlinkedFoldersAndInPlaceNeverOverwriteInputs) {
+    TempDir dir;
+    const auto png = [](unsigned seed) { return encode(".png", random_image(9, 8, 3, cbi::Depth::u8, seed)); };
+    const auto factory = cbi::graph_processor_factory(cbi::chain_graph(blur_chain(3)), cpu_options());
+    const fs::path in = dir / "in";
+    const auto a = png(1), b = png(2), sub_b = png(3);
+    write_bytes(in / "a.png", a);
+    write_bytes(in / "b.png", b);
+    write_bytes(in / "sub/b.png", sub_b);
+
+    // An output that is a hard link to an input.
+    fs::create_directories(dir / "out");
+    fs::create_hard_link(in / "a.png", dir / "out/a.png");
+    cbi::FolderOptions fo;
+    fo.input_dir = in;
+    fo.output_dir = dir / "out";
+    auto plan = cbi::plan_folder(fo);
+    ASSERT_EQ(plan.conflicts.size(), 1u);
+    EXPECT_TRUE(plan.conflicts[0].starts_with((dir / "out/a.png").string() + ": is the input " + (in / "a.png").string()))
+        << plan.conflicts[0];
+    EXPECT_THROW(cbi::run_batch(plan, factory, {}), std::invalid_argument);
+
+    // A symlinked folder inside the output tree leading back into the input:
+    // out2/sub is in, so in/sub/b.png would write in/b.png.
+    fs::create_directories(dir / "out2");
+    fs::create_directory_symlink(in, dir / "out2/sub");
+    fo.output_dir = dir / "out2";
+    fo.recursive = true;
+    plan = cbi::plan_folder(fo);
+    ASSERT_EQ(plan.conflicts.size(), 1u);
+    EXPECT_TRUE(plan.conflicts[0].starts_with((dir / "out2/sub/b.png").string() + ": is the input " + (in / "b.png").string()))
+        << plan.conflicts[0];
+
+    // In place: a NAME.cbi.EXT that is a hard link to another input.
+    fs::create_hard_link(in / "b.png", in / "a.cbi.png");
+    fo.output_dir.clear();
+    fo.in_place = true;
+    fo.recursive = false;
+    plan = cbi::plan_folder(fo);
+    ASSERT_EQ(plan.conflicts.size(), 1u);
+    EXPECT_TRUE(plan.conflicts[0].starts_with((in / "a.cbi.png").string() + ": is the input " + (in / "b.png").string()))
+        << plan.conflicts[0];
+
+    // Two spellings of one folder are one folder: d/a.png and dlink/a.png
+    // would both write d/a.cbi.png; the second is refused.
+    fs::create_directory_symlink(in, dir / "in-alias");
+    plan = cbi::plan_files({in / "sub/b.png", dir / "in-alias/sub/b.png"}, {}, cbi::OutputFormat::same, false);
+    EXPECT_TRUE(plan.conflicts.empty());
+    EXPECT_EQ(plan.jobs.size(), 1u);
+    EXPECT_EQ(plan.rejected.size(), 1u);
+
+    // A symbolic link as the output, pointing at an input.
+    fs::create_symlink(in / "b.png", dir / "out/b.png");
+    plan = cbi::plan_files({in / "sub/b.png", in / "b.png"}, dir / "out", cbi::OutputFormat::same, false);
+    ASSERT_EQ(plan.conflicts.size(), 1u);
+    EXPECT_TRUE(plan.conflicts[0].starts_with((dir / "out/b.png").string() + ": is the input " + (in / "b.png").string()))
+        << plan.conflicts[0];
+    EXPECT_THROW(cbi::run_batch(plan, factory, {}), std::invalid_argument);
+    EXPECT_EQ(slurp(in / "a.png"), std::string(a.begin(), a.end()));
+    EXPECT_EQ(slurp(in / "b.png"), std::string(b.begin(), b.end()));
+    EXPECT_EQ(slurp(in / "sub/b.png"), std::string(sub_b.begin(), sub_b.end()));
+}
+
+// ------------------------------------------------------------ issue 16: interrupts and leftovers
+
+// Spawns the batch, waits until `outputs` files exist under `out`, sends `sig`.
+int interrupt_batch(const std::vector<std::string>& args, const fs::path& out, std::size_t outputs, int sig,
+                    const fs::path& scratch) {
+    const pid_t pid = spawn_cli(args, scratch / "out.txt", scratch / "err.txt");
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+    const auto complete = [&] {
+        std::size_t n = 0;
+        std::error_code ec;
+        for (auto it = fs::recursive_directory_iterator(out, ec); !ec && it != fs::recursive_directory_iterator();
+             it.increment(ec))
+            n += it->is_regular_file(ec) && !is_temporary(it->path());
+        return n;
+    };
+    while (complete() < outputs && std::chrono::steady_clock::now() < deadline)
+        std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    ::kill(pid, sig);
+    return wait_code(pid);
+}
+
+TEST(BatchCli, SigintAndSigtermStopCleanlyWithASummary) {
+    TempDir dir;
+    const fs::path in = dir / "in";
+    constexpr int count = 40;
+    for (int i = 0; i < count; ++i)
+        write_bytes(in / ("img" + std::to_string(100 + i) + ".png"), encode(".png", random_image(480, 360, 3, cbi::Depth::u8, i)));
+    const auto nodes = blur_chain(9);
+    for (const int sig : {SIGINT, SIGTERM}) {
+        TempDir scratch;
+        const fs::path out = dir / ("out" + std::to_string(sig));
+        const int code = interrupt_batch({"--input-dir", in.string(), "--output-dir", out.string(), "--blur", "9",
+                                          "--device", "cpu", "--jobs", "2", "--quiet"},
+                                         out, 2, sig, scratch.path());
+        const std::string err = slurp(scratch / "err.txt");
+        ASSERT_EQ(code, 128 + sig) << err;
+        const auto l = lines(err);
+        ASSERT_EQ(l.size(), 1u) << err;  // --quiet: only the summary, which an interrupt always prints
+        EXPECT_NE(l[0].find(std::string(" not done (interrupted by ") + (sig == SIGINT ? "SIGINT" : "SIGTERM") + ")"),
+                  std::string::npos)
+            << err;
+        const auto done = files_under(out);  // no temporary among them
+        ASSERT_GE(done.size(), 2u);
+        ASSERT_LT(done.size(), static_cast<std::size_t>(count)) << "interrupted too late to test anything";
+        for (const std::string& rel : done) expect_matches_single_image(in / rel, out / rel, nodes, scratch.path());
+    }
+}
+
+TEST(BatchCli, SigintDuringASingleImageLeavesNothingAndLaterRunsClearLeftovers) {
+    TempDir dir, scratch;
+    // Large enough that the blur takes a while on 2 cores.
+    const fs::path img = dir / "big.png";
+    write_bytes(img, encode(".png", random_image(1024, 768, 3, cbi::Depth::u8, 9)));
+    const pid_t pid = spawn_cli({img.string(), "--blur", "255", "--schedule", "naive", "--device", "cpu", "--threads", "1",
+                                 "-o", (dir / "out.png").string()},
+                                scratch / "out.txt", scratch / "err.txt");
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+    ::kill(pid, SIGINT);
+    EXPECT_EQ(wait_code(pid), 128 + SIGINT) << slurp(scratch / "err.txt");
+    EXPECT_EQ(slurp(scratch / "err.txt"), "cbi-filter: interrupted by SIGINT\n");
+    EXPECT_EQ(files_under(dir.path()), std::vector<std::string>{"big.png"});
+
+    // A leftover of a killed run is removed by the next run into that folder;
+    // a temporary that a live writer holds (flock) is not.
+    write_bytes(dir / ".cbi-tmp-Left01", {'l'});
+    write_bytes(dir / ".cbi-tmp-Live01", {'w'});
+    const int held = ::open((dir / ".cbi-tmp-Live01").c_str(), O_RDONLY);
+    ASSERT_EQ(::flock(held, LOCK_EX), 0);
+    const auto r = run_cli({img.string(), "--blur", "3", "--device", "cpu", "-o", (dir / "out.png").string()}, scratch.path());
+    EXPECT_EQ(r.code, 0) << r.err;
+    EXPECT_EQ(files_under(dir.path()), (std::vector<std::string>{".cbi-tmp-Live01", "big.png", "out.png"}));
+    ::close(held);
+    EXPECT_EQ(cbi::remove_stale_temporaries(dir.path()), 1u);
+    EXPECT_EQ(files_under(dir.path()), (std::vector<std::string>{"big.png", "out.png"}));
+}
+
+TEST(BatchCli, ControlCharactersInNamesStayOnOneLine) {
+    TempDir dir, scratch;
+    const fs::path bad = dir / "in/two\nlines\x1b[31m.png";
+    write_bytes(bad, {'n', 'o', 't'});
+    const auto r = run_cli({"--input-dir", (dir / "in").string(), "--output-dir", (dir / "out").string(), "--blur", "3",
+                            "--device", "cpu", "--quiet"},
+                           scratch.path());
+    EXPECT_EQ(r.code, 1);
+    EXPECT_EQ(r.err, "cbi-filter: error: " + (dir / "in").string() +
+                         "/two\\nlines\\x1b[31m.png: not a recognized image format (cbi reads PNG, JPEG, TIFF, BMP, WebP, "
+                         "PNM/PAM/PFM, OpenEXR, Radiance HDR, Sun raster)\n");
 }
 
 }  // namespace
