@@ -3,9 +3,10 @@
 #include <opencv2/core/softfloat.hpp>
 
 #include <array>
+#include <cctype>
+#include <charconv>
 #include <cmath>
 #include <cstdlib>
-#include <sstream>
 #include <stdexcept>
 
 #include "pipeline/error.hpp"
@@ -37,12 +38,15 @@ bool parse_int(std::string_view text, int& out) {
     return true;
 }
 
+// A finite decimal number, the whole string, correctly rounded, as
+// number() prints it (so every printed value reads back bit-identically).
+// from_chars, unlike strtod, ignores the C locale (no decimal comma); a
+// leading '+' is still taken, as strtod took it.
 bool parse_double(std::string_view text, double& out) {
-    const std::string s(text);
-    if (s.empty() || std::isspace(static_cast<unsigned char>(s[0]))) return false;
-    char* end = nullptr;
-    out = std::strtod(s.c_str(), &end);
-    return *end == '\0' && std::isfinite(out);
+    if (text.size() > 1 && text[0] == '+' && text[1] != '-') text.remove_prefix(1);
+    const char* end = text.data() + text.size();
+    const auto [ptr, ec] = std::from_chars(text.data(), end, out);
+    return !text.empty() && ec == std::errc{} && ptr == end && std::isfinite(out);
 }
 
 int parse_ksize(std::string_view filter, std::string_view text) {
@@ -53,10 +57,12 @@ int parse_ksize(std::string_view filter, std::string_view text) {
     return k;
 }
 
+// The shortest text that reads back as exactly v (to_chars' shortest
+// round-trip form): "1.23456789", "0.1", "1e-07", "-0", "5e-324".
 std::string number(double v) {
-    std::ostringstream s;
-    s << v;
-    return s.str();
+    char buf[32];  // the longest shortest form of a double is 24 characters
+    const auto [ptr, ec] = std::to_chars(buf, buf + sizeof buf, v);
+    return std::string(buf, ec == std::errc{} ? ptr : buf);
 }
 
 }  // namespace
@@ -69,6 +75,7 @@ GaussianFilter parse_gaussian(std::string_view arg) {
     GaussianFilter f{parse_ksize("gaussian", parts[0]), 0.0};
     if (parts.size() == 2 && (!parse_double(parts[1], f.sigma) || f.sigma < 0))
         invalid("gaussian sigma '" + std::string(parts[1]) + "' must be a number >= 0 (0: derived from K)");
+    if (f.sigma == 0) f.sigma = 0;  // -0 means 0, which to_string leaves out: store +0 so it reads back the same
     return f;
 }
 

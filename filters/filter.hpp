@@ -19,22 +19,27 @@
 
 namespace cbi {
 
+// Equality compares values (graphs compare nodes by them, not by text).
 struct BoxFilter {
     int ksize = 3;
+    friend bool operator==(const BoxFilter&, const BoxFilter&) = default;
 };
 struct GaussianFilter {
     int ksize = 3;
     double sigma = 0;  // 0: derived from ksize by OpenCV's rule
+    friend bool operator==(const GaussianFilter&, const GaussianFilter&) = default;
 };
 struct SobelFilter {
     SobelMode mode = SobelMode::mag;
     int ksize = 3;
+    friend bool operator==(const SobelFilter&, const SobelFilter&) = default;
 };
 enum class ColorPreset : std::uint8_t { custom, gray, sepia, ycrcb };
 struct ColorFilter {
     ColorPreset preset = ColorPreset::gray;
     // custom only: rows R', G', B'; columns R, G, B, offset (image units).
     std::array<double, 12> rgb_matrix{};
+    friend bool operator==(const ColorFilter&, const ColorFilter&) = default;
 };
 
 using Filter = std::variant<BoxFilter, GaussianFilter, SobelFilter, ColorFilter>;
@@ -46,14 +51,18 @@ struct BlendFilter {
     double alpha = 1;
     double beta = 1;
     double gamma = 0;
+    friend bool operator==(const BlendFilter&, const BlendFilter&) = default;
 };
 // "ALPHA:BETA[:GAMMA]"; throws std::invalid_argument.
 BlendFilter parse_blend(std::string_view arg);
+// Numbers print in the shortest form that reads back bit-identically
+// (std::to_chars): "gaussian:5:1.23456789", "blend:1.5:-0.5:0".
 std::string to_string(const BlendFilter& b);  // "blend:1.5:-0.5:0"
 
 struct Border {
     BorderMode mode = BorderMode::reflect101;
     double value = 0;  // constant border value, in the image's units
+    friend bool operator==(const Border&, const Border&) = default;
 };
 
 // A stencil computed inside the stencil node that reads it (fusion through

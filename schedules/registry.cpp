@@ -6,7 +6,8 @@
 namespace cbi {
 namespace {
 
-// A positive decimal integer, the whole string; nullopt-like -1 otherwise.
+// A positive decimal integer, the whole string; nullopt-like -1 otherwise
+// (also for values past INT_MAX: from_chars reports them out of range).
 int parse_positive(std::string_view text) {
     int value = 0;
     const char* end = text.data() + text.size();
@@ -48,7 +49,8 @@ ScheduleSpec parse_tile(std::string_view p) { return parse_size(ScheduleFamily::
 ScheduleSpec parse_smem(std::string_view p) {
     const ScheduleSpec s = parse_size(ScheduleFamily::smem, "smem:WxH", p);
     // Keeps a tile's staging within the 48 KiB of shared memory every block may use.
-    if (s.width * s.height > 4096 || s.width > 1024 || s.height > 1024)
+    // Each side is bounded before the product, so W*H cannot overflow an int.
+    if (s.width > 1024 || s.height > 1024 || s.width * s.height > 4096)
         bad_params("smem:WxH", p, "is too large (W*H at most 4096)");
     return s;
 }
