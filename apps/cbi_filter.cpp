@@ -8,21 +8,30 @@
 // command-line order. Exit codes: 0 success, 1 runtime
 // or data error, 2 usage error (DESIGN.md section 4).
 #include <CLI/CLI.hpp>
+#include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
 #include <tbb/global_control.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
 #include <filesystem>
 #include <iomanip>
 #include <iostream>
+#include <limits>
 #include <map>
 #include <optional>
 #include <sstream>
 #include <string>
+#include <string_view>
+#include <thread>
 #include <vector>
+
+#include <opencv2/core/utils/logger.hpp>
 
 #include "filters/filter.hpp"
 #include "pipeline/batch.hpp"
@@ -40,6 +49,94 @@ constexpr const char* kProgram = "cbi-filter";
 constexpr int kExitRuntime = 1;
 constexpr int kExitUsage = 2;
 
+// ---------------------------------------------------------------- stderr
+// cbi-filter's messages go to a private copy of stderr, and fd 2 itself to
+// /dev/null: libpng ("libpng error: ..."), OpenCV's imdecode and TBB print
+// straight to stderr, and an error must be exactly one line.
+// CBI_LIBRARY_STDERR=1 keeps fd 2 (to see that chatter when debugging).
+int g_message_fd = STDERR_FILENO;
+
+void silence_library_stderr() {
+    cv::utils::logging::setLogLevel(cv::utils::logging::LOG_LEVEL_SILENT);
+    if (const char* keep = std::getenv("CBI_LIBRARY_STDERR"); keep && std::string_view(keep) == "1") return;
+    const int copy = ::fcntl(STDERR_FILENO, F_DUPFD_CLOEXEC, 3);
+    const int null = ::open("/dev/null", O_WRONLY | O_CLOEXEC);
+    if (copy >= 0 && null >= 0 && ::dup2(null, STDERR_FILENO) >= 0) {
+        g_message_fd = copy;
+    } else if (copy >= 0) {
+        ::close(copy);
+    }
+    if (null >= 0) ::close(null);
+}
+
+// One write, so that lines of different threads never interleave.
+void write_message(std::string_view text) {
+    while (!text.empty()) {
+        const ssize_t n = ::write(g_message_fd, text.data(), text.size());
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) return;
+        text.remove_prefix(static_cast<std::size_t>(n));
+    }
+}
+
+// Control characters (a newline in a file name, an escape sequence) are
+// written as \n, \t, \xHH, so a message stays one line on the terminal.
+std::string printable(std::string_view text) {
+    std::string out;
+    out.reserve(text.size());
+    for (const char c : text) {
+        const auto u = static_cast<unsigned char>(c);
+        if (c == '\n') out += "\\n";
+        else if (c == '\t') out += "\\t";
+        else if (c == '\r') out += "\\r";
+        else if (u < 0x20 || u == 0x7f) {
+            char buf[8];
+            std::snprintf(buf, sizeof buf, "\\x%02x", u);
+            out += buf;
+        } else {
+            out += c;
+        }
+    }
+    return out;
+}
+
+void say(std::string_view kind, std::string_view message) {
+    write_message(std::string(kProgram) + ": " + std::string(kind) + printable(message) + "\n");
+}
+
+// ---------------------------------------------------------------- signals
+// SIGINT and SIGTERM are blocked in every thread (before any is started, so
+// TBB's workers inherit the mask) and taken by one thread: it removes the
+// temporaries of the writes in progress (no partial file, no output renamed
+// after that point), then a single image ends at once with 128 + signal;
+// a batch stops reading, the images in flight end as cancelled, the summary
+// is printed and the exit code is 128 + signal. A second signal ends a batch
+// at once.
+std::atomic<int> g_interrupted{0};      // the first signal taken, or 0
+std::atomic<bool> g_cancel{false};      // tells the batch runner to stop
+std::atomic<bool> g_batch_running{false};
+
+void start_signal_thread() {
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, SIGINT);
+    sigaddset(&set, SIGTERM);
+    if (::pthread_sigmask(SIG_BLOCK, &set, nullptr) != 0) return;
+    std::thread([set] {
+        for (;;) {
+            int sig = 0;
+            if (::sigwait(&set, &sig) != 0) continue;
+            const bool first = g_interrupted.exchange(sig) == 0;
+            g_cancel = true;
+            cbi::abandon_atomic_writes();
+            if (!first || !g_batch_running) {
+                say("", std::string("interrupted by ") + (sig == SIGINT ? "SIGINT" : "SIGTERM"));
+                ::_exit(128 + sig);
+            }
+        }
+    }).detach();
+}
+
 struct Options {
     std::vector<std::string> inputs;
     std::string input;  // the single image (inputs[0]) outside batch mode
@@ -49,7 +146,8 @@ struct Options {
     std::string device = "auto";
     int block = 256;
     int threads = 0;
-    std::uint64_t max_pixels = std::uint64_t{1} << 28;
+    std::uint64_t max_pixels = cbi::default_max_pixels;
+    std::uint64_t max_memory = cbi::default_max_image_bytes;
     bool list_schedules = false;
     std::string pipeline, pipeline_file, tuning_cache;
     bool print_pipeline = false, no_fuse = false, fuse_stencils = false;
@@ -72,7 +170,7 @@ struct UsageError {
 };
 
 int fail(int code, const std::string& subject, const std::string& reason) {
-    std::cerr << kProgram << ": error: " << (subject.empty() ? "" : subject + ": ") << reason << "\n";
+    say("error: ", (subject.empty() ? "" : subject + ": ") + reason);
     return code;
 }
 
@@ -170,12 +268,12 @@ fs::path default_output(const fs::path& input) {
 // their one-line error as they happen.
 class ProgressReporter {
 public:
-    explicit ProgressReporter(bool quiet) : quiet_(quiet), tty_(::isatty(STDERR_FILENO) == 1) {}
+    explicit ProgressReporter(bool quiet) : quiet_(quiet), tty_(::isatty(g_message_fd) == 1) {}
 
     void operator()(const cbi::BatchProgress& p) {
         if (p.item->status == cbi::ItemStatus::failed) {
             clear_bar();
-            std::cerr << kProgram << ": error: " << p.item->error << "\n";
+            say("error: ", p.item->error);
         }
         if (quiet_) return;
         const auto now = std::chrono::steady_clock::now();
@@ -199,7 +297,7 @@ public:
             line << kProgram << ": " << p.done << "/" << p.total << " done, " << p.failed << " failed, " << rate
                  << " images/s, ETA " << format_duration(eta) << "\n";
         }
-        std::cerr << line.str() << std::flush;
+        write_message(line.str());
     }
 
 private:
@@ -210,7 +308,7 @@ private:
         return buf;
     }
     void clear_bar() {
-        if (bar_shown_) std::cerr << "\r\033[K";
+        if (bar_shown_) write_message("\r\033[K");
         bar_shown_ = false;
     }
 
@@ -243,7 +341,7 @@ void print_stats(const cbi::BatchSummary& s) {
 
 void print_tuning_notice(const cbi::RunOptions& run_options) {
     if (run_options.tuning && !run_options.tuning->write_error().empty())
-        std::cerr << kProgram << ": notice: " << run_options.tuning->write_error() << "\n";
+        say("notice: ", run_options.tuning->write_error());
 }
 
 cbi::RunOptions resolve_run_options(const Options& o, const cbi::DeviceSpec& device_spec, const cbi::Graph& graph) {
@@ -252,7 +350,7 @@ cbi::RunOptions resolve_run_options(const Options& o, const cbi::DeviceSpec& dev
     run_options.block = o.block;
     run_options.fuse = !o.no_fuse;
     run_options.fuse_stencils = o.fuse_stencils;
-    if (!run_options.device.notice.empty()) std::cerr << kProgram << ": notice: " << run_options.device.notice << "\n";
+    if (!run_options.device.notice.empty()) say("notice: ", run_options.device.notice);
     bool tuned = false;
     for (cbi::NodeId id = 1; id < static_cast<cbi::NodeId>(graph.nodes().size()); ++id)
         tuned = tuned || std::holds_alternative<cbi::AutoSchedule>(graph.schedule_of(id));
@@ -292,6 +390,12 @@ int run_batch_mode(const Options& o, const cbi::Graph& graph, const cbi::DeviceS
     } catch (const std::invalid_argument& e) {
         throw UsageError{!o.output_dir.empty() ? "--output-dir" : !o.output.empty() ? "-o" : "--in-place", e.what()};
     }
+    // Outputs that would replace an input: all of them, one line each, and
+    // nothing is run.
+    if (!plan.conflicts.empty()) {
+        for (const std::string& line : plan.conflicts) say("error: ", line);
+        return kExitUsage;
+    }
 
     // After the plan: its usage errors come before any notice.
     const cbi::RunOptions run_options = resolve_run_options(o, device_spec, graph);
@@ -301,21 +405,28 @@ int run_batch_mode(const Options& o, const cbi::Graph& graph, const cbi::DeviceS
     batch.overlap = !o.no_overlap;
     batch.skip_existing = o.skip_existing;
     batch.max_pixels = o.max_pixels;
+    batch.max_bytes = o.max_memory;
+    batch.cancel = &g_cancel;
     ProgressReporter reporter(o.quiet);
     batch.on_progress = std::ref(reporter);
     // One executor per image in flight, its buffers reused image after image.
+    g_batch_running = true;
     const cbi::BatchSummary summary = cbi::run_batch(plan, cbi::graph_processor_factory(graph, run_options), batch);
+    const int signal = g_interrupted.load();
 
-    if (!o.quiet) {
+    if (!o.quiet || signal != 0) {
         std::ostringstream line;
         line << std::fixed << std::setprecision(1) << kProgram << ": " << summary.items.size() << " files: "
-             << summary.processed << " processed, " << summary.failed << " failed, " << summary.skipped
-             << " skipped in " << std::setprecision(2) << summary.wall_s << " s (" << summary.images_per_s()
-             << " images/s)\n";
-        std::cerr << line.str();
+             << summary.processed << " processed, " << summary.failed << " failed, " << summary.skipped << " skipped";
+        if (signal != 0)
+            line << ", " << summary.cancelled << " not done (interrupted by " << (signal == SIGINT ? "SIGINT" : "SIGTERM")
+                 << ")";
+        line << " in " << std::setprecision(2) << summary.wall_s << " s (" << summary.images_per_s() << " images/s)\n";
+        write_message(line.str());
     }
     if (o.stats) print_stats(summary);
     print_tuning_notice(run_options);
+    if (signal != 0) return 128 + signal;
     return summary.failed > 0 ? kExitRuntime : 0;
 }
 
@@ -324,7 +435,7 @@ int run_batch_mode(const Options& o, const cbi::Graph& graph, const cbi::DeviceS
 int print_pipeline(const Options& o, const cbi::Graph& graph, const cbi::DeviceSpec& device_spec) {
     cbi::GraphExecutor executor(graph, resolve_run_options(o, device_spec, graph));
     if (!o.input.empty()) {
-        const cv::Mat image = cbi::read_image(o.input, o.max_pixels);
+        const cv::Mat image = cbi::read_image(o.input, o.max_pixels, o.max_memory);
         const cbi::ImageView in = cbi::view_of(image);
         try {
             executor.plan(in.width, in.height, in.channels, in.depth);  // allocates nothing
@@ -361,8 +472,11 @@ int run(const CLI::App& app, Options& o) {
     }
     const cbi::Graph graph = build_graph(app, o);
 
+    // The limit must cover --jobs too: an arena asking for more workers than
+    // the limit gets fewer (and TBB warns).
     std::optional<tbb::global_control> thread_limit;
-    if (o.threads > 0) thread_limit.emplace(tbb::global_control::max_allowed_parallelism, o.threads);
+    if (o.threads > 0 || o.jobs > 0)
+        thread_limit.emplace(tbb::global_control::max_allowed_parallelism, static_cast<std::size_t>(std::max(o.threads, o.jobs)));
 
     if (batch) return run_batch_mode(o, graph, device_spec);
     if (o.print_pipeline) return print_pipeline(o, graph, device_spec);
@@ -373,7 +487,7 @@ int run(const CLI::App& app, Options& o) {
         throw UsageError{"-o " + output.string(), "is the input file; cbi never overwrites its input"};
     const cbi::RunOptions run_options = resolve_run_options(o, device_spec, graph);
 
-    const cv::Mat image = cbi::read_image(input, o.max_pixels);
+    const cv::Mat image = cbi::read_image(input, o.max_pixels, o.max_memory);
     cbi::GraphExecutor executor(graph, run_options);
     const cbi::ImageView in = cbi::view_of(image);
     try {
@@ -390,6 +504,8 @@ int run(const CLI::App& app, Options& o) {
         cbi::check_output_format(out, CV_MAKETYPE(image.depth(), executor.channels_of(graph.outputs()[i])));
     }
     const auto results = executor.run(in);
+    // A killed earlier run's temporaries (none that a live write holds).
+    cbi::remove_stale_temporaries(output.has_parent_path() ? output.parent_path() : fs::path("."));
     for (std::size_t i = 0; i < results.size(); ++i)
         cbi::write_image_atomic(output_path(output, graph, i), cbi::as_mat(results[i]));
     print_tuning_notice(run_options);
@@ -399,6 +515,8 @@ int run(const CLI::App& app, Options& o) {
 }  // namespace
 
 int main(int argc, char** argv) {
+    silence_library_stderr();
+    start_signal_thread();  // before any other thread exists
     CLI::App app{"cbi-filter: image filters with selectable thread schedules (CPU or CUDA)", kProgram};
     Options o;
     app.add_option("IN", o.inputs, "input image(s) (PNG, JPEG, TIFF, BMP, ...: 8/16-bit or float, 1/3/4 channels)");
@@ -423,6 +541,12 @@ int main(int argc, char** argv) {
     app.add_option("--threads", o.threads, "CPU worker threads (default: all cores)")->check(CLI::Range(1, 4096));
     app.add_option("--max-pixels", o.max_pixels, "refuse images with more pixels, checked before decoding (default 2^28)")
         ->check(CLI::Range(std::uint64_t{1}, cbi::max_schedulable_pixels));
+    app.add_option("--max-memory", o.max_memory,
+                   "refuse images whose decoded pixels need more memory, checked before decoding (e.g. 512MiB, 8GiB; "
+                   "default 4GiB); a batch holds at most --in-flight such images")
+        ->transform(CLI::AsSizeValue(true))
+        ->check(CLI::Range(std::uint64_t{1}, std::numeric_limits<std::uint64_t>::max()))
+        ->type_name("BYTES");
     app.add_flag("--list-schedules", o.list_schedules, "print every registered schedule and exit");
     app.add_option("--pipeline", o.pipeline, "a chain: \"color:gray | gaussian:5:1.2@column:32 | sobel:mag@tile:32x8\"")
         ->type_name("TEXT");

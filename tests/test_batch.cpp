@@ -748,10 +748,20 @@ TEST(BatchCli, SigintDuringASingleImageLeavesNothingAndLaterRunsClearLeftovers) 
     // Large enough that the blur takes a while on 2 cores.
     const fs::path img = dir / "big.png";
     write_bytes(img, encode(".png", random_image(1024, 768, 3, cbi::Depth::u8, 9)));
-    const pid_t pid = spawn_cli({img.string(), "--blur", "255", "--schedule", "naive", "--device", "cpu", "--threads", "1",
+    const pid_t pid = spawn_cli({img.string(), "--blur", "255", "--schedule", "naive", "--device", "cpu", "--threads", "2",
                                  "-o", (dir / "out.png").string()},
                                 scratch / "out.txt", scratch / "err.txt");
-    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+    // Filtering: main thread, signal thread and a TBB worker exist.
+    const auto threads = [&] {
+        std::ifstream status("/proc/" + std::to_string(pid) + "/status");
+        for (std::string line; std::getline(status, line);)
+            if (line.starts_with("Threads:")) return std::stoi(line.substr(8));
+        return 0;
+    };
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+    while (threads() < 3 && std::chrono::steady_clock::now() < deadline)
+        std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
     ::kill(pid, SIGINT);
     EXPECT_EQ(wait_code(pid), 128 + SIGINT) << slurp(scratch / "err.txt");
     EXPECT_EQ(slurp(scratch / "err.txt"), "cbi-filter: interrupted by SIGINT\n");

@@ -177,4 +177,74 @@ TEST(Cli, PipelineErrorsNameTheOptionStageOrFile) {
     }
 }
 
+
+// Issue 16: whatever libpng, OpenCV or TBB print, an error is one line; the
+// chatter exists (CBI_LIBRARY_STDERR=1 shows it) but never reaches the user.
+TEST(Cli, LibraryChatterNeverReachesStderr) {
+    TempDir dir;
+    std::vector<std::uint8_t> png;
+    ASSERT_TRUE(cv::imencode(".png", cbi::test::random_image(64, 48, 3, cbi::Depth::u8, 1), png));
+    // Cut the IDAT chunk's data to a third, keeping its length field right
+    // (its CRC is then wrong): libpng reports it on stderr by itself.
+    std::size_t at = 8;
+    while (std::string(png.begin() + at + 4, png.begin() + at + 8) != "IDAT")
+        at += 12 + (png[at] << 24 | png[at + 1] << 16 | png[at + 2] << 8 | png[at + 3]);
+    const std::uint32_t len = png[at] << 24 | png[at + 1] << 16 | png[at + 2] << 8 | png[at + 3], cut = len / 3;
+    std::vector<std::uint8_t> bad(png.begin(), png.begin() + at);
+    for (int shift : {24, 16, 8, 0}) bad.push_back(static_cast<std::uint8_t>(cut >> shift));
+    bad.insert(bad.end(), png.begin() + at + 4, png.begin() + at + 8 + cut + 4);
+    bad.insert(bad.end(), png.begin() + at + 12 + len, png.end());
+    const fs::path img = dir / "cut.png";
+    std::ofstream(img, std::ios::binary).write(reinterpret_cast<const char*>(bad.data()), static_cast<std::streamsize>(bad.size()));
+    const std::vector<std::string> args{img.string(), "--blur", "3", "--device", "cpu", "-o", (dir / "out.png").string()};
+
+    const auto r = run_cli(args, dir.path());
+    EXPECT_EQ(r.code, 1);
+    EXPECT_EQ(r.err, "cbi-filter: error: " + img.string() + ": corrupt or unsupported image data (PNG)\n");
+    ::setenv("CBI_LIBRARY_STDERR", "1", 1);
+    const auto chatty = run_cli(args, dir.path());
+    ::unsetenv("CBI_LIBRARY_STDERR");
+    EXPECT_NE(chatty.err.find("libpng"), std::string::npos) << chatty.err;  // the test tests something
+
+    // A batch asking for more workers than the cores: no TBB warning.
+    fs::create_directories(dir / "in");
+    fs::copy_file(kPhoto, dir / "in/a.jpg");
+    const auto b = run_cli({"--input-dir", (dir / "in").string(), "--output-dir", (dir / "out").string(), "--blur", "3",
+                            "--device", "cpu", "--jobs", "64"},
+                           dir.path());
+    EXPECT_EQ(b.code, 0) << b.err;
+    EXPECT_EQ(std::count(b.err.begin(), b.err.end(), '\n'), 1) << b.err;  // the summary
+    EXPECT_TRUE(b.err.starts_with("cbi-filter: 1 files: 1 processed")) << b.err;
+}
+
+TEST(Cli, MaxMemoryAndDeviceErrorsHaveTheirExitCodes) {
+    TempDir dir;
+    const std::string out = (dir / "out.png").string();
+    // butterfly.jpg: 493x356 RGB, 526,524 bytes decoded.
+    const BadCase cases[] = {
+        {{"--max-memory", "500kB"}, 1, "= 526524 bytes decoded, larger than --max-memory 500000"},
+        {{"--max-memory", "1.5GB"}, 2, "--max-memory"},
+        {{"--max-memory", "0"}, 2, "--max-memory"},
+    };
+    for (const BadCase& c : cases) {
+        std::vector<std::string> args{kPhoto, "--blur", "3", "--device", "cpu", "-o", out};
+        args.insert(args.end(), c.args.begin(), c.args.end());
+        const auto r = run_cli(args, dir.path());
+        SCOPED_TRACE(c.args.back());
+        EXPECT_EQ(r.code, c.code) << r.err;
+        EXPECT_NE(r.err.find(c.message), std::string::npos) << r.err;
+        EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+        EXPECT_FALSE(fs::exists(out));
+    }
+    const auto ok = run_cli({kPhoto, "--blur", "3", "--device", "cpu", "-o", out, "--max-memory", "1MiB"}, dir.path());
+    EXPECT_EQ(ok.code, 0) << ok.err;
+    // --device cuda where there is none: a runtime error (the command is right, the machine lacks the device).
+    if (!cbi::resolve_device(cbi::parse_device("auto")).cuda) {
+        const auto r = run_cli({kPhoto, "--blur", "3", "--device", "cuda", "-o", (dir / "c.png").string()}, dir.path());
+        EXPECT_EQ(r.code, 1) << r.err;
+        EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+        EXPECT_TRUE(r.err.starts_with("cbi-filter: error: --device cuda: ")) << r.err;
+    }
+}
+
 }  // namespace
