@@ -27,6 +27,7 @@
 
 #include <gtest/gtest.h>
 #include <opencv2/imgcodecs.hpp>
+#include <opencv2/imgproc.hpp>
 
 #include "filters/filter.hpp"
 #include "pipeline/error.hpp"
@@ -792,6 +793,41 @@ TEST(BatchCli, ControlCharactersInNamesStayOnOneLine) {
     EXPECT_EQ(r.err, "cbi-filter: error: " + (dir / "in").string() +
                          "/two\\nlines\\x1b[31m.png: not a recognized image format (cbi reads PNG, JPEG, TIFF, BMP, WebP, "
                          "PNM/PAM/PFM, OpenEXR, Radiance HDR, Sun raster)\n");
+}
+
+
+// Issue 16: a folder of gray, colour, alpha, 16-bit and float images runs
+// with a colour preset (a 1-channel image reads as R = G = B) and a stencil.
+TEST(BatchCli, MixedFolderWithColourPresetsJustWorks) {
+    TempDir dir, scratch;
+    const fs::path in = dir / "in";
+    cv::Mat gray;
+    cv::cvtColor(smooth_image(40, 30, 1), gray, cv::COLOR_BGR2GRAY);
+    write_bytes(in / "gray.jpg", encode(".jpg", gray));
+    write_bytes(in / "colour.jpg", encode(".jpg", smooth_image(41, 29, 2)));
+    write_bytes(in / "alpha.png", encode(".png", random_image(23, 17, 4, cbi::Depth::u8, 3)));
+    write_bytes(in / "deep16.png", encode(".png", random_image(19, 13, 1, cbi::Depth::u16, 4)));
+    write_bytes(in / "rgb16.png", encode(".png", random_image(19, 13, 3, cbi::Depth::u16, 5)));
+    cbi::write_image_atomic(in / "float1.tiff", random_image(17, 11, 1, cbi::Depth::f32, 6));
+    cbi::write_image_atomic(in / "float3.tiff", random_image(17, 11, 3, cbi::Depth::f32, 7));
+    const std::vector<std::string> all = files_under(in);
+    for (const std::string preset : {"gray", "sepia"}) {
+        const fs::path out = dir / ("out-" + preset);
+        const auto r = run_cli({"--input-dir", in.string(), "--output-dir", out.string(), "--color", preset, "--gaussian",
+                                "3", "--device", "cpu"},
+                               scratch.path());
+        SCOPED_TRACE(preset);
+        EXPECT_EQ(r.code, 0) << r.err;
+        EXPECT_TRUE(r.err.starts_with("cbi-filter: 7 files: 7 processed, 0 failed")) << r.err;
+        ASSERT_EQ(files_under(out), all);
+        const std::vector<cbi::Node> nodes{{cbi::parse_color(preset), {}, {}}, {cbi::GaussianFilter{3, 0}, {}, {}}};
+        for (const std::string& rel : all) {
+            expect_matches_single_image(in / rel, out / rel, nodes, scratch.path());
+            const int in_channels = cbi::read_image(in / rel).channels();
+            const int want = preset == std::string("gray") ? 1 : in_channels == 1 ? 3 : in_channels;
+            EXPECT_EQ(cbi::read_image(out / rel).channels(), want) << rel;
+        }
+    }
 }
 
 }  // namespace
