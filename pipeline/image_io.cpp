@@ -192,10 +192,10 @@ ImageHeader probe_tiff(Bytes b) {
     const std::uint64_t chunk_pixels = mul_sat(cw, ch);
     const std::uint64_t allowed = std::max(mul_sat(round16(*width), round16(*height)), max_tiff_chunk_pixels_floor);
     if (chunk_pixels > allowed)
-        malformed(tiled ? "TIFF tiles of " + std::to_string(cw) + "x" + std::to_string(ch) + " are out of proportion to the " +
-                              std::to_string(*width) + "x" + std::to_string(*height) + " image"
-                        : "TIFF strips of " + std::to_string(ch) + " rows are out of proportion to the " +
-                              std::to_string(*width) + "x" + std::to_string(*height) + " image");
+        malformed((tiled ? "TIFF tiles of " + std::to_string(cw) + "x" + std::to_string(ch)
+                         : "TIFF strips of " + std::to_string(ch) + " rows") +
+                  " are out of proportion to the " + std::to_string(*width) + "x" + std::to_string(*height) +
+                  " image (cbi allows the image rounded up to 16 pixels a side, or 2^22 pixels)");
     const std::uint64_t decoded_spp = std::min<std::uint64_t>(spp, 4);  // OpenCV refuses more
     const std::uint64_t opencv_per_pixel = h.bytes_per_sample == 1 ? 4 : decoded_spp * h.bytes_per_sample;
     h.scratch_bytes = mul_sat(chunk_pixels, opencv_per_pixel + decoded_spp * h.bytes_per_sample);

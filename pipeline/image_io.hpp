@@ -13,8 +13,8 @@
 // short to hold. Files whose header cbi cannot read are refused rather than
 // handed to a decoder unchecked. Decoding keeps 16-bit samples and alpha
 // (cv::IMREAD_UNCHANGED); JPEGs are turned as their EXIF orientation says,
-// as viewers show them (OpenCV 4.6 reads PNG eXIf only when it may drop
-// alpha, so PNG orientation is not applied). Results
+// as viewers show them (OpenCV 4.6 applies a PNG's eXIf orientation only in
+// modes that drop alpha, so PNG orientation is not applied). Results
 // are 8u, 16u or 32f with 1, 3 or 4 channels (BGR(A) order); 64-bit and
 // 16-bit float samples are converted to 32f (the only lossy step: doubles are
 // rounded to float); signed/32-bit integer samples and 2-channel images are

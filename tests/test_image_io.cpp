@@ -444,7 +444,8 @@ TEST(ImageIo, HostileTiffTilesAndStripsAreRefusedFromTheHeader) {
     // so no decoder runs.
     const auto tiles = tiny_tiff({{256, 1}, {257, 1}, {258, 8}, {259, 1}, {262, 1}, {277, 1}, {322, 16384}, {323, 16384}}, true);
     const std::string tile_error = "t.tif: TIFF tiles of 16384x16384 are out of proportion to the 1x1 image";
-    EXPECT_EQ(error_of([&] { cbi::probe_image(tiles, "t.tif"); }).rfind(tile_error, 0), 0u);
+    EXPECT_EQ(error_of([&] { cbi::probe_image(tiles, "t.tif"); }),
+              tile_error + " (cbi allows the image rounded up to 16 pixels a side, or 2^22 pixels)");
     const auto start = std::chrono::steady_clock::now();
     EXPECT_EQ(error_of([&] { cbi::decode_image(tiles, "t.tif", 1); }).rfind(tile_error, 0), 0u);
     EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::milliseconds(500));
