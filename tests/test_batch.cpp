@@ -98,6 +98,26 @@ std::vector<std::string> files_under(const fs::path& root) {
 
 bool is_temporary(const fs::path& p) { return p.filename().string().starts_with(".cbi-tmp-"); }
 
+// Spawns the batch, waits until `outputs` complete files exist under `out`,
+// sends `sig`; returns the exit code (128 + signal when killed by it).
+int interrupt_batch(const std::vector<std::string>& args, const fs::path& out, std::size_t outputs, int sig,
+                    const fs::path& scratch) {
+    const pid_t pid = spawn_cli(args, scratch / "out.txt", scratch / "err.txt");
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+    const auto complete = [&] {
+        std::size_t n = 0;
+        std::error_code ec;
+        for (auto it = fs::recursive_directory_iterator(out, ec); !ec && it != fs::recursive_directory_iterator();
+             it.increment(ec))
+            n += it->is_regular_file(ec) && !is_temporary(it->path());
+        return n;
+    };
+    while (complete() < outputs && std::chrono::steady_clock::now() < deadline)
+        std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    ::kill(pid, sig);
+    return wait_code(pid);
+}
+
 // The single-image path: decode `input`, run_chain on the CPU, encode to
 // `output`'s format. Expects the decoded `output` to equal it exactly
 // (lossy JPEG too: the same encoder on the same pixels).
@@ -530,20 +550,8 @@ TEST(BatchCli, SigkillLeavesOnlyCompleteOutputsAndSkipExistingResumes) {
                                   "--device", "cpu", "--jobs", "2", "--quiet"};
     args.insert(args.end(), chain.begin(), chain.end());
 
-    const pid_t pid = spawn_cli(args, scratch / "out1.txt", scratch / "err1.txt");
-    auto complete_outputs = [&] {
-        std::size_t n = 0;
-        std::error_code ec;
-        for (auto it = fs::recursive_directory_iterator(out, ec); !ec && it != fs::recursive_directory_iterator();
-             it.increment(ec))
-            n += it->is_regular_file(ec) && !is_temporary(it->path());
-        return n;
-    };
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
-    while (complete_outputs() < 3 && std::chrono::steady_clock::now() < deadline)
-        std::this_thread::sleep_for(std::chrono::milliseconds(2));
-    ASSERT_EQ(::kill(pid, SIGKILL), 0);
-    ASSERT_EQ(wait_code(pid), 128 + SIGKILL) << "the batch finished before it was killed";
+    ASSERT_EQ(interrupt_batch(args, out, 3, SIGKILL, scratch.path()), 128 + SIGKILL)
+        << "the batch finished before it was killed";
 
     std::vector<std::string> done;
     for (const std::string& rel : files_under(out))
@@ -697,25 +705,6 @@ TEST(Batch, HardLinksSymlinkedFoldersAndInPlaceNeverOverwriteInputs) {
 }
 
 // ------------------------------------------------------------ issue 16: interrupts and leftovers
-
-// Spawns the batch, waits until `outputs` files exist under `out`, sends `sig`.
-int interrupt_batch(const std::vector<std::string>& args, const fs::path& out, std::size_t outputs, int sig,
-                    const fs::path& scratch) {
-    const pid_t pid = spawn_cli(args, scratch / "out.txt", scratch / "err.txt");
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
-    const auto complete = [&] {
-        std::size_t n = 0;
-        std::error_code ec;
-        for (auto it = fs::recursive_directory_iterator(out, ec); !ec && it != fs::recursive_directory_iterator();
-             it.increment(ec))
-            n += it->is_regular_file(ec) && !is_temporary(it->path());
-        return n;
-    };
-    while (complete() < outputs && std::chrono::steady_clock::now() < deadline)
-        std::this_thread::sleep_for(std::chrono::milliseconds(2));
-    ::kill(pid, sig);
-    return wait_code(pid);
-}
 
 TEST(BatchCli, SigintAndSigtermStopCleanlyWithASummary) {
     TempDir dir;
