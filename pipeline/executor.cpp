@@ -69,34 +69,6 @@ namespace {
 // How a node's schedule was chosen.
 enum class Choice { fixed, cached, timed, pending };
 
-// The fastest candidate by the median of a few timed runs after a warm-up;
-// time_once runs the node once with a schedule and returns milliseconds. A
-// candidate that cannot run on this input (std::invalid_argument at launch,
-// e.g. sep:128x32's tile plus a 31x31 halo on 3 float channels needs more
-// shared memory than the GPU has) is skipped; the first such error is
-// rethrown only when no candidate runs.
-ScheduleSpec fastest(const std::vector<ScheduleSpec>& candidates, int runs,
-                     const std::function<double(const ScheduleSpec&)>& time_once) {
-    std::optional<ScheduleSpec> best;
-    double best_ms = 0;
-    std::exception_ptr first_error;
-    std::vector<double> times(static_cast<std::size_t>(runs));
-    for (const ScheduleSpec& s : candidates) {
-        try {
-            time_once(s);  // warm-up: first-launch costs, caches
-        } catch (const std::invalid_argument&) {
-            if (!first_error) first_error = std::current_exception();
-            continue;
-        }
-        for (double& t : times) t = time_once(s);
-        std::nth_element(times.begin(), times.begin() + runs / 2, times.end());
-        const double median = times[static_cast<std::size_t>(runs / 2)];
-        if (!best || median < best_ms) best = s, best_ms = median;
-    }
-    if (!best) std::rethrow_exception(first_error);
-    return *best;
-}
-
 }  // namespace
 
 struct GraphExecutor::Plan {
@@ -225,7 +197,7 @@ void GraphExecutor::plan(int width, int height, int channels, Depth depth) {
         plan->tuning_key[id] = tuning_key(device, nodes[id].op_string(), stencil ? to_string(graph_.border_of(id)) : "-",
                                           depth, plan->channels_of[nodes[id].inputs[0]], width, height,
                                           options_.device.cuda ? options_.block : 0);
-        if (const auto hit = options_.tuning->find(plan->tuning_key[id])) {
+        if (const auto hit = options_.tuning->find(plan->tuning_key[id], nodes[id].op)) {
             plan->schedule[id] = *hit;
             plan->choice[id] = Choice::cached;
         } else {
@@ -354,12 +326,16 @@ void GraphExecutor::tune(NodeId id, const std::function<double(const ScheduleSpe
     Plan& plan = *plan_;
     const std::string& key = plan.tuning_key[id];
     std::lock_guard timing(options_.tuning->timing_mutex());
-    if (const auto hit = options_.tuning->find(key)) {  // another executor timed it meanwhile
+    const TunedOp& op = graph_.nodes()[id].op;
+    if (const auto hit = options_.tuning->find(key, op)) {  // another executor timed it meanwhile
         plan.schedule[id] = *hit;
         plan.choice[id] = Choice::cached;
         return;
     }
-    plan.schedule[id] = fastest(tuning_candidates(graph_.nodes()[id].op), options_.device.cuda ? 5 : 3, time_once);
+    // CPU: 3 runs, and a slow warm-up drops a candidate at once (its runs are
+    // long); GPU: 5 runs, the first timed one decides (first launches load modules).
+    const bool cuda = options_.device.cuda;
+    plan.schedule[id] = fastest_candidate(tuning_candidates(op), cuda ? 5 : 3, !cuda, time_once);
     plan.choice[id] = Choice::timed;
     options_.tuning->store(key, plan.schedule[id]);
 }

@@ -3,8 +3,10 @@
 #include <nlohmann/json.hpp>
 #include <unistd.h>
 
+#include <algorithm>
 #include <bit>
 #include <cstdlib>
+#include <exception>
 #include <fstream>
 #include <sstream>
 
@@ -14,16 +16,20 @@ namespace cbi {
 namespace fs = std::filesystem;
 namespace {
 
-// Useful parameterisations per family; the registry decides which exist.
+// Useful parameterisations per family, most promising first (fastest_candidate
+// drops a candidate slower than the best so far after one run, and stops at
+// its budget): the fast strategies, larger tiles first (a CPU tile recomputes
+// its halo: gaussian:255 on 128^2 took 7.7 ms with sep:128x32, 119 ms with
+// sep:32x8), then the per-pixel orders, which run K^2 taps a pixel. The
+// registry decides which exist.
 constexpr const char* kCandidates[] = {
-    "naive",      "column:32",  "column:64", "zigzag:32", "tile:32x8",  "tile:64x4",
-    "smem:32x8",  "smem:64x8",  "smem:32x16", "smem:64x16", "smem:128x8", "smem:32x32",
-    "sep:32x8",   "sep:64x8",   "sep:32x16",  "sep:64x16",  "sep:128x8",  "sep:32x32",
-    "sep:64x32",  "sep:128x16", "sep:128x32", "stream:256x32", "stream:512x32", "stream:1024x32",
     // Shorter strips: more blocks in flight at 4096^2 (stream:1024x32 filled 0.97 of a wave there);
     // sobel:mag:3 8u:3 stream:256x16 0.194 ms against 0.219 for stream:256x32 (H100).
-    "stream:256x16", "stream:512x16", "stream:512x8",
-    "vec:4",      "vec:8",      "vec:16",
+    "stream:1024x32", "stream:512x32", "stream:256x32", "stream:512x16", "stream:256x16", "stream:512x8",
+    "sep:128x32", "sep:64x32",  "sep:128x16", "sep:32x32",  "sep:64x16", "sep:128x8", "sep:32x16", "sep:64x8", "sep:32x8",
+    "smem:64x16", "smem:128x8", "smem:32x32", "smem:32x16", "smem:64x8", "smem:32x8",
+    "vec:16",     "vec:8",      "vec:4",
+    "tile:64x4",  "tile:32x8",  "column:64", "column:32",  "zigzag:32", "naive",
 };
 
 std::map<std::string, std::string> read_entries(const fs::path& file) {
@@ -63,20 +69,63 @@ std::string tuning_key(const std::string& device, const std::string& op, const s
     return key.str();
 }
 
-std::vector<ScheduleSpec> tuning_candidates(const std::variant<std::monostate, Filter, BlendFilter>& op) {
+bool tuning_supports(const ScheduleSpec& schedule, const TunedOp& op) {
+    try {
+        if (const auto* f = std::get_if<Filter>(&op)) check_schedule_supports(schedule, *f);
+        if (const auto* b = std::get_if<BlendFilter>(&op)) check_schedule_supports(schedule, *b);
+    } catch (const std::invalid_argument&) {
+        return false;
+    }
+    return true;
+}
+
+std::vector<ScheduleSpec> tuning_candidates(const TunedOp& op) {
     std::vector<ScheduleSpec> out;
     for (const char* text : kCandidates) {
         ScheduleSpec s;
         try {
             s = parse_schedule(text);
-            if (const auto* f = std::get_if<Filter>(&op)) check_schedule_supports(s, *f);
-            if (const auto* b = std::get_if<BlendFilter>(&op)) check_schedule_supports(s, *b);
         } catch (const std::invalid_argument&) {
             continue;
         }
-        out.push_back(s);
+        if (tuning_supports(s, op)) out.push_back(s);
     }
     return out;
+}
+
+ScheduleSpec fastest_candidate(const std::vector<ScheduleSpec>& candidates, int runs, bool warmup_decides,
+                               const std::function<double(const ScheduleSpec&)>& time_once) {
+    std::optional<ScheduleSpec> best;
+    double best_ms = 0, spent_ms = 0;
+    std::exception_ptr first_error;
+    std::vector<double> times;
+    for (const ScheduleSpec& s : candidates) {
+        if (best && spent_ms > std::max(kTuningBudgetFloorMs, kTuningBudgetRuns * best_ms)) break;
+        const auto run = [&] {
+            const double ms = time_once(s);
+            spent_ms += ms;
+            return ms;
+        };
+        const auto too_slow = [&](double ms) { return best && ms > kTuningDropMargin * best_ms; };
+        times.clear();
+        try {
+            const double warm = run();  // first-launch costs, caches
+            if (warmup_decides && too_slow(warm)) continue;
+            while (static_cast<int>(times.size()) < runs) {
+                times.push_back(run());
+                if (!warmup_decides && times.size() == 1 && too_slow(times[0])) break;
+            }
+        } catch (const std::invalid_argument&) {
+            if (!first_error) first_error = std::current_exception();
+            continue;
+        }
+        if (static_cast<int>(times.size()) < runs) continue;  // dropped after its first timed run
+        std::nth_element(times.begin(), times.begin() + runs / 2, times.end());
+        const double median = times[static_cast<std::size_t>(runs / 2)];
+        if (!best || median < best_ms) best = s, best_ms = median;
+    }
+    if (!best) std::rethrow_exception(first_error);
+    return *best;
 }
 
 fs::path default_tuning_cache_path() {
@@ -97,11 +146,13 @@ std::string TuningCache::write_error() const {
     return write_error_;
 }
 
-std::optional<ScheduleSpec> TuningCache::find(const std::string& key) const {
+std::optional<ScheduleSpec> TuningCache::find(const std::string& key, const TunedOp& op) const {
     std::lock_guard lock(mutex_);
     const auto it = entries_.find(key);
     if (it == entries_.end()) return std::nullopt;
-    return parse_schedule(it->second);
+    const ScheduleSpec schedule = parse_schedule(it->second);
+    if (!tuning_supports(schedule, op)) return std::nullopt;
+    return schedule;
 }
 
 std::size_t TuningCache::size() const {
