@@ -9,6 +9,7 @@
 #include <exception>
 #include <fstream>
 #include <sstream>
+#include <stdexcept>
 
 #include "pipeline/error.hpp"
 
@@ -124,6 +125,7 @@ ScheduleSpec fastest_candidate(const std::vector<ScheduleSpec>& candidates, int 
         const double median = times[static_cast<std::size_t>(runs / 2)];
         if (!best || median < best_ms) best = s, best_ms = median;
     }
+    if (!best && !first_error) throw std::invalid_argument("auto: no candidate schedule for this node");
     if (!best) std::rethrow_exception(first_error);
     return *best;
 }

@@ -164,6 +164,7 @@ TEST(Tuning, CandidatesThatCannotRunAreSkippedWithinTheBudget) {
         EXPECT_EQ(std::string(e.what()), list.front().to_string() + " cannot");
     }
     EXPECT_EQ(none.runs.size(), list.size());
+    EXPECT_THROW(fastest_candidate({}, 3, true, none.time_once()), std::invalid_argument);
 }
 
 TEST(Tuning, KeysSeparateWhatTheChoiceDependsOn) {
