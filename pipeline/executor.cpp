@@ -326,7 +326,7 @@ void GraphExecutor::tune(NodeId id, const std::function<double(const ScheduleSpe
     Plan& plan = *plan_;
     const std::string& key = plan.tuning_key[id];
     std::lock_guard timing(options_.tuning->timing_mutex());
-    const TunedOp& op = graph_.nodes()[id].op;
+    const NodeOp& op = graph_.nodes()[id].op;
     if (const auto hit = options_.tuning->find(key, op)) {  // another executor timed it meanwhile
         plan.schedule[id] = *hit;
         plan.choice[id] = Choice::cached;

@@ -318,7 +318,7 @@ Graph graph_from_json(std::string_view json_text) {
     // name nodes defined later; what never becomes ready is a cycle.
     struct Pending {
         std::string name;
-        std::variant<std::monostate, Filter, BlendFilter> op;
+        NodeOp op;
         std::vector<std::string> inputs;
         NodeOptions options;
     };

@@ -44,9 +44,12 @@ struct NodeOptions {
     friend bool operator==(const NodeOptions&, const NodeOptions&) = default;
 };
 
+// What a node computes; monostate is the graph input.
+using NodeOp = std::variant<std::monostate, Filter, BlendFilter>;
+
 struct GraphNode {
     std::string name;
-    std::variant<std::monostate, Filter, BlendFilter> op;  // monostate: the graph input
+    NodeOp op;
     std::vector<NodeId> inputs;                            // 0, 1 or 2 (blend: A, B)
     NodeOptions options;
 

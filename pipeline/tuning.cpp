@@ -70,7 +70,7 @@ std::string tuning_key(const std::string& device, const std::string& op, const s
     return key.str();
 }
 
-bool tuning_supports(const ScheduleSpec& schedule, const TunedOp& op) {
+bool tuning_supports(const ScheduleSpec& schedule, const NodeOp& op) {
     try {
         if (const auto* f = std::get_if<Filter>(&op)) check_schedule_supports(schedule, *f);
         if (const auto* b = std::get_if<BlendFilter>(&op)) check_schedule_supports(schedule, *b);
@@ -80,7 +80,7 @@ bool tuning_supports(const ScheduleSpec& schedule, const TunedOp& op) {
     return true;
 }
 
-std::vector<ScheduleSpec> tuning_candidates(const TunedOp& op) {
+std::vector<ScheduleSpec> tuning_candidates(const NodeOp& op) {
     std::vector<ScheduleSpec> out;
     for (const char* text : kCandidates) {
         ScheduleSpec s;
@@ -148,7 +148,7 @@ std::string TuningCache::write_error() const {
     return write_error_;
 }
 
-std::optional<ScheduleSpec> TuningCache::find(const std::string& key, const TunedOp& op) const {
+std::optional<ScheduleSpec> TuningCache::find(const std::string& key, const NodeOp& op) const {
     std::lock_guard lock(mutex_);
     const auto it = entries_.find(key);
     if (it == entries_.end()) return std::nullopt;

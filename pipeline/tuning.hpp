@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "filters/filter.hpp"
+#include "pipeline/graph.hpp"
 
 namespace cbi {
 
@@ -24,18 +25,15 @@ namespace cbi {
 std::string tuning_key(const std::string& device, const std::string& op, const std::string& border, Depth depth,
                        int channels, int width, int height, int block);
 
-// What a graph node computes (GraphNode::op); monostate is the graph input.
-using TunedOp = std::variant<std::monostate, Filter, BlendFilter>;
-
 // Whether `schedule` can run `op` (check_schedule_supports accepts it).
-bool tuning_supports(const ScheduleSpec& schedule, const TunedOp& op);
+bool tuning_supports(const ScheduleSpec& schedule, const NodeOp& op);
 
 // The schedules `auto` chooses from for this operation, most promising
 // first: the fast strategies (stream, sep, smem, vec; larger tiles first),
 // then the per-pixel orders (tile, column, zigzag, naive). A fixed list of
 // useful parameterisations of every registered family, less those that
 // cannot run the operation.
-std::vector<ScheduleSpec> tuning_candidates(const TunedOp& op);
+std::vector<ScheduleSpec> tuning_candidates(const NodeOp& op);
 
 // How `auto` bounds its search. Before these (issue 16) every candidate was
 // timed 4-6 times: gaussian:255 on a 128^2 image took 81 s, each per-pixel
@@ -84,7 +82,7 @@ public:
     // The entry for `key` if `op` can run it; a stale or hand-edited entry
     // it cannot (vec:4 for a blur) is ignored, so the node is timed again
     // and the new choice replaces it.
-    std::optional<ScheduleSpec> find(const std::string& key, const TunedOp& op) const;
+    std::optional<ScheduleSpec> find(const std::string& key, const NodeOp& op) const;
     // Records a choice; with a file, merges it into the file's current
     // entries and replaces the file atomically (temporary + rename). A file
     // that cannot be written does not fail the run: the choice stays in

@@ -49,8 +49,8 @@ bool per_pixel(const ScheduleSpec& s) {
 // fastest_candidate drops slow candidates and stops at a budget: the
 // candidates most likely to win must come first.
 TEST(Tuning, CandidatesTryTheFastStrategiesFirst) {
-    for (const TunedOp op : {TunedOp{parse_filter("blur:9")}, TunedOp{parse_filter("gaussian:255")},
-                             TunedOp{parse_filter("color:sepia")}, TunedOp{BlendFilter{}}}) {
+    for (const NodeOp op : {NodeOp{parse_filter("blur:9")}, NodeOp{parse_filter("gaussian:255")},
+                             NodeOp{parse_filter("color:sepia")}, NodeOp{BlendFilter{}}}) {
         const auto list = tuning_candidates(op);
         const auto first_slow = std::find_if(list.begin(), list.end(), per_pixel);
         ASSERT_NE(first_slow, list.begin());
