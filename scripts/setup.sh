@@ -110,8 +110,9 @@ if has_part fuzz; then
   for t in "${targets[@]}"; do
     work=build-fuzz/corpus/$t findings=build-fuzz/findings/$t log=build-fuzz/logs/$t.log
     mkdir -p "$work" "$findings" build-fuzz/logs
-    start=$SECONDS rc=0
-    "build-fuzz/fuzz/$t" "$work" "fuzz/corpus/$t" "fuzz/regressions/$t" -dict="fuzz/dict/$t.dict" \
+    start=$SECONDS rc=0 dict=()
+    [ -f "fuzz/dict/$t.dict" ] && dict=(-dict="fuzz/dict/$t.dict")
+    "build-fuzz/fuzz/$t" "$work" "fuzz/corpus/$t" "fuzz/regressions/$t" "${dict[@]}" \
       -max_total_time="$fuzz_seconds" -timeout=10 -rss_limit_mb=1024 -malloc_limit_mb=512 \
       -print_final_stats=1 -artifact_prefix="$findings/" >"$log" 2>&1 || rc=$?
     execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -1)
