@@ -69,8 +69,10 @@ if has_part main; then
 fi
 
 # Sanitizer reports must fail the run even where a program's stderr goes
-# nowhere (cbi-filter silences its fd 2; a test may expect exit 1): every
-# report is also written under $san_logs, checked after the run.
+# nowhere (cbi-filter silences its fd 2; a test may expect exit 1): ASan and
+# LeakSanitizer reports go to files under $san_logs, checked after the run.
+# gcc's libubsan ignores log_path (it always writes to stderr), so a UBSan
+# report is caught by its exit status instead: 86, never cbi's 0/1/2.
 symbolizer=/usr/lib/llvm-14/bin/llvm-symbolizer
 [ -x "$symbolizer" ] && export ASAN_SYMBOLIZER_PATH=$symbolizer
 check_sanitizer_logs() {  # check_sanitizer_logs DIR WHAT
