@@ -290,7 +290,7 @@ Graph graph_from_json(std::string_view json_text) {
     try {
         StrictDom sax(doc);
         json::sax_parse(json_text.begin(), json_text.end(), &sax);
-    } catch (const json::parse_error& e) {
+    } catch (const json::exception& e) {  // parse_error, and out_of_range for numbers such as 9e309
         invalid(std::string("not valid JSON: ") + e.what());
     }
     if (!doc.is_object()) invalid("the pipeline must be a JSON object with \"nodes\" and \"outputs\"");
