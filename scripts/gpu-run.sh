@@ -2,6 +2,7 @@
 # Runs on the GPU host from a bundle made by scripts/gpu-bundle.sh.
 #   run.sh tests      GPU test suites (plus the CPU suites, as a cross-check)
 #   run.sh sanitize   compute-sanitizer memcheck / racecheck / initcheck
+#   run.sh sanitize-matrix  the same tools over the whole GPU matrix, in parallel parts
 #   run.sh bench      cbi-bench baseline table (CSV/JSON to $OUT or ./)
 #   run.sh cli        cbi-filter on a photo, CUDA vs CPU
 #   run.sh batch      issue 5: 200 generated 2048x2048 RGB PNGs, --device cuda, overlap vs --no-overlap
@@ -65,6 +66,42 @@ run_sanitize() {
   for p in "${pids[@]}"; do wait "$p" || status=1; done
   for tool in $tools memcheck-fusion memcheck-tuning racecheck-fusion; do
     echo "$tool: $(grep -E 'SUMMARY|^\[  PASSED|^\[  FAILED|^\[  SKIPPED' "$out/sanitize-$tool.log" | tr '\n' ' ')"
+  done
+}
+
+# The whole GPU matrix under memcheck (with leak check), racecheck and
+# initcheck: one process per tool and part, all at once on the one GPU (the
+# host has 16 cores), each under CBI_SANITIZE_SECONDS (default 480) so that
+# the call ends in time; a part cut off says so. CBI_SANITIZE_PARTS names the
+# parts (gtest filters, space-separated; default: the matrix by depth, then
+# the other GPU tests), run under each of CBI_SANITIZE_TOOLS; or
+# CBI_SANITIZE_PLAN names a file of "TOOL FILTER" lines (to spread the whole
+# matrix over several calls). Counts per log: tests passed, errors, hazards.
+run_sanitize_matrix() {
+  local -; set -f  # the parts are gtest globs, not file names
+  local parts=${CBI_SANITIZE_PARTS:-'Matrix/*_8u_* Matrix/*_16u_* Matrix/*_32f_* Cuda.*-Cuda.OutOfMemoryIsReportedAndRecoverable'}
+  local tools=${CBI_SANITIZE_TOOLS:-memcheck racecheck initcheck} limit=${CBI_SANITIZE_SECONDS:-480}
+  local plan=() pids=() names=() n=0
+  if [ -n "${CBI_SANITIZE_PLAN:-}" ]; then
+    mapfile -t plan < "$CBI_SANITIZE_PLAN"
+  else
+    for tool in $tools; do for part in $parts; do plan+=("$tool $part"); done; done
+  fi
+  for line in "${plan[@]}"; do
+    local tool=${line%% *} part=${line#* } extra=""
+    [ "$tool" = memcheck ] && extra="--leak-check full"
+    local name="san-$tool-$((n++))"
+    echo "$part" > "$out/$name.filter"
+    timeout "$limit" compute-sanitizer --tool "$tool" $extra --error-exitcode 99 \
+      "$bin/test_filters_cuda" --gtest_filter="$part" > "$out/$name.log" 2>&1 &
+    pids+=($!); names+=("$name")
+  done
+  for i in "${!pids[@]}"; do
+    wait "${pids[$i]}"; local rc=$?
+    local log="$out/${names[$i]}.log"
+    [ $rc -ne 0 ] && status=1
+    echo "${names[$i]}: rc $rc, $(grep -c '^\[       OK \]' "$log") passed, $(grep -c '^\[  FAILED  \]' "$log") failed lines," \
+         "$(grep -E '^========= (ERROR SUMMARY|RACECHECK SUMMARY|LEAK SUMMARY)' "$log" | tr '\n' ' ')$([ $rc -eq 124 ] && echo ' CUT OFF by the time limit')"
   done
 }
 
@@ -161,6 +198,7 @@ PY
 case "${1:-all}" in
   tests) run_tests ;;
   sanitize) run_sanitize ;;
+  sanitize-matrix) run_sanitize_matrix ;;
   bench) shift; run_bench "$@" ;;
   cli) run_cli ;;
   batch) run_batch ;;
