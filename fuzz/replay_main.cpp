@@ -49,8 +49,11 @@ void note_alloc(std::size_t n) {
 #endif
 
 #ifdef CBI_REPLAY_ASAN
-// ASan owns malloc: it reports every allocation to a hook.
-#include <sanitizer/common_interface_defs.h>
+// ASan owns malloc: it reports every allocation to a hook. Declared here:
+// clang has it in <sanitizer/allocator_interface.h>, gcc 12 ships no such
+// header, but both runtimes export it.
+extern "C" int __sanitizer_install_malloc_and_free_hooks(void (*malloc_hook)(const volatile void*, std::size_t),
+                                                         void (*free_hook)(const volatile void*));
 extern "C" void cbi_replay_malloc_hook(const volatile void*, std::size_t size) { note_alloc(size); }
 extern "C" void cbi_replay_free_hook(const volatile void*) {}
 static void install_alloc_hooks() {
