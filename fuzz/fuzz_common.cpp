@@ -79,6 +79,15 @@ void check_graph_round_trip(const cbi::Graph& g) {
     }
 }
 
+void check_parsed_graph(const cbi::Graph& g) {
+    check_graph_round_trip(g);
+    try {
+        run_on_tiny_images(g);
+    } catch (const cbi::Error&) {
+    } catch (const std::invalid_argument&) {
+    }
+}
+
 void run_on_tiny_images(const cbi::Graph& g) {
     if (has_auto(g)) return;
     // One size and depth per graph, chosen by its JSON text, so the corpus

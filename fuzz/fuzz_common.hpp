@@ -114,4 +114,8 @@ void check_graph_round_trip(const cbi::Graph& g);
 // "auto" nodes (they time candidates: slow and not deterministic).
 void run_on_tiny_images(const cbi::Graph& g);
 
+// Both, for a graph a parser accepted: the round trip, then the tiny images
+// (the data and usage errors a graph may meet on an image are fine).
+void check_parsed_graph(const cbi::Graph& g);
+
 }  // namespace cbi_fuzz
