@@ -367,7 +367,7 @@ ImageHeader probe_exr(Bytes b) {
         if (i + 4 > b.size()) malformed("OpenEXR header is truncated");
         const std::uint32_t size = le32(b.data() + i);
         i += 4;
-        if (size > b.size() - i) malformed("OpenEXR header is truncated (attribute '" + name + "' is larger than the file)");
+        if (size > b.size() - i) malformed("OpenEXR header is truncated (an attribute is larger than the file)");
         if (type == "preview" &&
             (size < 8 || std::uint64_t{le32(b.data() + i)} * le32(b.data() + i + 4) * 4 != size - 8))
             malformed("OpenEXR preview attribute's size does not match its pixels");
