@@ -570,21 +570,35 @@ struct FormatRule {
     const char* name;
     bool u8, u16, f32;
     bool ch1, ch3, ch4;
-    const char* suggestion;  // for depths this format cannot store
+    bool stores(int depth, int ch) const {
+        return ((depth == CV_8U && u8) || (depth == CV_16U && u16) || (depth == CV_32F && f32)) &&
+               ((ch == 1 && ch1) || (ch == 3 && ch3) || (ch == 4 && ch4));
+    }
 };
 
 constexpr FormatRule format_rules[] = {
-    {".png", "PNG", true, true, false, true, true, true, "use .tiff (or .exr/.pfm) for 32-bit float"},
-    {".jpg .jpeg .jpe", "JPEG", true, false, false, true, true, false, "use .png or .tiff"},
-    {".tif .tiff", "TIFF", true, true, true, true, true, true, ""},
-    {".bmp", "BMP", true, false, false, true, true, false, "use .png or .tiff"},
-    {".webp", "WebP", true, false, false, false, true, true, "use .png or .tiff"},
-    {".pgm", "PGM", true, true, false, true, false, false, "use .tiff"},
-    {".ppm", "PPM", true, true, false, false, true, false, "use .tiff"},
-    {".pnm", "PNM", true, true, false, true, true, false, "use .tiff"},
-    {".pfm", "PFM", false, false, true, true, true, false, "use .tiff or .png"},
-    {".exr", "OpenEXR", false, false, true, true, true, true, "use .tiff or .png"},
+    {".png", "PNG", true, true, false, true, true, true},
+    {".jpg .jpeg .jpe", "JPEG", true, false, false, true, true, false},
+    {".tiff .tif", "TIFF", true, true, true, true, true, true},
+    {".bmp", "BMP", true, false, false, true, true, false},
+    {".webp", "WebP", true, false, false, false, true, true},
+    {".pgm", "PGM", true, true, false, true, false, false},
+    {".ppm", "PPM", true, true, false, false, true, false},
+    {".pnm", "PNM", true, true, false, true, true, false},
+    {".pfm", "PFM", false, false, true, true, true, false},
+    {".exr", "OpenEXR", false, false, true, true, true, true},
 };
+
+// "use .tiff, .pfm or .exr": the formats that can store this depth and
+// channel count (the first extension of each).
+std::string formats_for(int depth, int ch) {
+    std::vector<std::string> exts;
+    for (const auto& r : format_rules)
+        if (r.stores(depth, ch)) exts.emplace_back(std::string_view(r.exts).substr(0, std::string_view(r.exts).find(' ')));
+    std::string out = "use ";
+    for (std::size_t i = 0; i < exts.size(); ++i) out += (i == 0 ? "" : i + 1 == exts.size() ? " or " : ", ") + exts[i];
+    return out;
+}
 
 std::string lower_extension(const fs::path& p) {
     std::string e = p.extension().string();
@@ -855,12 +869,12 @@ void check_output_format(const fs::path& out, int cv_type) {
     if (!depth_ok) {
         const char* d = depth == CV_8U ? "8-bit" : depth == CV_16U ? "16-bit" : depth == CV_32F ? "32-bit float" : nullptr;
         throw Error(subject, std::string(r->name) + " cannot store " + (d ? d : cv::typeToString(cv_type).c_str()) +
-                                 " images; " + r->suggestion);
+                                 " images; " + formats_for(depth, ch));
     }
     const bool ch_ok = (ch == 1 && r->ch1) || (ch == 3 && r->ch3) || (ch == 4 && r->ch4);
     if (!ch_ok)
         throw Error(subject, std::string(r->name) + " cannot store " + std::to_string(ch) + "-channel images" +
-                                 (ch == 4 ? " (alpha would be lost); use .png or .tiff" : "; use .png or .tiff"));
+                                 (ch == 4 ? " (alpha would be lost); " : "; ") + formats_for(depth, ch));
 }
 
 void write_image_atomic(const fs::path& out, const cv::Mat& image) {

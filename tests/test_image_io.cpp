@@ -269,10 +269,13 @@ TEST(ImageIo, WriteErrorsNameThePathAndSuggestAFormat) {
     const cv::Mat f32 = random_image(8, 8, CV_32FC3, 1);
     const std::string png = error_of([&] { cbi::write_image_atomic(dir / "f.png", f32); });
     EXPECT_NE(png.find((dir / "f.png").string() + ": PNG cannot store 32-bit float images"), std::string::npos) << png;
-    EXPECT_NE(png.find(".tiff"), std::string::npos) << png;
+    EXPECT_TRUE(png.ends_with("; use .tiff, .pfm or .exr")) << png;
+    // Issue 16: float to JPEG suggested .png, which cannot hold float either.
+    const std::string jpg32 = error_of([&] { cbi::write_image_atomic(dir / "f.jpg", f32); });
+    EXPECT_TRUE(jpg32.ends_with("JPEG cannot store 32-bit float images; use .tiff, .pfm or .exr")) << jpg32;
 
     const std::string jpg = error_of([&] { cbi::write_image_atomic(dir / "g.jpg", random_image(8, 8, CV_16UC1, 2)); });
-    EXPECT_NE(jpg.find("g.jpg: JPEG cannot store 16-bit images"), std::string::npos) << jpg;
+    EXPECT_TRUE(jpg.ends_with("g.jpg: JPEG cannot store 16-bit images; use .png, .tiff, .pgm or .pnm")) << jpg;
 
     const std::string unknown = error_of([&] { cbi::write_image_atomic(dir / "h.xyz", f32); });
     EXPECT_NE(unknown.find("h.xyz: unknown image extension '.xyz'"), std::string::npos) << unknown;
