@@ -75,8 +75,10 @@ run_sanitize() {
 # the call ends in time; a part cut off says so. CBI_SANITIZE_PARTS names the
 # parts (gtest filters, space-separated; default: the matrix by depth, then
 # the other GPU tests), run under each of CBI_SANITIZE_TOOLS; or
-# CBI_SANITIZE_PLAN names a file of "TOOL FILTER" lines (to spread the whole
-# matrix over several calls). Counts per log: tests passed, errors, hazards.
+# CBI_SANITIZE_PLAN names a file of "TOOL FILTER [VAR=VALUE ...]" lines (to
+# spread the whole matrix over several calls; e.g. racecheck with
+# CBI_TEST_SCHEDULES set to the schedules that use shared memory). Counts per
+# log: tests passed, errors, hazards.
 run_sanitize_matrix() {
   local -; set -f  # the parts are gtest globs, not file names
   local parts=${CBI_SANITIZE_PARTS:-'Matrix/*_8u_* Matrix/*_16u_* Matrix/*_32f_* Cuda.*-Cuda.OutOfMemoryIsReportedAndRecoverable'}
@@ -88,11 +90,12 @@ run_sanitize_matrix() {
     for tool in $tools; do for part in $parts; do plan+=("$tool $part"); done; done
   fi
   for line in "${plan[@]}"; do
-    local tool=${line%% *} part=${line#* } extra=""
+    local fields=($line)
+    local tool=${fields[0]} part=${fields[1]} extra=""
     [ "$tool" = memcheck ] && extra="--leak-check full"
     local name="san-$tool-$((n++))"
     echo "$part" > "$out/$name.filter"
-    timeout "$limit" compute-sanitizer --tool "$tool" $extra --error-exitcode 99 \
+    env "${fields[@]:2}" timeout "$limit" compute-sanitizer --tool "$tool" $extra --error-exitcode 99 \
       "$bin/test_filters_cuda" --gtest_filter="$part" > "$out/$name.log" 2>&1 &
     pids+=($!); names+=("$name")
   done
