@@ -352,45 +352,54 @@ ImageHeader probe_exr(Bytes b) {
     };
     std::optional<ImageHeader> found;
     std::optional<std::uint32_t> channels;
-    // Every attribute to the header's end: OpenEXR allocates each one's
-    // declared size (and a preview's declared pixels) before reading it, so
-    // a size beyond the file must be refused here (a 474-byte file made it
-    // allocate 1.6 GB; fuzz/regressions/fuzz_image).
+    // Every attribute to the header's end, and in a multi-part file every
+    // part's header: OpenEXR allocates each attribute's declared size (and a
+    // preview's declared pixels) before reading it, so a size beyond the file
+    // must be refused here (a 474-byte file made it allocate 1.6 GB, and a
+    // second part's header 1.9 GB; fuzz/regressions/fuzz_image).
+    if (b.size() < 8) malformed("OpenEXR header is truncated");
+    const bool multipart = (le32(b.data() + 4) & 0x1000) != 0;
     bool ended = false;
-    while (i < b.size()) {
-        const std::string name = cstr();
-        if (name.empty()) {
-            ended = true;
-            break;
-        }
-        const std::string type = cstr();
-        if (i + 4 > b.size()) malformed("OpenEXR header is truncated");
-        const std::uint32_t size = le32(b.data() + i);
-        i += 4;
-        if (size > b.size() - i) malformed("OpenEXR header is truncated (an attribute is larger than the file)");
-        if (type == "preview" &&
-            (size < 8 || std::uint64_t{le32(b.data() + i)} * le32(b.data() + i + 4) * 4 != size - 8))
-            malformed("OpenEXR preview attribute's size does not match its pixels");
-        if (name == "dataWindow" && type == "box2i" && size == 16) {
-            const auto x0 = static_cast<std::int32_t>(le32(b.data() + i)), y0 = static_cast<std::int32_t>(le32(b.data() + i + 4));
-            const auto x1 = static_cast<std::int32_t>(le32(b.data() + i + 8)), y1 = static_cast<std::int32_t>(le32(b.data() + i + 12));
-            const std::int64_t w = std::int64_t{x1} - x0 + 1, h = std::int64_t{y1} - y0 + 1;
-            found = ImageHeader{"OpenEXR", static_cast<std::uint64_t>(std::max<std::int64_t>(w, 0)),
-                                static_cast<std::uint64_t>(std::max<std::int64_t>(h, 0))};
-        } else if (name == "channels" && type == "chlist") {
-            // Entries: name\0, then 16 bytes (type, linear, reserved, sampling); an empty name ends it.
-            std::uint32_t n = 0;
-            bool alpha = false;
-            for (std::size_t j = i, end = i + size; j < end && b[j] != 0; ++n) {
-                const auto* z = static_cast<const std::uint8_t*>(std::memchr(b.data() + j, 0, end - j));
-                if (!z) break;
-                alpha = alpha || (z - (b.data() + j) == 1 && b[j] == 'A');
-                j = z - b.data() + 1 + 16;
+    for (int part = 0; !ended && i < b.size(); ++part) {
+        bool empty = true, closed = false;  // a multi-part file's headers end with an empty one
+        while (i < b.size()) {
+            const std::string name = cstr();
+            if (name.empty()) {
+                closed = true;
+                break;
             }
-            // OpenCV decodes one channel as gray, luminance/chroma or RGB as BGR, and adds alpha if present.
-            channels = n == 1 ? 1 : n == 3 && !alpha ? 3 : 4;
+            empty = false;
+            const std::string type = cstr();
+            if (i + 4 > b.size()) malformed("OpenEXR header is truncated");
+            const std::uint32_t size = le32(b.data() + i);
+            i += 4;
+            if (size > b.size() - i) malformed("OpenEXR header is truncated (an attribute is larger than the file)");
+            if (type == "preview" &&
+                (size < 8 || std::uint64_t{le32(b.data() + i)} * le32(b.data() + i + 4) * 4 != size - 8))
+                malformed("OpenEXR preview attribute's size does not match its pixels");
+            if (part == 0 && name == "dataWindow" && type == "box2i" && size == 16) {
+                const auto x0 = static_cast<std::int32_t>(le32(b.data() + i)), y0 = static_cast<std::int32_t>(le32(b.data() + i + 4));
+                const auto x1 = static_cast<std::int32_t>(le32(b.data() + i + 8)), y1 = static_cast<std::int32_t>(le32(b.data() + i + 12));
+                const std::int64_t w = std::int64_t{x1} - x0 + 1, h = std::int64_t{y1} - y0 + 1;
+                found = ImageHeader{"OpenEXR", static_cast<std::uint64_t>(std::max<std::int64_t>(w, 0)),
+                                    static_cast<std::uint64_t>(std::max<std::int64_t>(h, 0))};
+            } else if (part == 0 && name == "channels" && type == "chlist") {
+                // Entries: name\0, then 16 bytes (type, linear, reserved, sampling); an empty name ends it.
+                std::uint32_t n = 0;
+                bool alpha = false;
+                for (std::size_t j = i, end = i + size; j < end && b[j] != 0; ++n) {
+                    const auto* z = static_cast<const std::uint8_t*>(std::memchr(b.data() + j, 0, end - j));
+                    if (!z) break;
+                    alpha = alpha || (z - (b.data() + j) == 1 && b[j] == 'A');
+                    j = z - b.data() + 1 + 16;
+                }
+                // OpenCV decodes one channel as gray, luminance/chroma or RGB as BGR, and adds alpha if present.
+                channels = n == 1 ? 1 : n == 3 && !alpha ? 3 : 4;
+            }
+            i += size;
         }
-        i += size;
+        if (!closed) break;
+        ended = !multipart || (empty && part > 0);
     }
     if (!ended) malformed("OpenEXR header is truncated (no end of header)");
     if (!found) malformed("OpenEXR header has no dataWindow");

@@ -5,10 +5,14 @@
 #   scripts/setup.sh test   runs the whole test suite through ctest, then
 #                           (what CI runs, .ci/run) the same suite built with
 #                           ASan+UBSan in build-asan, and each libFuzzer target
-#                           in build-fuzz for CBI_FUZZ_SECONDS (default 60) s
+#                           in build-fuzz: CBI_FUZZ_RUNS (default 200000)
+#                           inputs from a fixed seed, so a run is repeatable
+#                           and CI passes or fails the same on every machine;
+#                           CBI_FUZZ_SECONDS=N fuzzes N s per target with a
+#                           random seed instead (to explore, not for CI)
 # Idempotent: a second run installs nothing and rebuilds only what changed.
 # CBI_TEST_PARTS picks parts of `test` while developing (default
-# "main asan fuzz"; e.g. CBI_TEST_PARTS=fuzz CBI_FUZZ_SECONDS=10). CI runs all.
+# "main asan fuzz"; e.g. CBI_TEST_PARTS=fuzz CBI_FUZZ_SECONDS=600). CI runs all.
 # The CUDA backend is built when nvcc is found (PATH or /usr/local/cuda);
 # set CBI_WITH_CUDA=OFF to skip it.
 set -euo pipefail
@@ -98,7 +102,12 @@ if has_part asan; then
 fi
 
 if has_part fuzz; then
-  fuzz_seconds=${CBI_FUZZ_SECONDS:-60}
+  if [ -n "${CBI_FUZZ_SECONDS:-}" ]; then
+    budget=(-max_total_time="$CBI_FUZZ_SECONDS") what="$CBI_FUZZ_SECONDS s per target, random seed"
+  else
+    runs=${CBI_FUZZ_RUNS:-200000}
+    budget=(-runs="$runs" -seed=1) what="$runs inputs per target, seed 1"
+  fi
   targets=(fuzz_pipeline fuzz_json fuzz_schedule fuzz_filter_args fuzz_image)
   CC=clang-14 CXX=clang++-14 cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=Release -DCBI_WITH_CUDA=OFF \
     -DCBI_FUZZ=ON -DBUILD_TESTING=OFF
@@ -115,7 +124,7 @@ if has_part fuzz; then
     start=$SECONDS rc=0 dict=()
     [ -f "fuzz/dict/$t.dict" ] && dict=(-dict="fuzz/dict/$t.dict")
     "build-fuzz/fuzz/$t" "$work" "fuzz/corpus/$t" "fuzz/regressions/$t" "${dict[@]}" \
-      -max_total_time="$fuzz_seconds" -timeout=10 -rss_limit_mb=1024 -malloc_limit_mb=512 \
+      "${budget[@]}" -timeout=10 -rss_limit_mb=1024 -malloc_limit_mb=512 \
       -print_final_stats=1 -artifact_prefix="$findings/" >"$log" 2>&1 || rc=$?
     execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -1)
     result=ok
@@ -130,7 +139,7 @@ if has_part fuzz; then
       "$(find "$work" -type f | wc -l)" "$result")")
   done
   timing+=("$(printf '%-20s %5d s' "fuzz: run" $((SECONDS - fuzz_start)))")
-  echo "setup: fuzzing, $fuzz_seconds s per target"
+  echo "setup: fuzzing, $what"
   printf '%-18s %8s %12s %8s  %s\n' target time executions new-corp result
   printf '%s\n' "${summary[@]}"
   [ "$failed" -eq 0 ] || exit 1
