@@ -41,6 +41,7 @@
 #include "filters/cuda_backend.hpp"
 #include "pipeline/cuda_runtime.hpp"
 #include "pipeline/error.hpp"
+#include "pipeline/defaults.hpp"
 #include "pipeline/executor.hpp"
 #include "pipeline/opencv.hpp"
 
@@ -313,7 +314,7 @@ ScheduleSpec tuned_schedule(const Filter& filter, const Border& border, const cv
 // CPU executor. The floor is the pipeline's own input and output.
 void time_pipeline(Gpu& gpu, Report& report, const std::string& text, const Border& border, const cv::Mat& input,
                    const std::string& depth_text, int block) {
-    const Graph graph = parse_pipeline(text, ScheduleSpec{}, border);
+    const Graph graph = parse_pipeline(text, DefaultSchedule{}, border);
     try {
         node_channels(graph, input.channels());
     } catch (const Error&) {
@@ -405,13 +406,18 @@ void suite_filters(const Options& o, Gpu& gpu, Report& report) {
                 const double floor_ms = (in_bytes + out_bytes) / gpu.bandwidth * 1e3;
                 for (const std::string& schedule_arg : o.schedules)
                     for (const int block : o.blocks) {
-                        // auto: what the executor's tuner picks (timed afresh, in-memory cache),
-                        // then timed here like every fixed schedule; labelled auto=CHOICE.
+                        // auto: what the executor's tuner picks (timed afresh, in-memory cache);
+                        // default: the default table's choice (what a node without a schedule
+                        // runs); then timed here like every fixed schedule, labelled auto=CHOICE
+                        // or default=CHOICE.
                         const ScheduleSpec spec =
-                            schedule_arg == "auto" ? tuned_schedule(filter, border, input, block) : parse_schedule(schedule_arg);
-                        if (!schedule_supports(spec, filter)) continue;  // e.g. vec:N on a stencil, stream:WxH on blur:31
+                            schedule_arg == "auto"      ? tuned_schedule(filter, border, input, block)
+                            : schedule_arg == "default" ? default_schedule(filter, border, {depth, channels, true, false})
+                                                        : parse_schedule(schedule_arg);
+                        if (!supports(spec, filter)) continue;  // e.g. vec:N on a stencil, stream:WxH on blur:31
                         const std::string schedule_text =
-                            schedule_arg == "auto" ? "auto=" + spec.to_string() : schedule_arg;
+                            schedule_arg == "auto" || schedule_arg == "default" ? schedule_arg + "=" + spec.to_string()
+                                                                                : schedule_arg;
                         const Node node{filter, border, spec};
                         CBI_CUDA_CHECK(cudaMemsetAsync(output.view.data, 0xA5, out_bytes, gpu.stream.get()), "poison");
                         try {
@@ -692,7 +698,7 @@ void suite_cpu(const Options& o, Report& report) {
             report.add({"cpu", filter_text, "opencv", threads, w, h, depth_text, channels, time_cpu(opencv), bytes, 0, 0});
             for (const std::string& schedule_text : o.cpu_schedules) {
                 const ScheduleSpec schedule = parse_schedule(schedule_text);
-                if (!schedule_supports(schedule, filter)) continue;
+                if (!supports(schedule, filter)) continue;
                 const Node node{filter, border, schedule};
                 auto cbi_cpu = [&] { run_node_cpu(node, view_of(input), view_of(ours)); };
                 cbi_cpu();
@@ -708,7 +714,7 @@ void suite_cpu(const Options& o, Report& report) {
         }
         // Whole pipelines: cbi's CPU executor against the OpenCV calls in sequence.
         for (const std::string& text : o.pipelines) {
-            const Graph graph = parse_pipeline(text, ScheduleSpec{}, border);
+            const Graph graph = parse_pipeline(text, DefaultSchedule{}, border);
             if (graph.outputs().size() != 1) continue;
             std::vector<int> node_ch;
             try {
@@ -805,7 +811,7 @@ int main(int argc, char** argv) {
         ->capture_default_str();
     app.add_option("--pipeline", o.pipelines,
                    "filters suite: also time this pipeline fused and unfused on the GPU; cpu suite: against the OpenCV calls in sequence; e.g. \"color:gray | gaussian:5@sep:64x32 | sobel:mag@sep:64x32\"");
-    app.add_option("--schedule", o.schedules, "filters suite: schedules (see cbi-filter --list-schedules), or auto: the tuner's choice, labelled auto=CHOICE")
+    app.add_option("--schedule", o.schedules, "filters suite: schedules (see cbi-filter --list-schedules), default: the default table's choice, labelled default=CHOICE, or auto: the tuner's choice, labelled auto=CHOICE")
         ->capture_default_str();
     app.add_option("--block", o.blocks, "filters suite: CUDA threads per block")->check(CLI::Range(1, 1024))
         ->capture_default_str();

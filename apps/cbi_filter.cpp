@@ -142,7 +142,7 @@ struct Options {
     std::string input;  // the single image (inputs[0]) outside batch mode
     std::string output;
     std::string border = "reflect101";
-    std::string schedule = "naive";
+    std::string schedule = "default";
     std::string device = "auto";
     int block = 256;
     int threads = 0;
@@ -175,9 +175,14 @@ int fail(int code, const std::string& subject, const std::string& reason) {
 }
 
 void list_schedules() {
+    std::cout << "default     (no --schedule) each node runs the default table's schedule for its device, filter and "
+                 "format (--print-pipeline shows it)\n";
     for (const auto& e : cbi::schedule_registry())
         std::cout << e.form << std::string(e.form.size() < 12 ? 12 - e.form.size() : 1, ' ') << e.description << "\n";
-    std::cout << "auto        the fastest candidate for the node, timed on its first run and kept in the tuning cache\n";
+    std::cout << "auto        the fastest of the default table's candidates for the node, timed on its first run (on the "
+                 "CPU on a band of rows) and kept in the tuning cache\n"
+                 "+ORDER      smem, sep and stream walk their tiles or strips in an order: naive (row-major, the "
+                 "default), column:W, zigzag:W or tile:WxH over tiles, e.g. sep:128x32+column:4\n";
 }
 
 // The filter flags as a chain in command-line order; the nodes take the
@@ -247,6 +252,22 @@ cbi::Graph build_graph(const CLI::App& app, const Options& o) {
         } catch (const std::invalid_argument& e) {
             throw UsageError{"--border", e.what()};
         }
+    }
+    // A given --schedule runs the nodes that can run it (the others take the
+    // default table, --print-pipeline says so); one that runs none of them
+    // is a mistake, refused with the reason.
+    if (const auto* fixed = std::get_if<cbi::ScheduleSpec>(&graph.default_schedule()); fixed && app.count("--schedule")) {
+        std::string why;
+        for (cbi::NodeId id = 1; id < static_cast<cbi::NodeId>(graph.nodes().size()); ++id) {
+            const auto& n = graph.nodes()[id];
+            if (n.options.schedule) continue;
+            if (cbi::supports(*fixed, n.op, graph.border_of(id))) return graph;
+            if (why.empty())
+                why = std::holds_alternative<cbi::Filter>(n.op)
+                          ? cbi::why_unsupported(*fixed, std::get<cbi::Filter>(n.op), graph.border_of(id))
+                          : cbi::why_unsupported(*fixed, std::get<cbi::BlendFilter>(n.op));
+        }
+        if (!why.empty()) throw UsageError{"--schedule", why};
     }
     return graph;
 }
@@ -532,8 +553,9 @@ int main(int argc, char** argv) {
     filter_flag("--color", o.color, "colour matrix gray|sepia|ycrcb or 9/12 numbers m00,m01,... on (R,G,B[,1])");
     app.add_option("--border", o.border, "reflect101 (default), reflect, replicate, constant[:V] or wrap");
     app.add_option("--schedule", o.schedule,
-                   "thread schedule, e.g. naive, column:32, tile:32x8, smem:32x8 (--list-schedules), or auto: "
-                   "the fastest, timed once per device/filter/size class and cached");
+                   "thread schedule: default (the default table's fastest per node; the default), a registered one "
+                   "e.g. column:32, sep:128x32+column:4 (--list-schedules), or auto: the fastest of the table's "
+                   "candidates, timed once per device/filter/size class and cached");
     app.add_option("--tuning-cache", o.tuning_cache, "where auto keeps its choices (default $XDG_CACHE_HOME/cbi/tuning.json)")
         ->type_name("PATH");
     app.add_option("--device", o.device, "auto (default), cpu, cuda or cuda:N");

@@ -381,10 +381,10 @@ std::string forms_where(Pick pick) {
     return forms;
 }
 
-void check_pointwise(const ScheduleSpec& schedule, const std::string& what) {
-    if (schedule_entry(schedule).pointwise) return;
-    invalid("schedule " + schedule.to_string() + " runs stencil filters only (blur, gaussian, sobel), not " + what +
-            "; use " + forms_where([](const ScheduleEntry& e) { return e.pointwise; }));
+std::string not_pointwise(const ScheduleSpec& schedule, const std::string& what) {
+    if (schedule_entry(schedule).can.pointwise) return {};
+    return "schedule " + schedule.to_string() + " runs stencil filters only (blur, gaussian, sobel), not " + what +
+           "; use " + forms_where([](const ScheduleEntry& e) { return e.can.pointwise; });
 }
 
 // The side of the square a stencil's schedule must cover (Sobel's KSIZE 1
@@ -397,30 +397,45 @@ int stencil_size(const Filter& filter) {
 }
 }  // namespace
 
-void check_schedule_supports(const ScheduleSpec& schedule, const Filter& filter) {
-    if (std::holds_alternative<ColorFilter>(filter)) return check_pointwise(schedule, to_string(filter));
-    const ScheduleEntry& entry = schedule_entry(schedule);
-    if (!entry.stencil)
-        invalid("schedule " + schedule.to_string() + " runs pointwise filters only (color, blend), not " +
-                to_string(filter) + "; use " + forms_where([](const ScheduleEntry& e) { return e.stencil; }));
-    if (entry.max_ksize > 0 && stencil_size(filter) > entry.max_ksize)
-        invalid("schedule " + schedule.to_string() + " runs stencils up to " + std::to_string(entry.max_ksize) + "x" +
-                std::to_string(entry.max_ksize) + " (sobel KSIZE 3 and up), not " + to_string(filter) + "; use " +
-                forms_where([](const ScheduleEntry& e) { return e.stencil && e.max_ksize == 0; }));
+std::string why_unsupported(const ScheduleSpec& schedule, const Filter& filter, const Border& border, Fusion fusion) {
+    if (std::holds_alternative<ColorFilter>(filter)) return not_pointwise(schedule, to_string(filter));
+    const Capabilities& can = schedule_entry(schedule).can;
+    const std::string name = "schedule " + schedule.to_string();
+    if (!can.stencil)
+        return name + " runs pointwise filters only (color, blend), not " + to_string(filter) + "; use " +
+               forms_where([](const ScheduleEntry& e) { return e.can.stencil; });
+    if (can.max_ksize > 0 && stencil_size(filter) > can.max_ksize)
+        return name + " runs stencils up to " + std::to_string(can.max_ksize) + "x" + std::to_string(can.max_ksize) +
+               " (sobel KSIZE 3 and up), not " + to_string(filter) + "; use " +
+               forms_where([](const ScheduleEntry& e) { return e.can.stencil && e.can.max_ksize == 0; });
+    if (fusion.color && !can.fuses_color)
+        return name + " reads stored images: it cannot compute a fused colour node; use " +
+               forms_where([](const ScheduleEntry& e) { return e.can.fuses_color; });
+    if (fusion.stencil && !can.fuses_stencil)
+        return name + " cannot compute a fused stencil pair; use " +
+               forms_where([](const ScheduleEntry& e) { return e.can.fuses_stencil; });
+    if (fusion.stencil && border.mode == BorderMode::wrap)
+        return "a fused stencil pair cannot take the wrap border";
+    return {};
 }
 
-void check_schedule_supports(const ScheduleSpec& schedule, const BlendFilter& blend) {
-    check_pointwise(schedule, to_string(blend));
+std::string why_unsupported(const ScheduleSpec& schedule, const BlendFilter& blend) {
+    return not_pointwise(schedule, to_string(blend));
 }
 
-bool schedule_supports(const ScheduleSpec& schedule, const Filter& filter) {
-    try {
-        check_schedule_supports(schedule, filter);
-        return true;
-    } catch (const std::invalid_argument&) {
-        return false;
-    }
+void check_supports(const ScheduleSpec& schedule, const Filter& filter, const Border& border, Fusion fusion) {
+    if (auto why = why_unsupported(schedule, filter, border, fusion); !why.empty()) invalid(why);
 }
+
+void check_supports(const ScheduleSpec& schedule, const BlendFilter& blend) {
+    if (auto why = why_unsupported(schedule, blend); !why.empty()) invalid(why);
+}
+
+bool supports(const ScheduleSpec& schedule, const Filter& filter, const Border& border, Fusion fusion) {
+    return why_unsupported(schedule, filter, border, fusion).empty();
+}
+
+bool supports(const ScheduleSpec& schedule, const BlendFilter& blend) { return why_unsupported(schedule, blend).empty(); }
 
 int output_channels(const Filter& f, int channels) {
     const auto* color = std::get_if<ColorFilter>(&f);

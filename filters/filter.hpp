@@ -131,13 +131,25 @@ SobelKernels sobel_kernels(int ksize);
 // gray of it is a copy (StorageMatrix::step, copy).
 StorageMatrix storage_matrix(const ColorFilter& f, Depth depth, int input_channels = 3);
 
-// Throws std::invalid_argument naming the alternatives when `schedule`
-// cannot run `filter` (e.g. smem:WxH is for stencils, not colour matrices;
-// stream:WxH stops at 9x9; vec:N is for pointwise filters).
-void check_schedule_supports(const ScheduleSpec& schedule, const Filter& filter);
-void check_schedule_supports(const ScheduleSpec& schedule, const BlendFilter& blend);
-// The same test without the message: what tests and benchmarks sweep.
-bool schedule_supports(const ScheduleSpec& schedule, const Filter& filter);
+// What a node asks of its schedule beyond the filter: the fusions it runs.
+struct Fusion {
+    bool color = false;    // a colour node computed in its loads, not stored
+    bool stencil = false;  // a stencil computed into it through shared memory (GPU)
+};
+
+// The one answer to "can `schedule` run this node?", from the registry's
+// Capabilities (schedules/registry.hpp); asked by the CLI, graph
+// validation, fusion, the tuner, the default table, the tests and the
+// benchmarks. Empty when it can; otherwise one line with the reason and the
+// schedules that can (a schedule is refused, never silently swapped).
+std::string why_unsupported(const ScheduleSpec& schedule, const Filter& filter, const Border& border = {},
+                            Fusion fusion = {});
+std::string why_unsupported(const ScheduleSpec& schedule, const BlendFilter& blend);
+bool supports(const ScheduleSpec& schedule, const Filter& filter, const Border& border = {}, Fusion fusion = {});
+bool supports(const ScheduleSpec& schedule, const BlendFilter& blend);
+// The same, throwing std::invalid_argument with that line.
+void check_supports(const ScheduleSpec& schedule, const Filter& filter, const Border& border = {}, Fusion fusion = {});
+void check_supports(const ScheduleSpec& schedule, const BlendFilter& blend);
 
 // Channels of the node's output for an input with `channels` channels
 // (colour: gray 1; others 3 from 1 or 3 channels, 4 from 4). Throws

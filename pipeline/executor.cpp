@@ -13,6 +13,7 @@
 #include <stdexcept>
 
 #include "filters/cpu_backend.hpp"
+#include "pipeline/defaults.hpp"
 #include "pipeline/error.hpp"
 #if CBI_HAVE_CUDA
 #include "filters/cuda_backend.hpp"
@@ -66,8 +67,10 @@ ResolvedDevice resolve_device(const DeviceSpec& spec) {
 
 namespace {
 
-// How a node's schedule was chosen.
-enum class Choice { fixed, cached, timed, pending };
+// How a node's schedule was chosen: given (the node's or the graph's), from
+// the default table, or by auto (from the tuning cache, timed on this run,
+// or still to be timed).
+enum class Choice { given, table, cached, timed, pending };
 
 }  // namespace
 
@@ -121,10 +124,9 @@ void GraphExecutor::fuse_stencil_pairs(Plan& plan, const std::vector<int>& reade
         const Filter* second = stencil(id);
         const Filter* first = stencil(in);
         if (!second || !first || readers[in] != 1 || plan.fused_stencil[in] >= 0) continue;
-        const ScheduleFamily family = plan.schedule[id].family;
-        if (family != ScheduleFamily::smem && family != ScheduleFamily::sep) continue;
         const Border b1 = graph_.border_of(in), b2 = graph_.border_of(id);
-        if (b1.mode == BorderMode::wrap || b2.mode == BorderMode::wrap) continue;
+        const Fusion fusion{plan.fused_color[in].has_value(), true};
+        if (!supports(plan.schedule[id], *second, b2, fusion) || !supports(plan.schedule[id], *second, b1, fusion)) continue;
         const Node chained{*second, b2, plan.schedule[id], plan.fused_color[in], FusedStencil{*first, b1}};
         if (!cuda_chain_fits(chained, plan.depth, plan.channels_of[in], options_.device.index)) continue;
         plan.fused_stencil[id] = in;
@@ -179,24 +181,49 @@ void GraphExecutor::plan(int width, int height, int channels, Depth depth) {
     for (NodeId id = 1; id < static_cast<NodeId>(nodes.size()); ++id)
         if (needed[id]) plan->order.push_back(id);
 
-    // Schedules: fixed ones as given; auto ones from the tuning cache, else
-    // timed on the first run.
+    // Readers of each node's output, and whether a stencil may compute the
+    // colour node it reads (fusion, on the GPU only, RunOptions::fuse: a
+    // colour node read only by one stencil is not stored; the stencil
+    // applies the matrix to each sample it stages, ColorSource).
+    std::vector<int> readers(nodes.size(), 0);
+    for (NodeId id : plan->order)
+        for (NodeId in : nodes[id].inputs) ++readers[in];
+    for (NodeId o : graph_.outputs()) ++readers[o];
+    const bool fusing = options_.fuse && options_.device.cuda;
+    const auto colour_producer = [&](NodeId id) -> const ColorFilter* {
+        const auto* filter = std::get_if<Filter>(&nodes[id].op);
+        if (!fusing || !filter || std::holds_alternative<ColorFilter>(*filter)) return nullptr;
+        const NodeId in = nodes[id].inputs[0];
+        const auto* pre = in == Graph::input() ? nullptr : std::get_if<Filter>(&nodes[in].op);
+        return pre && readers[in] == 1 ? std::get_if<ColorFilter>(pre) : nullptr;
+    };
+
+    // Schedules: given ones as given; default ones from the default table
+    // (a stencil that can compute its colour producer takes the table's row
+    // for that); auto ones from the tuning cache, else timed on the first run.
     plan->schedule.assign(nodes.size(), ScheduleSpec{});
-    plan->choice.assign(nodes.size(), Choice::fixed);
+    plan->choice.assign(nodes.size(), Choice::given);
     plan->tuning_key.assign(nodes.size(), "");
     std::string device;
     for (NodeId id : plan->order) {
         const ScheduleChoice choice = graph_.schedule_of(id);
-        if (const auto* fixed = std::get_if<ScheduleSpec>(&choice)) {
-            plan->schedule[id] = *fixed;
+        if (const auto* given = std::get_if<ScheduleSpec>(&choice)) {
+            plan->schedule[id] = *given;
+            continue;
+        }
+        const Border border = graph_.border_of(id);
+        NodeFormat format{depth, plan->channels_of[nodes[id].inputs[0]], options_.device.cuda, false};
+        if (std::holds_alternative<DefaultSchedule>(choice)) {
+            format.fused_color = colour_producer(id) != nullptr;
+            plan->schedule[id] = default_schedule(nodes[id].op, border, format);
+            plan->choice[id] = Choice::table;
             continue;
         }
         if (device.empty()) device = device_name();
         const bool stencil = std::holds_alternative<Filter>(nodes[id].op) &&
                              !std::holds_alternative<ColorFilter>(std::get<Filter>(nodes[id].op));
-        plan->tuning_key[id] = tuning_key(device, nodes[id].op_string(), stencil ? to_string(graph_.border_of(id)) : "-",
-                                          depth, plan->channels_of[nodes[id].inputs[0]], width, height,
-                                          options_.device.cuda ? options_.block : 0);
+        plan->tuning_key[id] = tuning_key(device, nodes[id].op_string(), stencil ? to_string(border) : "-", depth,
+                                          format.channels, width, height, options_.device.cuda ? options_.block : 0);
         if (const auto hit = options_.tuning->find(plan->tuning_key[id], nodes[id].op)) {
             plan->schedule[id] = *hit;
             plan->choice[id] = Choice::cached;
@@ -205,10 +232,11 @@ void GraphExecutor::plan(int width, int height, int channels, Depth depth) {
         }
     }
 
-    // Fusion, on the GPU only (RunOptions::fuse): a colour node read only by
-    // one stencil that stages tiles (smem/sep) is not stored; the stencil
-    // applies the matrix to each sample it stages (ColorSource), reading the
-    // colour node's input. Then stencil pairs (fuse_stencil_pairs).
+    // Fusion, decided once the schedules are chosen: a colour node into the
+    // stencil that reads it where the stencil's schedule can compute it
+    // (Capabilities::fuses_color), then stencil pairs (fuse_stencil_pairs).
+    // Nodes still to be timed are not fused: auto times each node on its
+    // own, and the executor plans again once they are tuned (run()).
     // The CPU backend runs nodes with fused colour or stencils too (C++ API,
     // tests), but its executor does not fuse: there the colour matrix runs
     // vectorised on its own (cpu_color.cpp) while a fused one is computed
@@ -221,20 +249,14 @@ void GraphExecutor::plan(int width, int height, int channels, Depth depth) {
     plan->fused_into.assign(nodes.size(), -1);
     plan->fused_stencil.assign(nodes.size(), -1);
     for (NodeId id : plan->order) plan->reads[id] = nodes[id].inputs;
-    if (options_.fuse && options_.device.cuda) {
-        std::vector<int> readers(nodes.size(), 0);
-        for (NodeId id : plan->order)
-            for (NodeId in : nodes[id].inputs) ++readers[in];
-        for (NodeId o : graph_.outputs()) ++readers[o];
+    if (fusing) {
         for (NodeId id : plan->order) {
-            const auto* filter = std::get_if<Filter>(&nodes[id].op);
-            if (!filter || std::holds_alternative<ColorFilter>(*filter) || plan->choice[id] == Choice::pending) continue;
-            const ScheduleFamily family = plan->schedule[id].family;
-            if (family != ScheduleFamily::smem && family != ScheduleFamily::sep) continue;  // stream reads stored images
+            const ColorFilter* pre = colour_producer(id);
+            if (!pre || plan->choice[id] == Choice::pending ||
+                !supports(plan->schedule[id], std::get<Filter>(nodes[id].op), graph_.border_of(id), Fusion{true, false}))
+                continue;
             const NodeId in = nodes[id].inputs[0];
-            const auto* pre = in == Graph::input() ? nullptr : std::get_if<Filter>(&nodes[in].op);
-            if (!pre || !std::holds_alternative<ColorFilter>(*pre) || readers[in] != 1) continue;
-            plan->fused_color[id] = std::get<ColorFilter>(*pre);
+            plan->fused_color[id] = *pre;
             plan->fused_into[in] = id;
             plan->reads[id] = nodes[in].inputs;
         }
@@ -335,13 +357,19 @@ void GraphExecutor::tune(NodeId id, const std::function<double(const ScheduleSpe
     // CPU: 3 runs, and a slow warm-up drops a candidate at once (its runs are
     // long); GPU: 5 runs, the first timed one decides (first launches load modules).
     const bool cuda = options_.device.cuda;
-    plan.schedule[id] = fastest_candidate(tuning_candidates(op), cuda ? 5 : 3, !cuda, time_once);
+    const NodeFormat format{plan.depth, plan.channels_of[graph_.nodes()[id].inputs[0]], cuda, false};
+    plan.schedule[id] = fastest_candidate(default_candidates(op, graph_.border_of(id), format), cuda ? 5 : 3, !cuda, time_once);
     plan.choice[id] = Choice::timed;
+    replan_ = true;  // the next run fuses what the tuned schedules can
     options_.tuning->store(key, plan.schedule[id]);
 }
 
 std::span<const ImageView> GraphExecutor::run(const ImageView& input) {
     check_supported(input, "input");
+    if (replan_) {
+        replan_ = false;
+        plan(input.width, input.height, input.channels, input.depth);
+    }
     if (!prepared_ || !planned_for(input.width, input.height, input.channels, input.depth))
         prepare(input.width, input.height, input.channels, input.depth);
     const Plan& plan = *plan_;
@@ -352,23 +380,34 @@ std::span<const ImageView> GraphExecutor::run(const ImageView& input) {
         const auto view_of_node = [&](NodeId id) {
             return id == Graph::input() ? input : plan.view(host_buffers_[plan.buffer_of[id]].view().data, id);
         };
-        const auto run_node = [&](NodeId id, const ScheduleSpec& schedule) {
+        // rows: the band of rows a tuning run computes (every row otherwise).
+        const auto run_node = [&](NodeId id, const ScheduleSpec& schedule, int first_row, int rows) {
             const GraphNode& n = nodes[id];
-            const ImageView dst = view_of_node(id);
+            const auto band = [&](ImageView v) {
+                v.data += static_cast<std::size_t>(first_row) * v.stride;
+                v.height = rows;
+                return v;
+            };
+            const ImageView dst = band(view_of_node(id));
             if (std::holds_alternative<Filter>(n.op))
-                run_node_cpu(node_to_run(id, schedule), view_of_node(plan.reads[id][0]), dst);
+                run_node_cpu(node_to_run(id, schedule), band(view_of_node(plan.reads[id][0])), dst);
             else
-                run_blend_cpu(std::get<BlendFilter>(n.op), schedule, view_of_node(n.inputs[0]), view_of_node(n.inputs[1]),
-                              dst);
+                run_blend_cpu(std::get<BlendFilter>(n.op), schedule, band(view_of_node(n.inputs[0])),
+                              band(view_of_node(n.inputs[1])), dst);
         };
+        // CPU tuning times the candidates on a band of rows from the middle
+        // of the node's input (an eighth of a large image): a run of a
+        // candidate then costs an eighth of a run of the node.
+        const int band_rows = std::min(plan.height, std::max(kTuningBandRows, plan.height / 8));
+        const int band_first = (plan.height - band_rows) / 2;
         for (NodeId id : plan.order) {
             if (plan.choice[id] == Choice::pending)
                 tune(id, [&](const ScheduleSpec& s) {
                     const auto t0 = std::chrono::steady_clock::now();
-                    run_node(id, s);
+                    run_node(id, s, band_first, band_rows);
                     return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
                 });
-            run_node(id, plan.schedule[id]);
+            run_node(id, plan.schedule[id], 0, plan.height);
         }
         for (std::size_t i = 0; i < outs.size(); ++i) outputs_[i] = view_of_node(outs[i]);
         return outputs_;
@@ -463,12 +502,22 @@ std::string GraphExecutor::describe() const {
     s << "pipeline on " << (options_.device.cuda ? "cuda:" + std::to_string(options_.device.index) : std::string("cpu"));
     if (plan_) s << ", input " << cbi::describe(ImageView{nullptr, plan_->width, plan_->height, plan_->channels, plan_->depth, 0});
     s << "\n";
+    // The schedule and where it came from: given, the default table, auto.
     const auto schedule_text = [&](NodeId id) {
         std::string text = to_string(graph_.schedule_of(id));
-        if (plan_ && plan_->buffer_of[id] >= 0 && plan_->choice[id] != Choice::fixed) {
-            const Choice c = plan_->choice[id];
-            text = c == Choice::pending ? "auto (timed on the first run)"
-                                        : plan_->schedule[id].to_string() + (c == Choice::cached ? " (auto, cached)" : " (auto, timed)");
+        if (!plan_ || plan_->buffer_of[id] < 0) return text;
+        const std::string spec = plan_->schedule[id].to_string();
+        switch (plan_->choice[id]) {
+            case Choice::given: return spec + " (given)";
+            case Choice::table: {
+                const auto* fixed = std::get_if<ScheduleSpec>(&graph_.default_schedule());
+                return spec + (fixed && !nodes[id].options.schedule
+                                   ? " (default table: " + fixed->to_string() + " cannot run it)"
+                                   : std::string(" (default table)"));
+            }
+            case Choice::cached: return spec + " (auto, cached)";
+            case Choice::timed: return spec + " (auto, timed)";
+            case Choice::pending: return std::string("auto (timed on the first run)");
         }
         return text;
     };

@@ -122,6 +122,7 @@ private:
     std::size_t allocations_ = 0;
     bool prepared_ = false;  // buffers allocated for plan_
     bool ran_ = false;       // the device holds an input (time_kernels_ms)
+    bool replan_ = false;    // auto nodes were tuned: plan again (fusion) before the next run
     void enqueue_nodes_cuda();
     bool planned_for(int width, int height, int channels, Depth depth) const;
 };

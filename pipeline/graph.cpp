@@ -144,16 +144,23 @@ private:
 
 ScheduleChoice parse_schedule_choice(std::string_view text) {
     if (text == "auto") return AutoSchedule{};
+    if (text == "default") return DefaultSchedule{};
     try {
         return parse_schedule(text);
     } catch (const std::invalid_argument& e) {
-        invalid(std::string(e.what()) + ", or auto");
+        invalid(std::string(e.what()) + ", or default, or auto");
     }
 }
 
 std::string to_string(const ScheduleChoice& choice) {
     if (const auto* s = std::get_if<ScheduleSpec>(&choice)) return s->to_string();
-    return "auto";
+    return std::holds_alternative<AutoSchedule>(choice) ? "auto" : "default";
+}
+
+bool supports(const ScheduleSpec& schedule, const NodeOp& op, const Border& border, Fusion fusion) {
+    if (const auto* f = std::get_if<Filter>(&op)) return supports(schedule, *f, border, fusion);
+    if (const auto* b = std::get_if<BlendFilter>(&op)) return supports(schedule, *b);
+    return false;
 }
 
 std::string GraphNode::op_string() const {
@@ -187,7 +194,7 @@ void Graph::reserve(std::size_t nodes) {
 NodeId Graph::add_filter(std::string name, const Filter& filter, NodeId input, NodeOptions options) {
     if (options.schedule && std::holds_alternative<ScheduleSpec>(*options.schedule)) {
         try {
-            check_schedule_supports(std::get<ScheduleSpec>(*options.schedule), filter);
+            check_supports(std::get<ScheduleSpec>(*options.schedule), filter);
         } catch (const std::invalid_argument& e) {
             invalid("node '" + name + "': " + e.what());
         }
@@ -198,7 +205,7 @@ NodeId Graph::add_filter(std::string name, const Filter& filter, NodeId input, N
 NodeId Graph::add_blend(std::string name, const BlendFilter& blend, NodeId a, NodeId b, NodeOptions options) {
     if (options.schedule && std::holds_alternative<ScheduleSpec>(*options.schedule)) {
         try {
-            check_schedule_supports(std::get<ScheduleSpec>(*options.schedule), blend);
+            check_supports(std::get<ScheduleSpec>(*options.schedule), blend);
         } catch (const std::invalid_argument& e) {
             invalid("node '" + name + "': " + e.what());
         }
@@ -211,13 +218,9 @@ ScheduleChoice Graph::schedule_of(NodeId id) const {
     if (n.options.schedule) return *n.options.schedule;
     const auto* fixed = std::get_if<ScheduleSpec>(&default_schedule_);
     if (!fixed) return default_schedule_;
-    // A default the node's filter cannot take falls back: stencils that
-    // stream:WxH does not run take sep:WxH, everything else naive.
-    const auto* filter = std::get_if<Filter>(&n.op);
-    if (filter ? schedule_supports(*fixed, *filter) : schedule_entry(*fixed).pointwise) return *fixed;
-    if (filter && fixed->family == ScheduleFamily::stream && !std::holds_alternative<ColorFilter>(*filter))
-        return ScheduleSpec{ScheduleFamily::sep, fixed->width, fixed->height};
-    return ScheduleSpec{};
+    // A fixed default the node cannot run leaves it to the default table.
+    if (supports(*fixed, n.op, border_of(id))) return *fixed;
+    return DefaultSchedule{};
 }
 
 void Graph::add_output(NodeId node) {

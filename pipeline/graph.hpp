@@ -28,13 +28,18 @@ namespace cbi {
 
 using NodeId = int;
 
-// "auto": the executor times the candidate schedules on the node's first
-// run and keeps the fastest (pipeline/tuning.hpp).
+// "default" (what a node without a schedule runs): the default table's
+// schedule for the node's backend, filter and format (pipeline/defaults.hpp).
+struct DefaultSchedule {
+    friend bool operator==(DefaultSchedule, DefaultSchedule) = default;
+};
+// "auto": the executor times the default table's candidates for the node on
+// its first run and keeps the fastest (pipeline/tuning.hpp).
 struct AutoSchedule {
     friend bool operator==(AutoSchedule, AutoSchedule) = default;
 };
-using ScheduleChoice = std::variant<ScheduleSpec, AutoSchedule>;
-// "auto" or a registered schedule; throws std::invalid_argument.
+using ScheduleChoice = std::variant<DefaultSchedule, ScheduleSpec, AutoSchedule>;
+// "default", "auto" or a registered schedule; throws std::invalid_argument.
 ScheduleChoice parse_schedule_choice(std::string_view text);
 std::string to_string(const ScheduleChoice& choice);
 
@@ -46,6 +51,8 @@ struct NodeOptions {
 
 // What a node computes; monostate is the graph input.
 using NodeOp = std::variant<std::monostate, Filter, BlendFilter>;
+// cbi::supports for either kind of node (border and fusion as given).
+bool supports(const ScheduleSpec& schedule, const NodeOp& op, const Border& border = {}, Fusion fusion = {});
 
 struct GraphNode {
     std::string name;
@@ -81,8 +88,9 @@ public:
     // The node named `name` (a hash lookup); throws std::invalid_argument if none.
     NodeId find(std::string_view name) const;
 
-    // The node's own schedule, else the default; a default that the node
-    // cannot run (smem:WxH for a colour matrix) leaves that node on naive.
+    // The node's own schedule, else the graph's default; a fixed default that
+    // the node cannot run (smem:WxH for a colour matrix) leaves that node to
+    // the default table (GraphExecutor::describe says so).
     ScheduleChoice schedule_of(NodeId id) const;
     Border border_of(NodeId id) const { return nodes_[id].options.border.value_or(default_border_); }
 
@@ -112,7 +120,7 @@ Graph chain_graph(std::span<const Node> nodes);
 // The chain language: stages separated by '|', each FILTER[@SCHEDULE]
 // (SCHEDULE may be "auto").
 // Throws std::invalid_argument pointing at the offending stage and column.
-Graph parse_pipeline(std::string_view text, const ScheduleChoice& default_schedule = ScheduleSpec{},
+Graph parse_pipeline(std::string_view text, const ScheduleChoice& default_schedule = DefaultSchedule{},
                      const Border& default_border = {});
 
 // JSON form (see above). Errors name the node or field; std::invalid_argument

@@ -17,22 +17,6 @@ namespace cbi {
 namespace fs = std::filesystem;
 namespace {
 
-// Useful parameterisations per family, most promising first (fastest_candidate
-// drops a candidate slower than the best so far after one run, and stops at
-// its budget): the fast strategies, larger tiles first (a CPU tile recomputes
-// its halo: gaussian:255 on 128^2 took 7.7 ms with sep:128x32, 119 ms with
-// sep:32x8), then the per-pixel orders, which run K^2 taps a pixel. The
-// registry decides which exist.
-constexpr const char* kCandidates[] = {
-    // Shorter strips: more blocks in flight at 4096^2 (stream:1024x32 filled 0.97 of a wave there);
-    // sobel:mag:3 8u:3 stream:256x16 0.194 ms against 0.219 for stream:256x32 (H100).
-    "stream:1024x32", "stream:512x32", "stream:256x32", "stream:512x16", "stream:256x16", "stream:512x8",
-    "sep:128x32", "sep:64x32",  "sep:128x16", "sep:32x32",  "sep:64x16", "sep:128x8", "sep:32x16", "sep:64x8", "sep:32x8",
-    "smem:64x16", "smem:128x8", "smem:32x32", "smem:32x16", "smem:64x8", "smem:32x8",
-    "vec:16",     "vec:8",      "vec:4",
-    "tile:64x4",  "tile:32x8",  "column:64", "column:32",  "zigzag:32", "naive",
-};
-
 std::map<std::string, std::string> read_entries(const fs::path& file) {
     std::ifstream in(file, std::ios::binary);
     if (!in) throw Error(file.string(), "cannot read the tuning cache");
@@ -68,30 +52,6 @@ std::string tuning_key(const std::string& device, const std::string& op, const s
     key << device << "|" << op << "|" << border << "|" << depth_name(depth) << "x" << channels << "|"
         << size_class(width) << "x" << size_class(height) << "|block " << block;
     return key.str();
-}
-
-bool tuning_supports(const ScheduleSpec& schedule, const NodeOp& op) {
-    try {
-        if (const auto* f = std::get_if<Filter>(&op)) check_schedule_supports(schedule, *f);
-        if (const auto* b = std::get_if<BlendFilter>(&op)) check_schedule_supports(schedule, *b);
-    } catch (const std::invalid_argument&) {
-        return false;
-    }
-    return true;
-}
-
-std::vector<ScheduleSpec> tuning_candidates(const NodeOp& op) {
-    std::vector<ScheduleSpec> out;
-    for (const char* text : kCandidates) {
-        ScheduleSpec s;
-        try {
-            s = parse_schedule(text);
-        } catch (const std::invalid_argument&) {
-            continue;
-        }
-        if (tuning_supports(s, op)) out.push_back(s);
-    }
-    return out;
 }
 
 ScheduleSpec fastest_candidate(const std::vector<ScheduleSpec>& candidates, int runs, bool warmup_decides,
@@ -153,7 +113,7 @@ std::optional<ScheduleSpec> TuningCache::find(const std::string& key, const Node
     const auto it = entries_.find(key);
     if (it == entries_.end()) return std::nullopt;
     const ScheduleSpec schedule = parse_schedule(it->second);
-    if (!tuning_supports(schedule, op)) return std::nullopt;
+    if (!supports(schedule, op)) return std::nullopt;
     return schedule;
 }
 

@@ -25,16 +25,12 @@ namespace cbi {
 std::string tuning_key(const std::string& device, const std::string& op, const std::string& border, Depth depth,
                        int channels, int width, int height, int block);
 
-// Whether `schedule` can run `op` (check_schedule_supports accepts it).
-bool tuning_supports(const ScheduleSpec& schedule, const NodeOp& op);
-
-// The schedules `auto` chooses from for this operation, most promising
-// first: the fast strategies (stream, sep, smem, vec; larger tiles first),
-// then the per-pixel orders (tile, column, zigzag, naive). A fixed list of
-// useful parameterisations of every registered family, less those that
-// cannot run the operation.
-std::vector<ScheduleSpec> tuning_candidates(const NodeOp& op);
-
+// auto's candidates are the default table's (pipeline/defaults.hpp): the
+// schedules of the rows matching the node, fastest first.
+//
+// On the CPU the candidates run on a band of at least this many rows (or an
+// eighth of the image if more) from the middle of the node's input.
+inline constexpr int kTuningBandRows = 256;
 // How `auto` bounds its search. Before these (issue 16) every candidate was
 // timed 4-6 times: gaussian:255 on a 128^2 image took 81 s, each per-pixel
 // candidate running K^2 = 65025 taps a pixel where sep runs 2K.

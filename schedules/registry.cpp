@@ -75,38 +75,45 @@ ScheduleSpec parse_vec(std::string_view p) {
     return {ScheduleFamily::vec, n, 0};
 }
 
+// Capabilities: pointwise, stencil, max_ksize, fuses_color, fuses_stencil, takes_order.
+constexpr Capabilities kPerPixel{true, true, 0, false, false, false};
+constexpr Capabilities kStagedTile{false, true, 0, true, true, true};
+constexpr Capabilities kStrip{false, true, 9, false, false, true};
+constexpr Capabilities kRun{true, false, 0, false, false, false};
+
 constexpr ScheduleEntry registry[] = {
-    {"naive", "naive", "thread i computes pixel i in row-major order", "naive", true, true, 0, parse_naive},
+    {"naive", "naive", "thread i computes pixel i in row-major order", "naive", kPerPixel, parse_naive},
     {"column", "column:W",
      "vertical strips W pixels wide, top to bottom, row-major inside (thesis eqs. 4.1-4.6); "
      "the last strip is narrower when W does not divide the width",
-     "column:1 column:3 column:8 column:32 column:33 column:4096", true, true, 0, parse_column},
+     "column:1 column:3 column:8 column:32 column:33 column:4096", kPerPixel, parse_column},
     {"zigzag", "zigzag:W", "as column:W with every odd row of a strip walked right to left (thesis eq. 4.7)",
-     "zigzag:1 zigzag:5 zigzag:32 zigzag:4096", true, true, 0, parse_zigzag},
+     "zigzag:1 zigzag:5 zigzag:32 zigzag:4096", kPerPixel, parse_zigzag},
     {"tile", "tile:WxH", "WxH tiles in row-major tile order, row-major inside a tile; edge tiles clipped",
-     "tile:1x1 tile:4x3 tile:32x8 tile:16x16 tile:5000x2", true, true, 0, parse_tile},
+     "tile:1x1 tile:4x3 tile:32x8 tile:16x16 tile:5000x2", kPerPixel, parse_tile},
     {"smem", "smem:WxH",
      "CUDA blocks stage a WxH output tile plus halo in shared memory (coalesced loads) and run the separable "
-     "passes there; stencils only (blur, gaussian, sobel); the CPU visits tile:WxH order",
-     "smem:1x1 smem:7x5 smem:32x8 smem:64x16 smem:128x8", false, true, 0, parse_smem},
+     "passes there; stencils only (blur, gaussian, sobel); +ORDER sets the order blocks take tiles in",
+     "smem:1x1 smem:7x5 smem:32x8 smem:64x16 smem:128x8 smem:32x8+column:2", kStagedTile, parse_smem},
     {"sep", "sep:WxH",
      "CUDA blocks stage a WxH output tile plus halo in shared memory, then each thread computes runs of 8 outputs "
      "from a register window: row sums across x, then column sums down y; box slides running sums (cost independent "
-     "of k; integers exact, float within 1e-5 of the direct sum); stencils only (blur, gaussian, sobel); the CPU "
-     "visits tile:WxH order",
-     "sep:1x1 sep:7x5 sep:13x40 sep:64x32 sep:128x16", false, true, 0, parse_sep},
+     "of k; integers exact, float within 1e-5 of the direct sum); stencils only (blur, gaussian, sobel); +ORDER "
+     "sets the order blocks (CPU: tasks) take tiles in",
+     "sep:1x1 sep:7x5 sep:13x40 sep:64x32 sep:128x16 sep:64x32+column:4 sep:13x40+zigzag:3 sep:7x5+tile:2x3",
+     kStagedTile, parse_sep},
     {"stream", "stream:WxH",
      "CUDA blocks walk a strip W pixels wide and H rows tall top to bottom; each thread loads its run of 8 samples "
      "(4 for float) plus halo as aligned words and keeps the row sums of the last K rows in a ring (registers for "
      "3x3, its own shared-memory slots above; no barriers); 8-bit images sum columns first, two samples per "
      "32-bit register, each warp a chunk of the row (W sets the warps per block); blur and gaussian with K <= 9, "
-     "sobel with KSIZE 3, 5, 7; the CPU visits tile:WxH order",
-     "stream:1x1 stream:7x5 stream:13x40 stream:1024x8 stream:128x32", false, true, 9, parse_stream},
+     "sobel with KSIZE 3, 5, 7; +ORDER sets the order blocks take strips in",
+     "stream:1x1 stream:7x5 stream:13x40 stream:1024x8 stream:128x32 stream:128x32+column:2", kStrip, parse_stream},
     {"vec", "vec:N",
      "each CUDA thread computes N consecutive pixels of a row (N = 1, 2, 4, 8, 16), loading and storing whole aligned words "
      "(3-channel float colour through shared memory: a warp moves 512 contiguous bytes per instruction); "
-     "pointwise filters only (color, blend); the CPU visits naive order",
-     "vec:1 vec:2 vec:4 vec:8 vec:16", true, false, 0, parse_vec},
+     "pointwise filters only (color, blend); rows in order",
+     "vec:1 vec:2 vec:4 vec:8 vec:16", kRun, parse_vec},
 };
 
 // schedule_entry() indexes the table by family.
@@ -132,7 +139,7 @@ std::string valid_schedule_forms() {
     return forms;
 }
 
-ScheduleSpec parse_schedule(std::string_view text) {
+static ScheduleSpec parse_strategy(std::string_view text) {
     const auto colon = text.find(':');
     const auto name = text.substr(0, colon);
     const auto params = colon == std::string_view::npos ? std::string_view{} : text.substr(colon + 1);
@@ -141,6 +148,29 @@ ScheduleSpec parse_schedule(std::string_view text) {
     }
     throw std::invalid_argument("unknown schedule '" + std::string(text) + "'; valid forms: " +
                                 valid_schedule_forms());
+}
+
+ScheduleSpec parse_schedule(std::string_view text) {
+    const auto plus = text.find('+');
+    ScheduleSpec spec = parse_strategy(text.substr(0, plus));
+    if (plus == std::string_view::npos) return spec;
+    const std::string_view order_text = text.substr(plus + 1);
+    if (!schedule_entry(spec).can.takes_order)
+        throw std::invalid_argument("schedule '" + std::string(text) + "': " + std::string(schedule_entry(spec).name) +
+                                    " takes no order (+ORDER is for the tile strategies smem, sep and stream)");
+    if (order_text.find('+') != std::string_view::npos)
+        throw std::invalid_argument("schedule '" + std::string(text) + "': one +ORDER at most");
+    const ScheduleSpec order = parse_strategy(order_text);
+    switch (order.family) {
+        case ScheduleFamily::naive: break;
+        case ScheduleFamily::column: spec.order = {order.width, 0, false}; break;
+        case ScheduleFamily::zigzag: spec.order = {order.width, 0, true}; break;
+        case ScheduleFamily::tile: spec.order = {order.width, order.height, false}; break;
+        default:
+            throw std::invalid_argument("schedule '" + std::string(text) + "': the order '" + std::string(order_text) +
+                                        "' is not naive, column:W, zigzag:W or tile:WxH");
+    }
+    return spec;
 }
 
 std::vector<ScheduleSpec> example_schedules() {
@@ -160,7 +190,10 @@ const ScheduleEntry& schedule_entry(const ScheduleSpec& spec) {
     return registry[static_cast<int>(spec.family)];  // the table lists families in enum order
 }
 
-std::string ScheduleSpec::to_string() const {
+namespace {
+std::string strategy_string(const ScheduleSpec& s) {
+    const auto family = s.family;
+    const int width = s.width, height = s.height;
     switch (family) {
         case ScheduleFamily::column: return "column:" + std::to_string(width);
         case ScheduleFamily::zigzag: return "zigzag:" + std::to_string(width);
@@ -172,6 +205,14 @@ std::string ScheduleSpec::to_string() const {
         case ScheduleFamily::naive: break;
     }
     return "naive";
+}
+}  // namespace
+
+std::string ScheduleSpec::to_string() const {
+    std::string text = strategy_string(*this);
+    if (order.row_major()) return text;
+    if (order.height > 0) return text + "+tile:" + std::to_string(order.width) + "x" + std::to_string(order.height);
+    return text + (order.zigzag ? "+zigzag:" : "+column:") + std::to_string(order.width);
 }
 
 }  // namespace cbi

@@ -1,7 +1,18 @@
 #pragma once
 // The schedule registry: one table of name -> parser -> description ->
-// examples, feeding the CLI (--list-schedules, validation), the tests (every
-// registered schedule is tested) and the benchmarks and the analyser.
+// examples -> capabilities, feeding the CLI (--list-schedules, validation),
+// the tests (every registered schedule is tested), the benchmarks, the
+// analyser, the tuner, the fusion planner and the default table.
+//
+// A schedule is a kernel *strategy* with a *traversal order*:
+//   - the per-pixel strategy (the thesis kernel: a thread computes one
+//     pixel) takes its order as its name: naive, column:W, zigzag:W,
+//     tile:WxH map a thread's index to the pixel it computes (schedule.hpp);
+//   - the tile strategies (smem:WxH, sep:WxH: a block computes a staged
+//     tile; stream:WxH: a block walks a strip) take an order over their
+//     tiles or strips after '+': sep:128x32+column:4 (TileOrder), row-major
+//     when none is given;
+//   - vec:N (a thread computes a run of N pixels) walks rows in order.
 #include <span>
 #include <string>
 #include <string_view>
@@ -14,14 +25,29 @@ namespace cbi {
 
 enum class ScheduleFamily { naive, column, zigzag, tile, smem, sep, stream, vec };
 
-// A parsed schedule string such as "column:32" or "tile:32x8".
+// A parsed schedule string such as "column:32", "tile:32x8" or
+// "sep:128x32+zigzag:2".
 struct ScheduleSpec {
     ScheduleFamily family = ScheduleFamily::naive;
-    int width = 0;   // column/zigzag/tile width W
-    int height = 0;  // tile height H
+    int width = 0;   // W: column/zigzag/tile/smem/sep width; stream: strip width (8-bit: warps per block);
+                     // vec: N, pixels per thread
+    int height = 0;  // H: tile height; stream: strip height in rows
+    TileOrder order{};  // smem, sep, stream: the order blocks take tiles in
 
     std::string to_string() const;
     friend bool operator==(const ScheduleSpec&, const ScheduleSpec&) = default;
+};
+
+// What a strategy can run: the one statement of it, asked by
+// cbi::supports (filters/capabilities.hpp) for the CLI, graph validation,
+// fusion, the tuner's candidates, the default table, tests and benchmarks.
+struct Capabilities {
+    bool pointwise;      // colour matrices and blends
+    bool stencil;        // blur, gaussian, sobel
+    int max_ksize;       // largest stencil size (0: any; Sobel KSIZE 1 counts as larger than every size)
+    bool fuses_color;    // computes a colour node inside its loads (the colour node is not stored)
+    bool fuses_stencil;  // computes a stencil pair through shared memory (GPU; not with the wrap border)
+    bool takes_order;    // walks its tiles or strips in a TileOrder (+ORDER)
 };
 
 struct ScheduleEntry {
@@ -29,16 +55,15 @@ struct ScheduleEntry {
     std::string_view form;         // "column:W"
     std::string_view description;  // one line
     std::string_view examples;     // space-separated strings the tests and benchmarks use
-    bool pointwise;                // runs pointwise filters (colour matrix, blend)
-    bool stencil;                  // runs stencil filters (blur, gaussian, sobel)
-    int max_ksize;                 // largest stencil size it runs (0: any); filters/filter.cpp checks it
+    Capabilities can;
     ScheduleSpec (*parse_params)(std::string_view params);  // text after "name:"; throws
 };
 
 // Every registered schedule, in the order --list-schedules prints them.
 std::span<const ScheduleEntry> schedule_registry();
 
-// Parses "name[:params]". Throws std::invalid_argument whose message lists
+// Parses "name[:params][+ORDER]" (ORDER: naive, column:W, zigzag:W or
+// tile:WxH, for strategies that take one). Throws std::invalid_argument whose message lists
 // every valid form.
 ScheduleSpec parse_schedule(std::string_view text);
 

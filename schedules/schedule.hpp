@@ -70,6 +70,24 @@ inline constexpr TileSchedule column_schedule(int column_width) { return {column
 inline constexpr TileSchedule zigzag_schedule(int column_width) { return {column_width, 0, true}; }
 inline constexpr TileSchedule tile_schedule(int w, int h) { return {w, h, false}; }
 
+// A traversal order over work units: the index maps above applied to the
+// grid of a tile strategy's tiles or strips instead of pixels (as CUTLASS's
+// threadblock swizzles do). Block (or CPU task) b computes the tile
+// map(b, tiles_x, tiles_y). Row-major unless given: `sep:128x32+column:4`
+// walks strips 4 tiles wide, top to bottom.
+struct TileOrder {
+    int width = 0;   // 0: row-major (naive); else tile:WxH of tiles, or column:W when height is 0
+    int height = 0;
+    bool zigzag = false;
+
+    CBI_HOST_DEVICE Pixel map(std::uint32_t i, int tiles_x, int tiles_y) const {
+        if (width <= 0) return NaiveSchedule{}.map(i, tiles_x, tiles_y);
+        return TileSchedule{width, height, zigzag}.map(i, tiles_x, tiles_y);
+    }
+    CBI_HOST_DEVICE bool row_major() const { return width <= 0; }
+    friend bool operator==(const TileOrder&, const TileOrder&) = default;
+};
+
 // `smem:WxH`: a CUDA block computes a W x H tile of outputs after staging
 // the tile and its halo in shared memory with coalesced loads and running
 // the separable passes there. Its visit order, used by the CPU backend and

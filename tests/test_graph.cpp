@@ -137,14 +137,19 @@ TEST(Graph, SchedulesRefuseWhatTheyDoNotRunAndDefaultsFallBack) {
                    "schedule stream:64x64 runs stencils up to 9x9 (sobel KSIZE 3 and up), not blur:11; use naive");
     expect_invalid([] { parse_pipeline("sobel:mag:1@stream:64x64"); }, "not sobel:mag:1; use naive, column:W");
     EXPECT_NO_THROW(parse_pipeline("color:sepia@vec:8 | sobel:mag:7@stream:64x64 | gaussian:9@stream:8x8"));
-    // Defaults: stencils vec cannot run take naive; stencils stream cannot run take sep of the same size.
+    // A graph-wide schedule a node cannot run leaves that node to the default
+    // table (never another parameterisation of the same strategy).
     const Graph g = parse_pipeline("color:gray | blur:11 | gaussian:5", parse_schedule("stream:128x32"));
-    EXPECT_EQ(to_string(g.schedule_of(1)), "naive");
-    EXPECT_EQ(to_string(g.schedule_of(2)), "sep:128x32");
+    EXPECT_EQ(to_string(g.schedule_of(1)), "default");
+    EXPECT_EQ(to_string(g.schedule_of(2)), "default");
     EXPECT_EQ(to_string(g.schedule_of(3)), "stream:128x32");
     const Graph v = parse_pipeline("color:gray | blur:3", parse_schedule("vec:8"));
     EXPECT_EQ(to_string(v.schedule_of(1)), "vec:8");
-    EXPECT_EQ(to_string(v.schedule_of(2)), "naive");
+    EXPECT_EQ(to_string(v.schedule_of(2)), "default");
+    // Without a schedule every node takes the table's.
+    const Graph d = parse_pipeline("color:gray | blur:3");
+    EXPECT_EQ(to_string(d.schedule_of(1)), "default");
+    EXPECT_EQ(to_string(d.schedule_of(2)), "default");
 }
 
 TEST(Graph, StencilOnlySchedulesAreRefusedForPointwiseNodes) {
@@ -154,9 +159,9 @@ TEST(Graph, StencilOnlySchedulesAreRefusedForPointwiseNodes) {
         Graph g;
         g.add_blend("mix", BlendFilter{}, Graph::input(), Graph::input(), NodeOptions{parse_schedule("smem:8x8"), {}});
     }, "node 'mix': schedule smem:8x8 runs stencil filters only");
-    // A default schedule applies where it can: the colour node falls back to naive.
+    // A default schedule applies where it can: the colour node takes the default table's.
     const Graph g = parse_pipeline("color:gray | gaussian:5", parse_schedule("smem:32x8"));
-    EXPECT_EQ(to_string(g.schedule_of(1)), "naive");
+    EXPECT_EQ(to_string(g.schedule_of(1)), "default");
     EXPECT_EQ(to_string(g.schedule_of(2)), "smem:32x8");
 }
 

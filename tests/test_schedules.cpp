@@ -144,7 +144,7 @@ TEST(Schedules, SepParsesWxHAndRefusesBadOrHugeTiles) {
     EXPECT_EQ(parse_schedule("sep:64x32"), (ScheduleSpec{ScheduleFamily::sep, 64, 32}));
     EXPECT_EQ(parse_schedule("sep:1024x1"), (ScheduleSpec{ScheduleFamily::sep, 1024, 1}));
     EXPECT_EQ(parse_schedule("sep:64x32").to_string(), "sep:64x32");
-    EXPECT_FALSE(schedule_entry(parse_schedule("sep:8x8")).pointwise);
+    EXPECT_FALSE(schedule_entry(parse_schedule("sep:8x8")).can.pointwise);
     for (const char* bad : {"sep", "sep:", "sep:64", "sep:0x8", "sep:8x0", "sep:-8x8", "sep:8x8x8", "sep:1025x8",
                             "sep:8x1025", "sep:axb"})
         expect_refused(bad, "sep:WxH");
@@ -156,9 +156,9 @@ TEST(Schedules, StreamAndVecParseAndRefuseBadParameters) {
     EXPECT_EQ(parse_schedule("vec:8"), (ScheduleSpec{ScheduleFamily::vec, 8, 0}));
     EXPECT_EQ(parse_schedule("vec:8").to_string(), "vec:8");
     const auto& stream = schedule_entry(parse_schedule("stream:8x8"));
-    EXPECT_TRUE(stream.stencil && !stream.pointwise && stream.max_ksize == 9);
+    EXPECT_TRUE(stream.can.stencil && !stream.can.pointwise && stream.can.max_ksize == 9);
     const auto& vec = schedule_entry(parse_schedule("vec:4"));
-    EXPECT_TRUE(vec.pointwise && !vec.stencil);
+    EXPECT_TRUE(vec.can.pointwise && !vec.can.stencil);
     // vec visits naive (row-major) order.
     for (const Size s : kSizes)
         EXPECT_EQ(visit_order(parse_schedule("vec:16"), s.width, s.height), visit_order(ScheduleSpec{}, s.width, s.height));

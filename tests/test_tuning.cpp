@@ -12,6 +12,7 @@
 #include <stdexcept>
 
 #include "cli.hpp"
+#include "pipeline/defaults.hpp"
 #include "pipeline/error.hpp"
 #include "pipeline/executor.hpp"
 #include "pipeline/graph.hpp"
@@ -30,15 +31,27 @@ using test::TempDir;
 
 cv::Mat first_output(GraphExecutor& ex, const cv::Mat& src) { return as_mat(ex.run(view_of(src)).front()).clone(); }
 
-TEST(Tuning, CandidatesAreRegisteredAndSupportTheOperation) {
-    const auto stencil = tuning_candidates(parse_filter("blur:9"));
-    const auto color = tuning_candidates(parse_filter("color:gray"));
-    const auto blend = tuning_candidates(BlendFilter{});
-    ASSERT_GT(stencil.size(), color.size());
-    EXPECT_EQ(color.size(), blend.size());
-    for (const auto& s : color) EXPECT_TRUE(schedule_entry(s).pointwise) << s.to_string();
-    for (const auto& s : stencil) EXPECT_NO_THROW(check_schedule_supports(s, parse_filter("blur:9"))) << s.to_string();
-    EXPECT_EQ(stencil.back().to_string(), "naive");
+// auto's candidates are the default table's rows for the node: each
+// supported, the default first, no repeats.
+TEST(Tuning, CandidatesComeFromTheDefaultTableDefaultFirst) {
+    for (const bool cuda : {false, true})
+        for (const NodeOp& op : {NodeOp{parse_filter("blur:9")}, NodeOp{parse_filter("gaussian:255")},
+                                 NodeOp{parse_filter("sobel:mag:1")}, NodeOp{parse_filter("color:sepia")},
+                                 NodeOp{BlendFilter{}}})
+            for (const Depth depth : {Depth::u8, Depth::u16, Depth::f32})
+                for (const int channels : {1, 3, 4}) {
+                    const NodeFormat format{depth, channels, cuda, false};
+                    const auto list = default_candidates(op, Border{}, format);
+                    ASSERT_FALSE(list.empty());
+                    EXPECT_EQ(list.front(), default_schedule(op, Border{}, format));
+                    for (std::size_t i = 0; i < list.size(); ++i) {
+                        EXPECT_TRUE(supports(list[i], op)) << list[i].to_string();
+                        for (std::size_t j = 0; j < i; ++j) EXPECT_NE(list[i], list[j]);
+                    }
+                }
+    // K = 255 is beyond stream: the staged tiles.
+    EXPECT_EQ(default_candidates(parse_filter("gaussian:255"), {}, {Depth::u8, 3, true, false}).front().family,
+              ScheduleFamily::sep);
 }
 
 bool per_pixel(const ScheduleSpec& s) {
@@ -46,20 +59,20 @@ bool per_pixel(const ScheduleSpec& s) {
            s.family == ScheduleFamily::zigzag || s.family == ScheduleFamily::tile;
 }
 
-// fastest_candidate drops slow candidates and stops at a budget: the
-// candidates most likely to win must come first.
-TEST(Tuning, CandidatesTryTheFastStrategiesFirst) {
-    for (const NodeOp op : {NodeOp{parse_filter("blur:9")}, NodeOp{parse_filter("gaussian:255")},
-                             NodeOp{parse_filter("color:sepia")}, NodeOp{BlendFilter{}}}) {
-        const auto list = tuning_candidates(op);
-        const auto first_slow = std::find_if(list.begin(), list.end(), per_pixel);
-        ASSERT_NE(first_slow, list.begin());
-        EXPECT_TRUE(std::all_of(first_slow, list.end(), per_pixel)) << "a fast strategy after a per-pixel order";
-    }
-    const auto blur = tuning_candidates(parse_filter("blur:9"));
-    EXPECT_EQ(blur.front().family, ScheduleFamily::stream);
-    // K = 255 is beyond stream; sep with its largest tile leads (the halo is recomputed per tile).
-    EXPECT_EQ(tuning_candidates(parse_filter("gaussian:255")).front().to_string(), "sep:128x32");
+// fastest_candidate's rules on a long list (fast strategies first, then the
+// per-pixel orders): how the search drops and stops.
+std::vector<ScheduleSpec> long_candidates(const NodeOp& op) {
+    constexpr const char* kList[] = {
+        "stream:1024x32", "stream:512x32", "stream:256x32", "stream:512x16", "stream:256x16", "stream:512x8",
+        "sep:128x32", "sep:64x32",  "sep:128x16", "sep:32x32",  "sep:64x16", "sep:128x8", "sep:32x16", "sep:64x8", "sep:32x8",
+        "smem:64x16", "smem:128x8", "smem:32x32", "smem:32x16", "smem:64x8", "smem:32x8",
+        "vec:16",     "vec:8",      "vec:4",
+        "tile:64x4",  "tile:32x8",  "column:64", "column:32",  "zigzag:32", "naive",
+    };
+    std::vector<ScheduleSpec> out;
+    for (const char* text : kList)
+        if (supports(parse_schedule(text), op)) out.push_back(parse_schedule(text));
+    return out;
 }
 
 // A stand-in for the node's clock: each schedule's run times, in
@@ -80,7 +93,7 @@ struct FakeClock {
 };
 
 TEST(Tuning, ACandidateSlowerThanTheBestIsDroppedAfterItsWarmUp) {
-    const auto list = tuning_candidates(parse_filter("gaussian:255"));
+    const auto list = long_candidates(parse_filter("gaussian:255"));
     const std::string winner = "sep:32x16";  // in the middle of the list
     FakeClock clock{[&](const ScheduleSpec& s, int) { return per_pixel(s) ? 5.0 : s.to_string() == winner ? 0.5 : 1.0; }};
     EXPECT_EQ(fastest_candidate(list, 3, true, clock.time_once()).to_string(), winner);
@@ -99,7 +112,7 @@ TEST(Tuning, ACandidateSlowerThanTheBestIsDroppedAfterItsWarmUp) {
 // On the GPU the first launch of a kernel loads its module: a slow warm-up
 // must not drop a candidate whose timed runs are fast.
 TEST(Tuning, OnTheGpuTheFirstTimedRunDecides) {
-    const auto list = tuning_candidates(parse_filter("blur:9"));
+    const auto list = long_candidates(parse_filter("blur:9"));
     const std::string winner = "sep:64x16";
     FakeClock clock{[&](const ScheduleSpec& s, int run) {
         if (run == 0) return 2.0;  // every warm-up slower than kTuningDropMargin x the best
@@ -116,7 +129,7 @@ TEST(Tuning, OnTheGpuTheFirstTimedRunDecides) {
 }
 
 TEST(Tuning, TuningStopsTryingCandidatesPastItsBudget) {
-    const auto list = tuning_candidates(parse_filter("blur:9"));
+    const auto list = long_candidates(parse_filter("blur:9"));
     // Long runs (a large image on the CPU): 100 ms for the fast strategies, 100 s per pixel.
     FakeClock slow{[](const ScheduleSpec& s, int) { return per_pixel(s) ? 1e5 : 100.0; }};
     fastest_candidate(list, 3, true, slow.time_once());
@@ -137,7 +150,7 @@ TEST(Tuning, TuningStopsTryingCandidatesPastItsBudget) {
 // shared memory for its tile) is tried, skipped and costs nothing; the
 // others are still timed and the budget still holds.
 TEST(Tuning, CandidatesThatCannotRunAreSkippedWithinTheBudget) {
-    const auto list = tuning_candidates(parse_filter("gaussian:9"));
+    const auto list = long_candidates(parse_filter("gaussian:9"));
     ASSERT_EQ(list[6].to_string(), "sep:128x32");
     const auto cannot = [](const std::string& name) { return name.starts_with("stream:") || name == "sep:128x32"; };
     FakeClock clock{[&](const ScheduleSpec& s, int run) -> double {

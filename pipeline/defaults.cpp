@@ -1,0 +1,127 @@
+#include "pipeline/defaults.hpp"
+
+#include <algorithm>
+
+namespace cbi {
+namespace {
+
+constexpr int kAny = -1;
+constexpr int u8 = static_cast<int>(Depth::u8), f32 = static_cast<int>(Depth::f32);
+constexpr bool gpu = true, cpu = false;
+
+// First match wins: specific rows before general ones. Within a row the
+// schedules are fastest first.
+//
+// GPU rows: the H100 run of 2026-11-23 (apps/bench/README.md, "Issue 7
+// targets: where they stand (seventh session)";
+// results/2026-11-23-h100-issue7-session7-{4096,8192}.csv): the fastest
+// fixed schedule per cell, or one within 7 % of it at both 4096^2 and
+// 8192^2. 16-bit and 4-channel cells were not in that run; they take the
+// row of the nearest measured format.
+// CPU rows: the 2-core runs of 2026-11-23 (apps/bench/README.md, "The CPU
+// against OpenCV (issue 7, sixth session)"): sep:WxH's tiles run the
+// vectorised separable passes (cpu_separable.hpp); colour and blend rows are
+// vectorised under the row-major order.
+constexpr DefaultRow kTable[] = {
+    // A stencil computing a colour node in its loads: only the staged tiles can.
+    {gpu, OpKind::box, 0, kAny, 0, true, "sep:64x32 sep:32x32 sep:128x32"},
+    {gpu, OpKind::gaussian, 0, kAny, 0, true, "sep:64x32 sep:32x32 sep:128x32"},
+    {gpu, OpKind::sobel, 0, kAny, 0, true, "sep:64x32 sep:32x32 sep:128x32"},
+    // 8-bit stencils up to 9x9: the 8-bit streaming kernel (cuda_stream8.cuh).
+    {gpu, OpKind::box, 9, u8, 0, false, "stream:256x16 stream:128x16 stream:256x32"},
+    {gpu, OpKind::gaussian, 9, u8, 0, false, "stream:256x16 stream:256x32 stream:128x16"},
+    {gpu, OpKind::sobel, 9, u8, 0, false, "stream:256x16 stream:128x16 stream:256x32"},
+    // Float, one channel.
+    {gpu, OpKind::box, 9, kAny, 1, false, "sep:128x32 sep:64x32 stream:128x16"},
+    {gpu, OpKind::gaussian, 9, kAny, 1, false, "sep:128x32 sep:64x32 stream:256x32"},
+    {gpu, OpKind::sobel, 9, kAny, 0, false, "stream:256x16 stream:512x8 stream:128x16"},
+    // Float, 3 or 4 channels.
+    {gpu, OpKind::box, 9, kAny, 0, false, "sep:32x32 sep:64x32 sep:128x32"},
+    {gpu, OpKind::gaussian, 9, kAny, 0, false, "sep:64x32 sep:32x32 sep:128x32"},
+    // Larger stencils (and Sobel KSIZE 1): the staged tiles, whose box sums do not grow with K.
+    {gpu, OpKind::box, 0, kAny, 1, false, "sep:64x32 sep:128x32 sep:32x32"},
+    {gpu, OpKind::box, 0, kAny, 0, false, "sep:32x32 sep:64x32 sep:128x32"},
+    {gpu, OpKind::gaussian, 0, kAny, 1, false, "sep:64x32 sep:128x32 sep:32x32"},
+    {gpu, OpKind::gaussian, 0, kAny, 0, false, "sep:32x32 sep:64x32 sep:128x32"},
+    {gpu, OpKind::sobel, 0, kAny, 0, false, "sep:64x32 sep:32x32 sep:128x32"},
+    // Pointwise: runs of N pixels as whole words.
+    {gpu, OpKind::color, 0, u8, 0, false, "vec:8 vec:4 vec:16"},
+    {gpu, OpKind::color, 0, kAny, 0, false, "vec:4 vec:2 vec:8"},
+    {gpu, OpKind::blend, 0, u8, 0, false, "vec:8 vec:4 vec:16"},
+    {gpu, OpKind::blend, 0, kAny, 0, false, "vec:4 vec:2 vec:8"},
+
+    {cpu, OpKind::box, 0, kAny, 0, false, "sep:256x256 sep:128x128 sep:512x512"},
+    {cpu, OpKind::gaussian, 0, kAny, 0, false, "sep:256x256 sep:128x128 sep:512x512"},
+    {cpu, OpKind::sobel, 0, kAny, 0, false, "sep:256x256 sep:128x128 sep:512x512"},
+    {cpu, OpKind::color, 0, kAny, 0, false, "naive"},
+    {cpu, OpKind::blend, 0, kAny, 0, false, "naive"},
+};
+
+int ksize_of(const NodeOp& op) {
+    const auto* f = std::get_if<Filter>(&op);
+    if (!f) return 0;
+    if (const auto* b = std::get_if<BoxFilter>(f)) return b->ksize;
+    if (const auto* g = std::get_if<GaussianFilter>(f)) return g->ksize;
+    if (const auto* s = std::get_if<SobelFilter>(f)) return s->ksize;
+    return 0;
+}
+
+bool matches(const DefaultRow& row, const NodeOp& op, const NodeFormat& format) {
+    return row.cuda == format.cuda && row.kind == op_kind(op) && (row.max_ksize == 0 || ksize_of(op) <= row.max_ksize) &&
+           (row.depth == kAny || row.depth == static_cast<int>(format.depth)) &&
+           (row.channels == 0 || row.channels == format.channels) && row.fused_color == format.fused_color;
+}
+
+bool runs(const ScheduleSpec& s, const NodeOp& op, const Border& border, const NodeFormat& format) {
+    if (const auto* f = std::get_if<Filter>(&op)) return supports(s, *f, border, Fusion{format.fused_color, false});
+    return supports(s, std::get<BlendFilter>(op));
+}
+
+// Calls f(schedule) for each schedule of each matching row, in order, until f returns true.
+template <class F>
+void for_each_listed(const NodeOp& op, const NodeFormat& format, F&& f) {
+    for (const DefaultRow& row : kTable) {
+        if (!matches(row, op, format)) continue;
+        std::string_view rest = row.schedules;
+        while (!rest.empty()) {
+            const auto space = rest.find(' ');
+            if (f(parse_schedule(rest.substr(0, space)))) return;
+            rest = space == std::string_view::npos ? std::string_view{} : rest.substr(space + 1);
+        }
+    }
+}
+
+}  // namespace
+
+OpKind op_kind(const NodeOp& op) {
+    const auto* f = std::get_if<Filter>(&op);
+    if (!f) return OpKind::blend;
+    if (std::holds_alternative<BoxFilter>(*f)) return OpKind::box;
+    if (std::holds_alternative<GaussianFilter>(*f)) return OpKind::gaussian;
+    if (std::holds_alternative<SobelFilter>(*f)) return OpKind::sobel;
+    return OpKind::color;
+}
+
+std::span<const DefaultRow> default_table() { return kTable; }
+
+ScheduleSpec default_schedule(const NodeOp& op, const Border& border, const NodeFormat& format) {
+    ScheduleSpec chosen{};
+    for_each_listed(op, format, [&](const ScheduleSpec& s) {
+        if (!runs(s, op, border, format)) return false;
+        chosen = s;
+        return true;
+    });
+    return chosen;
+}
+
+std::vector<ScheduleSpec> default_candidates(const NodeOp& op, const Border& border, const NodeFormat& format) {
+    std::vector<ScheduleSpec> out;
+    for_each_listed(op, format, [&](const ScheduleSpec& s) {
+        if (runs(s, op, border, format) && std::find(out.begin(), out.end(), s) == out.end()) out.push_back(s);
+        return false;
+    });
+    if (out.empty()) out.push_back(ScheduleSpec{});
+    return out;
+}
+
+}  // namespace cbi
