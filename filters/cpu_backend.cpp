@@ -31,11 +31,12 @@ constexpr bool kIsColorOp<ColorOp<T>> = true;
 // strip of the image.
 struct CpuLaunch {
     int width, height;
+    TileOrder order;  // the order smem, sep and stream tasks take tiles in
 
     template <class Schedule, class Op>
     void operator()(Schedule schedule, const Op& op) const {
         if constexpr (kStagesTiles<Schedule> && cpu::SeparableStencilOp<Op>) {
-            cpu::run_separable_tiles(schedule, op, width, height);
+            cpu::run_separable_tiles(schedule, op, width, height, order);
         } else if constexpr (std::is_same_v<Schedule, NaiveSchedule> || std::is_same_v<Schedule, VecSchedule>) {
             // Naive is row-major: the same visit order as rows of x, without
             // mapping (a division) per pixel, so pointwise loops can vectorise.
@@ -62,7 +63,7 @@ struct CpuLaunch {
 };
 
 // A node with a fused_stencil (filters/chain.hpp): TBB tasks take runs of
-// tiles, each with its own tile buffer.
+// tiles in the node's TileOrder, each with its own tile buffer.
 void run_chain_cpu(const Node& node, const ImageView& src, const ImageView& dst) {
     if (dst.empty()) return;
     const TileSchedule tile = chain_tile_size(node.schedule);
@@ -71,8 +72,10 @@ void run_chain_cpu(const Node& node, const ImageView& src, const ImageView& dst)
         const int tiles_x = (dst.width + L.tile_w - 1) / L.tile_w, tiles_y = (dst.height + L.tile_h - 1) / L.tile_h;
         tbb::parallel_for(tbb::blocked_range<int>(0, tiles_x * tiles_y), [&](const auto& tiles) {
             std::vector<std::max_align_t> buffer(L.bytes / sizeof(std::max_align_t) + 1);
-            for (int t = tiles.begin(); t != tiles.end(); ++t)
-                chain_tile(pre, op, L, reinterpret_cast<unsigned char*>(buffer.data()), t % tiles_x, t / tiles_x, SoloTeam{});
+            for (int t = tiles.begin(); t != tiles.end(); ++t) {
+                const Pixel tile = node.schedule.order.map(static_cast<std::uint32_t>(t), tiles_x, tiles_y);
+                chain_tile(pre, op, L, reinterpret_cast<unsigned char*>(buffer.data()), tile.x, tile.y, SoloTeam{});
+            }
         });
     });
 }
@@ -81,12 +84,12 @@ void run_chain_cpu(const Node& node, const ImageView& src, const ImageView& dst)
 
 void run_node_cpu(const Node& node, const ImageView& src, const ImageView& dst) {
     if (node.fused_stencil) return run_chain_cpu(node, src, dst);
-    dispatch_node(node, src, dst, CpuLaunch{dst.width, dst.height});
+    dispatch_node(node, src, dst, CpuLaunch{dst.width, dst.height, node.schedule.order});
 }
 
 void run_blend_cpu(const BlendFilter& blend, const ScheduleSpec& schedule, const ImageView& a, const ImageView& b,
                    const ImageView& dst) {
-    dispatch_blend(blend, schedule, a, b, dst, CpuLaunch{dst.width, dst.height});
+    dispatch_blend(blend, schedule, a, b, dst, CpuLaunch{dst.width, dst.height, schedule.order});
 }
 
 }  // namespace cbi

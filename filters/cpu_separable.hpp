@@ -2,8 +2,8 @@
 // The CPU backend's tiled path for the separable stencils (BoxOp, GaussianOp,
 // SobelOp) under the stencil-only tile schedules smem:WxH and sep:WxH.
 //
-// Each TBB task takes a run of tiles in tile:WxH order (row-major tile
-// order, edge tiles clipped, exactly the tiles TileSchedule::map walks).
+// Each TBB task takes a run of tiles in the schedule's TileOrder (row-major
+// unless +ORDER is given; edge tiles clipped).
 // For one tile it walks the output rows top to bottom; per output row and
 // pass it
 //   1. copies the one new source row the window needs (the tile's width
@@ -526,9 +526,10 @@ private:
 
 // Runs `op` over a width x height output in the tiles of `schedule`
 // (TileSchedule geometry: a tile height <= 0 or >= height is the full height,
-// a tile width >= width the full width), tiles in row-major order.
+// a tile width >= width the full width), task index t computing the tile
+// order.map(t, tiles_x, tiles_y).
 template <SeparableStencilOp Op>
-void run_separable_tiles(const TileSchedule& schedule, const Op& op, int width, int height) {
+void run_separable_tiles(const TileSchedule& schedule, const Op& op, int width, int height, const TileOrder& order = {}) {
     if (width <= 0 || height <= 0) return;
     const int th = schedule.tile_height > 0 && schedule.tile_height < height ? schedule.tile_height : height;
     const int tw = schedule.tile_width > 0 && schedule.tile_width < width ? schedule.tile_width : width;
@@ -539,7 +540,8 @@ void run_separable_tiles(const TileSchedule& schedule, const Op& op, int width, 
     tbb::parallel_for(tbb::blocked_range<int>(0, tiles_x * tiles_y, grain), [&](const tbb::blocked_range<int>& range) {
         TileWorker<Op> worker(op, tw);
         for (int t = range.begin(); t != range.end(); ++t) {
-            const int x0 = (t % tiles_x) * tw, y0 = (t / tiles_x) * th;
+            const Pixel tile = order.map(static_cast<std::uint32_t>(t), tiles_x, tiles_y);
+            const int x0 = tile.x * tw, y0 = tile.y * th;
             worker.run(x0, std::min(x0 + tw, width), y0, std::min(y0 + th, height));
         }
     });

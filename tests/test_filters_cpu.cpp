@@ -16,9 +16,14 @@
 #include <initializer_list>
 #include <limits>
 #include <tuple>
+#include <utility>
+#include <vector>
+
+#include <tbb/task_arena.h>
 
 #include "filters/cpu_backend.hpp"
 #include "filters/cpu_color.hpp"
+#include "filters/cpu_separable.hpp"
 #include "pipeline/error.hpp"
 #include "pipeline/executor.hpp"
 #include "reference.hpp"
@@ -118,6 +123,84 @@ TEST(CpuSchedules, EveryScheduleGivesTheNaiveResultBitExactly) {
                     ASSERT_EQ(std::memcmp(got.data, naive.data, got.total() * got.elemSize()), 0);
                 }
             }
+}
+
+// Tile strategies with a traversal order over their tiles (+ORDER): every
+// order gives the row-major result bit for bit, on sizes with many tiles,
+// clipped edge tiles, orders wider or taller than the grid of tiles.
+TEST(CpuSchedules, EveryTileOrderGivesTheRowMajorResultBitExactly) {
+    const char* strategies[] = {"sep:5x3", "smem:4x2", "stream:6x2", "sep:16x8"};
+    const char* orders[] = {"+naive",  "+column:1", "+column:2", "+column:4",  "+column:1000",   "+zigzag:1",
+                            "+zigzag:3", "+tile:2x3", "+tile:3x2", "+tile:1x1", "+tile:1000x1000"};
+    const cv::Size sizes[] = {{37, 23}, {1, 1}, {200, 3}};
+    unsigned seed = 300;
+    for (const char* filter_text : {"blur:3", "gaussian:5", "sobel:mag:3"})
+        for (const Depth depth : {Depth::u8, Depth::f32})
+            for (const int channels : {1, 3})
+                for (const cv::Size size : sizes) {
+                    const cv::Mat src = random_image(size.width, size.height, channels, depth, seed++);
+                    Node node{parse_filter(filter_text), parse_border("reflect101"), ScheduleSpec{}};
+                    for (const char* strategy : strategies) {
+                        node.schedule = parse_schedule(strategy);
+                        const cv::Mat want = run_poisoned(node, src, channels);
+                        for (const char* order : orders) {
+                            node.schedule = parse_schedule(std::string(strategy) + order);
+                            SCOPED_TRACE(std::string(filter_text) + " " + depth_name(depth) + " c" +
+                                         std::to_string(channels) + " " + node.schedule.to_string() + " " +
+                                         std::to_string(size.width) + "x" + std::to_string(size.height));
+                            const cv::Mat got = run_poisoned(node, src, channels);
+                            ASSERT_EQ(std::memcmp(got.data, want.data, want.total() * want.elemSize()), 0);
+                        }
+                    }
+                }
+}
+
+// A source that records the pixels the tiled path reads, in order: row()
+// notes the row, at() the pixel. Not stored (kStored false), so every
+// sample goes through at() (cpu_separable.hpp, load_padded_row).
+struct RecordingSource : BorderedSource<std::uint8_t, BorderMode::reflect101> {
+    static constexpr bool kStored = false;
+    std::vector<Pixel>* reads;
+    int* row_y;
+    const std::uint8_t* row(int y) const {
+        *row_y = y;
+        return BorderedSource::row(y);
+    }
+    std::uint8_t at(const std::uint8_t* r, int x, int c) const {
+        if (c == 0) reads->push_back({x, *row_y});
+        return BorderedSource::at(r, x, c);
+    }
+};
+
+// TBB tasks take tiles in the schedule's order: with one thread and a 1x1
+// box (a tile reads only its own pixels) the tiles are read in exactly the
+// order TileOrder::map gives.
+TEST(CpuSchedules, TilesAreVisitedInTheScheduleOrder) {
+    const int width = 23, height = 11, tw = 4, th = 3;  // 6 x 4 tiles, the last column and row clipped
+    const int tiles_x = 6, tiles_y = 4;
+    const cv::Mat src = random_image(width, height, 1, Depth::u8, 9);
+    cv::Mat dst(height, width, CV_8UC1);
+    for (const char* text : {"sep:4x3", "sep:4x3+column:2", "sep:4x3+zigzag:3", "sep:4x3+tile:4x3", "sep:4x3+column:1",
+                             "smem:4x3+tile:2x2"}) {
+        const ScheduleSpec spec = parse_schedule(text);
+        std::vector<Pixel> reads;
+        int row_y = 0;
+        const RecordingSource source{{view_of(src), 0}, &reads, &row_y};
+        const BoxOp<std::uint8_t, BorderMode::reflect101, RecordingSource> op{{source, view_of(dst)}, 1};
+        tbb::task_arena one_thread(1);
+        one_thread.execute([&] { cpu::run_separable_tiles(tile_schedule(tw, th), op, width, height, spec.order); });
+        std::vector<std::pair<int, int>> visited, want;
+        for (const Pixel p : reads) {
+            const std::pair<int, int> tile{p.x / tw, p.y / th};
+            if (visited.empty() || visited.back() != tile) visited.push_back(tile);
+        }
+        for (int t = 0; t < tiles_x * tiles_y; ++t) {
+            const Pixel tile = spec.order.map(static_cast<std::uint32_t>(t), tiles_x, tiles_y);
+            want.emplace_back(tile.x, tile.y);
+        }
+        EXPECT_EQ(visited, want) << text;
+        EXPECT_EQ(cv::norm(dst, src, cv::NORM_INF), 0.0) << text;  // a 1x1 box copies
+    }
 }
 
 // Wide float box sums slide (cpu_separable.hpp): within rounding of the
@@ -599,6 +682,31 @@ TEST(CpuChain, ChainEqualsComposedReferences) {
         stage = got;
     }
     EXPECT_EQ(cv::norm(stage, as_mat(out.view()), cv::NORM_INF), 0.0);
+}
+
+// A fused stencil pair (chain.hpp) takes its tiles in the node's order:
+// every order gives the row-major result bit for bit.
+TEST(CpuChain, FusedStencilPairsGiveTheRowMajorResultInEveryTileOrder) {
+    unsigned seed = 500;
+    for (const Depth depth : {Depth::u8, Depth::f32})
+        for (const int channels : {1, 3})
+            for (const cv::Size size : {cv::Size{37, 23}, cv::Size{1, 1}, cv::Size{200, 3}}) {
+                const cv::Mat src = random_image(size.width, size.height, channels, depth, seed++);
+                const Border border = parse_border("reflect101");
+                for (const char* strategy : {"sep:5x3", "smem:4x4"}) {
+                    Node node{parse_filter("sobel:mag:3"), border, parse_schedule(strategy), std::nullopt,
+                              FusedStencil{parse_filter("gaussian:5"), border}};
+                    const cv::Mat want = run_poisoned(node, src, channels);
+                    for (const char* order : {"+column:1", "+column:3", "+zigzag:2", "+tile:2x3", "+tile:1000x1"}) {
+                        node.schedule = parse_schedule(std::string(strategy) + order);
+                        SCOPED_TRACE(std::string(depth_name(depth)) + " c" + std::to_string(channels) + " " +
+                                     node.schedule.to_string() + " " + std::to_string(size.width) + "x" +
+                                     std::to_string(size.height));
+                        const cv::Mat got = run_poisoned(node, src, channels);
+                        ASSERT_EQ(std::memcmp(got.data, want.data, want.total() * want.elemSize()), 0);
+                    }
+                }
+            }
 }
 
 TEST(CpuParse, FilterStringsRoundTripAndBadOnesAreRejected) {
