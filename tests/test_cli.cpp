@@ -88,6 +88,7 @@ TEST(Cli, Blur9OnAPhotoEqualsOpenCVForEveryRegisteredSchedule) {
     for (const cbi::ScheduleSpec& s : cbi::example_schedules()) {
         SCOPED_TRACE(s.to_string());
         const fs::path out = dir / "out.png";
+        fs::remove(out);
         const auto r = run_cli({kPhoto, "--device", "cpu", "--blur", "9", "--schedule", s.to_string(), "-o", out.string()},
                                dir.path());
         if (!cbi::supports(s, cbi::parse_filter("blur:9"))) {  // vec:N: refused, the reason named, nothing written

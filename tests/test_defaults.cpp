@@ -1,0 +1,110 @@
+// The default table (pipeline/defaults.hpp): every row runs what it
+// matches, nodes without a schedule take it, and on the GPU the table's
+// choices fuse like the best hand-written plan.
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "pipeline/defaults.hpp"
+#include "pipeline/executor.hpp"
+#include "pipeline/graph.hpp"
+#include "pipeline/opencv.hpp"
+#include "reference.hpp"
+#if CBI_HAVE_CUDA
+#include "pipeline/cuda_runtime.hpp"
+#endif
+
+namespace cbi {
+namespace {
+
+// A filter of the row's kind and largest size; where any size goes, one
+// that the rows for sizes up to 9 do not take (31; Sobel KSIZE 1).
+NodeOp example_op(const DefaultRow& row) {
+    const int k = row.max_ksize > 0 ? row.max_ksize : 31;
+    switch (row.kind) {
+        case OpKind::box: return parse_filter("blur:" + std::to_string(k));
+        case OpKind::gaussian: return parse_filter("gaussian:" + std::to_string(k));
+        case OpKind::sobel: return parse_filter(row.max_ksize > 0 ? "sobel:mag:7" : "sobel:mag:1");
+        case OpKind::color: return parse_filter("color:sepia");
+        case OpKind::blend: return BlendFilter{};
+    }
+    return {};
+}
+
+TEST(DefaultTable, EveryRowsSchedulesParseAndTheFirstRunsWhatTheRowMatches) {
+    ASSERT_FALSE(default_table().empty());
+    for (const DefaultRow& row : default_table()) {
+        const NodeOp op = example_op(row);
+        const Depth depth = row.depth < 0 ? Depth::f32 : static_cast<Depth>(row.depth);
+        const NodeFormat format{depth, row.channels > 0 ? row.channels : 3, row.cuda, row.fused_color};
+        const std::string first(row.schedules.substr(0, row.schedules.find(' ')));
+        SCOPED_TRACE(std::string(row.schedules));
+        const ScheduleSpec s = parse_schedule(first);
+        EXPECT_TRUE(supports(s, op, Border{}, Fusion{row.fused_color, false}));
+        EXPECT_EQ(default_schedule(op, Border{}, format), s) << "an earlier row shadows this one";
+    }
+}
+
+// Every (backend, filter, depth, channels) gets a schedule that runs it.
+TEST(DefaultTable, EveryNodeGetsASupportedSchedule) {
+    for (const bool cuda : {false, true})
+        for (const char* f : {"blur:1", "blur:9", "blur:31", "gaussian:9", "gaussian:255", "sobel:x:1", "sobel:mag:3",
+                              "sobel:y:7", "color:gray", "color:ycrcb"})
+            for (const Depth depth : {Depth::u8, Depth::u16, Depth::f32})
+                for (const int ch : {1, 3, 4})
+                    for (const bool fused : {false, true}) {
+                        const Filter filter = parse_filter(f);
+                        // Only the GPU executor fuses.
+                        if (fused && (!cuda || std::holds_alternative<ColorFilter>(filter))) continue;
+                        const ScheduleSpec s = default_schedule(filter, Border{}, {depth, ch, cuda, fused});
+                        EXPECT_TRUE(supports(s, filter, Border{}, Fusion{fused, false}))
+                            << f << " " << s.to_string() << (cuda ? " cuda" : " cpu");
+                        // The CPU's stencils run the vectorised tiles, never the per-pixel path.
+                        if (!cuda && !std::holds_alternative<ColorFilter>(filter))
+                            EXPECT_EQ(s.family, ScheduleFamily::sep) << f;
+                    }
+    EXPECT_EQ(default_schedule(parse_filter("blur:9"), {}, {Depth::u8, 3, false, false}).to_string(), "sep:256x256");
+    EXPECT_EQ(default_schedule(parse_filter("sobel:x:1"), {}, {Depth::f32, 1, false, false}).to_string(), "sep:256x256");
+    // The GPU's 8-bit stencils up to 9x9 stream; Sobel KSIZE 1 cannot, and takes the next row.
+    EXPECT_EQ(default_schedule(parse_filter("blur:9"), {}, {Depth::u8, 3, true, false}).family, ScheduleFamily::stream);
+    EXPECT_EQ(default_schedule(parse_filter("sobel:x:1"), {}, {Depth::u8, 3, true, false}).family, ScheduleFamily::sep);
+    EXPECT_EQ(default_schedule(parse_filter("color:sepia"), {}, {Depth::u8, 3, true, false}).to_string(), "vec:8");
+}
+
+TEST(DefaultTable, NodesWithoutASchedulePlanTheTablesChoice) {
+    const cv::Mat src = test::random_image(67, 45, 3, Depth::u8, 3);
+    GraphExecutor ex(parse_pipeline("blur:9 | color:sepia | gaussian:31@column:8"), RunOptions{});
+    const cv::Mat got = as_mat(ex.run(view_of(src)).front()).clone();
+    EXPECT_EQ(ex.schedule_of(1).to_string(), "sep:256x256");
+    EXPECT_EQ(ex.schedule_of(2).to_string(), "naive");
+    EXPECT_EQ(ex.schedule_of(3).to_string(), "column:8");
+    const std::string d = ex.describe();
+    EXPECT_NE(d.find("@sep:256x256 (default table)"), std::string::npos) << d;
+    EXPECT_NE(d.find("@column:8 (given)"), std::string::npos) << d;
+    GraphExecutor naive(parse_pipeline("blur:9@naive | color:sepia@naive | gaussian:31@naive"), RunOptions{});
+    EXPECT_EQ(cv::norm(got, as_mat(naive.run(view_of(src)).front()), cv::NORM_INF), 0.0);
+}
+
+#if CBI_HAVE_CUDA
+// With no schedules, color:gray | gaussian:5 | sobel:mag plans as the best
+// hand-written plan does: the colour node computed in the Gaussian's staged
+// tiles (sep), the Sobel on the 8-bit streaming kernel.
+TEST(DefaultTableCuda, APipelineWithoutSchedulesFusesLikeTheHandTunedPlan) {
+    std::string why;
+    if (cuda_device_count(why) == 0) GTEST_SKIP() << "no CUDA device: " << why;
+    RunOptions gpu;
+    gpu.device = resolve_device(parse_device("cuda"));
+    const cv::Mat src = test::random_image(301, 203, 3, Depth::u8, 5);
+    GraphExecutor ex(parse_pipeline("color:gray | gaussian:5 | sobel:mag"), gpu);
+    const cv::Mat got = as_mat(ex.run(view_of(src)).front()).clone();
+    EXPECT_EQ(ex.schedule_of(2).to_string(), "sep:64x32");
+    EXPECT_EQ(ex.schedule_of(3).to_string(), "stream:256x16");
+    const std::string d = ex.describe();
+    EXPECT_NE(d.find("fused into n2, not stored"), std::string::npos) << d;
+    GraphExecutor cpu(parse_pipeline("color:gray | gaussian:5 | sobel:mag"), RunOptions{});
+    EXPECT_EQ(cv::norm(got, as_mat(cpu.run(view_of(src)).front()), cv::NORM_INF), 0.0);
+}
+#endif
+
+}  // namespace
+}  // namespace cbi
