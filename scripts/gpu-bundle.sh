@@ -15,11 +15,11 @@ out=${CBI_BUNDLE_DIR:-bundle}
 export PATH=$PATH:/usr/local/cuda/bin
 
 cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release -DCBI_WITH_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES="$arch" >/dev/null
-cmake --build "$build" -j"$(nproc)" --target cbi-filter cbi-bench test_filters_cuda test_cuda_errors test_filters_cpu test_schedules test_graph test_tuning test_fusion
+cmake --build "$build" -j"$(nproc)" --target cbi-filter cbi-bench test_filters_cuda test_cuda_errors test_filters_cpu test_schedules test_graph test_tuning test_fusion test_defaults
 
 binaries=("$build/cbi-filter" "$build/cbi-bench" "$build/tests/test_filters_cuda" "$build/tests/test_cuda_errors"
           "$build/tests/test_filters_cpu" "$build/tests/test_schedules" "$build/tests/test_graph"
-          "$build/tests/test_tuning" "$build/tests/test_fusion")
+          "$build/tests/test_tuning" "$build/tests/test_fusion" "$build/tests/test_defaults")
 rm -rf "$out" && mkdir -p "$out/samples/pipelines" "$out/bench"
 # The binaries travel xz-compressed too: the device tool carries 64 MiB at most.
 stage_bin=$(mktemp -d)
