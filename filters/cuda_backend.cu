@@ -8,6 +8,7 @@
 #include "filters/dispatch.hpp"
 #include "pipeline/cuda_runtime.hpp"
 #include "pipeline/error.hpp"
+#include "filters/cuda_order.cuh"
 #include "filters/cuda_stream.cuh"
 #include "filters/cuda_stream8.cuh"
 
@@ -42,20 +43,22 @@ template <class Op>
 concept SeparableOp = requires(const Op& op) { op.passes(); op.finish(nullptr); };
 
 // The smem:WxH schedule: block (bx, by) computes the tile_w x tile_h output
-// tile at (bx*tile_w, by*tile_h). Per channel it stages the tile plus a
+// tile at (tx*tile_w, ty*tile_h), (tx, ty) = (bx, by) or, in an order, its
+// tile (cuda_order.cuh). Per channel it stages the tile plus a
 // halo of border-resolved samples in shared memory (consecutive threads
 // read consecutive samples), computes each pass's row sums for every staged
 // row into shared memory, then combines them down the columns. Sums use
 // weighted_sum in the same order as the per-pixel path: bit-identical.
 template <class Op>
-__global__ void smem_stencil(Op op, int tile_w, int tile_h, int halo) {
+__global__ void smem_stencil(Op op, int tile_w, int tile_h, int halo, const TileOrder order) {
     using T = typename Op::Sample;
     using Acc = typename Op::Acc;
     extern __shared__ __align__(16) unsigned char smem[];
     const int stage_w = tile_w + 2 * halo, stage_h = tile_h + 2 * halo;
     T* stage = reinterpret_cast<T*>(smem);
     Acc* rows = reinterpret_cast<Acc*>(smem + (stage_w * stage_h * sizeof(T) + 15) / 16 * 16);
-    const int x0 = blockIdx.x * tile_w, y0 = blockIdx.y * tile_h;
+    const Pixel tile = cuda::grid_tile(order);
+    const int x0 = tile.x * tile_w, y0 = tile.y * tile_h;
     const int width = op.dst.width, height = op.dst.height, channels = op.src.view.channels;
     const int passes = op.passes();
     for (int c = 0; c < channels; ++c) {
@@ -92,7 +95,7 @@ __global__ void smem_stencil(Op op, int tile_w, int tile_h, int halo) {
 }
 
 template <class Op>
-void launch_smem(const SmemTileSchedule& tile, const Op& op, cudaStream_t stream, int block) {
+void launch_smem(const SmemTileSchedule& tile, const TileOrder& order, const Op& op, cudaStream_t stream, int block) {
     using T = typename Op::Sample;
     using Acc = typename Op::Acc;
     int halo = 0;
@@ -113,7 +116,7 @@ void launch_smem(const SmemTileSchedule& tile, const Op& op, cudaStream_t stream
                                             static_cast<int>(bytes)),
                        "cudaFuncSetAttribute(smem)");
     const dim3 grid((op.dst.width + tw - 1) / tw, (op.dst.height + th - 1) / th);
-    smem_stencil<<<grid, block, bytes, stream>>>(op, tw, th, halo);
+    smem_stencil<<<grid, block, bytes, stream>>>(op, tw, th, halo, order);
 }
 
 // ------------------------------------------------------------------ sep:WxH
@@ -166,7 +169,9 @@ struct SepLayout {
     int stage_stride;    // samples from one staged row to the next (an odd number of 4-byte words: no bank conflicts)
     int sum_stride;      // Acc from one row-sum row to the next (odd)
     int kmax;            // 2 halo + 1: room for each weight vector
-    int tiles_y;         // tile rows of the image (blocks loop when the grid's y is capped)
+    int tiles_x, tiles_y;  // tiles of the image (row-major: blocks loop down the rows when the grid's y is capped)
+    TileOrder order;       // the order blocks take tiles in (cuda_order.cuh)
+    int per_block;         // in an order: consecutive tiles of it per block
     Divisor rows_div, cols_div;  // for the unit index / rows, / (tw * channels)
     unsigned sums_off, weights_off, row_ptrs_off, bytes;
 };
@@ -265,24 +270,51 @@ __global__ void sep_stencil(const __grid_constant__ Op op, const SepLayout L) {
                 weights[(2 * p + 1) * L.kmax + i] = i < op.kh(p) ? op.wy(p)[i] : W(0);
             }
     }
-    const int x0 = blockIdx.x * L.tile_w;
-    // Interior tiles (in x) load whole aligned 4-byte words of each staged row:
-    // fewer, wider loads, all of a thread's loads in flight before its first
-    // store. A staged row then starts `lead` samples into its shared-memory row.
     const std::size_t sz = sizeof(T);
-    const long long a_off = static_cast<long long>(x0 - L.halo) * C * sz;  // bytes into the image row
-    const long long e_off = static_cast<long long>(x0 + L.tw + L.halo) * C * sz;
-    // Raw words only from stored images (not from a fused colour source).
-    const bool words = std::remove_cvref_t<decltype(op.src)>::kStored && a_off >= 0 && ((e_off + 3) & ~3ll) <= static_cast<long long>(width) * C * sz &&
-                       (op.src.view.stride & 3) == 0 && (reinterpret_cast<std::uintptr_t>(op.src.view.data) & 3) == 0;
-    const int lead = words ? static_cast<int>((a_off & 3) / sz) : 0;
-    const int row_words = words ? static_cast<int>(((a_off & 3) + L.row_samples * sz + 3) / 4) : 0;
-    const Divisor by_row_words = divisor_for(row_words, static_cast<unsigned long long>(L.rows) * row_words);
     std::uint32_t const_word = 0;  // a row of a constant border, as words
     for (int b = 0; b < 4 / static_cast<int>(sz); ++b)
         memcpy(reinterpret_cast<unsigned char*>(&const_word) + b * sz, &op.src.constant, sz);
     const Divisor by_row_samples = divisor_for(L.row_samples, static_cast<unsigned long long>(L.rows) * L.row_samples);
-    for (int by = blockIdx.y; by < L.tiles_y; by += gridDim.y) {
+    // The block's tiles: row-major, tile column blockIdx.x and tile rows
+    // blockIdx.y, + gridDim.y, ...; in an order, L.per_block consecutive
+    // tiles of it from the block's linear index.
+    const bool ordered = !L.order.row_major();
+    std::uint32_t work = blockIdx.y, work_end = L.tiles_y, work_step = gridDim.y;
+    if (ordered) {
+        const std::uint64_t units = static_cast<std::uint64_t>(L.tiles_x) * L.tiles_y;
+        const std::uint64_t first = cuda::linear_block() * L.per_block;
+        if (first >= units) return;  // the whole block, before any barrier
+        work = static_cast<std::uint32_t>(first);
+        work_end = static_cast<std::uint32_t>(min(first + L.per_block, units));
+        work_step = 1;
+    }
+    // Interior tiles (in x) load whole aligned 4-byte words of each staged row:
+    // fewer, wider loads, all of a thread's loads in flight before its first
+    // store. A staged row then starts `lead` samples into its shared-memory row.
+    // Set per tile column: once per block in row-major order.
+    int x0 = -1;
+    long long a_off = 0;  // bytes into the image row
+    bool words = false;
+    int lead = 0, row_words = 0;
+    Divisor by_row_words{};
+    for (; work < work_end; work += work_step) {
+        int tile_x = blockIdx.x, by = static_cast<int>(work);
+        if (ordered) {
+            const Pixel t = L.order.map(work, L.tiles_x, L.tiles_y);
+            tile_x = t.x, by = t.y;
+        }
+        if (tile_x * L.tile_w != x0) {
+            x0 = tile_x * L.tile_w;
+            a_off = static_cast<long long>(x0 - L.halo) * C * sz;
+            const long long e_off = static_cast<long long>(x0 + L.tw + L.halo) * C * sz;
+            // Raw words only from stored images (not from a fused colour source).
+            words = std::remove_cvref_t<decltype(op.src)>::kStored && a_off >= 0 &&
+                    ((e_off + 3) & ~3ll) <= static_cast<long long>(width) * C * sz && (op.src.view.stride & 3) == 0 &&
+                    (reinterpret_cast<std::uintptr_t>(op.src.view.data) & 3) == 0;
+            lead = words ? static_cast<int>((a_off & 3) / sz) : 0;
+            row_words = words ? static_cast<int>(((a_off & 3) + L.row_samples * sz + 3) / 4) : 0;
+            by_row_words = divisor_for(row_words, static_cast<unsigned long long>(L.rows) * row_words);
+        }
         const int y0 = by * L.tile_h;
         for (int r = tid; r < L.rows; r += nthreads) row_ptrs[r] = op.src.row(y0 - L.halo + r);
         __syncthreads();
@@ -448,6 +480,7 @@ SepLayout sep_layout(const SepTileSchedule& tile, const Op& op) {
     L.stage_stride = static_cast<int>(words * 4 / sizeof(T));
     L.sum_stride = (L.tw * channels) | 1;
     L.kmax = 2 * halo + 1;
+    L.tiles_x = (op.dst.width + L.tile_w - 1) / L.tile_w;
     L.tiles_y = (op.dst.height + L.tile_h - 1) / L.tile_h;
     const unsigned runs_x = L.tw / kSepRun * channels, cols = L.tw * channels;
     L.rows_div = divisor_for(L.rows, static_cast<unsigned long long>(runs_x) * L.rows);
@@ -468,9 +501,9 @@ SepLayout sep_layout(const SepTileSchedule& tile, const Op& op) {
 }
 
 template <class Op>
-void launch_sep(const SepTileSchedule& tile, const Op& op, cudaStream_t stream, int block) {
+void launch_sep(const SepTileSchedule& tile, const TileOrder& order, const Op& op, cudaStream_t stream, int block) {
     if (op.dst.width <= 0 || op.dst.height <= 0) return;
-    const SepLayout L = sep_layout(tile, op);
+    SepLayout L = sep_layout(tile, op);
     int device = 0, limit = 0;
     CBI_CUDA_CHECK(cudaGetDevice(&device), "cudaGetDevice");
     CBI_CUDA_CHECK(cudaDeviceGetAttribute(&limit, cudaDevAttrMaxSharedMemoryPerBlockOptin, device),
@@ -491,11 +524,21 @@ void launch_sep(const SepTileSchedule& tile, const Op& op, cudaStream_t stream, 
         mine.store(L.bytes, std::memory_order_relaxed);
     }
     const int threads = block_threads<sep_stencil<Op>>(block);
-    // Blocks take two tile rows each where there are many: a block's set-up
-    // (layout, divisors, weights) was 11 % of the instructions of a 64x32
-    // tile of blur:9 on 8u:3 (Nsight Compute, H100).
-    const int block_rows = L.tiles_y >= 64 ? (L.tiles_y + 1) / 2 : L.tiles_y;
-    const dim3 grid((op.dst.width + L.tile_w - 1) / L.tile_w, std::min(block_rows, 65535));
+    // Blocks take two tiles each where there are many tile rows: a block's
+    // set-up (layout, divisors, weights) was 11 % of the instructions of a
+    // 64x32 tile of blur:9 on 8u:3 (Nsight Compute, H100). Row-major: two
+    // tile rows (by, by + grid's y); in an order: two consecutive tiles of it.
+    const bool two = L.tiles_y >= 64;
+    L.order = order;
+    L.per_block = two ? 2 : 1;
+    dim3 grid;
+    if (order.row_major()) {
+        const int block_rows = two ? (L.tiles_y + 1) / 2 : L.tiles_y;
+        grid = dim3(L.tiles_x, std::min(block_rows, 65535));
+    } else {
+        const std::uint64_t units = static_cast<std::uint64_t>(L.tiles_x) * L.tiles_y;
+        grid = cuda::ordered_grid((units + L.per_block - 1) / L.per_block);
+    }
     sep_stencil<<<grid, threads, L.bytes, stream>>>(op, L);
 }
 
@@ -647,22 +690,24 @@ struct CudaLaunch {
     cudaStream_t stream;
     int block;
     const char* what;  // for error messages
+    TileOrder order;   // the order smem, sep and stream blocks take tiles in
 
     template <class Schedule, class Op>
     void operator()(Schedule schedule, const Op& op) const {
         // One kernel per (schedule family, op): the generic index-map kernel is
         // not instantiated for the tiled families' stencils.
         if constexpr (std::is_same_v<Schedule, SmemTileSchedule> && SeparableOp<Op>) {
-            launch_smem(schedule, op, stream, block);
+            launch_smem(schedule, order, op, stream, block);
             CBI_CUDA_CHECK(cudaGetLastError(), std::string("launch ") + what + " (smem)");
         } else if constexpr (std::is_same_v<Schedule, SepTileSchedule> && SeparableOp<Op>) {
-            launch_sep(schedule, op, stream, block);
+            launch_sep(schedule, order, op, stream, block);
             CBI_CUDA_CHECK(cudaGetLastError(), std::string("launch ") + what + " (sep)");
         } else if constexpr (std::is_same_v<Schedule, StreamSchedule> && SeparableOp<Op>) {
             // The executor fuses colour nodes into smem and sep only: stream reads stored images.
             if constexpr (std::remove_cvref_t<decltype(op.src)>::kStored) {
                 const auto any = cuda::any_border(op);
-                if (!cuda::launch_stream8(schedule, any, stream, block)) cuda::launch_stream(schedule, any, stream, block);
+                if (!cuda::launch_stream8(schedule, any, stream, block, order))
+                    cuda::launch_stream(schedule, any, stream, block, order);
             } else {
                 throw std::logic_error("stream:WxH does not take fused colour nodes");
             }
@@ -691,7 +736,7 @@ void run_node_cuda(const Node& node, const ImageView& src, const ImageView& dst,
     check_block(block);
     if (node.fused_stencil) return run_chain_cuda(node, src, dst, stream, block);
     try {
-        dispatch_node(node, src, dst, CudaLaunch{dst.width, dst.height, stream, block, "filter kernel"});
+        dispatch_node(node, src, dst, CudaLaunch{dst.width, dst.height, stream, block, "filter kernel", node.schedule.order});
     } catch (const Error& e) {  // name the node; built only on this error path
         throw Error(to_string(node.filter) + "@" + node.schedule.to_string(), e.what());
     }
@@ -700,7 +745,7 @@ void run_node_cuda(const Node& node, const ImageView& src, const ImageView& dst,
 void run_blend_cuda(const BlendFilter& blend, const ScheduleSpec& schedule, const ImageView& a, const ImageView& b,
                     const ImageView& dst, cudaStream_t stream, int block) {
     check_block(block);
-    dispatch_blend(blend, schedule, a, b, dst, CudaLaunch{dst.width, dst.height, stream, block, "blend kernel"});
+    dispatch_blend(blend, schedule, a, b, dst, CudaLaunch{dst.width, dst.height, stream, block, "blend kernel", schedule.order});
 }
 
 }  // namespace cbi

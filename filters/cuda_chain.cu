@@ -1,10 +1,12 @@
 // The CUDA side of fused stencil pairs (filters/chain.hpp): one block per
-// tile, the tile buffer in shared memory.
+// tile, the tile buffer in shared memory; blocks take tiles in the node's
+// TileOrder (cuda_order.cuh).
 #include "filters/cuda_backend.hpp"
 
 #include <string>
 
 #include "filters/chain.hpp"
+#include "filters/cuda_order.cuh"
 #include "pipeline/cuda_runtime.hpp"
 #include "pipeline/error.hpp"
 
@@ -18,11 +20,13 @@ struct BlockTeam {
 };
 
 template <class Pre, class Op>
-__global__ void chain_stencil(const __grid_constant__ Pre pre, const __grid_constant__ Op op, const ChainLayout L) {
+__global__ void chain_stencil(const __grid_constant__ Pre pre, const __grid_constant__ Op op, const ChainLayout L,
+                              const TileOrder order) {
     extern __shared__ __align__(16) unsigned char smem[];
     const BlockTeam team{static_cast<int>(threadIdx.x), static_cast<int>(threadIdx.y), static_cast<int>(blockDim.x),
                          static_cast<int>(blockDim.y)};
-    chain_tile(pre, op, L, smem, blockIdx.x, blockIdx.y, team);
+    const Pixel tile = cuda::grid_tile(order);
+    chain_tile(pre, op, L, smem, tile.x, tile.y, team);
 }
 
 int shared_limit(int device) {
@@ -32,7 +36,8 @@ int shared_limit(int device) {
 }
 
 template <class Pre, class Op>
-void launch_chain(int tile_w, int tile_h, const Pre& pre, const Op& op, cudaStream_t stream, int block) {
+void launch_chain(int tile_w, int tile_h, const TileOrder& order, const Pre& pre, const Op& op, cudaStream_t stream,
+                  int block) {
     if (op.dst.empty()) return;
     const ChainLayout L = chain_layout(tile_w, tile_h, pre, op);
     int device = 0;
@@ -47,7 +52,7 @@ void launch_chain(int tile_w, int tile_h, const Pre& pre, const Op& op, cudaStre
     const dim3 threads = block % 32 == 0 ? dim3(32, block / 32) : dim3(block, 1);
     const dim3 grid((op.dst.width + tile_w - 1) / tile_w, (op.dst.height + tile_h - 1) / tile_h);
     if (grid.y > 65535) throw std::invalid_argument("fused stencils: too many tile rows; use a taller tile");
-    chain_stencil<<<grid, threads, L.bytes, stream>>>(pre, op, L);
+    chain_stencil<<<grid, threads, L.bytes, stream>>>(pre, op, L, order);
     CBI_CUDA_CHECK(cudaGetLastError(), "launch fused stencils");
 }
 
@@ -56,7 +61,7 @@ void launch_chain(int tile_w, int tile_h, const Pre& pre, const Op& op, cudaStre
 void run_chain_cuda(const Node& node, const ImageView& src, const ImageView& dst, cudaStream_t stream, int block) {
     const TileSchedule tile = chain_tile_size(node.schedule);
     with_chain_ops(node, src, dst, [&](const auto& pre, const auto& op) {
-        launch_chain(tile.tile_width, tile.tile_height, pre, op, stream, block);
+        launch_chain(tile.tile_width, tile.tile_height, node.schedule.order, pre, op, stream, block);
     });
 }
 

@@ -13,6 +13,7 @@
 #include <string>
 #include <type_traits>
 
+#include "filters/cuda_order.cuh"
 #include "filters/ops.hpp"
 #include "schedules/schedule.hpp"
 
@@ -140,6 +141,12 @@ __device__ __forceinline__ void store_run(T* p, const T (&v)[N], int count) {
 // bit-identical to the per-pixel path. K (3..9) and the channel count are
 // template arguments; larger kernels are refused when the graph is built
 // (the registry's max_ksize).
+//
+// Strips are taken by rows of threads: row-major, thread row ty of block
+// (bx, by) walks strip column bx, strip rows by * blockDim.y + ty, + the
+// grid's rows, ...; in a TileOrder (cuda_order.cuh) it walks the one strip
+// order.map(b * blockDim.y + ty) for the block's linear index b, so a
+// block's thread rows take consecutive strips of the order.
 template <class T>
 inline constexpr int kStreamRun = sizeof(T) == 4 ? 4 : 8;  // samples per thread (registers: the ring holds K * R per pass)
 inline constexpr int kStreamAhead = 1;  // rows loaded ahead of the one being summed
@@ -184,7 +191,7 @@ __device__ __forceinline__ Acc word_sample(const std::uint32_t (&w)[NW], int i) 
 
 template <class Op, int K, int C, int P, int R = kStreamRun<typename Op::Sample>, int D = kStreamAhead>
 __global__ void stream_stencil(const __grid_constant__ Op op, const __grid_constant__ StreamTaps<typename Op::W, P, K> taps,
-                               int strip_w, int strip_h, int strips_y) {
+                               int strip_w, int strip_h, int strips_y, const TileOrder order) {
     using T = typename Op::Sample;
     using Acc = typename Op::Acc;
     constexpr int halo = K / 2;
@@ -193,7 +200,16 @@ __global__ void stream_stencil(const __grid_constant__ Op op, const __grid_const
     constexpr int NW = (N * sz + 3) / 4 + (sz < 4 ? 1 : 0);  // words, one more for a start inside a word
     constexpr bool unit = UnitWeightOp<Op>;
     const int width = op.dst.width, height = op.dst.height;
-    const int x0 = blockIdx.x * strip_w;
+    int strip_x = blockIdx.x, sy_first = blockIdx.y * blockDim.y + threadIdx.y, sy_end = strips_y,
+        sy_step = gridDim.y * blockDim.y;
+    if (!order.row_major()) {
+        const int strips_x = (width + strip_w - 1) / strip_w;
+        const std::uint64_t work = linear_block() * blockDim.y + threadIdx.y;
+        if (work >= static_cast<std::uint64_t>(strips_x) * strips_y) return;  // no barriers below
+        const Pixel t = order.map(static_cast<std::uint32_t>(work), strips_x, strips_y);
+        strip_x = t.x, sy_first = t.y, sy_end = t.y + 1;
+    }
+    const int x0 = strip_x * strip_w;
     const int s_end = min(x0 + strip_w, width) * C;
     const int s0 = x0 * C + threadIdx.x * R;
     if (s0 >= s_end) return;  // no barriers below
@@ -219,7 +235,7 @@ __global__ void stream_stencil(const __grid_constant__ Op op, const __grid_const
         for (int k = 0; k < NW; ++k) w[k] = p == nullptr ? const_word : k < used_words ? __ldg(p + k) : 0u;
     };
 
-    for (int sy = blockIdx.y * blockDim.y + threadIdx.y; sy < strips_y; sy += gridDim.y * blockDim.y) {
+    for (int sy = sy_first; sy < sy_end; sy += sy_step) {
         const int y0 = sy * strip_h, y_end = min(y0 + strip_h, height);
         const int r_end = y_end + halo;  // input rows y0 - halo .. r_end - 1
         Acc ring_regs[kSharedRing<K> ? 1 : P][kSharedRing<K> ? 1 : K][R];
@@ -355,7 +371,7 @@ int stream_shared_limit() {
 // R (samples per thread, 0: kStreamRun) and D (rows ahead) are template
 // arguments for the probe that tunes them (apps/bench/stream_probe.cu).
 template <int RunArg = 0, int D = kStreamAhead, class Op>
-void launch_stream(const StreamSchedule& strip, const Op& op, cudaStream_t stream, int block) {
+void launch_stream(const StreamSchedule& strip, const Op& op, cudaStream_t stream, int block, const TileOrder& order = {}) {
     using T = typename Op::Sample;
     using W = typename Op::W;
     if (op.dst.empty()) return;
@@ -388,8 +404,12 @@ void launch_stream(const StreamSchedule& strip, const Op& op, cudaStream_t strea
                 const int ty = std::max(1, std::min(std::min(block, max_threads) / tx, 64));  // strips stacked in a block
                 const int strips_y = (op.dst.height + strip_h - 1) / strip_h;
                 const dim3 threads(tx, ty);
-                const dim3 grid((op.dst.width + strip_w - 1) / strip_w, std::min((strips_y + ty - 1) / ty, 65535));
-                stream_stencil<Op, K, C, P, R, D><<<grid, threads, per_thread * tx * ty, stream>>>(op, taps, strip_w, strip_h, strips_y);
+                const int strips_x = (op.dst.width + strip_w - 1) / strip_w;
+                const dim3 grid = order.row_major()
+                                      ? dim3(strips_x, std::min((strips_y + ty - 1) / ty, 65535))
+                                      : ordered_grid((static_cast<std::uint64_t>(strips_x) * strips_y + ty - 1) / ty);
+                stream_stencil<Op, K, C, P, R, D>
+                    <<<grid, threads, per_thread * tx * ty, stream>>>(op, taps, strip_w, strip_h, strips_y, order);
             };
             with_passes(op, go);
         });

@@ -84,9 +84,12 @@ __device__ __forceinline__ void with_slots(F&& f) {
     [&]<int... J>(std::integer_sequence<int, J...>) { (f(std::integral_constant<int, J>{}), ...); }(std::make_integer_sequence<int, K>{});
 }
 
+// Strips: row-major, block (bx, by) walks strip column bx (its warps' chunks)
+// and strip rows by, + the grid's rows, ...; in a TileOrder, the one strip
+// order.map(b) of its linear index b (cuda_order.cuh).
 template <class Op, int K, int C, int P>
 __global__ void stream8_stencil(const __grid_constant__ Op op, const __grid_constant__ Stream8Taps<P, K> taps, int strip_h,
-                                int strips_y) {
+                                int strips_y, const TileOrder order) {
     constexpr int G = kStream8Bytes;
     constexpr int h = K / 2;
     constexpr int HL = stream8_halo_lanes(K, C);
@@ -99,8 +102,17 @@ __global__ void stream8_stencil(const __grid_constant__ Op op, const __grid_cons
     int* const edge_offsets = reinterpret_cast<int*>(sums + 32 * K * P) + lane * kStream8Bytes;  // see fetch
     const int height = op.dst.height;
     const int row_bytes = op.dst.width * C;
+    int strip_x = blockIdx.x, sy_first = blockIdx.y, sy_end = strips_y, sy_step = gridDim.y;
+    if (!order.row_major()) {
+        const int warps = blockDim.x >> 5;
+        const int strips_x = ((row_bytes + chunk - 1) / chunk + warps - 1) / warps;
+        const std::uint64_t work = linear_block();
+        if (work >= static_cast<std::uint64_t>(strips_x) * strips_y) return;  // the whole block
+        const Pixel t = order.map(static_cast<std::uint32_t>(work), strips_x, strips_y);
+        strip_x = t.x, sy_first = t.y, sy_end = t.y + 1;
+    }
     // This lane's bytes of a row: [b, b + 8); the warp outputs [b of lane HL, + chunk).
-    const int b = (blockIdx.x * (blockDim.x >> 5) + warp) * chunk + (lane - HL) * G;
+    const int b = (strip_x * (blockDim.x >> 5) + warp) * chunk + (lane - HL) * G;
     const bool outputs = lane >= HL && lane < 32 - HL && b < row_bytes;
     const bool needed = b < row_bytes + h * C;  // some output reads this lane's columns
     const auto& src = op.src.view;
@@ -141,7 +153,7 @@ __global__ void stream8_stencil(const __grid_constant__ Op op, const __grid_cons
     // A lane's bytes of row r inside the image, for strips whose rows are all inside.
     const unsigned char* const direct = fast_load ? reinterpret_cast<const unsigned char*>(src.data) + b : nullptr;
 
-    for (int sy = blockIdx.y; sy < strips_y; sy += gridDim.y) {
+    for (int sy = sy_first; sy < sy_end; sy += sy_step) {
         const int y0 = sy * strip_h, y_end = min(y0 + strip_h, height);
         const int r_end = y_end + h;  // input rows y0 - h .. r_end - 1
         const bool rows_inside = y0 - h >= 0 && r_end <= height;
@@ -274,7 +286,7 @@ __global__ void stream8_stencil(const __grid_constant__ Op op, const __grid_cons
 // generic stream kernel): kernel sizes 1..9, equal across passes and axes,
 // with column sums that fit 16-bit lanes.
 template <class Op>
-bool launch_stream8(const StreamSchedule& strip, const Op& op, cudaStream_t stream, int block) {
+bool launch_stream8(const StreamSchedule& strip, const Op& op, cudaStream_t stream, int block, const TileOrder& order = {}) {
     if constexpr (!kStream8Op<Op>) {
         return false;
     } else {
@@ -316,9 +328,11 @@ bool launch_stream8(const StreamSchedule& strip, const Op& op, cudaStream_t stre
                     const int warps = std::clamp((strip.tile_width * C + chunk - 1) / chunk, 1, std::min(max_warps, chunks));
                     const int strip_h = std::min(strip.tile_height, op.dst.height);
                     const int strips_y = (op.dst.height + strip_h - 1) / strip_h;
-                    const dim3 grid((chunks + warps - 1) / warps, std::min(strips_y, 65535));
+                    const int strips_x = (chunks + warps - 1) / warps;
+                    const dim3 grid = order.row_major() ? dim3(strips_x, std::min(strips_y, 65535))
+                                                        : ordered_grid(static_cast<std::uint64_t>(strips_x) * strips_y);
                     const std::size_t smem = static_cast<std::size_t>(warps) * stream8_warp_words(K, P) * sizeof(uint4);
-                    stream8_stencil<Op, K, C, P><<<grid, warps * 32, smem, stream>>>(op, taps, strip_h, strips_y);
+                    stream8_stencil<Op, K, C, P><<<grid, warps * 32, smem, stream>>>(op, taps, strip_h, strips_y, order);
                     launched = true;
                 };
                 with_passes(op, go);
