@@ -13,6 +13,7 @@
 #include "filters/cpu_color.hpp"
 #include "filters/cpu_separable.hpp"
 #include "filters/dispatch.hpp"
+#include "filters/kernel_path.hpp"
 
 namespace cbi {
 namespace {
@@ -36,8 +37,10 @@ struct CpuLaunch {
     template <class Schedule, class Op>
     void operator()(Schedule schedule, const Op& op) const {
         if constexpr (kStagesTiles<Schedule> && cpu::SeparableStencilOp<Op>) {
+            note_kernel_path(KernelPath::cpu_separable_tiles);
             cpu::run_separable_tiles(schedule, op, width, height, order);
         } else if constexpr (std::is_same_v<Schedule, NaiveSchedule> || std::is_same_v<Schedule, VecSchedule>) {
+            note_kernel_path(kIsColorOp<Op> ? KernelPath::cpu_color_rows : KernelPath::cpu_rows);
             // Naive is row-major: the same visit order as rows of x, without
             // mapping (a division) per pixel, so pointwise loops can vectorise.
             tbb::parallel_for(tbb::blocked_range<int>(0, height, std::max(1, 4096 / std::max(width, 1))),
@@ -50,6 +53,7 @@ struct CpuLaunch {
                                   }
                               });
         } else {
+            note_kernel_path(KernelPath::cpu_index_map);
             constexpr std::uint32_t grain = 4096;
             const auto n = static_cast<std::uint32_t>(width) * static_cast<std::uint32_t>(height);
             tbb::parallel_for(tbb::blocked_range<std::uint32_t>(0, n, grain), [&](const auto& range) {
@@ -66,6 +70,7 @@ struct CpuLaunch {
 // tiles in the node's TileOrder, each with its own tile buffer.
 void run_chain_cpu(const Node& node, const ImageView& src, const ImageView& dst) {
     if (dst.empty()) return;
+    note_kernel_path(KernelPath::cpu_chain);
     const TileSchedule tile = chain_tile_size(node.schedule);
     with_chain_ops(node, src, dst, [&](const auto& pre, const auto& op) {
         const ChainLayout L = chain_layout(tile.tile_width, tile.tile_height, pre, op);

@@ -5,12 +5,15 @@
 
 #include <string>
 
+#include "filters/cpu_backend.hpp"
+#include "filters/kernel_path.hpp"
 #include "pipeline/defaults.hpp"
 #include "pipeline/executor.hpp"
 #include "pipeline/graph.hpp"
 #include "pipeline/opencv.hpp"
 #include "reference.hpp"
 #if CBI_HAVE_CUDA
+#include "filters/cuda_backend.hpp"
 #include "pipeline/cuda_runtime.hpp"
 #endif
 
@@ -85,7 +88,72 @@ TEST(DefaultTable, NodesWithoutASchedulePlanTheTablesChoice) {
     EXPECT_EQ(cv::norm(got, as_mat(naive.run(view_of(src)).front()), cv::NORM_INF), 0.0);
 }
 
+// Routing: which kernel actually ran for a node (the launchers record it).
+KernelPath cpu_path(const char* filter, const char* schedule, Depth depth, int channels) {
+    const cv::Mat src = test::random_image(70, 41, channels, depth, 9);
+    const Filter f = parse_filter(filter);
+    cv::Mat dst(src.rows, src.cols, cv_type(depth, output_channels(f, channels)));
+    note_kernel_path(KernelPath::none);
+    run_node_cpu(Node{f, Border{}, parse_schedule(schedule)}, view_of(src), view_of(dst));
+    return last_kernel_path();
+}
+
+TEST(Routing, CpuNodesRunTheKernelTheirScheduleNames) {
+    for (const Depth depth : {Depth::u8, Depth::u16, Depth::f32})
+        for (const int ch : {1, 3, 4}) {
+            SCOPED_TRACE(std::to_string(static_cast<int>(depth)) + " " + std::to_string(ch));
+            // The default table's choices: the vectorised paths.
+            for (const char* f : {"blur:9", "gaussian:9", "sobel:x", "blur:31", "sobel:mag:1"}) {
+                const std::string s = default_schedule(parse_filter(f), {}, {depth, ch, false, false}).to_string();
+                EXPECT_EQ(cpu_path(f, s.c_str(), depth, ch), KernelPath::cpu_separable_tiles) << f << " " << s;
+            }
+            const std::string sepia = default_schedule(parse_filter("color:sepia"), {}, {depth, ch, false, false}).to_string();
+            EXPECT_EQ(cpu_path("color:sepia", sepia.c_str(), depth, ch), KernelPath::cpu_color_rows);
+            // The thesis' orders run per pixel, in their order.
+            EXPECT_EQ(cpu_path("blur:9", "column:32", depth, ch), KernelPath::cpu_index_map);
+            EXPECT_EQ(cpu_path("blur:9", "naive", depth, ch), KernelPath::cpu_rows);
+            EXPECT_EQ(cpu_path("blur:9", "stream:256x16+column:2", depth, ch), KernelPath::cpu_separable_tiles);
+        }
+    EXPECT_STREQ(to_string(KernelPath::cpu_separable_tiles), "cpu separable tiles");
+}
+
 #if CBI_HAVE_CUDA
+KernelPath cuda_path(const char* filter, const char* schedule, Depth depth, int channels) {
+    const cv::Mat src = test::random_image(70, 41, channels, depth, 9);
+    const Filter f = parse_filter(filter);
+    DeviceImage in(src.cols, src.rows, channels, depth), out(src.cols, src.rows, output_channels(f, channels), depth);
+    Stream stream;
+    upload(view_of(src), in.view, stream.get());
+    note_kernel_path(KernelPath::none);
+    run_node_cuda(Node{f, Border{}, parse_schedule(schedule)}, in.view, out.view, stream.get(), 256);
+    stream.synchronize("routing");
+    return last_kernel_path();
+}
+
+TEST(RoutingCuda, GpuNodesRunTheKernelTheirScheduleNames) {
+    std::string why;
+    if (cuda_device_count(why) == 0) GTEST_SKIP() << "no CUDA device: " << why;
+    // 8-bit stencils up to 9x9 with equal sizes on stream take the 8-bit kernel; others the generic one.
+    for (const int ch : {1, 3, 4}) {
+        EXPECT_EQ(cuda_path("blur:9", "stream:256x16", Depth::u8, ch), KernelPath::cuda_stream8);
+        EXPECT_EQ(cuda_path("gaussian:9", "stream:256x16+column:2", Depth::u8, ch), KernelPath::cuda_stream8);
+        EXPECT_EQ(cuda_path("sobel:mag", "stream:128x16", Depth::u8, ch), KernelPath::cuda_stream8);
+        EXPECT_EQ(cuda_path("blur:9", "stream:256x16", Depth::f32, ch), KernelPath::cuda_stream);
+        EXPECT_EQ(cuda_path("blur:9", "sep:128x32", Depth::f32, ch), KernelPath::cuda_sep);
+        EXPECT_EQ(cuda_path("blur:9", "smem:32x8", Depth::u16, ch), KernelPath::cuda_smem);
+        EXPECT_EQ(cuda_path("color:sepia", "vec:8", Depth::u8, ch), KernelPath::cuda_vec);
+        EXPECT_EQ(cuda_path("blur:9", "column:32", Depth::u8, ch), KernelPath::cuda_index_map);
+    }
+    // The default table's choices for the issue-7 cells.
+    const auto table = [](const char* f, Depth d, int ch) {
+        return default_schedule(parse_filter(f), {}, {d, ch, true, false}).to_string();
+    };
+    EXPECT_EQ(cuda_path("blur:9", table("blur:9", Depth::u8, 3).c_str(), Depth::u8, 3), KernelPath::cuda_stream8);
+    EXPECT_EQ(cuda_path("gaussian:9", table("gaussian:9", Depth::f32, 1).c_str(), Depth::f32, 1), KernelPath::cuda_sep);
+    EXPECT_EQ(cuda_path("sobel:mag", table("sobel:mag", Depth::f32, 3).c_str(), Depth::f32, 3), KernelPath::cuda_stream);
+    EXPECT_EQ(cuda_path("color:sepia", table("color:sepia", Depth::f32, 3).c_str(), Depth::f32, 3), KernelPath::cuda_vec);
+}
+
 // With no schedules, color:gray | gaussian:5 | sobel:mag plans as the best
 // hand-written plan does: the colour node computed in the Gaussian's staged
 // tiles (sep), the Sobel on the 8-bit streaming kernel.

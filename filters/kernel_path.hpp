@@ -1,0 +1,29 @@
+#pragma once
+// Which kernel a node's launch took, recorded per calling thread by the
+// launchers of both backends: tests pin routing with it, so that a node
+// quietly running a slower kernel than its schedule names fails a test, not
+// only a benchmark.
+namespace cbi {
+
+enum class KernelPath {
+    none,
+    cpu_index_map,        // per pixel, in the schedule's index order
+    cpu_rows,             // per pixel, row by row (naive, vec)
+    cpu_color_rows,       // colour matrix a row at a time, vectorised (cpu_color.cpp)
+    cpu_separable_tiles,  // separable passes tile by tile (cpu_separable.hpp)
+    cpu_chain,            // a fused stencil pair, tile by tile
+    cuda_index_map,       // one thread per pixel through the schedule's map
+    cuda_smem,
+    cuda_sep,
+    cuda_stream,          // the generic streaming kernel (cuda_stream.cuh)
+    cuda_stream8,         // the 8-bit streaming kernel (cuda_stream8.cuh)
+    cuda_vec,
+    cuda_chain,           // a fused stencil pair (cuda_chain.cu)
+};
+
+const char* to_string(KernelPath path);
+// The path of the last launch on this thread (none before any).
+KernelPath last_kernel_path();
+void note_kernel_path(KernelPath path);
+
+}  // namespace cbi
