@@ -113,7 +113,7 @@ TEST(CpuSchedules, EveryScheduleGivesTheNaiveResultBitExactly) {
                 Node node{parse_filter(filter_text), parse_border("reflect101"), ScheduleSpec{}};
                 const cv::Mat naive = run_poisoned(node, src, 3);
                 for (const ScheduleSpec& schedule : example_schedules()) {
-                    if (!schedule_supports(schedule, node.filter))
+                    if (!supports(schedule, node.filter))
                         continue;  // refused when a graph is built (tested in test_graph)
                     node.schedule = schedule;
                     SCOPED_TRACE(std::string(filter_text) + " " + depth_name(depth) + " " + schedule.to_string() +
@@ -257,7 +257,7 @@ TEST(CpuKernels, EightBitGaussianEqualsOpenCVBitForBit) {
                     const cv::Mat want = opencv_reference(node, src);
                     for (const char* schedule : schedules) {
                         node.schedule = parse_schedule(schedule);
-                        if (!schedule_supports(node.schedule, node.filter)) continue;
+                        if (!supports(node.schedule, node.filter)) continue;
                         SCOPED_TRACE(std::string(filter_text) + " " + border_text + " " + schedule + " " +
                                      std::to_string(size.width) + "x" + std::to_string(size.height) + "x" +
                                      std::to_string(channels));
@@ -483,7 +483,7 @@ const cv::Size kGraySizes[] = {{1, 1}, {17, 1}, {1, 9}, {31, 7}, {67, 45}, {1000
 std::vector<ScheduleSpec> colour_schedules(const Filter& filter) {
     std::vector<ScheduleSpec> out;
     for (const ScheduleSpec& s : example_schedules())
-        if (schedule_supports(s, filter)) out.push_back(s);
+        if (supports(s, filter)) out.push_back(s);
     return out;
 }
 
@@ -738,7 +738,7 @@ TEST(CpuPhotos, BoxBlur9EqualsOpenCVForEverySchedule) {
     ASSERT_FALSE(photo.empty());
     for (const ScheduleSpec& schedule : example_schedules()) {
         const Node node{parse_filter("blur:9"), Border{}, schedule};
-        if (!schedule_supports(schedule, node.filter)) continue;  // vec:N is for pointwise filters
+        if (!supports(schedule, node.filter)) continue;  // vec:N is for pointwise filters
         const auto r = check_against_opencv(node, photo, run_cpu(node, photo));
         EXPECT_TRUE(r.ok) << schedule.to_string() << ": " << r.where;
     }

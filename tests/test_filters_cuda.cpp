@@ -84,7 +84,7 @@ TEST_P(CudaMatrix, EqualsCpuAndOpenCVForEveryScheduleBorderAndSize) {
             DeviceImage device_src(size.width, size.height, channels, depth);
             upload(view_of(src), device_src.view, stream.get());
             for (const ScheduleSpec& schedule : schedules) {
-                if (!schedule_supports(schedule, filter)) continue;  // refused when a graph is built
+                if (!supports(schedule, filter)) continue;  // refused when a graph is built
                 node.schedule = schedule;
                 const std::string name = std::string(filter_text) + "-" + border_text + "-" + depth_name(depth) +
                                          "-c" + std::to_string(channels) + "-" + std::to_string(size.width) + "x" +
@@ -210,7 +210,7 @@ TEST(Cuda, ColourOnGrayImagesEqualsCpu) {
                     run_node_cpu(node, view_of(src), view_of(cpu));
                     const cv::Mat want = gray ? src.clone() : cpu;
                     for (const ScheduleSpec& schedule : test::matrix_schedules()) {
-                        if (!schedule_supports(schedule, node.filter)) continue;
+                        if (!supports(schedule, node.filter)) continue;
                         node.schedule = schedule;
                         for (const int block : {256, 33}) {
                             SCOPED_TRACE(std::string(colour) + " " + depth_name(depth) + " " + std::to_string(size.width) +
@@ -261,7 +261,7 @@ TEST(Cuda, RealPhotoBlur9EqualsCpuForEverySchedule) {
     gpu.device = resolve_device(parse_device("cuda:0"));
     for (const ScheduleSpec& schedule : example_schedules()) {
         const Node nodes[] = {{parse_filter("blur:9"), Border{}, schedule}};
-        if (!schedule_supports(schedule, nodes[0].filter)) continue;  // vec:N is for pointwise filters
+        if (!supports(schedule, nodes[0].filter)) continue;  // vec:N is for pointwise filters
         const Image a = run_chain(nodes, view_of(photo), gpu);
         const Image b = run_chain(nodes, view_of(photo), RunOptions{});
         EXPECT_EQ(cv::norm(as_mat(a.view()), as_mat(b.view()), cv::NORM_INF), 0.0) << schedule.to_string();
