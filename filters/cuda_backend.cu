@@ -11,6 +11,7 @@
 #include "filters/cuda_order.cuh"
 #include "filters/cuda_stream.cuh"
 #include "filters/cuda_stream8.cuh"
+#include "filters/kernel_path.hpp"
 
 namespace cbi {
 namespace {
@@ -697,22 +698,27 @@ struct CudaLaunch {
         // One kernel per (schedule family, op): the generic index-map kernel is
         // not instantiated for the tiled families' stencils.
         if constexpr (std::is_same_v<Schedule, SmemTileSchedule> && SeparableOp<Op>) {
+            note_kernel_path(KernelPath::cuda_smem);
             launch_smem(schedule, order, op, stream, block);
             CBI_CUDA_CHECK(cudaGetLastError(), std::string("launch ") + what + " (smem)");
         } else if constexpr (std::is_same_v<Schedule, SepTileSchedule> && SeparableOp<Op>) {
+            note_kernel_path(KernelPath::cuda_sep);
             launch_sep(schedule, order, op, stream, block);
             CBI_CUDA_CHECK(cudaGetLastError(), std::string("launch ") + what + " (sep)");
         } else if constexpr (std::is_same_v<Schedule, StreamSchedule> && SeparableOp<Op>) {
             // The executor fuses colour nodes into smem and sep only: stream reads stored images.
             if constexpr (std::remove_cvref_t<decltype(op.src)>::kStored) {
                 const auto any = cuda::any_border(op);
-                if (!cuda::launch_stream8(schedule, any, stream, block, order))
-                    cuda::launch_stream(schedule, any, stream, block, order);
+                // The 8-bit kernel takes what it can (equal sizes up to 9, lanes that cannot overflow).
+                const bool eight_bit = cuda::launch_stream8(schedule, any, stream, block, order);
+                if (!eight_bit) cuda::launch_stream(schedule, any, stream, block, order);
+                note_kernel_path(eight_bit ? KernelPath::cuda_stream8 : KernelPath::cuda_stream);
             } else {
                 throw std::logic_error("stream:WxH does not take fused colour nodes");
             }
             CBI_CUDA_CHECK(cudaGetLastError(), std::string("launch ") + what + " (stream)");
         } else if constexpr (std::is_same_v<Schedule, VecSchedule>) {
+            note_kernel_path(KernelPath::cuda_vec);
             if constexpr (requires { launch_vec(schedule, op, stream, block); }) launch_vec(schedule, op, stream, block);
             else throw std::logic_error("vec:N runs pointwise filters only");
             CBI_CUDA_CHECK(cudaGetLastError(), std::string("launch ") + what + " (vec)");
@@ -720,6 +726,7 @@ struct CudaLaunch {
             const auto n = static_cast<std::uint32_t>(width) * static_cast<std::uint32_t>(height);
             const std::uint64_t blocks = (static_cast<std::uint64_t>(n) + block - 1) / block;
             if (blocks > 0x7fffffffull) throw Error("launch", "image too large for --block " + std::to_string(block));
+            note_kernel_path(KernelPath::cuda_index_map);
             apply_schedule<<<static_cast<unsigned>(blocks), block, 0, stream>>>(schedule, op, n, width, height);
             CBI_CUDA_CHECK(cudaGetLastError(), std::string("launch ") + what);
         }

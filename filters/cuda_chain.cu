@@ -1,6 +1,7 @@
 // The CUDA side of fused stencil pairs (filters/chain.hpp): one block per
 // tile, the tile buffer in shared memory; blocks take tiles in the node's
 // TileOrder (cuda_order.cuh).
+#include "filters/kernel_path.hpp"
 #include "filters/cuda_backend.hpp"
 
 #include <string>
@@ -60,6 +61,7 @@ void launch_chain(int tile_w, int tile_h, const TileOrder& order, const Pre& pre
 
 void run_chain_cuda(const Node& node, const ImageView& src, const ImageView& dst, cudaStream_t stream, int block) {
     const TileSchedule tile = chain_tile_size(node.schedule);
+    note_kernel_path(KernelPath::cuda_chain);
     with_chain_ops(node, src, dst, [&](const auto& pre, const auto& op) {
         launch_chain(tile.tile_width, tile.tile_height, node.schedule.order, pre, op, stream, block);
     });
