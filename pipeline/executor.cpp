@@ -82,6 +82,7 @@ struct GraphExecutor::Plan {
     std::vector<ScheduleSpec> schedule;  // per node: the schedule it runs with
     std::vector<Choice> choice;          // per node
     std::vector<std::string> tuning_key; // per auto node
+    std::vector<NodeFormat> format;      // per default or auto node: what the default table is asked
     std::vector<std::vector<NodeId>> reads;             // per node: the buffers it reads (its inputs, unless fused)
     std::vector<std::optional<ColorFilter>> fused_color; // per stencil node: a colour node fused into its loads
     std::vector<NodeId> fused_into;                      // per fused node: the stencil that computes it, or -1
@@ -204,6 +205,7 @@ void GraphExecutor::plan(int width, int height, int channels, Depth depth) {
     plan->schedule.assign(nodes.size(), ScheduleSpec{});
     plan->choice.assign(nodes.size(), Choice::given);
     plan->tuning_key.assign(nodes.size(), "");
+    plan->format.assign(nodes.size(), NodeFormat{});
     std::string device;
     for (NodeId id : plan->order) {
         const ScheduleChoice choice = graph_.schedule_of(id);
@@ -212,9 +214,13 @@ void GraphExecutor::plan(int width, int height, int channels, Depth depth) {
             continue;
         }
         const Border border = graph_.border_of(id);
-        NodeFormat format{depth, plan->channels_of[nodes[id].inputs[0]], options_.device.cuda, false};
+        // A stencil that can compute its colour producer picks among the
+        // schedules that can (the table's row for that): fused, the colour
+        // node's output is never stored.
+        const NodeFormat format{depth, plan->channels_of[nodes[id].inputs[0]], options_.device.cuda,
+                                colour_producer(id) != nullptr};
+        plan->format[id] = format;
         if (std::holds_alternative<DefaultSchedule>(choice)) {
-            format.fused_color = colour_producer(id) != nullptr;
             plan->schedule[id] = default_schedule(nodes[id].op, border, format);
             plan->choice[id] = Choice::table;
             continue;
@@ -223,7 +229,8 @@ void GraphExecutor::plan(int width, int height, int channels, Depth depth) {
         const bool stencil = std::holds_alternative<Filter>(nodes[id].op) &&
                              !std::holds_alternative<ColorFilter>(std::get<Filter>(nodes[id].op));
         plan->tuning_key[id] = tuning_key(device, nodes[id].op_string(), stencil ? to_string(border) : "-", depth,
-                                          format.channels, width, height, options_.device.cuda ? options_.block : 0);
+                                          format.channels, width, height, options_.device.cuda ? options_.block : 0) +
+                               (format.fused_color ? "|reads a fused colour node" : "");
         if (const auto hit = options_.tuning->find(plan->tuning_key[id], nodes[id].op)) {
             plan->schedule[id] = *hit;
             plan->choice[id] = Choice::cached;
@@ -357,8 +364,10 @@ void GraphExecutor::tune(NodeId id, const std::function<double(const ScheduleSpe
     // CPU: 3 runs, and a slow warm-up drops a candidate at once (its runs are
     // long); GPU: 5 runs, the first timed one decides (first launches load modules).
     const bool cuda = options_.device.cuda;
-    const NodeFormat format{plan.depth, plan.channels_of[graph_.nodes()[id].inputs[0]], cuda, false};
-    plan.schedule[id] = fastest_candidate(default_candidates(op, graph_.border_of(id), format), cuda ? 5 : 3, !cuda, time_once);
+    // Timed on their own (a fused node's candidates are timed unfused: its
+    // colour producer ran before it); fused from the next plan on.
+    plan.schedule[id] =
+        fastest_candidate(default_candidates(op, graph_.border_of(id), plan.format[id]), cuda ? 5 : 3, !cuda, time_once);
     plan.choice[id] = Choice::timed;
     replan_ = true;  // the next run fuses what the tuned schedules can
     options_.tuning->store(key, plan.schedule[id]);

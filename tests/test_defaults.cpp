@@ -11,6 +11,7 @@
 #include "pipeline/executor.hpp"
 #include "pipeline/graph.hpp"
 #include "pipeline/opencv.hpp"
+#include "pipeline/tuning.hpp"
 #include "reference.hpp"
 #if CBI_HAVE_CUDA
 #include "filters/cuda_backend.hpp"
@@ -171,6 +172,27 @@ TEST(DefaultTableCuda, APipelineWithoutSchedulesFusesLikeTheHandTunedPlan) {
     EXPECT_NE(d.find("fused into n2, not stored"), std::string::npos) << d;
     GraphExecutor cpu(parse_pipeline("color:gray | gaussian:5 | sobel:mag"), RunOptions{});
     EXPECT_EQ(cv::norm(got, as_mat(cpu.run(view_of(src)).front()), cv::NORM_INF), 0.0);
+}
+
+// auto picks, for a stencil that can compute its colour producer, among the
+// schedules that can; once tuned (the next run, or the next executor with
+// the same cache) the pipeline fuses as the default table's does.
+TEST(DefaultTableCuda, AnAutoPipelineFusesOnceTuned) {
+    std::string why;
+    if (cuda_device_count(why) == 0) GTEST_SKIP() << "no CUDA device: " << why;
+    RunOptions gpu;
+    gpu.device = resolve_device(parse_device("cuda"));
+    gpu.tuning = std::make_shared<TuningCache>();
+    const cv::Mat src = test::random_image(301, 203, 3, Depth::u8, 5);
+    GraphExecutor cpu(parse_pipeline("color:gray | gaussian:5 | sobel:mag"), RunOptions{});
+    const cv::Mat want = as_mat(cpu.run(view_of(src)).front()).clone();
+    GraphExecutor ex(parse_pipeline("color:gray | gaussian:5 | sobel:mag", AutoSchedule{}), gpu);
+    EXPECT_EQ(cv::norm(as_mat(ex.run(view_of(src)).front()), want, cv::NORM_INF), 0.0);
+    EXPECT_NE(ex.describe().find("(auto, timed)"), std::string::npos) << ex.describe();
+    EXPECT_EQ(cv::norm(as_mat(ex.run(view_of(src)).front()), want, cv::NORM_INF), 0.0);  // planned again
+    const std::string d = ex.describe();
+    EXPECT_NE(d.find("(auto, cached)"), std::string::npos) << d;
+    EXPECT_NE(d.find("fused into n2, not stored"), std::string::npos) << d;
 }
 #endif
 
