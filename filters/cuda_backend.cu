@@ -245,7 +245,42 @@ __device__ __forceinline__ void run_running_sums(Acc (&acc)[R], int k, Load&& lo
     }
 }
 
+// Where a tile's staged rows start in the image row and whether they load
+// as whole words: set per tile column.
+struct SepColumn {
+    long long a_off;  // bytes into the image row
+    bool words;
+    int lead, row_words;
+    Divisor by_row_words;
+};
+
+// Interior tiles (in x) load whole aligned 4-byte words of each staged row:
+// fewer, wider loads, all of a thread's loads in flight before its first
+// store. A staged row then starts `lead` samples into its shared-memory row.
 template <class Op>
+__device__ __forceinline__ SepColumn sep_column(const Op& op, const SepLayout& L, int x0) {
+    using T = typename Op::Sample;
+    const std::size_t sz = sizeof(T);
+    const int C = op.src.view.channels, width = op.dst.width;
+    SepColumn k;
+    k.a_off = static_cast<long long>(x0 - L.halo) * C * sz;
+    const long long e_off = static_cast<long long>(x0 + L.tw + L.halo) * C * sz;
+    // Raw words only from stored images (not from a fused colour source).
+    k.words = std::remove_cvref_t<decltype(op.src)>::kStored && k.a_off >= 0 &&
+              ((e_off + 3) & ~3ll) <= static_cast<long long>(width) * C * sz && (op.src.view.stride & 3) == 0 &&
+              (reinterpret_cast<std::uintptr_t>(op.src.view.data) & 3) == 0;
+    k.lead = k.words ? static_cast<int>((k.a_off & 3) / sz) : 0;
+    k.row_words = k.words ? static_cast<int>(((k.a_off & 3) + L.row_samples * sz + 3) / 4) : 0;
+    k.by_row_words = divisor_for(k.row_words, static_cast<unsigned long long>(L.rows) * k.row_words);
+    return k;
+}
+
+// kOrdered (a template argument, so the row-major kernel is the one it was:
+// a run-time branch on the order cost it 4 to 9 registers, 64 -> 68 for
+// gaussian 32f, one block fewer per SM): blocks take L.per_block
+// consecutive tiles of L.order from their linear index instead of tile
+// column blockIdx.x, tile rows blockIdx.y, + gridDim.y, ...
+template <class Op, bool kOrdered = false>
 __global__ void sep_stencil(const __grid_constant__ Op op, const SepLayout L) {
     using T = typename Op::Sample;
     using Acc = typename Op::Acc;
@@ -271,17 +306,16 @@ __global__ void sep_stencil(const __grid_constant__ Op op, const SepLayout L) {
                 weights[(2 * p + 1) * L.kmax + i] = i < op.kh(p) ? op.wy(p)[i] : W(0);
             }
     }
+    int x0 = blockIdx.x * L.tile_w;
+    SepColumn column = sep_column(op, L, x0);  // row-major: the block's one tile column
     const std::size_t sz = sizeof(T);
     std::uint32_t const_word = 0;  // a row of a constant border, as words
     for (int b = 0; b < 4 / static_cast<int>(sz); ++b)
         memcpy(reinterpret_cast<unsigned char*>(&const_word) + b * sz, &op.src.constant, sz);
     const Divisor by_row_samples = divisor_for(L.row_samples, static_cast<unsigned long long>(L.rows) * L.row_samples);
-    // The block's tiles: row-major, tile column blockIdx.x and tile rows
-    // blockIdx.y, + gridDim.y, ...; in an order, L.per_block consecutive
-    // tiles of it from the block's linear index.
-    const bool ordered = !L.order.row_major();
-    std::uint32_t work = blockIdx.y, work_end = L.tiles_y, work_step = gridDim.y;
-    if (ordered) {
+    using Work = std::conditional_t<kOrdered, std::uint32_t, int>;  // ordered: up to 2^32 - 1 tiles
+    Work work = blockIdx.y, work_end = L.tiles_y, work_step = gridDim.y;  // row-major: tile rows
+    if constexpr (kOrdered) {
         const std::uint64_t units = static_cast<std::uint64_t>(L.tiles_x) * L.tiles_y;
         const std::uint64_t first = cuda::linear_block() * L.per_block;
         if (first >= units) return;  // the whole block, before any barrier
@@ -289,33 +323,17 @@ __global__ void sep_stencil(const __grid_constant__ Op op, const SepLayout L) {
         work_end = static_cast<std::uint32_t>(min(first + L.per_block, units));
         work_step = 1;
     }
-    // Interior tiles (in x) load whole aligned 4-byte words of each staged row:
-    // fewer, wider loads, all of a thread's loads in flight before its first
-    // store. A staged row then starts `lead` samples into its shared-memory row.
-    // Set per tile column: once per block in row-major order.
-    int x0 = -1;
-    long long a_off = 0;  // bytes into the image row
-    bool words = false;
-    int lead = 0, row_words = 0;
-    Divisor by_row_words{};
     for (; work < work_end; work += work_step) {
-        int tile_x = blockIdx.x, by = static_cast<int>(work);
-        if (ordered) {
+        int by = static_cast<int>(work);
+        if constexpr (kOrdered) {
             const Pixel t = L.order.map(work, L.tiles_x, L.tiles_y);
-            tile_x = t.x, by = t.y;
+            x0 = t.x * L.tile_w, by = t.y;
+            column = sep_column(op, L, x0);
         }
-        if (tile_x * L.tile_w != x0) {
-            x0 = tile_x * L.tile_w;
-            a_off = static_cast<long long>(x0 - L.halo) * C * sz;
-            const long long e_off = static_cast<long long>(x0 + L.tw + L.halo) * C * sz;
-            // Raw words only from stored images (not from a fused colour source).
-            words = std::remove_cvref_t<decltype(op.src)>::kStored && a_off >= 0 &&
-                    ((e_off + 3) & ~3ll) <= static_cast<long long>(width) * C * sz && (op.src.view.stride & 3) == 0 &&
-                    (reinterpret_cast<std::uintptr_t>(op.src.view.data) & 3) == 0;
-            lead = words ? static_cast<int>((a_off & 3) / sz) : 0;
-            row_words = words ? static_cast<int>(((a_off & 3) + L.row_samples * sz + 3) / 4) : 0;
-            by_row_words = divisor_for(row_words, static_cast<unsigned long long>(L.rows) * row_words);
-        }
+        const long long a_off = column.a_off;
+        const bool words = column.words;
+        const int lead = column.lead, row_words = column.row_words;
+        const Divisor by_row_words = column.by_row_words;
         const int y0 = by * L.tile_h;
         for (int r = tid; r < L.rows; r += nthreads) row_ptrs[r] = op.src.row(y0 - L.halo + r);
         __syncthreads();
@@ -514,17 +532,20 @@ void launch_sep(const SepTileSchedule& tile, const TileOrder& order, const Op& o
                                     ": the tile plus its halo of " + std::to_string(L.halo) + " needs " +
                                     std::to_string(L.bytes / 1024) + " KiB of shared memory, more than this GPU's " +
                                     std::to_string(limit / 1024) + " KiB; use a smaller tile");
-    // Per instantiation and device: the largest dynamic shared memory already
-    // allowed (raising it costs a driver call, so only when it grows).
-    static std::atomic<unsigned> allowed[64];
-    std::atomic<unsigned>& mine = allowed[device & 63];
+    const bool ordered = !order.row_major();
+    constexpr auto row_major_kernel = sep_stencil<Op, false>;
+    constexpr auto ordered_kernel = sep_stencil<Op, true>;
+    const auto kernel = ordered ? ordered_kernel : row_major_kernel;
+    // Per instantiation, kernel and device: the largest dynamic shared memory
+    // already allowed (raising it costs a driver call, so only when it grows).
+    static std::atomic<unsigned> allowed[2][64];
+    std::atomic<unsigned>& mine = allowed[ordered][device & 63];
     if (L.bytes > 48 * 1024 && L.bytes > mine.load(std::memory_order_relaxed)) {
-        CBI_CUDA_CHECK(cudaFuncSetAttribute(sep_stencil<Op>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                            static_cast<int>(L.bytes)),
+        CBI_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(L.bytes)),
                        "cudaFuncSetAttribute(sep)");
         mine.store(L.bytes, std::memory_order_relaxed);
     }
-    const int threads = block_threads<sep_stencil<Op>>(block);
+    const int threads = ordered ? block_threads<ordered_kernel>(block) : block_threads<row_major_kernel>(block);
     // Blocks take two tiles each where there are many tile rows: a block's
     // set-up (layout, divisors, weights) was 11 % of the instructions of a
     // 64x32 tile of blur:9 on 8u:3 (Nsight Compute, H100). Row-major: two
@@ -533,14 +554,14 @@ void launch_sep(const SepTileSchedule& tile, const TileOrder& order, const Op& o
     L.order = order;
     L.per_block = two ? 2 : 1;
     dim3 grid;
-    if (order.row_major()) {
+    if (!ordered) {
         const int block_rows = two ? (L.tiles_y + 1) / 2 : L.tiles_y;
         grid = dim3(L.tiles_x, std::min(block_rows, 65535));
     } else {
         const std::uint64_t units = static_cast<std::uint64_t>(L.tiles_x) * L.tiles_y;
         grid = cuda::ordered_grid((units + L.per_block - 1) / L.per_block);
     }
-    sep_stencil<<<grid, threads, L.bytes, stream>>>(op, L);
+    kernel<<<grid, threads, L.bytes, stream>>>(op, L);
 }
 
 // ------------------------------------------------------------------- vec:N
