@@ -2,7 +2,9 @@
 # Whole-process time of cbi-filter with no schedule flags against the same
 # OpenCV calls in one process (apps/bench/opencv_passes.cpp), on a 4096^2
 # RGB PNG made from a sample photo: five passes of each filter, CPU,
-# THREADS threads each; median of RUNS runs; the outputs compared.
+# THREADS threads each; median of RUNS runs; the outputs compared. Then
+# cbi-filter --schedule auto: its first run (empty tuning cache) and a
+# warm run, median of RUNS each.
 #   apps/bench/cpu_vs_opencv.sh [BUILD_DIR (build)] [THREADS (2)] [RUNS (3)]
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -32,7 +34,7 @@ time_cmd() {  # seconds of one whole process
   echo "$t1 - $t0" | bc -l
 }
 echo "$(date -u +%FT%TZ) $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg); 4096x4096 RGB PNG, 5 passes, $threads threads, median of $runs"
-printf '%-10s %10s %10s %8s %9s  %s\n' filter opencv_s cbi_s ratio max_diff "cbi's schedule"
+printf '%-10s %10s %10s %8s %9s %12s %11s  %s\n' filter opencv_s cbi_s ratio max_diff auto_first_s auto_warm_s "cbi's schedule"
 for op in blur gaussian sobelx sepia; do
   case $op in
     blur) flags=(--blur 9 --blur 9 --blur 9 --blur 9 --blur 9) ;;
@@ -40,13 +42,20 @@ for op in blur gaussian sobelx sepia; do
     sobelx) flags=(--sobel x --sobel x --sobel x --sobel x --sobel x) ;;
     sepia) flags=(--color sepia --color sepia --color sepia --color sepia --color sepia) ;;
   esac
-  o=() c=()
+  o=() c=() a1=() a2=()
+  auto=("$build/cbi-filter" "$work/in.png" "${flags[@]}" --device cpu --threads "$threads" --schedule auto
+        --tuning-cache "$work/tuning.json" -o "$work/auto.png")
   for _ in $(seq "$runs"); do
     o+=("$(time_cmd "$work/opencv_passes" "$work/in.png" "$work/ocv.png" "$op" 5 "$threads")")
     c+=("$(time_cmd "$build/cbi-filter" "$work/in.png" "${flags[@]}" --device cpu --threads "$threads" -o "$work/cbi.png")")
+    rm -f "$work/tuning.json"
+    a1+=("$(time_cmd "${auto[@]}")")
+    a2+=("$(time_cmd "${auto[@]}")")
   done
   om=$(printf '%s\n' "${o[@]}" | median) cm=$(printf '%s\n' "${c[@]}" | median)
+  a1m=$(printf '%s\n' "${a1[@]}" | median) a2m=$(printf '%s\n' "${a2[@]}" | median)
   choice=$("$build/cbi-filter" "$work/in.png" "${flags[@]:0:2}" --device cpu --print-pipeline | sed -n 2p | sed 's/.*@\([^ ]*\).*/\1/')
   diff=$("$work/make" "$work/ocv.png" "$work/cbi.png" compare)
-  printf '%-10s %10.3f %10.3f %8.2f %9s  %s\n' "$op" "$om" "$cm" "$(echo "$cm / $om" | bc -l)" "$diff" "$choice"
+  printf '%-10s %10.3f %10.3f %8.2f %9s %12.3f %11.3f  %s\n' "$op" "$om" "$cm" "$(echo "$cm / $om" | bc -l)" "$diff" \
+    "$a1m" "$a2m" "$choice"
 done
