@@ -1,12 +1,13 @@
-# Installs the library, its headers (include/cbi/{schedules,filters,pipeline})
-# and a CMake package, so other projects use find_package(cbi).
+# Installs the layers' libraries, their headers (include/cbi/{schedules,filters,pipeline})
+# and a CMake package, so other projects use find_package(cbi) and link
+# cbi::cbi (or one layer: cbi::schedules, cbi::filters, cbi::pipeline).
 include(GNUInstallDirs)
 include(CMakePackageConfigHelpers)
 
-target_include_directories(cbi PUBLIC
+target_include_directories(cbi_schedules PUBLIC
   $<INSTALL_INTERFACE:${CMAKE_INSTALL_INCLUDEDIR}>       # #include <cbi/pipeline/graph.hpp>
   $<INSTALL_INTERFACE:${CMAKE_INSTALL_INCLUDEDIR}/cbi>)  # the headers' own "schedules/..." includes
-install(TARGETS cbi EXPORT cbiTargets
+install(TARGETS cbi cbi_schedules cbi_filters cbi_pipeline EXPORT cbiTargets
   ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
   LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR})
 install(TARGETS cbi-filter RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})

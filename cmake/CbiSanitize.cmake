@@ -5,9 +5,9 @@
 #   -DCBI_FUZZ=ON      libFuzzer targets in fuzz/ (clang: CC=clang-14 CXX=clang++-14);
 #                      the library and everything else get coverage
 #                      instrumentation plus ASan + UBSan. Built in build-fuzz.
-# Both set CBI_SANITIZE_LINK_FLAGS, which cbi::cbi carries in its interface
+# Both set CBI_SANITIZE_LINK_FLAGS, which the layer targets carry in their interface
 # (installed package included), so an application linking the instrumented
-# static library links the sanitizer runtimes too.
+# static libraries link the sanitizer runtimes too.
 option(CBI_SANITIZE "Build the library, apps and tests with AddressSanitizer and UBSan" OFF)
 option(CBI_FUZZ "Build the libFuzzer targets in fuzz/ (needs clang)" OFF)
 

@@ -6,8 +6,8 @@
 #include <string>
 
 #include "filters/dispatch.hpp"
-#include "pipeline/cuda_runtime.hpp"
-#include "pipeline/error.hpp"
+#include "filters/cuda_check.hpp"
+#include "filters/error.hpp"
 #include "filters/cuda_order.cuh"
 #include "filters/cuda_stream.cuh"
 #include "filters/cuda_stream8.cuh"

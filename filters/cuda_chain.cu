@@ -8,8 +8,8 @@
 
 #include "filters/chain.hpp"
 #include "filters/cuda_order.cuh"
-#include "pipeline/cuda_runtime.hpp"
-#include "pipeline/error.hpp"
+#include "filters/cuda_check.hpp"
+#include "filters/error.hpp"
 
 namespace cbi {
 namespace {

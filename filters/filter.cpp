@@ -1,5 +1,7 @@
 #include "filters/filter.hpp"
 
+#include <climits>  // softfloat.hpp uses SHRT_MIN without including it
+
 #include <opencv2/core/softfloat.hpp>
 
 #include <array>
@@ -9,7 +11,7 @@
 #include <cstdlib>
 #include <stdexcept>
 
-#include "pipeline/error.hpp"
+#include "filters/error.hpp"
 
 namespace cbi {
 namespace {

@@ -12,7 +12,7 @@
 
 #include "filters/arith.hpp"
 #include "filters/border.hpp"
-#include "pipeline/image.hpp"
+#include "filters/image_view.hpp"
 
 namespace cbi {
 

@@ -1,29 +1,19 @@
 #pragma once
-// CUDA resources and error handling (only in builds with CBI_HAVE_CUDA).
-// Every CUDA call goes through CBI_CUDA_CHECK: a failure becomes a
-// cbi::Error carrying the operation, CUDA's error name and message. Errors
-// that poison the context (illegal address, launch failure, ...) mark the
-// device unusable for the rest of the process: later use reports the first
-// error instead of retrying. Out-of-memory is reported and recoverable.
+// CUDA resources (only in builds with CBI_HAVE_CUDA): devices, buffers,
+// streams, timers, device images, copies. The error check (CBI_CUDA_CHECK,
+// use_device) is in filters/cuda_check.hpp, included here.
 #include <cuda_runtime_api.h>
 
 #include <cstddef>
 #include <string>
 
+#include "filters/cuda_check.hpp"
 #include "pipeline/image.hpp"
 
 namespace cbi {
 
-// Throws cbi::Error for `status` (no-op for cudaSuccess). `operation` names
-// what was attempted, e.g. "cudaMalloc(4194304 bytes)".
-void cuda_check(cudaError_t status, const std::string& operation, const char* file, int line);
-#define CBI_CUDA_CHECK(call, operation) ::cbi::cuda_check((call), (operation), __FILE__, __LINE__)
-
 // Usable CUDA devices; 0 with `why` filled in when there are none.
 int cuda_device_count(std::string& why);
-
-// Makes `device` current; throws if an earlier sticky error made it unusable.
-void use_device(int device);
 
 class DeviceBuffer {
 public:

@@ -1,23 +1,5 @@
 #pragma once
-// cbi's exceptions. The library never exits or prints; apps map these to
-// one-line messages and exit codes (DESIGN.md section 4):
-//   std::invalid_argument -> usage error (exit 2): bad option, kernel size, schedule
-//   cbi::Error            -> runtime or data error (exit 1): unreadable, corrupt,
-//                            too large, CUDA failure, ...
-#include <stdexcept>
-#include <string>
-
-namespace cbi {
-
-class Error : public std::runtime_error {
-public:
-    // `subject` names the file, option or operation the error is about.
-    Error(std::string subject, const std::string& reason)
-        : std::runtime_error(subject.empty() ? reason : subject + ": " + reason), subject_(std::move(subject)) {}
-    const std::string& subject() const { return subject_; }
-
-private:
-    std::string subject_;
-};
-
-}  // namespace cbi
+// cbi::Error lives in the filters layer (filters/error.hpp), the lowest layer
+// that throws it; this header keeps <cbi/pipeline/error.hpp> working for the
+// pipeline, the apps and embedding applications.
+#include "filters/error.hpp"

@@ -1,51 +1,15 @@
 #pragma once
-// Images: ImageView (non-owning, strided, usable in host and device code)
-// and Image (owning, contiguous). Supported: 8-bit unsigned, 16-bit unsigned
-// and 32-bit float samples; 1, 3 or 4 interleaved channels (OpenCV's BGR(A)
-// order). Zero-copy adapters to and from cv::Mat are in pipeline/opencv.hpp.
+// Images: Image (owning, contiguous) over the non-owning ImageView and
+// Depth of the filters layer (filters/image_view.hpp). Zero-copy adapters
+// to and from cv::Mat are in pipeline/opencv.hpp.
 #include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <string>
 
-#include "schedules/host_device.hpp"
+#include "filters/image_view.hpp"
 
 namespace cbi {
-
-enum class Depth : std::uint8_t { u8, u16, f32 };
-
-CBI_HOST_DEVICE constexpr std::size_t depth_bytes(Depth d) {
-    return d == Depth::u8 ? 1 : d == Depth::u16 ? 2 : 4;
-}
-const char* depth_name(Depth d);  // "8u", "16u", "32f"
-
-struct ImageView {
-    std::byte* data = nullptr;
-    int width = 0;
-    int height = 0;
-    int channels = 0;
-    Depth depth = Depth::u8;
-    std::size_t stride = 0;  // bytes from one row to the next
-
-    CBI_HOST_DEVICE std::size_t row_bytes() const {
-        return static_cast<std::size_t>(width) * channels * depth_bytes(depth);
-    }
-    CBI_HOST_DEVICE std::size_t pixels() const { return static_cast<std::size_t>(width) * height; }
-    CBI_HOST_DEVICE bool empty() const { return width <= 0 || height <= 0; }
-    CBI_HOST_DEVICE bool contiguous() const { return stride == row_bytes(); }
-    template <class T>
-    CBI_HOST_DEVICE T* row(int y) const {
-        return reinterpret_cast<T*>(data + static_cast<std::size_t>(y) * stride);
-    }
-    // A rectangle of this view (no copy), like a cv::Mat ROI.
-    ImageView crop(int x, int y, int w, int h) const;
-};
-
-// "640x480 3-channel 8u" for messages.
-std::string describe(const ImageView& v);
-
-// Throws std::invalid_argument unless the geometry is one cbi supports.
-void check_supported(const ImageView& v, const char* what);
 
 class Image {
 public:

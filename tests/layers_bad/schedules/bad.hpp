@@ -1,0 +1,3 @@
+#pragma once
+// A forbidden include for the layers test (tests/CMakeLists.txt).
+#include "../filters/ops.hpp"
