@@ -2,7 +2,8 @@
 # Fast by default (issue 17) on the GPU host, in one device call, from the
 # repository root with a bundle made by scripts/gpu-bundle.sh:
 #   apps/bench/issue17.sh [BUNDLE] [tests] [bench] [cli] [orders]   (default: all four)
-# tests:  the GPU suites (BUNDLE/run.sh tests); their logs in $OUT/tests.tgz.
+# tests:  the GPU suites (test_filters_cuda, test_cuda_errors, the GPU tests of
+#         test_defaults, test_fusion and test_tuning); logs in $OUT/tests-*.log.
 # bench:  cbi-bench, replicate border, the issue-7 set (blur:9, gaussian:9,
 #         sobel:mag:3, blur:31, color:sepia on 32f:1, 8u:3, 32f:3) with
 #         `default` (the default table's choice: what a node without a
@@ -26,18 +27,27 @@ mkdir -p "$out"
 status=0
 start=$SECONDS
 
-if has tests; then
-  "$bundle/run.sh" tests || status=1
-  [ -f "$out/logs.tgz" ] && mv "$out/logs.tgz" "$out/tests.tgz"
-  echo "tests: $((SECONDS - start)) s"
-fi
-
 bin=/tmp/cbi-bundle/bin
 if [ ! -x "$bin/cbi-bench" ]; then
   mkdir -p /tmp/cbi-bundle && tar -C /tmp/cbi-bundle -xJf "$bundle/libs.tar.xz" && tar -C /tmp/cbi-bundle -xJf "$bundle/bin.tar.xz" || exit 1
 fi
 export LD_LIBRARY_PATH=/tmp/cbi-bundle/lib:/usr/local/cuda/lib64${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 export PATH=$PATH:/usr/local/cuda/bin
+export CBI_SAMPLES_DIR="$PWD/$bundle/samples"
+
+if has tests; then
+  nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
+  pids=()
+  for t in test_filters_cuda:'*' test_cuda_errors:'*' test_defaults:'*Cuda*' test_fusion:'*Gpu*' test_tuning:'*Cuda*-*Cli*'; do
+    "$bin/${t%%:*}" --gtest_brief=1 --gtest_filter="${t#*:}" > "$out/tests-${t%%:*}.log" 2>&1 &
+    pids+=($!)
+  done
+  for p in "${pids[@]}"; do wait "$p" || status=1; done
+  for t in test_filters_cuda test_cuda_errors test_defaults test_fusion test_tuning; do
+    echo "$t: $(grep -E '^\[  PASSED  \]|^\[  FAILED  \]|^\[  SKIPPED \]' "$out/tests-$t.log" | tr '\n' ' ')"
+  done
+  echo "tests: $((SECONDS - start)) s"
+fi
 
 if has bench; then
   nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,clocks.mem,temperature.gpu --format=csv,noheader
