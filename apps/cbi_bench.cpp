@@ -412,7 +412,7 @@ void suite_filters(const Options& o, Gpu& gpu, Report& report) {
                         // or default=CHOICE.
                         const ScheduleSpec spec =
                             schedule_arg == "auto"      ? tuned_schedule(filter, border, input, block)
-                            : schedule_arg == "default" ? default_schedule(filter, border, {depth, channels, true, false})
+                            : schedule_arg == "default" ? default_schedule(filter, border, {depth, channels, true})
                                                         : parse_schedule(schedule_arg);
                         if (!supports(spec, filter)) continue;  // e.g. vec:N on a stencil, stream:WxH on blur:31
                         const std::string schedule_text =

@@ -21,7 +21,6 @@ struct NodeFormat {
     Depth depth = Depth::u8;
     int channels = 3;       // of the node's input
     bool cuda = false;
-    bool fused_color = false;  // the stencil would compute a colour node in its loads (GPU fusion)
 };
 
 struct DefaultRow {
@@ -30,7 +29,6 @@ struct DefaultRow {
     int max_ksize;   // stencils with KSIZE <= this (0: any)
     int depth;       // -1: any, else static_cast<int>(Depth)
     int channels;    // 0: any
-    bool fused_color;
     std::string_view schedules;  // fastest first, space-separated; the first that supports the node wins
 };
 

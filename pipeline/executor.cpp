@@ -199,9 +199,8 @@ void GraphExecutor::plan(int width, int height, int channels, Depth depth) {
         return pre && readers[in] == 1 ? std::get_if<ColorFilter>(pre) : nullptr;
     };
 
-    // Schedules: given ones as given; default ones from the default table
-    // (a stencil that can compute its colour producer takes the table's row
-    // for that); auto ones from the tuning cache, else timed on the first run.
+    // Schedules: given ones as given; default ones from the default table;
+    // auto ones from the tuning cache, else timed on the first run.
     plan->schedule.assign(nodes.size(), ScheduleSpec{});
     plan->choice.assign(nodes.size(), Choice::given);
     plan->tuning_key.assign(nodes.size(), "");
@@ -214,11 +213,7 @@ void GraphExecutor::plan(int width, int height, int channels, Depth depth) {
             continue;
         }
         const Border border = graph_.border_of(id);
-        // A stencil that can compute its colour producer picks among the
-        // schedules that can (the table's row for that): fused, the colour
-        // node's output is never stored.
-        const NodeFormat format{depth, plan->channels_of[nodes[id].inputs[0]], options_.device.cuda,
-                                colour_producer(id) != nullptr};
+        const NodeFormat format{depth, plan->channels_of[nodes[id].inputs[0]], options_.device.cuda};
         plan->format[id] = format;
         if (std::holds_alternative<DefaultSchedule>(choice)) {
             plan->schedule[id] = default_schedule(nodes[id].op, border, format);
@@ -229,8 +224,7 @@ void GraphExecutor::plan(int width, int height, int channels, Depth depth) {
         const bool stencil = std::holds_alternative<Filter>(nodes[id].op) &&
                              !std::holds_alternative<ColorFilter>(std::get<Filter>(nodes[id].op));
         plan->tuning_key[id] = tuning_key(device, nodes[id].op_string(), stencil ? to_string(border) : "-", depth,
-                                          format.channels, width, height, options_.device.cuda ? options_.block : 0) +
-                               (format.fused_color ? "|reads a fused colour node" : "");
+                                          format.channels, width, height, options_.device.cuda ? options_.block : 0);
         if (const auto hit = options_.tuning->find(plan->tuning_key[id], nodes[id].op)) {
             plan->schedule[id] = *hit;
             plan->choice[id] = Choice::cached;
@@ -364,8 +358,7 @@ void GraphExecutor::tune(NodeId id, const std::function<double(const ScheduleSpe
     // CPU: 3 runs, and a slow warm-up drops a candidate at once (its runs are
     // long); GPU: 5 runs, the first timed one decides (first launches load modules).
     const bool cuda = options_.device.cuda;
-    // Timed on their own (a fused node's candidates are timed unfused: its
-    // colour producer ran before it); fused from the next plan on.
+    // Timed on their own; fused from the next plan on where the choice can.
     plan.schedule[id] =
         fastest_candidate(default_candidates(op, graph_.border_of(id), plan.format[id]), cuda ? 5 : 3, !cuda, time_once);
     plan.choice[id] = Choice::timed;

@@ -40,11 +40,11 @@ TEST(DefaultTable, EveryRowsSchedulesParseAndTheFirstRunsWhatTheRowMatches) {
     for (const DefaultRow& row : default_table()) {
         const NodeOp op = example_op(row);
         const Depth depth = row.depth < 0 ? Depth::f32 : static_cast<Depth>(row.depth);
-        const NodeFormat format{depth, row.channels > 0 ? row.channels : 3, row.cuda, row.fused_color};
+        const NodeFormat format{depth, row.channels > 0 ? row.channels : 3, row.cuda};
         const std::string first(row.schedules.substr(0, row.schedules.find(' ')));
         SCOPED_TRACE(std::string(row.schedules));
         const ScheduleSpec s = parse_schedule(first);
-        EXPECT_TRUE(supports(s, op, Border{}, Fusion{row.fused_color, false}));
+        EXPECT_TRUE(supports(s, op, Border{}));
         EXPECT_EQ(default_schedule(op, Border{}, format), s) << "an earlier row shadows this one";
     }
 }
@@ -55,24 +55,20 @@ TEST(DefaultTable, EveryNodeGetsASupportedSchedule) {
         for (const char* f : {"blur:1", "blur:9", "blur:31", "gaussian:9", "gaussian:255", "sobel:x:1", "sobel:mag:3",
                               "sobel:y:7", "color:gray", "color:ycrcb"})
             for (const Depth depth : {Depth::u8, Depth::u16, Depth::f32})
-                for (const int ch : {1, 3, 4})
-                    for (const bool fused : {false, true}) {
+                for (const int ch : {1, 3, 4}) {
                         const Filter filter = parse_filter(f);
-                        // Only the GPU executor fuses.
-                        if (fused && (!cuda || std::holds_alternative<ColorFilter>(filter))) continue;
-                        const ScheduleSpec s = default_schedule(filter, Border{}, {depth, ch, cuda, fused});
-                        EXPECT_TRUE(supports(s, filter, Border{}, Fusion{fused, false}))
-                            << f << " " << s.to_string() << (cuda ? " cuda" : " cpu");
+                        const ScheduleSpec s = default_schedule(filter, Border{}, {depth, ch, cuda});
+                        EXPECT_TRUE(supports(s, filter, Border{})) << f << " " << s.to_string() << (cuda ? " cuda" : " cpu");
                         // The CPU's stencils run the vectorised tiles, never the per-pixel path.
                         if (!cuda && !std::holds_alternative<ColorFilter>(filter))
                             EXPECT_EQ(s.family, ScheduleFamily::sep) << f;
                     }
-    EXPECT_EQ(default_schedule(parse_filter("blur:9"), {}, {Depth::u8, 3, false, false}).to_string(), "sep:256x256");
-    EXPECT_EQ(default_schedule(parse_filter("sobel:x:1"), {}, {Depth::f32, 1, false, false}).to_string(), "sep:256x256");
+    EXPECT_EQ(default_schedule(parse_filter("blur:9"), {}, {Depth::u8, 3, false}).to_string(), "sep:256x256");
+    EXPECT_EQ(default_schedule(parse_filter("sobel:x:1"), {}, {Depth::f32, 1, false}).to_string(), "sep:256x256");
     // The GPU's 8-bit stencils up to 9x9 stream; Sobel KSIZE 1 cannot, and takes the next row.
-    EXPECT_EQ(default_schedule(parse_filter("blur:9"), {}, {Depth::u8, 3, true, false}).family, ScheduleFamily::stream);
-    EXPECT_EQ(default_schedule(parse_filter("sobel:x:1"), {}, {Depth::u8, 3, true, false}).family, ScheduleFamily::sep);
-    EXPECT_EQ(default_schedule(parse_filter("color:sepia"), {}, {Depth::u8, 3, true, false}).to_string(), "vec:8");
+    EXPECT_EQ(default_schedule(parse_filter("blur:9"), {}, {Depth::u8, 3, true}).family, ScheduleFamily::stream);
+    EXPECT_EQ(default_schedule(parse_filter("sobel:x:1"), {}, {Depth::u8, 3, true}).family, ScheduleFamily::sep);
+    EXPECT_EQ(default_schedule(parse_filter("color:sepia"), {}, {Depth::u8, 3, true}).to_string(), "vec:8");
 }
 
 TEST(DefaultTable, NodesWithoutASchedulePlanTheTablesChoice) {
@@ -105,10 +101,10 @@ TEST(Routing, CpuNodesRunTheKernelTheirScheduleNames) {
             SCOPED_TRACE(std::to_string(static_cast<int>(depth)) + " " + std::to_string(ch));
             // The default table's choices: the vectorised paths.
             for (const char* f : {"blur:9", "gaussian:9", "sobel:x", "blur:31", "sobel:mag:1"}) {
-                const std::string s = default_schedule(parse_filter(f), {}, {depth, ch, false, false}).to_string();
+                const std::string s = default_schedule(parse_filter(f), {}, {depth, ch, false}).to_string();
                 EXPECT_EQ(cpu_path(f, s.c_str(), depth, ch), KernelPath::cpu_separable_tiles) << f << " " << s;
             }
-            const std::string sepia = default_schedule(parse_filter("color:sepia"), {}, {depth, ch, false, false}).to_string();
+            const std::string sepia = default_schedule(parse_filter("color:sepia"), {}, {depth, ch, false}).to_string();
             EXPECT_EQ(cpu_path("color:sepia", sepia.c_str(), depth, ch), KernelPath::cpu_color_rows);
             // The thesis' orders run per pixel, in their order.
             EXPECT_EQ(cpu_path("blur:9", "column:32", depth, ch), KernelPath::cpu_index_map);
@@ -140,14 +136,14 @@ TEST(RoutingCuda, GpuNodesRunTheKernelTheirScheduleNames) {
         EXPECT_EQ(cuda_path("gaussian:9", "stream:256x16+column:2", Depth::u8, ch), KernelPath::cuda_stream8);
         EXPECT_EQ(cuda_path("sobel:mag", "stream:128x16", Depth::u8, ch), KernelPath::cuda_stream8);
         EXPECT_EQ(cuda_path("blur:9", "stream:256x16", Depth::f32, ch), KernelPath::cuda_stream);
-        EXPECT_EQ(cuda_path("blur:9", "sep:128x32", Depth::f32, ch), KernelPath::cuda_sep);
+        EXPECT_EQ(cuda_path("blur:9", "sep:32x32", Depth::f32, ch), KernelPath::cuda_sep);  // 128x32 x 4 floats: too much shared memory
         EXPECT_EQ(cuda_path("blur:9", "smem:32x8", Depth::u16, ch), KernelPath::cuda_smem);
         EXPECT_EQ(cuda_path("color:sepia", "vec:8", Depth::u8, ch), KernelPath::cuda_vec);
         EXPECT_EQ(cuda_path("blur:9", "column:32", Depth::u8, ch), KernelPath::cuda_index_map);
     }
     // The default table's choices for the issue-7 cells.
     const auto table = [](const char* f, Depth d, int ch) {
-        return default_schedule(parse_filter(f), {}, {d, ch, true, false}).to_string();
+        return default_schedule(parse_filter(f), {}, {d, ch, true}).to_string();
     };
     EXPECT_EQ(cuda_path("blur:9", table("blur:9", Depth::u8, 3).c_str(), Depth::u8, 3), KernelPath::cuda_stream8);
     EXPECT_EQ(cuda_path("gaussian:9", table("gaussian:9", Depth::f32, 1).c_str(), Depth::f32, 1), KernelPath::cuda_sep);
@@ -155,10 +151,11 @@ TEST(RoutingCuda, GpuNodesRunTheKernelTheirScheduleNames) {
     EXPECT_EQ(cuda_path("color:sepia", table("color:sepia", Depth::f32, 3).c_str(), Depth::f32, 3), KernelPath::cuda_vec);
 }
 
-// With no schedules, color:gray | gaussian:5 | sobel:mag plans as the best
-// hand-written plan does: the colour node computed in the Gaussian's staged
-// tiles (sep), the Sobel on the 8-bit streaming kernel.
-TEST(DefaultTableCuda, APipelineWithoutSchedulesFusesLikeTheHandTunedPlan) {
+// With no schedules, color:gray | gaussian:5 | sobel:mag plans as the
+// fastest hand-written plan measured: vec for the colour node, both stencils
+// on the 8-bit streaming kernel, nothing fused (fusing the colour node into
+// a Gaussian on sep was slower).
+TEST(DefaultTableCuda, APipelineWithoutSchedulesPlansLikeTheFastestHandWrittenPlan) {
     std::string why;
     if (cuda_device_count(why) == 0) GTEST_SKIP() << "no CUDA device: " << why;
     RunOptions gpu;
@@ -166,18 +163,18 @@ TEST(DefaultTableCuda, APipelineWithoutSchedulesFusesLikeTheHandTunedPlan) {
     const cv::Mat src = test::random_image(301, 203, 3, Depth::u8, 5);
     GraphExecutor ex(parse_pipeline("color:gray | gaussian:5 | sobel:mag"), gpu);
     const cv::Mat got = as_mat(ex.run(view_of(src)).front()).clone();
-    EXPECT_EQ(ex.schedule_of(2).to_string(), "sep:64x32");
+    EXPECT_EQ(ex.schedule_of(1).to_string(), "vec:8");
+    EXPECT_EQ(ex.schedule_of(2).to_string(), "stream:256x16");
     EXPECT_EQ(ex.schedule_of(3).to_string(), "stream:256x16");
     const std::string d = ex.describe();
-    EXPECT_NE(d.find("fused into n2, not stored"), std::string::npos) << d;
+    EXPECT_NE(d.find("3 kernels run"), std::string::npos) << d;
     GraphExecutor cpu(parse_pipeline("color:gray | gaussian:5 | sobel:mag"), RunOptions{});
     EXPECT_EQ(cv::norm(got, as_mat(cpu.run(view_of(src)).front()), cv::NORM_INF), 0.0);
 }
 
-// auto picks, for a stencil that can compute its colour producer, among the
-// schedules that can; once tuned (the next run, or the next executor with
-// the same cache) the pipeline fuses as the default table's does.
-TEST(DefaultTableCuda, AnAutoPipelineFusesOnceTuned) {
+// auto times each node on its own, then plans again: the second run takes
+// the cached choices (and fuses where a choice can).
+TEST(DefaultTableCuda, AnAutoPipelinePlansAgainOnceTuned) {
     std::string why;
     if (cuda_device_count(why) == 0) GTEST_SKIP() << "no CUDA device: " << why;
     RunOptions gpu;
@@ -192,7 +189,7 @@ TEST(DefaultTableCuda, AnAutoPipelineFusesOnceTuned) {
     EXPECT_EQ(cv::norm(as_mat(ex.run(view_of(src)).front()), want, cv::NORM_INF), 0.0);  // planned again
     const std::string d = ex.describe();
     EXPECT_NE(d.find("(auto, cached)"), std::string::npos) << d;
-    EXPECT_NE(d.find("fused into n2, not stored"), std::string::npos) << d;
+    EXPECT_EQ(d.find("(auto, timed)"), std::string::npos) << d;
 }
 #endif
 

@@ -40,7 +40,7 @@ TEST(Tuning, CandidatesComeFromTheDefaultTableDefaultFirst) {
                                  NodeOp{BlendFilter{}}})
             for (const Depth depth : {Depth::u8, Depth::u16, Depth::f32})
                 for (const int channels : {1, 3, 4}) {
-                    const NodeFormat format{depth, channels, cuda, false};
+                    const NodeFormat format{depth, channels, cuda};
                     const auto list = default_candidates(op, Border{}, format);
                     ASSERT_FALSE(list.empty());
                     EXPECT_EQ(list.front(), default_schedule(op, Border{}, format));
@@ -50,7 +50,7 @@ TEST(Tuning, CandidatesComeFromTheDefaultTableDefaultFirst) {
                     }
                 }
     // K = 255 is beyond stream: the staged tiles.
-    EXPECT_EQ(default_candidates(parse_filter("gaussian:255"), {}, {Depth::u8, 3, true, false}).front().family,
+    EXPECT_EQ(default_candidates(parse_filter("gaussian:255"), {}, {Depth::u8, 3, true}).front().family,
               ScheduleFamily::sep);
 }
 
