@@ -20,4 +20,13 @@ private:
     std::string subject_;
 };
 
+// What this device, build or strategy cannot run although the request is
+// well formed: a tile larger than this GPU's shared memory, a strategy that
+// does not take this node. Exit 1 (the command may work elsewhere); `auto`
+// skips a candidate that throws it, and only it.
+class Unsupported : public Error {
+public:
+    using Error::Error;
+};
+
 }  // namespace cbi
