@@ -11,6 +11,13 @@
 
 namespace cbi {
 
+// v rounded up to a multiple of m (m > 0): tile sizes to whole runs,
+// shared-memory offsets to 16 bytes.
+template <class I>
+CBI_HOST_DEVICE constexpr I round_up(I v, I m) {
+    return (v + m - 1) / m * m;
+}
+
 CBI_HOST_DEVICE float mul_rn(float a, float b) {
 #if defined(__CUDA_ARCH__)
     return __fmul_rn(a, b);

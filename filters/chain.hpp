@@ -1,5 +1,5 @@
 #pragma once
-// Fusion of two stencils through a tile buffer (issue 7): the node's
+// Fusion of two stencils through a tile buffer: the node's
 // stencil reads the output of the stencil before it (node.fused_stencil),
 // which is computed tile by tile in a tile buffer and never stored.
 //
@@ -50,27 +50,19 @@ struct ChainLayout {
     std::size_t rows1_offset, inter_offset, bytes;
 };
 
-template <class Op>
-int stencil_halo(const Op& op) {
-    int h = 0;
-    for (int p = 0; p < op.passes(); ++p) h = std::max({h, op.kw(p) / 2, op.kh(p) / 2});
-    return h;
-}
-
 template <class Pre, class Op>
 ChainLayout chain_layout(int tile_w, int tile_h, const Pre& pre, const Op& op) {
     using T = typename Op::Sample;
-    const auto align16 = [](std::size_t n) { return (n + 15) / 16 * 16; };
     ChainLayout L{};
     L.tile_w = tile_w, L.tile_h = tile_h, L.channels = op.dst.channels;
     L.h1 = stencil_halo(pre), L.h2 = stencil_halo(op);
     L.region_w = tile_w + 2 * L.h2, L.region_h = tile_h + 2 * L.h2;
     const std::size_t C = L.channels;
     const std::size_t stage_w = L.region_w + 2 * L.h1, stage_h = L.region_h + 2 * L.h1;
-    L.rows1_offset = align16(stage_w * stage_h * C * sizeof(T));
+    L.rows1_offset = round_up<std::size_t>(stage_w * stage_h * C * sizeof(T), 16);
     const std::size_t first = L.rows1_offset + pre.passes() * stage_h * L.region_w * C * sizeof(typename Pre::Acc);
     const std::size_t consumer_rows = op.passes() * static_cast<std::size_t>(L.region_h) * tile_w * C * sizeof(typename Op::Acc);
-    L.inter_offset = align16(std::max(first, consumer_rows));
+    L.inter_offset = round_up<std::size_t>(std::max(first, consumer_rows), 16);
     L.bytes = L.inter_offset + static_cast<std::size_t>(L.region_w) * L.region_h * C * sizeof(T);
     return L;
 }

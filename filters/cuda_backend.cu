@@ -1,12 +1,12 @@
 #include "filters/cuda_backend.hpp"
 
 #include <algorithm>
-#include <atomic>
 #include <type_traits>
 #include <string>
 
 #include "filters/dispatch.hpp"
 #include "filters/cuda_check.hpp"
+#include "filters/cuda_launch.cuh"
 #include "filters/error.hpp"
 #include "filters/cuda_order.cuh"
 #include "filters/cuda_stream.cuh"
@@ -27,6 +27,11 @@ int block_threads(int block) {
     const int most = cuda::max_threads_per_block<Kernel>();
     if (most < 1) throw std::runtime_error("cannot read a CUDA kernel's attributes");
     return std::min(block, most);
+}
+
+// "sep:64x32 (halo 4)": a tile strategy's block, for messages.
+inline std::string tile_text(const char* strategy, int w, int h, int halo) {
+    return std::string(strategy) + ":" + std::to_string(w) + "x" + std::to_string(h) + " (halo " + std::to_string(halo) + ")";
 }
 
 // Thesis listing 5 generalised: the global thread index goes through the
@@ -57,7 +62,7 @@ __global__ void smem_stencil(Op op, int tile_w, int tile_h, int halo, const Tile
     extern __shared__ __align__(16) unsigned char smem[];
     const int stage_w = tile_w + 2 * halo, stage_h = tile_h + 2 * halo;
     T* stage = reinterpret_cast<T*>(smem);
-    Acc* rows = reinterpret_cast<Acc*>(smem + (stage_w * stage_h * sizeof(T) + 15) / 16 * 16);
+    Acc* rows = reinterpret_cast<Acc*>(smem + round_up<std::size_t>(stage_w * stage_h * sizeof(T), 16));
     const Pixel tile = cuda::grid_tile(order);
     const int x0 = tile.x * tile_w, y0 = tile.y * tile_h;
     const int width = op.dst.width, height = op.dst.height, channels = op.src.view.channels;
@@ -99,33 +104,23 @@ template <class Op>
 void launch_smem(const SmemTileSchedule& tile, const TileOrder& order, const Op& op, cudaStream_t stream, int block) {
     using T = typename Op::Sample;
     using Acc = typename Op::Acc;
-    int halo = 0;
-    for (int p = 0; p < op.passes(); ++p) halo = std::max({halo, op.kw(p) / 2, op.kh(p) / 2});
+    const int halo = stencil_halo(op);
     const int tw = tile.tile_width, th = tile.tile_height;
     const std::size_t stage_w = tw + 2 * halo, stage_h = th + 2 * halo;
-    const std::size_t bytes = (stage_w * stage_h * sizeof(T) + 15) / 16 * 16 + op.passes() * stage_h * tw * sizeof(Acc);
-    int device = 0, limit = 0;
-    CBI_CUDA_CHECK(cudaGetDevice(&device), "cudaGetDevice");
-    CBI_CUDA_CHECK(cudaDeviceGetAttribute(&limit, cudaDevAttrMaxSharedMemoryPerBlockOptin, device), "cudaDeviceGetAttribute");
-    if (bytes > static_cast<std::size_t>(limit))
-        throw std::invalid_argument("smem:" + std::to_string(tw) + "x" + std::to_string(th) + ": the tile plus its halo of " +
-                                    std::to_string(halo) + " needs " + std::to_string(bytes / 1024) +
-                                    " KiB of shared memory, more than this GPU's " + std::to_string(limit / 1024) +
-                                    " KiB; use a smaller tile");
-    if (bytes > 48 * 1024)
-        CBI_CUDA_CHECK(cudaFuncSetAttribute(smem_stencil<Op>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                            static_cast<int>(bytes)),
-                       "cudaFuncSetAttribute(smem)");
+    const std::size_t bytes = round_up<std::size_t>(stage_w * stage_h * sizeof(T), 16) + op.passes() * stage_h * tw * sizeof(Acc);
+    const int device = cuda::current_device();
+    cuda::require_shared_memory(bytes, device, tile_text("smem", tw, th, halo), "use a smaller tile");
+    if (bytes > 48 * 1024) cuda::allow_shared_memory<smem_stencil<Op>>(device);
     const dim3 grid((op.dst.width + tw - 1) / tw, (op.dst.height + th - 1) / th);
     smem_stencil<<<grid, block, bytes, stream>>>(op, tw, th, halo, order);
 }
 
 // ------------------------------------------------------------------ sep:WxH
-// Issue 7. A block computes a tile_w x tile_h output tile in three steps:
+// A block computes a tile_w x tile_h output tile in three steps:
 //  1. stage the tile plus a halo of border-resolved input samples in shared
 //     memory: a flat loop with 8 loads in flight per thread before the first
-//     store (a tile is latency-bound otherwise: one DRAM round trip per row
-//     made 8u:3 gaussian:9 10x the floor); interior tiles load aligned 4-byte
+//     store (a tile is latency-bound otherwise: one DRAM round trip per
+//     row); interior tiles load aligned 4-byte
 //     words with consecutive threads on consecutive words (coalesced), others
 //     go sample by sample through the border rule;
 //  2. row pass: each thread takes a run of kSepRun consecutive outputs of one
@@ -476,16 +471,13 @@ __global__ void sep_stencil(const __grid_constant__ Op op, const SepLayout L) {
     }
 }
 
-inline int round_up(int v, int m) { return (v + m - 1) / m * m; }
-
 template <class Op>
 SepLayout sep_layout(const SepTileSchedule& tile, const Op& op) {
     using T = typename Op::Sample;
     using Acc = typename Op::Acc;
     using W = typename Op::W;
     SepLayout L{};
-    int halo = 0;
-    for (int p = 0; p < op.passes(); ++p) halo = std::max({halo, op.kw(p) / 2, op.kh(p) / 2});
+    const int halo = stencil_halo(op);
     const int channels = op.src.view.channels;
     L.tile_w = tile.tile_width;
     L.tile_h = tile.tile_height;
@@ -504,14 +496,14 @@ SepLayout sep_layout(const SepTileSchedule& tile, const Op& op) {
     const unsigned runs_x = L.tw / kSepRun * channels, cols = L.tw * channels;
     L.rows_div = divisor_for(L.rows, static_cast<unsigned long long>(runs_x) * L.rows);
     L.cols_div = divisor_for(cols, static_cast<unsigned long long>(cols) * (L.th / kSepRun));
-    const auto align16 = [](std::size_t b) { return (b + 15) / 16 * 16; };
+    const auto align16 = [](std::size_t b) { return round_up<std::size_t>(b, 16); };
     const std::size_t stage_bytes = align16(static_cast<std::size_t>(L.rows) * L.stage_stride * sizeof(T));
     const std::size_t sums_bytes =
         align16(static_cast<std::size_t>(op.passes()) * L.rows * L.sum_stride * sizeof(Acc));
     const std::size_t weight_bytes = UnitWeightOp<Op> ? 0 : std::size_t{2} * op.passes() * L.kmax * sizeof(W);
     const std::size_t row_ptr_bytes = static_cast<std::size_t>(L.rows) * sizeof(const void*);
     const std::size_t bytes = stage_bytes + sums_bytes + align16(weight_bytes) + row_ptr_bytes;
-    if (bytes > (1u << 30)) throw std::invalid_argument("sep: tile too large");
+    if (bytes > (1u << 30)) throw Unsupported(tile_text("sep", L.tile_w, L.tile_h, halo), "needs over 1 GiB of shared memory; use a smaller tile");
     L.sums_off = static_cast<unsigned>(stage_bytes);
     L.weights_off = static_cast<unsigned>(stage_bytes + sums_bytes);
     L.row_ptrs_off = static_cast<unsigned>(stage_bytes + sums_bytes + align16(weight_bytes));
@@ -523,33 +515,21 @@ template <class Op>
 void launch_sep(const SepTileSchedule& tile, const TileOrder& order, const Op& op, cudaStream_t stream, int block) {
     if (op.dst.width <= 0 || op.dst.height <= 0) return;
     SepLayout L = sep_layout(tile, op);
-    int device = 0, limit = 0;
-    CBI_CUDA_CHECK(cudaGetDevice(&device), "cudaGetDevice");
-    CBI_CUDA_CHECK(cudaDeviceGetAttribute(&limit, cudaDevAttrMaxSharedMemoryPerBlockOptin, device),
-                   "cudaDeviceGetAttribute");
-    if (L.bytes > static_cast<unsigned>(limit))
-        throw std::invalid_argument("sep:" + std::to_string(L.tile_w) + "x" + std::to_string(L.tile_h) +
-                                    ": the tile plus its halo of " + std::to_string(L.halo) + " needs " +
-                                    std::to_string(L.bytes / 1024) + " KiB of shared memory, more than this GPU's " +
-                                    std::to_string(limit / 1024) + " KiB; use a smaller tile");
+    const int device = cuda::current_device();
+    cuda::require_shared_memory(L.bytes, device, tile_text("sep", L.tile_w, L.tile_h, L.halo), "use a smaller tile");
     const bool ordered = !order.row_major();
     constexpr auto row_major_kernel = sep_stencil<Op, false>;
     constexpr auto ordered_kernel = sep_stencil<Op, true>;
     const auto kernel = ordered ? ordered_kernel : row_major_kernel;
-    // Per instantiation, kernel and device: the largest dynamic shared memory
-    // already allowed (raising it costs a driver call, so only when it grows).
-    static std::atomic<unsigned> allowed[2][64];
-    std::atomic<unsigned>& mine = allowed[ordered][device & 63];
-    if (L.bytes > 48 * 1024 && L.bytes > mine.load(std::memory_order_relaxed)) {
-        CBI_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(L.bytes)),
-                       "cudaFuncSetAttribute(sep)");
-        mine.store(L.bytes, std::memory_order_relaxed);
+    if (L.bytes > 48 * 1024) {
+        if (ordered) cuda::allow_shared_memory<ordered_kernel>(device);
+        else cuda::allow_shared_memory<row_major_kernel>(device);
     }
     const int threads = ordered ? block_threads<ordered_kernel>(block) : block_threads<row_major_kernel>(block);
-    // Blocks take two tiles each where there are many tile rows: a block's
-    // set-up (layout, divisors, weights) was 11 % of the instructions of a
-    // 64x32 tile of blur:9 on 8u:3 (Nsight Compute, H100). Row-major: two
-    // tile rows (by, by + grid's y); in an order: two consecutive tiles of it.
+    // Blocks take two tiles each where there are many tile rows, so a block's
+    // set-up (layout, divisors, weights) is paid once for two (measured:
+    // apps/bench/README.md, History). Row-major: two tile rows (by, by +
+    // grid's y); in an order: two consecutive tiles of it.
     const bool two = L.tiles_y >= 64;
     L.order = order;
     L.per_block = two ? 2 : 1;
@@ -593,9 +573,8 @@ __global__ void vec_color(const __grid_constant__ ColorOp<T> op) {
 
 // 3-channel images: a thread's N pixels are 3N samples, so its words lie
 // 3N samples apart and each load or store instruction of a warp touches
-// every other 16 bytes of its sectors. On sepia 32f:3 that kept the L2 at
-// 91 % of its throughput with DRAM at 80 % (Nsight Compute, H100). Here a
-// block moves its segment of the row between global and shared memory as
+// every other 16 bytes of its sectors, which kept the L2 busier than DRAM
+// (measured: apps/bench/README.md, History). Here a block moves its segment of the row between global and shared memory as
 // consecutive 16-byte words (a warp: 512 contiguous bytes per instruction),
 // and each thread computes its pixels from shared memory.
 __device__ __forceinline__ void block_copy(unsigned char* dst, const unsigned char* src, int bytes, bool words) {
@@ -765,7 +744,9 @@ void run_node_cuda(const Node& node, const ImageView& src, const ImageView& dst,
     if (node.fused_stencil) return run_chain_cuda(node, src, dst, stream, block);
     try {
         dispatch_node(node, src, dst, CudaLaunch{dst.width, dst.height, stream, block, "filter kernel", node.schedule.order});
-    } catch (const Error& e) {  // name the node; built only on this error path
+    } catch (const Unsupported& e) {  // name the node, keeping the kind of error; built only on this path
+        throw Unsupported(to_string(node.filter) + "@" + node.schedule.to_string(), e.what());
+    } catch (const Error& e) {
         throw Error(to_string(node.filter) + "@" + node.schedule.to_string(), e.what());
     }
 }

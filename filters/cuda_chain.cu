@@ -9,6 +9,7 @@
 #include "filters/chain.hpp"
 #include "filters/cuda_order.cuh"
 #include "filters/cuda_check.hpp"
+#include "filters/cuda_launch.cuh"
 #include "filters/error.hpp"
 
 namespace cbi {
@@ -30,29 +31,17 @@ __global__ void chain_stencil(const __grid_constant__ Pre pre, const __grid_cons
     chain_tile(pre, op, L, smem, tile.x, tile.y, team);
 }
 
-int shared_limit(int device) {
-    int limit = 0;
-    CBI_CUDA_CHECK(cudaDeviceGetAttribute(&limit, cudaDevAttrMaxSharedMemoryPerBlockOptin, device), "cudaDeviceGetAttribute");
-    return limit;
-}
-
 template <class Pre, class Op>
 void launch_chain(int tile_w, int tile_h, const TileOrder& order, const Pre& pre, const Op& op, cudaStream_t stream,
                   int block) {
     if (op.dst.empty()) return;
     const ChainLayout L = chain_layout(tile_w, tile_h, pre, op);
-    int device = 0;
-    CBI_CUDA_CHECK(cudaGetDevice(&device), "cudaGetDevice");
-    if (L.bytes > static_cast<std::size_t>(shared_limit(device)))
-        throw std::invalid_argument("fused stencils: the tile needs " + std::to_string(L.bytes / 1024) +
-                                    " KiB of shared memory, more than this GPU has; use a smaller tile or --no-fuse");
-    if (L.bytes > 48 * 1024)
-        CBI_CUDA_CHECK(cudaFuncSetAttribute(chain_stencil<Pre, Op>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                            static_cast<int>(L.bytes)),
-                       "cudaFuncSetAttribute(fused stencils)");
+    const int device = cuda::current_device();
+    cuda::require_shared_memory(L.bytes, device, "fused stencils", "use a smaller tile or --no-fuse");
+    if (L.bytes > 48 * 1024) cuda::allow_shared_memory<chain_stencil<Pre, Op>>(device);
     const dim3 threads = block % 32 == 0 ? dim3(32, block / 32) : dim3(block, 1);
     const dim3 grid((op.dst.width + tile_w - 1) / tile_w, (op.dst.height + tile_h - 1) / tile_h);
-    if (grid.y > 65535) throw std::invalid_argument("fused stencils: too many tile rows; use a taller tile");
+    if (grid.y > 65535) throw Unsupported("fused stencils", "more than 65535 rows of tiles; use a taller tile");
     chain_stencil<<<grid, threads, L.bytes, stream>>>(pre, op, L, order);
     CBI_CUDA_CHECK(cudaGetLastError(), "launch fused stencils");
 }
@@ -68,7 +57,7 @@ void run_chain_cuda(const Node& node, const ImageView& src, const ImageView& dst
 }
 
 bool cuda_chain_fits(const Node& node, Depth depth, int channels, int device) {
-    return chain_buffer_bytes(node, depth, channels) <= static_cast<std::size_t>(shared_limit(device));
+    return chain_buffer_bytes(node, depth, channels) <= static_cast<std::size_t>(cuda::shared_memory_limit(device));
 }
 
 }  // namespace cbi

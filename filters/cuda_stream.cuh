@@ -1,18 +1,18 @@
 #pragma once
-// The stream:WxH kernel (issue 7) and the word-wide load/store helpers it
+// The stream:WxH kernel and the word-wide load/store helpers it
 // shares with vec:N. Included by cuda_backend.cu only; a header so a probe
 // can compile one instantiation with -Xptxas -v (registers, spills) in
 // seconds instead of the whole backend.
 #include <cuda_runtime.h>
 
 #include <algorithm>
-#include <atomic>
 #include <cstdint>
 #include <cstring>
 #include <stdexcept>
 #include <string>
 #include <type_traits>
 
+#include "filters/cuda_launch.cuh"
 #include "filters/cuda_order.cuh"
 #include "filters/ops.hpp"
 #include "schedules/schedule.hpp"
@@ -31,17 +31,6 @@ template <class F>
 void with_channels(int channels, F&& f) {
     if (!with_one_of<1, 3, 4>(channels, f))
         throw std::invalid_argument(std::to_string(channels) + " channels: cbi takes 1, 3 or 4");
-}
-
-// The most threads a block of Kernel may have (its registers decide), asked
-// once per kernel; 0 when the attributes cannot be read.
-template <auto Kernel>
-int max_threads_per_block() {
-    static const int n = [] {
-        cudaFuncAttributes a{};
-        return cudaFuncGetAttributes(&a, Kernel) == cudaSuccess ? a.maxThreadsPerBlock : 0;
-    }();
-    return n;
 }
 
 // The kernel size of a stencil whose passes are all K x K, else 0 (Sobel KSIZE 1).
@@ -122,7 +111,7 @@ __device__ __forceinline__ void store_run(T* p, const T (&v)[N], int count) {
 }
 
 // --------------------------------------------------------------- stream:WxH
-// Issue 7: the column-based iteration carried into registers (Halide's
+// The column-based iteration carried into registers (Halide's
 // "slide" blur schedule). A block's threads each own a run of R consecutive
 // interleaved samples of a strip W pixels wide and walk H output rows
 // top to bottom, one input row at a time:
@@ -349,25 +338,6 @@ auto any_border(const SobelOp<T, B>& op) {
     return R{{{op.src.view, op.src.constant, B}, op.dst}, op.mode, op.k};
 }
 
-// The dynamic shared memory a block of this instantiation may use on the
-// current device: the device's opt-in limit, allowed once per device (above
-// 48 KiB it must be asked for, per function and device).
-template <class Op, int K, int C, int P, int R, int D>
-int stream_shared_limit() {
-    static std::atomic<int> allowed[64];  // per device ordinal; 0: not asked yet
-    int device = 0;
-    if (cudaGetDevice(&device) != cudaSuccess) return 48 * 1024;
-    std::atomic<int>& mine = allowed[device & 63];
-    if (const int known = mine.load(std::memory_order_relaxed)) return known;
-    int limit = 0;
-    if (cudaDeviceGetAttribute(&limit, cudaDevAttrMaxSharedMemoryPerBlockOptin, device) != cudaSuccess ||
-        cudaFuncSetAttribute(stream_stencil<Op, K, C, P, R, D>, cudaFuncAttributeMaxDynamicSharedMemorySize, limit) !=
-            cudaSuccess)
-        limit = 48 * 1024;
-    mine.store(limit, std::memory_order_relaxed);
-    return limit;
-}
-
 // R (samples per thread, 0: kStreamRun) and D (rows ahead) are template
 // arguments for the probe that tunes them (apps/bench/stream_probe.cu).
 template <int RunArg = 0, int D = kStreamAhead, class Op>
@@ -393,8 +363,11 @@ void launch_stream(const StreamSchedule& strip, const Op& op, cudaStream_t strea
                 // Threads per block: what the registers allow, and what a shared-memory ring allows.
                 constexpr int per_thread = stream_ring_bytes_per_thread<typename Op::Acc, K, P, R>();
                 int max_threads = max_threads_per_block<stream_stencil<Op, K, C, P, R, D>>();
-                if constexpr (per_thread > 0)
-                    max_threads = std::min(max_threads, stream_shared_limit<Op, K, C, P, R, D>() / per_thread);
+                if constexpr (per_thread > 0) {  // the ring in shared memory: the device's whole limit
+                    const int device = current_device();
+                    allow_shared_memory<stream_stencil<Op, K, C, P, R, D>>(device);
+                    max_threads = std::min(max_threads, shared_memory_limit(device) / per_thread);
+                }
                 if (max_threads < 1) throw std::runtime_error("stream:WxH: cannot read the kernel's attributes");
                 // A strip wider than one block's threads cover runs as narrower strips
                 // side by side (strips are independent: the results are the same).
@@ -414,7 +387,7 @@ void launch_stream(const StreamSchedule& strip, const Op& op, cudaStream_t strea
             with_passes(op, go);
         });
     });
-    if (!sized) throw std::invalid_argument("stream:WxH runs stencils up to 9x9 with equal sizes in x and y; use sep:WxH");
+    if (!sized) throw Unsupported("stream:WxH", "runs stencils up to 9x9 with equal sizes in x and y; use sep:WxH");
 }
 
 

@@ -1,5 +1,5 @@
 #pragma once
-// stream:WxH for 8-bit box, Gaussian and Sobel filters (issue 7). The
+// stream:WxH for 8-bit box, Gaussian and Sobel filters. The
 // generic stream and sep kernels spend 69 (box 9x9) to 94 (Gaussian 9x9)
 // thread instructions per 8-bit sample (Nsight Compute, H100); 1.5x the
 // floor allows about 27. This kernel does the same sums in about a third:

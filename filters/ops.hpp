@@ -7,6 +7,7 @@
 // Supported by every op: sample types std::uint8_t, std::uint16_t, float;
 // 1, 3 or 4 interleaved channels (stencils process all of them, as OpenCV
 // does); every BorderMode. Kernel sizes are bounded by kMaxKernel.
+#include <algorithm>
 #include <cstdint>
 #include <type_traits>
 
@@ -137,6 +138,15 @@ struct SeparableStencil {
         }
     }
 };
+
+// The largest kernel radius over a stencil's passes: the halo a tile of its
+// outputs needs around it.
+template <class Op>
+int stencil_halo(const Op& op) {
+    int h = 0;
+    for (int p = 0; p < op.passes(); ++p) h = std::max({h, op.kw(p) / 2, op.kh(p) / 2});
+    return h;
+}
 
 // Ops whose weights are all 1 (box): sums need no multiplies, and may slide.
 template <class Op>
