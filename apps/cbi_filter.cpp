@@ -39,6 +39,7 @@
 #include "pipeline/executor.hpp"
 #include "pipeline/image_io.hpp"
 #include "pipeline/opencv.hpp"
+#include "pipeline/shard.hpp"
 #include "schedules/registry.hpp"
 
 namespace fs = std::filesystem;
@@ -155,14 +156,15 @@ struct Options {
     // recovered from CLI11's parse order.
     std::vector<std::string> blur, gaussian, sobel, color;
     // Batch mode: --input-dir, or several inputs, or an output folder.
-    std::string input_dir, output_dir, pattern, format = "same";
+    std::string input_dir, output_dir, pattern, format = "same", shard;
     bool recursive = false, skip_existing = false, in_place = false, no_overlap = false, stats = false, quiet = false;
     int jobs = 0, in_flight = 0;
 };
 
 // Flags that only batch mode takes.
 constexpr const char* kBatchFlags[] = {"--recursive", "--pattern", "--format", "--jobs", "--in-flight",
-                                       "--skip-existing", "--in-place", "--no-overlap", "--stats", "--quiet"};
+                                       "--skip-existing", "--in-place", "--no-overlap", "--stats", "--quiet",
+                                       "--shard"};
 
 // A usage error tied to one option: exit 2.
 struct UsageError {
@@ -411,6 +413,20 @@ int run_batch_mode(const Options& o, const cbi::Graph& graph, const cbi::DeviceS
     } catch (const std::invalid_argument& e) {
         throw UsageError{!o.output_dir.empty() ? "--output-dir" : !o.output.empty() ? "-o" : "--in-place", e.what()};
     }
+    // This process's part of the inputs: --shard, else a Slurm array task's or step's.
+    std::optional<cbi::Shard> shard;
+    if (!o.shard.empty()) {
+        try {
+            shard = cbi::parse_shard(o.shard);
+        } catch (const std::invalid_argument& e) {
+            throw UsageError{"--shard", e.what()};
+        }
+    } else if (const auto from_launcher = cbi::shard_from_environment(false)) {
+        shard = from_launcher->shard;
+        say("notice: ", "shard " + std::to_string(shard->index) + "/" + std::to_string(shard->count) + " of the inputs, from " +
+                            from_launcher->source);
+    }
+    if (shard) plan = cbi::select_shard(std::move(plan), *shard, o.input_dir);
     // Outputs that would replace an input: all of them, one line each, and
     // nothing is run.
     if (!plan.conflicts.empty()) {
@@ -589,6 +605,10 @@ int main(int argc, char** argv) {
         ->check(CLI::IsMember({"same", "png", "jpg", "tiff"}));
     batch->add_option("--jobs", o.jobs, "worker threads (default: --threads, else all cores)")->check(CLI::Range(1, 4096));
     batch->add_option("--in-flight", o.in_flight, "images in flight at once (default: 2 x jobs)")->check(CLI::Range(1, 4096));
+    batch->add_option("--shard", o.shard,
+                      "K/N: process the K-th of N parts of the inputs (by a hash of each file's path relative to "
+                      "--input-dir: stable as files come and go); default: a Slurm array task's or step's part")
+        ->type_name("K/N");
     batch->add_flag("--skip-existing", o.skip_existing, "keep outputs that already exist (resumes a killed run)");
     batch->add_flag("--in-place", o.in_place, "allow the output folder to be the input folder (outputs NAME.cbi.EXT)");
     batch->add_flag("--no-overlap", o.no_overlap, "run the stages one image at a time (for comparison)");

@@ -23,7 +23,8 @@ if [ "$mode" != demo ] && [ "$mode" != test ]; then
   exit 2
 fi
 
-packages=(build-essential cmake pkg-config libopencv-dev libtbb-dev libcli11-dev libgtest-dev nlohmann-json3-dev)
+packages=(build-essential cmake pkg-config libopencv-dev libtbb-dev libcli11-dev libgtest-dev nlohmann-json3-dev
+          libopenmpi-dev openmpi-bin)
 # test: clang and its runtimes build the fuzz targets (libFuzzer); llvm-14
 # brings llvm-symbolizer, so sanitizer reports name files and lines.
 [ "$mode" = test ] && packages+=(clang-14 libclang-rt-14-dev llvm-14)
@@ -88,7 +89,7 @@ check_sanitizer_logs() {  # check_sanitizer_logs DIR WHAT
 }
 
 if has_part asan; then
-  cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Release -DCBI_WITH_CUDA=OFF -DCBI_SANITIZE=ON
+  cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Release -DCBI_WITH_CUDA=OFF -DCBI_WITH_MPI=OFF -DCBI_SANITIZE=ON
   timed "build-asan: build" cmake --build build-asan -j"$jobs"
   san_logs=$PWD/build-asan/sanitizer-logs
   rm -rf "$san_logs" && mkdir -p "$san_logs"
@@ -109,7 +110,7 @@ if has_part fuzz; then
     budget=(-runs="$runs" -seed=1) what="$runs inputs per target, seed 1"
   fi
   targets=(fuzz_pipeline fuzz_json fuzz_schedule fuzz_filter_args fuzz_image)
-  CC=clang-14 CXX=clang++-14 cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=Release -DCBI_WITH_CUDA=OFF \
+  CC=clang-14 CXX=clang++-14 cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=Release -DCBI_WITH_CUDA=OFF -DCBI_WITH_MPI=OFF \
     -DCBI_FUZZ=ON -DBUILD_TESTING=OFF
   timed "build-fuzz: build" cmake --build build-fuzz -j"$jobs" --target "${targets[@]}"
   # The fuzzer adds what it finds to a scratch corpus (the committed seeds
