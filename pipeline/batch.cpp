@@ -303,21 +303,16 @@ public:
     BatchSummary run() {
         start_ = Clock::now();
         for (std::size_t i = 0; i < first_job_; ++i) finished(summary_.items[i]);
+        using tbb::make_filter;
+        constexpr auto in_order = tbb::filter_mode::serial_in_order, parallel = tbb::filter_mode::parallel;
         tbb::task_arena arena(jobs_);
         arena.execute([&] {
             tbb::parallel_pipeline(
                 static_cast<std::size_t>(k_),
-                tbb::make_filter<void, std::size_t>(tbb::filter_mode::serial_in_order,
-                                                    [&](tbb::flow_control& fc) { return next_job(fc); }) &
-                    tbb::make_filter<std::size_t, std::size_t>(tbb::filter_mode::parallel, [&](std::size_t i) {
-                        read(i);
-                        return i;
-                    }) &
-                    tbb::make_filter<std::size_t, std::size_t>(tbb::filter_mode::parallel, [&](std::size_t i) {
-                        process(i);
-                        return i;
-                    }) &
-                    tbb::make_filter<std::size_t, void>(tbb::filter_mode::parallel, [&](std::size_t i) { write(i); }));
+                make_filter<void, std::size_t>(in_order, [&](tbb::flow_control& fc) { return next_job(fc); }) &
+                    make_filter<std::size_t, std::size_t>(parallel, [&](std::size_t i) { return read_stage(i); }) &
+                    make_filter<std::size_t, std::size_t>(parallel, [&](std::size_t i) { return process_stage(i); }) &
+                    make_filter<std::size_t, void>(parallel, [&](std::size_t i) { write_stage(i); }));
         });
         summary_.wall_s = seconds_since(start_);
         summarize();
@@ -344,7 +339,7 @@ private:
         return next_++;
     }
 
-    void read(std::size_t i) {
+    std::size_t read_stage(std::size_t i) {
         const Clock::time_point t0 = Clock::now();
         const BatchJob& job = plan_.jobs[i];
         BatchItem& item = result_of(i);
@@ -362,10 +357,11 @@ private:
                     [&] { slots_[i].input = read_image(job.input, options_.max_pixels, options_.max_bytes); });
         }
         item.read_s = seconds_since(t0);
+        return i;
     }
 
-    void process(std::size_t i) {
-        if (!live(i)) return;
+    std::size_t process_stage(std::size_t i) {
+        if (!live(i)) return i;
         const Clock::time_point t0 = Clock::now();
         BatchItem& item = result_of(i);
         attempt(item, plan_.jobs[i].input, [&] {
@@ -379,9 +375,10 @@ private:
         });
         slots_[i].input = cv::Mat();  // free the decoded input now: memory stays ~K images
         item.process_s = seconds_since(t0);
+        return i;
     }
 
-    void write(std::size_t i) {
+    void write_stage(std::size_t i) {
         BatchItem& item = result_of(i);
         if (live(i)) {
             const Clock::time_point t0 = Clock::now();
