@@ -1,7 +1,6 @@
 #pragma once
 // Device selection and the graph executor: runs a pipeline graph on the CPU
 // (TBB) or on a CUDA device.
-#include <functional>
 #include <memory>
 #include <span>
 #include <string>
