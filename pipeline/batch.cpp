@@ -261,6 +261,182 @@ private:
     std::vector<std::unique_ptr<Processor>> free_;
 };
 
+// Locks each output root once (two spellings of one folder would lock
+// against each other), then clears a killed run's temporaries.
+std::vector<std::unique_ptr<DirLock>> lock_outputs(const BatchPlan& plan) {
+    std::vector<std::unique_ptr<DirLock>> locks;
+    std::set<FileId> locked;
+    for (const fs::path& root : plan.output_roots) {
+        std::error_code ec;
+        fs::create_directories(root, ec);
+        if (ec) throw Error(root.string(), "cannot create the output folder: " + ec.message());
+        const auto id = file_id(root);
+        if (id && locked.insert(*id).second) locks.push_back(std::make_unique<DirLock>(root));
+    }
+    std::set<std::string> out_dirs;
+    for (const BatchJob& job : plan.jobs) out_dirs.insert(job.output.parent_path().string());
+    for (const std::string& dir : out_dirs) remove_stale_temporaries(dir.empty() ? "." : dir);
+    return locks;
+}
+
+// One run of a plan: the items' results, and the stages of the pipeline
+// (read, process, write), each over one job's index.
+class BatchRun {
+public:
+    BatchRun(const BatchPlan& plan, const ProcessorFactory& factory, const BatchOptions& options, int jobs, int k)
+        : plan_(plan), options_(options), jobs_(jobs), k_(k), pool_(factory, k), slots_(plan.jobs.size()) {
+        summary_.jobs = jobs;
+        summary_.in_flight = k;
+        summary_.overlap = options.overlap;
+        summary_.items = plan.rejected;
+        first_job_ = summary_.items.size();
+        for (const BatchJob& job : plan.jobs) {
+            BatchItem item;
+            item.input = job.input;
+            item.output = job.output;
+            item.status = ItemStatus::cancelled;  // until the read stage takes it
+            summary_.items.push_back(std::move(item));
+        }
+        progress_.total = summary_.items.size();
+    }
+
+    BatchSummary run() {
+        start_ = Clock::now();
+        for (std::size_t i = 0; i < first_job_; ++i) finished(summary_.items[i]);
+        using tbb::make_filter;
+        constexpr auto in_order = tbb::filter_mode::serial_in_order, parallel = tbb::filter_mode::parallel;
+        tbb::task_arena arena(jobs_);
+        arena.execute([&] {
+            tbb::parallel_pipeline(
+                static_cast<std::size_t>(k_),
+                make_filter<void, std::size_t>(in_order, [&](tbb::flow_control& fc) { return next_job(fc); }) &
+                    make_filter<std::size_t, std::size_t>(parallel, [&](std::size_t i) { return read_stage(i); }) &
+                    make_filter<std::size_t, std::size_t>(parallel, [&](std::size_t i) { return process_stage(i); }) &
+                    make_filter<std::size_t, void>(parallel, [&](std::size_t i) { write_stage(i); }));
+        });
+        summary_.wall_s = seconds_since(start_);
+        summarize();
+        return std::move(summary_);
+    }
+
+private:
+    struct Slot {
+        cv::Mat input;
+        Image output;
+    };
+
+    bool cancelled() const { return options_.cancel && options_.cancel->load(); }
+    BatchItem& result_of(std::size_t i) { return summary_.items[first_job_ + i]; }
+    // Interrupted: the item ends as cancelled, whatever a stage had done.
+    bool live(std::size_t i) {
+        ItemStatus& status = result_of(i).status;
+        if (status == ItemStatus::processed && cancelled()) status = ItemStatus::cancelled;
+        return status == ItemStatus::processed;
+    }
+
+    std::size_t next_job(tbb::flow_control& fc) {
+        if (next_ == plan_.jobs.size() || cancelled()) fc.stop();
+        return next_++;
+    }
+
+    std::size_t read_stage(std::size_t i) {
+        const Clock::time_point t0 = Clock::now();
+        const BatchJob& job = plan_.jobs[i];
+        BatchItem& item = result_of(i);
+        item.status = ItemStatus::processed;  // until a stage fails or skips it
+        std::error_code ec;
+        if (!live(i)) {
+        } else if (options_.skip_existing && fs::exists(job.output, ec)) {
+            item.status = ItemStatus::skipped;
+        } else if (same_file(job.input, job.output)) {
+            item.status = ItemStatus::failed;
+            item.error = job.input.string() + ": is also the output " + job.output.string() +
+                         "; cbi never overwrites its input";
+        } else {
+            attempt(item, job.input,
+                    [&] { slots_[i].input = read_image(job.input, options_.max_pixels, options_.max_bytes); });
+        }
+        item.read_s = seconds_since(t0);
+        return i;
+    }
+
+    std::size_t process_stage(std::size_t i) {
+        if (!live(i)) return i;
+        const Clock::time_point t0 = Clock::now();
+        BatchItem& item = result_of(i);
+        attempt(item, plan_.jobs[i].input, [&] {
+            pool_.with([&](Processor& processor) {
+                // Isolated: while this thread waits inside the processor's
+                // own parallel loops it must not pick up another image's
+                // decode or encode, which would delay this image and blur
+                // the stage times.
+                tbb::this_task_arena::isolate([&] { slots_[i].output = processor.process(view_of(slots_[i].input)); });
+            });
+        });
+        slots_[i].input = cv::Mat();  // free the decoded input now: memory stays ~K images
+        item.process_s = seconds_since(t0);
+        return i;
+    }
+
+    void write_stage(std::size_t i) {
+        BatchItem& item = result_of(i);
+        if (live(i)) {
+            const Clock::time_point t0 = Clock::now();
+            const fs::path& out = plan_.jobs[i].output;
+            attempt(item, out, [&] {
+                std::error_code ec;
+                if (out.has_parent_path()) fs::create_directories(out.parent_path(), ec);
+                if (ec) throw Error(out.parent_path().string(), "cannot create the folder: " + ec.message());
+                write_image_atomic(out, as_mat(slots_[i].output.view()));
+            });
+            if (item.status == ItemStatus::failed && cancelled()) {  // cut short by the interrupt
+                item.status = ItemStatus::cancelled;
+                item.error.clear();
+            }
+            item.write_s = seconds_since(t0);
+        }
+        slots_[i].output = Image();
+        finished(item);
+    }
+
+    void finished(const BatchItem& item) {
+        std::lock_guard lock(progress_mutex_);
+        ++progress_.done;
+        progress_.failed += item.status == ItemStatus::failed;
+        progress_.skipped += item.status == ItemStatus::skipped;
+        progress_.cancelled += item.status == ItemStatus::cancelled;
+        progress_.elapsed_s = seconds_since(start_);
+        progress_.item = &item;
+        if (options_.on_progress) options_.on_progress(progress_);
+    }
+
+    void summarize() {
+        const int lanes = std::min(k_, jobs_);
+        summary_.stages = {{"read+decode", 0, lanes}, {"process", 0, lanes}, {"encode+write", 0, lanes}};
+        for (const BatchItem& item : summary_.items) {
+            summary_.stages[0].busy_s += item.read_s;
+            summary_.stages[1].busy_s += item.process_s;
+            summary_.stages[2].busy_s += item.write_s;
+            summary_.processed += item.status == ItemStatus::processed;
+            summary_.failed += item.status == ItemStatus::failed;
+            summary_.skipped += item.status == ItemStatus::skipped;
+            summary_.cancelled += item.status == ItemStatus::cancelled;
+        }
+    }
+
+    const BatchPlan& plan_;
+    const BatchOptions& options_;
+    int jobs_, k_;
+    ProcessorPool pool_;
+    BatchSummary summary_;
+    std::size_t first_job_ = 0;
+    std::vector<Slot> slots_;
+    std::mutex progress_mutex_;
+    BatchProgress progress_;
+    Clock::time_point start_;
+    std::size_t next_ = 0;
+};
+
 }  // namespace
 
 OutputFormat parse_output_format(std::string_view text) {
@@ -318,154 +494,8 @@ BatchSummary run_batch(const BatchPlan& plan, const ProcessorFactory& factory, c
     if (!plan.conflicts.empty()) throw std::invalid_argument(plan.conflicts.front());
     const int jobs = options.jobs > 0 ? options.jobs : tbb::info::default_concurrency();
     const int k = !options.overlap ? 1 : options.in_flight > 0 ? options.in_flight : 2 * jobs;
-
-    // Lock each output root once (two spellings of one folder would lock
-    // against each other), then clear a killed run's temporaries.
-    std::vector<std::unique_ptr<DirLock>> locks;
-    std::set<FileId> locked;
-    for (const fs::path& root : plan.output_roots) {
-        std::error_code ec;
-        fs::create_directories(root, ec);
-        if (ec) throw Error(root.string(), "cannot create the output folder: " + ec.message());
-        const auto id = file_id(root);
-        if (id && locked.insert(*id).second) locks.push_back(std::make_unique<DirLock>(root));
-    }
-    std::set<std::string> out_dirs;
-    for (const BatchJob& job : plan.jobs) out_dirs.insert(job.output.parent_path().string());
-    for (const std::string& dir : out_dirs) remove_stale_temporaries(dir.empty() ? "." : dir);
-
-    ProcessorPool pool(factory, k);
-
-    BatchSummary summary;
-    summary.jobs = jobs;
-    summary.in_flight = k;
-    summary.overlap = options.overlap;
-    summary.items = plan.rejected;
-    const std::size_t first_job = summary.items.size();
-    for (const BatchJob& job : plan.jobs) {
-        BatchItem item;
-        item.input = job.input;
-        item.output = job.output;
-        item.status = ItemStatus::cancelled;  // until the read stage takes it
-        summary.items.push_back(std::move(item));
-    }
-
-    std::mutex progress_mutex;
-    BatchProgress progress;
-    progress.total = summary.items.size();
-    const Clock::time_point start = Clock::now();
-    auto finished = [&](const BatchItem& item) {
-        std::lock_guard lock(progress_mutex);
-        ++progress.done;
-        progress.failed += item.status == ItemStatus::failed;
-        progress.skipped += item.status == ItemStatus::skipped;
-        progress.cancelled += item.status == ItemStatus::cancelled;
-        progress.elapsed_s = seconds_since(start);
-        progress.item = &item;
-        if (options.on_progress) options.on_progress(progress);
-    };
-    for (std::size_t i = 0; i < first_job; ++i) finished(summary.items[i]);
-
-    struct Slot {
-        cv::Mat input;
-        Image output;
-    };
-    std::vector<Slot> slots(plan.jobs.size());
-    const auto cancelled = [&] { return options.cancel && options.cancel->load(); };
-    // Interrupted: the item ends as cancelled, whatever a stage had done.
-    const auto live = [&](std::size_t i) {
-        ItemStatus& status = summary.items[first_job + i].status;
-        if (status == ItemStatus::processed && cancelled()) status = ItemStatus::cancelled;
-        return status == ItemStatus::processed;
-    };
-
-    std::size_t next = 0;
-    tbb::task_arena arena(jobs);
-    arena.execute([&] {
-        tbb::parallel_pipeline(
-            static_cast<std::size_t>(k),
-            tbb::make_filter<void, std::size_t>(tbb::filter_mode::serial_in_order,
-                                                [&](tbb::flow_control& fc) -> std::size_t {
-                                                    if (next == plan.jobs.size() || cancelled()) fc.stop();
-                                                    return next++;
-                                                }) &
-                tbb::make_filter<std::size_t, std::size_t>(
-                    tbb::filter_mode::parallel,
-                    [&](std::size_t i) {
-                        const Clock::time_point t0 = Clock::now();
-                        const BatchJob& job = plan.jobs[i];
-                        BatchItem& item = summary.items[first_job + i];
-                        item.status = ItemStatus::processed;  // until a stage fails or skips it
-                        std::error_code ec;
-                        if (!live(i)) {
-                        } else if (options.skip_existing && fs::exists(job.output, ec)) {
-                            item.status = ItemStatus::skipped;
-                        } else if (same_file(job.input, job.output)) {
-                            item.status = ItemStatus::failed;
-                            item.error = job.input.string() + ": is also the output " + job.output.string() +
-                                         "; cbi never overwrites its input";
-                        } else {
-                            attempt(item, job.input,
-                                    [&] { slots[i].input = read_image(job.input, options.max_pixels, options.max_bytes); });
-                        }
-                        item.read_s = seconds_since(t0);
-                        return i;
-                    }) &
-                tbb::make_filter<std::size_t, std::size_t>(
-                    tbb::filter_mode::parallel,
-                    [&](std::size_t i) {
-                        if (!live(i)) return i;
-                        const Clock::time_point t0 = Clock::now();
-                        BatchItem& item = summary.items[first_job + i];
-                        attempt(item, plan.jobs[i].input, [&] {
-                            pool.with([&](Processor& processor) {
-                                // Isolated: while this thread waits inside the
-                                // processor's own parallel loops it must not pick
-                                // up another image's decode or encode, which would
-                                // delay this image and blur the stage times.
-                                tbb::this_task_arena::isolate(
-                                    [&] { slots[i].output = processor.process(view_of(slots[i].input)); });
-                            });
-                        });
-                        slots[i].input = cv::Mat();  // free the decoded input now: memory stays ~K images
-                        item.process_s = seconds_since(t0);
-                        return i;
-                    }) &
-                tbb::make_filter<std::size_t, void>(tbb::filter_mode::parallel, [&](std::size_t i) {
-                    BatchItem& item = summary.items[first_job + i];
-                    if (live(i)) {
-                        const Clock::time_point t0 = Clock::now();
-                        const fs::path& out = plan.jobs[i].output;
-                        attempt(item, out, [&] {
-                            std::error_code ec;
-                            if (out.has_parent_path()) fs::create_directories(out.parent_path(), ec);
-                            if (ec) throw Error(out.parent_path().string(), "cannot create the folder: " + ec.message());
-                            write_image_atomic(out, as_mat(slots[i].output.view()));
-                        });
-                        if (item.status == ItemStatus::failed && cancelled()) {  // cut short by the interrupt
-                            item.status = ItemStatus::cancelled;
-                            item.error.clear();
-                        }
-                        item.write_s = seconds_since(t0);
-                    }
-                    slots[i].output = Image();
-                    finished(item);
-                }));
-    });
-    summary.wall_s = seconds_since(start);
-
-    const int lanes = std::min(k, jobs);
-    summary.stages = {{"read+decode", 0, lanes}, {"process", 0, lanes}, {"encode+write", 0, lanes}};
-    for (const BatchItem& item : summary.items) {
-        summary.stages[0].busy_s += item.read_s;
-        summary.stages[1].busy_s += item.process_s;
-        summary.stages[2].busy_s += item.write_s;
-        summary.processed += item.status == ItemStatus::processed;
-        summary.failed += item.status == ItemStatus::failed;
-        summary.skipped += item.status == ItemStatus::skipped;
-        summary.cancelled += item.status == ItemStatus::cancelled;
-    }
-    return summary;
+    const auto locks = lock_outputs(plan);
+    return BatchRun(plan, factory, options, jobs, k).run();
 }
 
 }  // namespace cbi

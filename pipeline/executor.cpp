@@ -1,69 +1,16 @@
 #include "pipeline/executor.hpp"
 
-#include <tbb/task_arena.h>
-
 #include <algorithm>
-#include <charconv>
-#include <chrono>
-#include <exception>
-#include <functional>
 #include <iomanip>
 #include <optional>
 #include <sstream>
 #include <stdexcept>
 
-#include "filters/cpu_backend.hpp"
+#include "pipeline/backend.hpp"
 #include "pipeline/defaults.hpp"
 #include "pipeline/error.hpp"
-#if CBI_HAVE_CUDA
-#include "filters/cuda_backend.hpp"
-#include "pipeline/cuda_runtime.hpp"
-#endif
 
 namespace cbi {
-
-bool built_with_cuda() {
-#if CBI_HAVE_CUDA
-    return true;
-#else
-    return false;
-#endif
-}
-
-DeviceSpec parse_device(std::string_view text) {
-    if (text == "auto") return {DeviceSpec::Kind::automatic, 0};
-    if (text == "cpu") return {DeviceSpec::Kind::cpu, 0};
-    if (text == "cuda") return {DeviceSpec::Kind::cuda, 0};
-    if (text.starts_with("cuda:")) {
-        const auto digits = text.substr(5);
-        int index = -1;
-        auto [ptr, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), index);
-        if (!digits.empty() && ec == std::errc{} && ptr == digits.data() + digits.size() && index >= 0)
-            return {DeviceSpec::Kind::cuda, index};
-    }
-    throw std::invalid_argument("device '" + std::string(text) + "' must be auto, cpu, cuda or cuda:N");
-}
-
-ResolvedDevice resolve_device(const DeviceSpec& spec) {
-    if (spec.kind == DeviceSpec::Kind::cpu) return {false, 0, ""};
-#if CBI_HAVE_CUDA
-    std::string why;
-    const int count = cuda_device_count(why);
-    if (spec.kind == DeviceSpec::Kind::cuda) {
-        if (count == 0) throw Error("--device cuda", "no CUDA device is usable: " + why);
-        if (spec.index >= count)
-            throw Error("--device cuda:" + std::to_string(spec.index),
-                        "no such device; this machine has " + std::to_string(count));
-        return {true, spec.index, ""};
-    }
-    if (count > 0) return {true, 0, ""};
-    return {false, 0, "no CUDA device (" + why + "), running on the CPU"};
-#else
-    if (spec.kind == DeviceSpec::Kind::cuda)
-        throw Error("--device cuda", "this build of cbi has no CUDA backend (configured with CBI_WITH_CUDA=OFF or without nvcc)");
-    return {false, 0, "this build has no CUDA backend, running on the CPU"};
-#endif
-}
 
 namespace {
 
@@ -72,8 +19,15 @@ namespace {
 // or still to be timed).
 enum class Choice { given, table, cached, timed, pending };
 
+bool is_stencil(const NodeOp& op) {
+    const auto* filter = std::get_if<Filter>(&op);
+    return filter && !std::holds_alternative<ColorFilter>(*filter);
+}
+
 }  // namespace
 
+// What runs for one input format, built by plan() in four steps:
+// order_nodes, choose_schedules, fuse, assign_buffers.
 struct GraphExecutor::Plan {
     int width = 0, height = 0, channels = 0;
     Depth depth = Depth::u8;
@@ -86,77 +40,185 @@ struct GraphExecutor::Plan {
     std::vector<std::vector<NodeId>> reads;             // per node: the buffers it reads (its inputs, unless fused)
     std::vector<std::optional<ColorFilter>> fused_color; // per stencil node: a colour node fused into its loads
     std::vector<NodeId> fused_into;                      // per fused node: the stencil that computes it, or -1
-    std::vector<NodeId> fused_stencil;                   // per stencil node: the stencil fused into it (CUDA), or -1
+    std::vector<NodeId> fused_stencil;                   // per stencil node: the stencil fused into it, or -1
     std::vector<int> buffer_of;         // per node; -1: the graph input
     std::vector<int> buffer_channels;   // capacity of each buffer, in channels
 
+    void order_nodes(const Graph& graph);
+    void choose_schedules(const Graph& graph, const RunOptions& options, const Backend& backend);
+    void fuse(const Graph& graph, const RunOptions& options, const Backend& backend);
+    void assign_buffers(const Graph& graph);
+
     ImageView view(std::byte* base, NodeId node) const {
-        ImageView v{base, width, height, channels_of[node], depth, 0};
-        v.stride = v.row_bytes();
-        return v;
+        return contiguous_view(base, width, height, channels_of[node], depth);
     }
+
+private:
+    void fuse_colour(const Graph& graph, const std::vector<int>& readers);
+    void fuse_stencil_pairs(const Graph& graph, const std::vector<int>& readers, const Backend& backend);
 };
 
-#if CBI_HAVE_CUDA
-struct GraphExecutor::CudaState {
-    Stream stream;
-    DeviceImage input;
-    std::vector<DeviceBuffer> buffers;
-    PinnedBuffer input_staging;
-    std::vector<PinnedBuffer> output_staging;
-};
-#else
-struct GraphExecutor::CudaState {};
-#endif
+// Only nodes that feed an output run. Node ids are already topological:
+// every node's inputs were added before it.
+void GraphExecutor::Plan::order_nodes(const Graph& graph) {
+    const auto& nodes = graph.nodes();
+    std::vector<bool> needed(nodes.size(), false);
+    for (NodeId o : graph.outputs()) needed[o] = true;
+    for (NodeId id = static_cast<NodeId>(nodes.size()) - 1; id > 0; --id)
+        if (needed[id])
+            for (NodeId in : nodes[id].inputs) needed[in] = true;
+    for (NodeId id = 1; id < static_cast<NodeId>(nodes.size()); ++id)
+        if (needed[id]) order.push_back(id);
+}
+
+// Given schedules as given; default ones from the default table; auto ones
+// from the tuning cache, else timed on the first run.
+void GraphExecutor::Plan::choose_schedules(const Graph& graph, const RunOptions& options, const Backend& backend) {
+    const auto& nodes = graph.nodes();
+    schedule.assign(nodes.size(), ScheduleSpec{});
+    choice.assign(nodes.size(), Choice::given);
+    tuning_key.assign(nodes.size(), "");
+    format.assign(nodes.size(), NodeFormat{});
+    std::string device;
+    for (NodeId id : order) {
+        const ScheduleChoice chosen = graph.schedule_of(id);
+        if (const auto* given = std::get_if<ScheduleSpec>(&chosen)) {
+            schedule[id] = *given;
+            continue;
+        }
+        const Border border = graph.border_of(id);
+        format[id] = NodeFormat{depth, channels_of[nodes[id].inputs[0]], options.device.cuda};
+        if (std::holds_alternative<DefaultSchedule>(chosen)) {
+            schedule[id] = default_schedule(nodes[id].op, border, format[id]);
+            choice[id] = Choice::table;
+            continue;
+        }
+        if (device.empty()) device = backend.device_name();
+        tuning_key[id] = cbi::tuning_key(device, nodes[id].op_string(), is_stencil(nodes[id].op) ? to_string(border) : "-",
+                                         depth, format[id].channels, width, height,
+                                         options.device.cuda ? options.block : 0);
+        if (const auto hit = options.tuning->find(tuning_key[id], nodes[id].op)) {
+            schedule[id] = *hit;
+            choice[id] = Choice::cached;
+        } else {
+            choice[id] = Choice::pending;
+        }
+    }
+}
+
+// Fusion, where the backend fuses (RunOptions::fuse), decided once the
+// schedules are chosen: a colour node into the stencil that reads it, then
+// stencil pairs (RunOptions::fuse_stencils). Nodes still to be timed are not
+// fused: auto times each node on its own, and the executor plans again once
+// they are tuned (run()).
+void GraphExecutor::Plan::fuse(const Graph& graph, const RunOptions& options, const Backend& backend) {
+    const auto& nodes = graph.nodes();
+    reads.assign(nodes.size(), {});
+    fused_color.assign(nodes.size(), std::nullopt);
+    fused_into.assign(nodes.size(), -1);
+    fused_stencil.assign(nodes.size(), -1);
+    for (NodeId id : order) reads[id] = nodes[id].inputs;
+    if (!options.fuse || !backend.fuses()) return;
+    std::vector<int> readers(nodes.size(), 0);  // of each node's output
+    for (NodeId id : order)
+        for (NodeId in : nodes[id].inputs) ++readers[in];
+    for (NodeId o : graph.outputs()) ++readers[o];
+    fuse_colour(graph, readers);
+    if (options.fuse_stencils) fuse_stencil_pairs(graph, readers, backend);
+    std::erase_if(order, [&](NodeId id) { return fused_into[id] >= 0; });
+}
+
+// A colour node read only by one stencil is not stored where the stencil's
+// schedule can compute it (Capabilities::fuses_color): the stencil applies
+// the matrix to each sample it stages (ColorSource).
+void GraphExecutor::Plan::fuse_colour(const Graph& graph, const std::vector<int>& readers) {
+    const auto& nodes = graph.nodes();
+    for (NodeId id : order) {
+        if (!is_stencil(nodes[id].op) || choice[id] == Choice::pending) continue;
+        const NodeId in = nodes[id].inputs[0];
+        const auto* pre = in == Graph::input() ? nullptr : std::get_if<Filter>(&nodes[in].op);
+        const auto* colour = pre && readers[in] == 1 ? std::get_if<ColorFilter>(pre) : nullptr;
+        if (!colour || !supports(schedule[id], std::get<Filter>(nodes[id].op), graph.border_of(id), Fusion{true, false}))
+            continue;
+        fused_color[id] = *colour;
+        fused_into[in] = id;
+        reads[id] = nodes[in].inputs;
+    }
+}
 
 // A stencil read only by one stencil, both on smem/sep, fuses into it: one
 // kernel computes the first stencil's output tile by tile in shared memory
 // (chain.hpp, cuda_chain.cu). Pairs only; not with the wrap border; only
 // where the tile fits the device's shared memory.
-void GraphExecutor::fuse_stencil_pairs(Plan& plan, const std::vector<int>& readers) const {
-#if CBI_HAVE_CUDA
-    const auto& nodes = graph_.nodes();
+void GraphExecutor::Plan::fuse_stencil_pairs(const Graph& graph, const std::vector<int>& readers,
+                                             const Backend& backend) {
+    const auto& nodes = graph.nodes();
     const auto stencil = [&](NodeId id) -> const Filter* {
-        const auto* f = id == Graph::input() ? nullptr : std::get_if<Filter>(&nodes[id].op);
-        return f && !std::holds_alternative<ColorFilter>(*f) && plan.choice[id] != Choice::pending ? f : nullptr;
+        return id != Graph::input() && is_stencil(nodes[id].op) && choice[id] != Choice::pending
+                   ? &std::get<Filter>(nodes[id].op)
+                   : nullptr;
     };
-    for (NodeId id : plan.order) {
+    for (NodeId id : order) {
         const NodeId in = nodes[id].inputs.empty() ? Graph::input() : nodes[id].inputs[0];
         const Filter* second = stencil(id);
         const Filter* first = stencil(in);
-        if (!second || !first || readers[in] != 1 || plan.fused_stencil[in] >= 0) continue;
-        const Border b1 = graph_.border_of(in), b2 = graph_.border_of(id);
-        const Fusion fusion{plan.fused_color[in].has_value(), true};
-        if (!supports(plan.schedule[id], *second, b2, fusion) || !supports(plan.schedule[id], *second, b1, fusion)) continue;
-        const Node chained{*second, b2, plan.schedule[id], plan.fused_color[in], FusedStencil{*first, b1}};
-        if (!cuda_chain_fits(chained, plan.depth, plan.channels_of[in], options_.device.index)) continue;
-        plan.fused_stencil[id] = in;
-        plan.fused_color[id] = plan.fused_color[in];
-        for (NodeId& into : plan.fused_into)
+        if (!second || !first || readers[in] != 1 || fused_stencil[in] >= 0) continue;
+        const Border b1 = graph.border_of(in), b2 = graph.border_of(id);
+        const Fusion fusion{fused_color[in].has_value(), true};
+        if (!supports(schedule[id], *second, b2, fusion) || !supports(schedule[id], *second, b1, fusion)) continue;
+        const Node chained{*second, b2, schedule[id], fused_color[in], FusedStencil{*first, b1}};
+        if (!backend.chain_fits(chained, depth, channels_of[in])) continue;
+        fused_stencil[id] = in;
+        fused_color[id] = fused_color[in];
+        for (NodeId& into : fused_into)
             if (into == in) into = id;  // a colour node fused into the first stencil now runs in this kernel
-        plan.fused_into[in] = id;
-        plan.reads[id] = plan.reads[in];
+        fused_into[in] = id;
+        reads[id] = reads[in];
     }
-#else
-    (void)plan, (void)readers;
-#endif
 }
 
-Node GraphExecutor::node_to_run(NodeId id, const ScheduleSpec& schedule) const {
-    const Plan& plan = *plan_;
-    Node node{std::get<Filter>(graph_.nodes()[id].op), graph_.border_of(id), schedule, plan.fused_color[id], std::nullopt};
-    if (const NodeId first = plan.fused_stencil[id]; first >= 0)
-        node.fused_stencil = FusedStencil{std::get<Filter>(graph_.nodes()[first].op), graph_.border_of(first)};
-    return node;
+// Buffers by lifetime: a node's buffer is free again once every node that
+// reads it has run; outputs keep theirs. A node never writes the buffer it
+// reads (stencils cannot run in place).
+void GraphExecutor::Plan::assign_buffers(const Graph& graph) {
+    constexpr int kForever = 1 << 30;
+    std::vector<int> last_read(graph.nodes().size(), -1);
+    for (std::size_t step = 0; step < order.size(); ++step)
+        for (NodeId in : reads[order[step]]) last_read[in] = static_cast<int>(step);
+    for (NodeId o : graph.outputs()) last_read[o] = kForever;
+    buffer_of.assign(graph.nodes().size(), -1);
+    std::vector<bool> buffer_free;
+    std::vector<NodeId> holders;  // nodes whose buffer is still live
+    for (std::size_t step = 0; step < order.size(); ++step) {
+        for (auto it = holders.begin(); it != holders.end();)
+            if (last_read[*it] < static_cast<int>(step)) {
+                buffer_free[buffer_of[*it]] = true;
+                it = holders.erase(it);
+            } else {
+                ++it;
+            }
+        const NodeId id = order[step];
+        const int want = channels_of[id];
+        int best = -1;
+        for (std::size_t b = 0; b < buffer_free.size(); ++b)
+            if (buffer_free[b] && buffer_channels[b] >= want && (best < 0 || buffer_channels[b] < buffer_channels[best]))
+                best = static_cast<int>(b);
+        if (best < 0) {
+            best = static_cast<int>(buffer_channels.size());
+            buffer_channels.push_back(want);
+            buffer_free.push_back(false);
+        }
+        buffer_free[best] = false;
+        buffer_of[id] = best;
+        holders.push_back(id);
+    }
 }
 
 GraphExecutor::GraphExecutor(Graph graph, RunOptions options) : graph_(std::move(graph)), options_(std::move(options)) {
     graph_.check_complete();
     if (!options_.tuning) options_.tuning = std::make_shared<TuningCache>();
     if (options_.block < 1 || options_.block > 1024) throw std::invalid_argument("--block must be from 1 to 1024");
-#if !CBI_HAVE_CUDA
-    if (options_.device.cuda) throw Error("--device cuda", "this build of cbi has no CUDA backend");
-#endif
+    backend_ = make_backend(options_.device, options_.block);
 }
 
 GraphExecutor::~GraphExecutor() = default;
@@ -170,139 +232,12 @@ void GraphExecutor::plan(int width, int height, int channels, Depth depth) {
     auto plan = std::make_unique<Plan>();
     plan->width = width, plan->height = height, plan->channels = channels, plan->depth = depth;
     plan->channels_of = node_channels(graph_, channels);
+    plan->order_nodes(graph_);
+    plan->choose_schedules(graph_, options_, *backend_);
+    plan->fuse(graph_, options_, *backend_);
+    plan->assign_buffers(graph_);
 
-    // Only nodes that feed an output run. Node ids are already topological:
-    // every node's inputs were added before it.
-    const auto& nodes = graph_.nodes();
-    std::vector<bool> needed(nodes.size(), false);
-    for (NodeId o : graph_.outputs()) needed[o] = true;
-    for (NodeId id = static_cast<NodeId>(nodes.size()) - 1; id > 0; --id)
-        if (needed[id])
-            for (NodeId in : nodes[id].inputs) needed[in] = true;
-    for (NodeId id = 1; id < static_cast<NodeId>(nodes.size()); ++id)
-        if (needed[id]) plan->order.push_back(id);
-
-    // Readers of each node's output, and whether a stencil may compute the
-    // colour node it reads (fusion, on the GPU only, RunOptions::fuse: a
-    // colour node read only by one stencil is not stored; the stencil
-    // applies the matrix to each sample it stages, ColorSource).
-    std::vector<int> readers(nodes.size(), 0);
-    for (NodeId id : plan->order)
-        for (NodeId in : nodes[id].inputs) ++readers[in];
-    for (NodeId o : graph_.outputs()) ++readers[o];
-    const bool fusing = options_.fuse && options_.device.cuda;
-    const auto colour_producer = [&](NodeId id) -> const ColorFilter* {
-        const auto* filter = std::get_if<Filter>(&nodes[id].op);
-        if (!fusing || !filter || std::holds_alternative<ColorFilter>(*filter)) return nullptr;
-        const NodeId in = nodes[id].inputs[0];
-        const auto* pre = in == Graph::input() ? nullptr : std::get_if<Filter>(&nodes[in].op);
-        return pre && readers[in] == 1 ? std::get_if<ColorFilter>(pre) : nullptr;
-    };
-
-    // Schedules: given ones as given; default ones from the default table;
-    // auto ones from the tuning cache, else timed on the first run.
-    plan->schedule.assign(nodes.size(), ScheduleSpec{});
-    plan->choice.assign(nodes.size(), Choice::given);
-    plan->tuning_key.assign(nodes.size(), "");
-    plan->format.assign(nodes.size(), NodeFormat{});
-    std::string device;
-    for (NodeId id : plan->order) {
-        const ScheduleChoice choice = graph_.schedule_of(id);
-        if (const auto* given = std::get_if<ScheduleSpec>(&choice)) {
-            plan->schedule[id] = *given;
-            continue;
-        }
-        const Border border = graph_.border_of(id);
-        const NodeFormat format{depth, plan->channels_of[nodes[id].inputs[0]], options_.device.cuda};
-        plan->format[id] = format;
-        if (std::holds_alternative<DefaultSchedule>(choice)) {
-            plan->schedule[id] = default_schedule(nodes[id].op, border, format);
-            plan->choice[id] = Choice::table;
-            continue;
-        }
-        if (device.empty()) device = device_name();
-        const bool stencil = std::holds_alternative<Filter>(nodes[id].op) &&
-                             !std::holds_alternative<ColorFilter>(std::get<Filter>(nodes[id].op));
-        plan->tuning_key[id] = tuning_key(device, nodes[id].op_string(), stencil ? to_string(border) : "-", depth,
-                                          format.channels, width, height, options_.device.cuda ? options_.block : 0);
-        if (const auto hit = options_.tuning->find(plan->tuning_key[id], nodes[id].op)) {
-            plan->schedule[id] = *hit;
-            plan->choice[id] = Choice::cached;
-        } else {
-            plan->choice[id] = Choice::pending;
-        }
-    }
-
-    // Fusion, decided once the schedules are chosen: a colour node into the
-    // stencil that reads it where the stencil's schedule can compute it
-    // (Capabilities::fuses_color), then stencil pairs (fuse_stencil_pairs).
-    // Nodes still to be timed are not fused: auto times each node on its
-    // own, and the executor plans again once they are tuned (run()).
-    // The CPU backend runs nodes with fused colour or stencils too (C++ API,
-    // tests), but its executor does not fuse: there the colour matrix runs
-    // vectorised on its own (cpu_color.cpp) while a fused one is computed
-    // sample by sample in the stencil's row loads. Measured on
-    // color:gray | gaussian:5@sep:256x256 | sobel:mag@sep:256x256, 2048^2
-    // 8u:3, 2 threads: 15-25 ms fused, 10.3-10.8 ms unfused (OpenCV's calls
-    // 10.7-11.5 ms).
-    plan->reads.assign(nodes.size(), {});
-    plan->fused_color.assign(nodes.size(), std::nullopt);
-    plan->fused_into.assign(nodes.size(), -1);
-    plan->fused_stencil.assign(nodes.size(), -1);
-    for (NodeId id : plan->order) plan->reads[id] = nodes[id].inputs;
-    if (fusing) {
-        for (NodeId id : plan->order) {
-            const ColorFilter* pre = colour_producer(id);
-            if (!pre || plan->choice[id] == Choice::pending ||
-                !supports(plan->schedule[id], std::get<Filter>(nodes[id].op), graph_.border_of(id), Fusion{true, false}))
-                continue;
-            const NodeId in = nodes[id].inputs[0];
-            plan->fused_color[id] = *pre;
-            plan->fused_into[in] = id;
-            plan->reads[id] = nodes[in].inputs;
-        }
-        if (options_.fuse_stencils) fuse_stencil_pairs(*plan, readers);
-        std::erase_if(plan->order, [&](NodeId id) { return plan->fused_into[id] >= 0; });
-    }
-
-    // Buffers by lifetime: a node's buffer is free again once every node
-    // that reads it has run; outputs keep theirs. A node never writes the
-    // buffer it reads (stencils cannot run in place).
-    constexpr int kForever = 1 << 30;
-    std::vector<int> last_read(nodes.size(), -1);
-    for (std::size_t step = 0; step < plan->order.size(); ++step)
-        for (NodeId in : plan->reads[plan->order[step]]) last_read[in] = static_cast<int>(step);
-    for (NodeId o : graph_.outputs()) last_read[o] = kForever;
-    plan->buffer_of.assign(nodes.size(), -1);
-    std::vector<bool> buffer_free;
-    std::vector<NodeId> holders;  // nodes whose buffer is still live
-    for (std::size_t step = 0; step < plan->order.size(); ++step) {
-        for (auto it = holders.begin(); it != holders.end();)
-            if (last_read[*it] < static_cast<int>(step)) {
-                buffer_free[plan->buffer_of[*it]] = true;
-                it = holders.erase(it);
-            } else {
-                ++it;
-            }
-        const NodeId id = plan->order[step];
-        const int want = plan->channels_of[id];
-        int best = -1;
-        for (std::size_t b = 0; b < buffer_free.size(); ++b)
-            if (buffer_free[b] && plan->buffer_channels[b] >= want &&
-                (best < 0 || plan->buffer_channels[b] < plan->buffer_channels[best]))
-                best = static_cast<int>(b);
-        if (best < 0) {
-            best = static_cast<int>(plan->buffer_channels.size());
-            plan->buffer_channels.push_back(want);
-            buffer_free.push_back(false);
-        }
-        buffer_free[best] = false;
-        plan->buffer_of[id] = best;
-        holders.push_back(id);
-    }
-
-    host_buffers_.clear();
-    cuda_.reset();
+    backend_->release();
     prepared_ = ran_ = false;
     plan_ = std::move(plan);
     outputs_.assign(graph_.outputs().size(), ImageView{});
@@ -314,38 +249,47 @@ bool GraphExecutor::planned_for(int width, int height, int channels, Depth depth
 
 void GraphExecutor::prepare(int width, int height, int channels, Depth depth) {
     if (!planned_for(width, height, channels, depth)) plan(width, height, channels, depth);
-    // Allocate once for this format.
-    const Plan& plan = *plan_;
-    const std::size_t plane = static_cast<std::size_t>(width) * height * depth_bytes(depth);
-    if (!options_.device.cuda) {
-        for (int ch : plan.buffer_channels) {
-            host_buffers_.emplace_back(width, height, ch, depth);
-            ++allocations_;
-        }
-    }
-#if CBI_HAVE_CUDA
-    else {
-        use_device(options_.device.index);
-        cuda_ = std::make_unique<CudaState>();
-        cuda_->input = DeviceImage(width, height, channels, depth);
-        for (int ch : plan.buffer_channels) cuda_->buffers.emplace_back(plane * ch);
-        cuda_->input_staging = PinnedBuffer(plane * channels);
-        for (NodeId o : graph_.outputs()) cuda_->output_staging.emplace_back(plane * plan.channels_of[o]);
-        allocations_ += 3 + cuda_->buffers.size() + cuda_->output_staging.size();  // + stream
-    }
-#endif
-    (void)plane;
+    std::vector<int> output_channels;
+    for (NodeId o : graph_.outputs()) output_channels.push_back(plan_->channels_of[o]);
+    allocations_ += backend_->allocate({width, height, channels, depth, plan_->buffer_channels, output_channels});
     prepared_ = true;
 }
 
-std::string GraphExecutor::device_name() const {
-#if CBI_HAVE_CUDA
-    if (options_.device.cuda) return cuda_device_name(options_.device.index);
-#endif
-    return "cpu, " + std::to_string(tbb::this_task_arena::max_concurrency()) + " threads";
+ImageView GraphExecutor::view_of(NodeId id) const {
+    return id == Graph::input() ? input_ : plan_->view(backend_->buffer(plan_->buffer_of[id]), id);
 }
 
-void GraphExecutor::tune(NodeId id, const std::function<double(const ScheduleSpec&)>& time_once) {
+// Runs (or enqueues) node `id` with `schedule` on the band of `rows` rows
+// from `first_row` (a tuning run on the CPU; every row otherwise).
+void GraphExecutor::run_node(NodeId id, const ScheduleSpec& schedule, int first_row, int rows) {
+    const auto band = [&](ImageView v) {
+        v.data += static_cast<std::size_t>(first_row) * v.stride;
+        v.height = rows;
+        return v;
+    };
+    const GraphNode& n = graph_.nodes()[id];
+    const ImageView dst = band(view_of(id));
+    if (const auto* filter = std::get_if<Filter>(&n.op)) {
+        Node node{*filter, graph_.border_of(id), schedule, plan_->fused_color[id], std::nullopt};
+        if (const NodeId first = plan_->fused_stencil[id]; first >= 0)
+            node.fused_stencil = FusedStencil{std::get<Filter>(graph_.nodes()[first].op), graph_.border_of(first)};
+        backend_->run_node(node, band(view_of(plan_->reads[id][0])), dst);
+    } else {
+        backend_->run_blend(std::get<BlendFilter>(n.op), schedule, band(view_of(n.inputs[0])), band(view_of(n.inputs[1])),
+                            dst);
+    }
+}
+
+// Every node in order (timing pending auto nodes first), reading the input
+// the last upload gave.
+void GraphExecutor::run_nodes() {
+    for (NodeId id : plan_->order) {
+        if (plan_->choice[id] == Choice::pending) tune(id);
+        run_node(id, plan_->schedule[id], 0, plan_->height);
+    }
+}
+
+void GraphExecutor::tune(NodeId id) {
     Plan& plan = *plan_;
     const std::string& key = plan.tuning_key[id];
     std::lock_guard timing(options_.tuning->timing_mutex());
@@ -355,12 +299,16 @@ void GraphExecutor::tune(NodeId id, const std::function<double(const ScheduleSpe
         plan.choice[id] = Choice::cached;
         return;
     }
-    // CPU: 3 runs, and a slow warm-up drops a candidate at once (its runs are
-    // long); GPU: 5 runs, the first timed one decides (first launches load modules).
-    const bool cuda = options_.device.cuda;
+    const TuningMethod method = backend_->tuning();
+    const int rows = method.band_of_rows ? std::min(plan.height, std::max(kTuningBandRows, plan.height / 8)) : plan.height;
+    const int first_row = (plan.height - rows) / 2;
     // Timed on their own; fused from the next plan on where the choice can.
-    plan.schedule[id] =
-        fastest_candidate(default_candidates(op, graph_.border_of(id), plan.format[id]), cuda ? 5 : 3, !cuda, time_once);
+    plan.schedule[id] = fastest_candidate(default_candidates(op, graph_.border_of(id), plan.format[id]), method.runs,
+                                          method.warmup_decides, [&](const ScheduleSpec& s) {
+                                              backend_->start_timer();
+                                              run_node(id, s, first_row, rows);
+                                              return backend_->stop_timer_ms();
+                                          });
     plan.choice[id] = Choice::timed;
     replan_ = true;  // the next run fuses what the tuned schedules can
     options_.tuning->store(key, plan.schedule[id]);
@@ -374,111 +322,20 @@ std::span<const ImageView> GraphExecutor::run(const ImageView& input) {
     }
     if (!prepared_ || !planned_for(input.width, input.height, input.channels, input.depth))
         prepare(input.width, input.height, input.channels, input.depth);
-    const Plan& plan = *plan_;
-    const auto& nodes = graph_.nodes();
-    const auto& outs = graph_.outputs();
-
-    if (!cuda_) {
-        const auto view_of_node = [&](NodeId id) {
-            return id == Graph::input() ? input : plan.view(host_buffers_[plan.buffer_of[id]].view().data, id);
-        };
-        // rows: the band of rows a tuning run computes (every row otherwise).
-        const auto run_node = [&](NodeId id, const ScheduleSpec& schedule, int first_row, int rows) {
-            const GraphNode& n = nodes[id];
-            const auto band = [&](ImageView v) {
-                v.data += static_cast<std::size_t>(first_row) * v.stride;
-                v.height = rows;
-                return v;
-            };
-            const ImageView dst = band(view_of_node(id));
-            if (std::holds_alternative<Filter>(n.op))
-                run_node_cpu(node_to_run(id, schedule), band(view_of_node(plan.reads[id][0])), dst);
-            else
-                run_blend_cpu(std::get<BlendFilter>(n.op), schedule, band(view_of_node(n.inputs[0])),
-                              band(view_of_node(n.inputs[1])), dst);
-        };
-        // CPU tuning times the candidates on a band of rows from the middle
-        // of the node's input (an eighth of a large image): a run of a
-        // candidate then costs an eighth of a run of the node.
-        const int band_rows = std::min(plan.height, std::max(kTuningBandRows, plan.height / 8));
-        const int band_first = (plan.height - band_rows) / 2;
-        for (NodeId id : plan.order) {
-            if (plan.choice[id] == Choice::pending)
-                tune(id, [&](const ScheduleSpec& s) {
-                    const auto t0 = std::chrono::steady_clock::now();
-                    run_node(id, s, band_first, band_rows);
-                    return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-                });
-            run_node(id, plan.schedule[id], 0, plan.height);
-        }
-        for (std::size_t i = 0; i < outs.size(); ++i) outputs_[i] = view_of_node(outs[i]);
-        return outputs_;
-    }
-#if CBI_HAVE_CUDA
-    CudaState& cu = *cuda_;
-    const cudaStream_t stream = cu.stream.get();
-    const auto device_view = [&](NodeId id) {
-        return id == Graph::input() ? cu.input.view : plan.view(cu.buffers[plan.buffer_of[id]].data(), id);
-    };
-    // Stage through pinned memory so the copies are asynchronous DMA.
-    const ImageView staged = plan.view(cu.input_staging.data(), Graph::input());
-    copy_pixels(input, staged);
-    upload(staged, cu.input.view, stream);
-    enqueue_nodes_cuda();
-    for (std::size_t i = 0; i < outs.size(); ++i) {
-        outputs_[i] = plan.view(cu.output_staging[i].data(), outs[i]);
-        download(device_view(outs[i]), outputs_[i], stream);
-    }
-    cu.stream.synchronize("cudaStreamSynchronize after the graph");
+    input_ = backend_->upload(input);
+    run_nodes();
+    for (std::size_t i = 0; i < outputs_.size(); ++i) outputs_[i] = backend_->download(view_of(graph_.outputs()[i]), i);
+    backend_->finish();
     ran_ = true;
-#endif
     return outputs_;
 }
 
-#if CBI_HAVE_CUDA
-// Enqueues every node on the stream (timing pending auto nodes first), reading
-// the device copy of the input.
-void GraphExecutor::enqueue_nodes_cuda() {
-    Plan& plan = *plan_;
-    const auto& nodes = graph_.nodes();
-    CudaState& cu = *cuda_;
-    const cudaStream_t stream = cu.stream.get();
-    const auto device_view = [&](NodeId id) {
-        return id == Graph::input() ? cu.input.view : plan.view(cu.buffers[plan.buffer_of[id]].data(), id);
-    };
-    const auto run_node = [&](NodeId id, const ScheduleSpec& schedule) {
-        const GraphNode& n = nodes[id];
-        const ImageView dst = device_view(id);
-        if (std::holds_alternative<Filter>(n.op))
-            run_node_cuda(node_to_run(id, schedule), device_view(plan.reads[id][0]), dst, stream, options_.block);
-        else
-            run_blend_cuda(std::get<BlendFilter>(n.op), schedule, device_view(n.inputs[0]), device_view(n.inputs[1]), dst,
-                           stream, options_.block);
-    };
-    for (NodeId id : plan.order) {
-        if (plan.choice[id] == Choice::pending) {
-            EventTimer timer;
-            tune(id, [&](const ScheduleSpec& s) {
-                timer.start(stream);
-                run_node(id, s);
-                return static_cast<double>(timer.stop_ms(stream));
-            });
-        }
-        run_node(id, plan.schedule[id]);
-    }
-}
-#endif
-
 float GraphExecutor::time_kernels_ms() {
-#if CBI_HAVE_CUDA
-    if (!cuda_ || !ran_) throw std::logic_error("GraphExecutor::time_kernels_ms needs a CUDA executor that has run");
-    EventTimer timer;
-    timer.start(cuda_->stream.get());
-    enqueue_nodes_cuda();
-    return timer.stop_ms(cuda_->stream.get());
-#else
-    throw std::logic_error("GraphExecutor::time_kernels_ms needs a CUDA executor that has run");
-#endif
+    if (!options_.device.cuda || !prepared_ || !ran_)
+        throw std::logic_error("GraphExecutor::time_kernels_ms needs a CUDA executor that has run");
+    backend_->start_timer();
+    run_nodes();
+    return static_cast<float>(backend_->stop_timer_ms());
 }
 
 Image GraphExecutor::process(const ImageView& input) {

@@ -1,7 +1,6 @@
 #pragma once
 // Device selection and the graph executor: runs a pipeline graph on the CPU
 // (TBB) or on a CUDA device.
-#include <functional>
 #include <memory>
 #include <span>
 #include <string>
@@ -14,6 +13,8 @@
 #include "pipeline/tuning.hpp"
 
 namespace cbi {
+
+class Backend;  // pipeline/backend.hpp
 
 struct DeviceSpec {
     enum class Kind { automatic, cpu, cuda } kind = Kind::automatic;
@@ -41,13 +42,13 @@ struct RunOptions {
     // On the GPU: fuse a colour node into the stencil that reads it when
     // that stencil stages tiles (smem/sep), and a stencil into the smem/sep
     // stencil that reads it: one kernel, the intermediate image never
-    // stored. The CPU executor does not fuse (slower there, measured).
+    // stored. The CPU executor does not fuse: slower there (measured:
+    // apps/bench/README.md).
     bool fuse = true;
     // With fuse: also fuse stencil pairs (one kernel, the first stencil's
-    // output computed per tile in shared memory). Off by default: on the
-    // H100 the pair kernel was slower than the two stencil kernels it
-    // replaces (color:gray | gaussian:5@sep:64x32 | sobel:mag@sep:64x32,
-    // 4096^2 8u:3: 0.367 ms against 0.265; apps/bench/README.md).
+    // output computed per tile in shared memory). Off by default: the pair
+    // kernel was slower than the two stencil kernels it replaces (measured:
+    // apps/bench/README.md).
     bool fuse_stencils = false;
 };
 
@@ -105,26 +106,23 @@ public:
 
 private:
     struct Plan;
-    void fuse_stencil_pairs(Plan& plan, const std::vector<int>& readers) const;
-    // The backend's view of filter node `id` under `schedule`, with what the plan fused into it.
-    Node node_to_run(NodeId id, const ScheduleSpec& schedule) const;
-    struct CudaState;
-    std::string device_name() const;  // the device part of tuning keys
+    bool planned_for(int width, int height, int channels, Depth depth) const;
+    ImageView view_of(NodeId id) const;  // the image node `id` writes (the input: what nodes read it through)
+    void run_node(NodeId id, const ScheduleSpec& schedule, int first_row, int rows);
+    void run_nodes();
     // Times the candidates of auto node `id` (or takes another executor's
     // fresh choice from the cache) and records the winner.
-    void tune(NodeId id, const std::function<double(const ScheduleSpec&)>& time_once);
+    void tune(NodeId id);
     Graph graph_;
     RunOptions options_;
     std::unique_ptr<Plan> plan_;
-    std::unique_ptr<CudaState> cuda_;
-    std::vector<Image> host_buffers_;
+    std::unique_ptr<Backend> backend_;
+    ImageView input_;  // the last run's input, as the backend's nodes read it
     std::vector<ImageView> outputs_;
     std::size_t allocations_ = 0;
     bool prepared_ = false;  // buffers allocated for plan_
-    bool ran_ = false;       // the device holds an input (time_kernels_ms)
+    bool ran_ = false;       // the backend holds an input (time_kernels_ms)
     bool replan_ = false;    // auto nodes were tuned: plan again (fusion) before the next run
-    void enqueue_nodes_cuda();
-    bool planned_for(int width, int height, int channels, Depth depth) const;
 };
 
 // A factory for the batch runner: each call returns a new GraphExecutor over

@@ -1,0 +1,120 @@
+// Device selection and the CPU backend.
+#include "pipeline/backend.hpp"
+
+#include <tbb/task_arena.h>
+
+#include <charconv>
+#include <chrono>
+#include <stdexcept>
+#include <vector>
+
+#include "filters/cpu_backend.hpp"
+#include "pipeline/error.hpp"
+#include "pipeline/executor.hpp"
+#include "pipeline/image.hpp"
+#if CBI_HAVE_CUDA
+#include "pipeline/cuda_runtime.hpp"
+#endif
+
+namespace cbi {
+
+bool built_with_cuda() {
+#if CBI_HAVE_CUDA
+    return true;
+#else
+    return false;
+#endif
+}
+
+DeviceSpec parse_device(std::string_view text) {
+    if (text == "auto") return {DeviceSpec::Kind::automatic, 0};
+    if (text == "cpu") return {DeviceSpec::Kind::cpu, 0};
+    if (text == "cuda") return {DeviceSpec::Kind::cuda, 0};
+    if (text.starts_with("cuda:")) {
+        const auto digits = text.substr(5);
+        int index = -1;
+        auto [ptr, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), index);
+        if (!digits.empty() && ec == std::errc{} && ptr == digits.data() + digits.size() && index >= 0)
+            return {DeviceSpec::Kind::cuda, index};
+    }
+    throw std::invalid_argument("device '" + std::string(text) + "' must be auto, cpu, cuda or cuda:N");
+}
+
+ResolvedDevice resolve_device(const DeviceSpec& spec) {
+    if (spec.kind == DeviceSpec::Kind::cpu) return {false, 0, ""};
+#if CBI_HAVE_CUDA
+    std::string why;
+    const int count = cuda_device_count(why);
+    if (spec.kind == DeviceSpec::Kind::cuda) {
+        if (count == 0) throw Error("--device cuda", "no CUDA device is usable: " + why);
+        if (spec.index >= count)
+            throw Error("--device cuda:" + std::to_string(spec.index),
+                        "no such device; this machine has " + std::to_string(count));
+        return {true, spec.index, ""};
+    }
+    if (count > 0) return {true, 0, ""};
+    return {false, 0, "no CUDA device (" + why + "), running on the CPU"};
+#else
+    if (spec.kind == DeviceSpec::Kind::cuda)
+        throw Error("--device cuda", "this build of cbi has no CUDA backend (configured with CBI_WITH_CUDA=OFF or without nvcc)");
+    return {false, 0, "this build has no CUDA backend, running on the CPU"};
+#endif
+}
+
+namespace {
+
+// Runs each node to completion before returning, on the host buffers; the
+// input and outputs are the caller's and the buffers' own memory.
+class CpuBackend final : public Backend {
+public:
+    std::string device_name() const override {
+        return "cpu, " + std::to_string(tbb::this_task_arena::max_concurrency()) + " threads";
+    }
+    // A slow warm-up drops a candidate at once (its runs are long).
+    TuningMethod tuning() const override { return {3, true, true}; }
+    // A fused colour node is computed sample by sample in the stencil's row
+    // loads, slower than the vectorised matrix on its own (measured:
+    // apps/bench/README.md).
+    bool fuses() const override { return false; }
+    bool chain_fits(const Node&, Depth, int) const override { return false; }
+
+    std::size_t allocate(const BufferPlan& plan) override {
+        buffers_.clear();
+        for (int ch : plan.buffer_channels) buffers_.emplace_back(plan.width, plan.height, ch, plan.depth);
+        return plan.buffer_channels.size();
+    }
+    void release() override { buffers_.clear(); }
+    std::byte* buffer(int index) const override { return buffers_[index].view().data; }
+
+    ImageView upload(const ImageView& input) override { return input; }
+    void run_node(const Node& node, const ImageView& src, const ImageView& dst) override { run_node_cpu(node, src, dst); }
+    void run_blend(const BlendFilter& blend, const ScheduleSpec& schedule, const ImageView& a, const ImageView& b,
+                   const ImageView& dst) override {
+        run_blend_cpu(blend, schedule, a, b, dst);
+    }
+    ImageView download(const ImageView& result, std::size_t) override { return result; }
+    void finish() override {}
+
+    void start_timer() override { start_ = std::chrono::steady_clock::now(); }
+    double stop_timer_ms() override {
+        return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start_).count();
+    }
+
+private:
+    std::vector<Image> buffers_;
+    std::chrono::steady_clock::time_point start_;
+};
+
+}  // namespace
+
+std::unique_ptr<Backend> make_backend(const ResolvedDevice& device, int block) {
+    if (!device.cuda) return std::make_unique<CpuBackend>();
+#if CBI_HAVE_CUDA
+    return make_cuda_backend(device.index, block);
+#else
+    (void)block;
+    throw Error("--device cuda", "this build of cbi has no CUDA backend");
+#endif
+}
+
+}  // namespace cbi

@@ -1,0 +1,91 @@
+#pragma once
+// What the graph executor asks of a device: buffers for a plan, running a
+// node or a blend, moving the input in and the outputs out, and timing runs
+// for tuning. The executor's node loop, tuning and buffer planning are
+// written once over this interface; the CPU backend (TBB) runs each node
+// before returning, the CUDA backend (backend_cuda.cpp) enqueues everything
+// on one stream and finish() waits for it. The kernels themselves are the
+// filters layer's (filters/cpu_backend.hpp, filters/cuda_backend.hpp).
+#include <cstddef>
+#include <memory>
+#include <span>
+#include <string>
+
+#include "filters/filter.hpp"
+#include "filters/image_view.hpp"
+
+namespace cbi {
+
+struct ResolvedDevice;
+
+// What a plan needs allocated: intermediate buffers of the input's width,
+// height and depth (capacities in channels), plus the input and one image
+// per graph output where the backend stages them.
+struct BufferPlan {
+    int width = 0, height = 0, channels = 0;  // of the input
+    Depth depth = Depth::u8;
+    std::span<const int> buffer_channels;
+    std::span<const int> output_channels;
+};
+
+// How `auto` times candidates on this backend (fastest_candidate's runs and
+// warmup_decides), and whether on a band of rows from the middle of the image
+// (the CPU: a candidate's run then costs a fraction of the node's) or on the
+// whole image.
+struct TuningMethod {
+    int runs = 3;
+    bool warmup_decides = true;
+    bool band_of_rows = true;
+};
+
+class Backend {
+public:
+    virtual ~Backend() = default;
+
+    // The device part of tuning keys: the GPU's model, or "cpu, N threads".
+    virtual std::string device_name() const = 0;
+    virtual TuningMethod tuning() const = 0;
+    // Whether the executor fuses nodes here (RunOptions::fuse), and whether
+    // a stencil pair `node` fits one kernel for an intermediate image of
+    // `channels` samples per pixel.
+    virtual bool fuses() const = 0;
+    virtual bool chain_fits(const Node& node, Depth depth, int channels) const = 0;
+
+    // Frees what an earlier allocate made, allocates for `plan`; returns how
+    // many allocations it made. release(): frees everything.
+    virtual std::size_t allocate(const BufferPlan& plan) = 0;
+    virtual void release() = 0;
+    // Start of intermediate buffer `index` (contiguous rows).
+    virtual std::byte* buffer(int index) const = 0;
+
+    // Takes a run's input; returns the view nodes read it through.
+    virtual ImageView upload(const ImageView& input) = 0;
+    virtual void run_node(const Node& node, const ImageView& src, const ImageView& dst) = 0;
+    virtual void run_blend(const BlendFilter& blend, const ScheduleSpec& schedule, const ImageView& a,
+                           const ImageView& b, const ImageView& dst) = 0;
+    // A host view that holds graph output `index`, computed into `result`,
+    // once finish() returns.
+    virtual ImageView download(const ImageView& result, std::size_t index) = 0;
+    // Waits for everything started since the last finish.
+    virtual void finish() = 0;
+
+    // Times the work started between the two calls; stop waits for it.
+    virtual void start_timer() = 0;
+    virtual double stop_timer_ms() = 0;
+};
+
+// The backend for `device` (CUDA threads per block: `block`). Touches no
+// device until allocate. Throws cbi::Error for CUDA in a build without it.
+std::unique_ptr<Backend> make_backend(const ResolvedDevice& device, int block);
+
+// In CUDA builds only (backend_cuda.cpp).
+std::unique_ptr<Backend> make_cuda_backend(int device, int block);
+
+// A contiguous view of `width` x `height` x `channels` at `data`.
+inline ImageView contiguous_view(std::byte* data, int width, int height, int channels, Depth depth) {
+    ImageView v{data, width, height, channels, depth, 0};
+    v.stride = v.row_bytes();
+    return v;
+}
+
+}  // namespace cbi

@@ -1,0 +1,87 @@
+// The CUDA backend of the executor (CUDA builds only): every node is
+// enqueued on one stream with no host synchronisation in between; the input
+// and outputs go through pinned staging so the copies are asynchronous DMA;
+// finish() synchronises once.
+#include <optional>
+#include <vector>
+
+#include "filters/cuda_backend.hpp"
+#include "pipeline/backend.hpp"
+#include "pipeline/cuda_runtime.hpp"
+
+namespace cbi {
+namespace {
+
+class CudaBackend final : public Backend {
+public:
+    CudaBackend(int device, int block) : device_(device), block_(block) {}
+
+    std::string device_name() const override { return cuda_device_name(device_); }
+    // The first timed run decides: a kernel's first launch also loads its module.
+    TuningMethod tuning() const override { return {5, false, false}; }
+    bool fuses() const override { return true; }
+    bool chain_fits(const Node& node, Depth depth, int channels) const override {
+        return cuda_chain_fits(node, depth, channels, device_);
+    }
+
+    std::size_t allocate(const BufferPlan& plan) override {
+        use_device(device_);
+        const std::size_t plane = static_cast<std::size_t>(plan.width) * plan.height * depth_bytes(plan.depth);
+        state_.emplace();
+        state_->input = DeviceImage(plan.width, plan.height, plan.channels, plan.depth);
+        for (int ch : plan.buffer_channels) state_->buffers.emplace_back(plane * ch);
+        state_->input_staging = PinnedBuffer(plane * plan.channels);
+        for (int ch : plan.output_channels) state_->output_staging.emplace_back(plane * ch);
+        return 3 + state_->buffers.size() + state_->output_staging.size();  // + the stream
+    }
+    void release() override { state_.reset(); }
+    std::byte* buffer(int index) const override { return state_->buffers[index].data(); }
+
+    ImageView upload(const ImageView& input) override {
+        const ImageView& device = state_->input.view;
+        const ImageView staged =
+            contiguous_view(state_->input_staging.data(), device.width, device.height, device.channels, device.depth);
+        copy_pixels(input, staged);
+        cbi::upload(staged, device, stream());
+        return device;
+    }
+    void run_node(const Node& node, const ImageView& src, const ImageView& dst) override {
+        run_node_cuda(node, src, dst, stream(), block_);
+    }
+    void run_blend(const BlendFilter& blend, const ScheduleSpec& schedule, const ImageView& a, const ImageView& b,
+                   const ImageView& dst) override {
+        run_blend_cuda(blend, schedule, a, b, dst, stream(), block_);
+    }
+    ImageView download(const ImageView& result, std::size_t index) override {
+        const ImageView host = contiguous_view(state_->output_staging[index].data(), result.width, result.height,
+                                               result.channels, result.depth);
+        cbi::download(result, host, stream());
+        return host;
+    }
+    void finish() override { state_->stream.synchronize("cudaStreamSynchronize after the graph"); }
+
+    void start_timer() override {
+        if (!timer_) timer_.emplace();
+        timer_->start(stream());
+    }
+    double stop_timer_ms() override { return timer_->stop_ms(stream()); }
+
+private:
+    cudaStream_t stream() const { return state_->stream.get(); }
+    struct State {
+        Stream stream;
+        DeviceImage input;
+        std::vector<DeviceBuffer> buffers;
+        PinnedBuffer input_staging;
+        std::vector<PinnedBuffer> output_staging;
+    };
+    int device_, block_;
+    std::optional<State> state_;
+    std::optional<EventTimer> timer_;
+};
+
+}  // namespace
+
+std::unique_ptr<Backend> make_cuda_backend(int device, int block) { return std::make_unique<CudaBackend>(device, block); }
+
+}  // namespace cbi
