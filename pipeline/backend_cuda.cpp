@@ -38,6 +38,9 @@ public:
     std::byte* buffer(int index) const override { return state_->buffers[index].data(); }
 
     ImageView upload(const ImageView& input) override {
+        // A batch's processor may run on another thread than the one that
+        // allocated it: make its device current on this one.
+        use_device(device_);
         const ImageView& device = state_->input.view;
         const ImageView staged =
             contiguous_view(state_->input_staging.data(), device.width, device.height, device.channels, device.depth);
@@ -61,6 +64,7 @@ public:
     void finish() override { state_->stream.synchronize("cudaStreamSynchronize after the graph"); }
 
     void start_timer() override {
+        use_device(device_);
         if (!timer_) timer_.emplace();
         timer_->start(stream());
     }
