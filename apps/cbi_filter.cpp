@@ -24,6 +24,7 @@
 #include <iostream>
 #include <limits>
 #include <map>
+#include <memory>
 #include <optional>
 #include <sstream>
 #include <string>
@@ -34,6 +35,7 @@
 #include <opencv2/core/utils/logger.hpp>
 
 #include "filters/filter.hpp"
+#include "mpi_ranks.hpp"
 #include "pipeline/batch.hpp"
 #include "pipeline/error.hpp"
 #include "pipeline/executor.hpp"
@@ -171,9 +173,33 @@ struct UsageError {
     std::string subject, reason;
 };
 
+// Under MPI (mpirun -n R cbi-filter ...): this process's rank, else null.
+// Until the ranks have agreed to start (g_agreed), every rank ends through
+// one agreement, so an error is printed once and every rank exits with the
+// same code; after it, a rank that cannot go on ends the whole job.
+cbi_app::MpiRanks* g_ranks = nullptr;
+bool g_agreed = false;
+
+// The exit code of a rank that stops before the first job (0: it is ready),
+// agreed among the ranks; `message` is printed by one rank only.
+int agreed_exit(int code, const std::string& message = {}) {
+    if (!g_ranks || g_agreed) {
+        if (!message.empty()) say("error: ", message);
+        return code;
+    }
+    g_agreed = true;
+    const auto agreement = g_ranks->agree(code);
+    if (agreement.reporter && !message.empty()) say("error: ", message);
+    return agreement.code;
+}
+
 int fail(int code, const std::string& subject, const std::string& reason) {
-    say("error: ", (subject.empty() ? "" : subject + ": ") + reason);
-    return code;
+    const std::string message = (subject.empty() ? "" : subject + ": ") + reason;
+    if (g_ranks && g_agreed) {  // the other ranks are working: end the job
+        say("error: ", message);
+        g_ranks->abort(code);
+    }
+    return agreed_exit(code, message);
 }
 
 void list_schedules() {
@@ -330,10 +356,13 @@ private:
         std::snprintf(buf, sizeof buf, "%ld:%02ld", total / 60, total % 60);
         return buf;
     }
+public:
     void clear_bar() {
         if (bar_shown_) write_message("\r\033[K");
         bar_shown_ = false;
     }
+
+private:
 
     bool quiet_, tty_, bar_shown_ = false;
     std::chrono::steady_clock::time_point last_print_ = std::chrono::steady_clock::now();
@@ -369,11 +398,11 @@ void print_tuning_notice(const cbi::RunOptions& run_options) {
 
 cbi::RunOptions resolve_run_options(const Options& o, const cbi::DeviceSpec& device_spec, const cbi::Graph& graph) {
     cbi::RunOptions run_options;
-    run_options.device = cbi::resolve_device(device_spec);
+    run_options.device = cbi::resolve_device(device_spec, g_ranks ? g_ranks->local_rank() : 0);
     run_options.block = o.block;
     run_options.fuse = !o.no_fuse;
     run_options.fuse_stencils = o.fuse_stencils;
-    if (!run_options.device.notice.empty()) say("notice: ", run_options.device.notice);
+    if (!run_options.device.notice.empty() && (!g_ranks || g_ranks->rank() == 0)) say("notice: ", run_options.device.notice);
     bool tuned = false;
     for (cbi::NodeId id = 1; id < static_cast<cbi::NodeId>(graph.nodes().size()); ++id)
         tuned = tuned || std::holds_alternative<cbi::AutoSchedule>(graph.schedule_of(id));
@@ -421,17 +450,19 @@ int run_batch_mode(const Options& o, const cbi::Graph& graph, const cbi::DeviceS
         } catch (const std::invalid_argument& e) {
             throw UsageError{"--shard", e.what()};
         }
-    } else if (const auto from_launcher = cbi::shard_from_environment(false)) {
+    } else if (const auto from_launcher = cbi::shard_from_environment(g_ranks && g_ranks->size() > 1)) {
         shard = from_launcher->shard;
-        say("notice: ", "shard " + std::to_string(shard->index) + "/" + std::to_string(shard->count) + " of the inputs, from " +
+        if (!g_ranks || g_ranks->rank() == 0)
+            say("notice: ", "shard " + std::to_string(shard->index) + "/" + std::to_string(shard->count) + " of the inputs, from " +
                             from_launcher->source);
     }
     if (shard) plan = cbi::select_shard(std::move(plan), *shard, o.input_dir);
     // Outputs that would replace an input: all of them, one line each, and
     // nothing is run.
     if (!plan.conflicts.empty()) {
-        for (const std::string& line : plan.conflicts) say("error: ", line);
-        return kExitUsage;
+        for (std::size_t i = 0; i + 1 < plan.conflicts.size(); ++i)
+            if (!g_ranks || g_ranks->rank() == 0) say("error: ", plan.conflicts[i]);
+        return agreed_exit(kExitUsage, plan.conflicts.back());
     }
 
     // After the plan: its usage errors come before any notice.
@@ -444,27 +475,55 @@ int run_batch_mode(const Options& o, const cbi::Graph& graph, const cbi::DeviceS
     batch.max_pixels = o.max_pixels;
     batch.max_bytes = o.max_memory;
     batch.cancel = &g_cancel;
-    ProgressReporter reporter(o.quiet);
+    const bool reports = !g_ranks || g_ranks->rank() == 0;  // progress and summary: rank 0's, for all ranks
+    ProgressReporter reporter(o.quiet || !reports);
     batch.on_progress = std::ref(reporter);
+    if (g_ranks) {
+        // Rank 0 reports the files that could not be listed; ranks share the jobs.
+        if (g_ranks->rank() != 0) plan.rejected.clear();
+        batch.lock_output_roots = g_ranks->rank() == 0;
+        batch.next_job = [] { return g_ranks->next_job(&g_cancel); };
+        batch.on_progress = [&reporter](const cbi::BatchProgress& p) {
+            const cbi_app::RankCounts mine{p.done - p.failed - p.skipped - p.cancelled, p.failed, p.skipped, p.cancelled};
+            g_ranks->report(mine);
+            cbi::BatchProgress all = p;
+            if (g_ranks->rank() == 0) {
+                const cbi_app::RankCounts others = g_ranks->others();
+                all.done += others.processed + others.failed + others.skipped + others.cancelled;
+                all.failed += others.failed;
+                all.skipped += others.skipped;
+                all.cancelled += others.cancelled;
+            }
+            reporter(all);
+        };
+        if (const int code = agreed_exit(0); code != 0) return code;  // another rank cannot start
+        g_ranks->start(plan.jobs.size());
+    }
     // One executor per image in flight, its buffers reused image after image.
     g_batch_running = true;
     const cbi::BatchSummary summary = cbi::run_batch(plan, cbi::graph_processor_factory(graph, run_options), batch);
     const int signal = g_interrupted.load();
+    reporter.clear_bar();
 
-    if (!o.quiet || signal != 0) {
+    cbi_app::RankCounts counts{summary.processed, summary.failed, summary.skipped, summary.cancelled};
+    if (g_ranks && signal != 0) g_ranks->abandon();  // the launcher is ending the job: no collectives
+    else if (g_ranks) counts = g_ranks->combine(counts);
+    if ((!o.quiet || signal != 0) && (reports || signal != 0)) {
+        const double rate = summary.wall_s > 0 ? static_cast<double>(counts.processed) / summary.wall_s : 0;
         std::ostringstream line;
-        line << std::fixed << std::setprecision(1) << kProgram << ": " << summary.items.size() << " files: "
-             << summary.processed << " processed, " << summary.failed << " failed, " << summary.skipped << " skipped";
+        line << std::fixed << std::setprecision(1) << kProgram << ": "
+             << counts.processed + counts.failed + counts.skipped + counts.cancelled << " files: " << counts.processed
+             << " processed, " << counts.failed << " failed, " << counts.skipped << " skipped";
         if (signal != 0)
-            line << ", " << summary.cancelled << " not done (interrupted by " << (signal == SIGINT ? "SIGINT" : "SIGTERM")
+            line << ", " << counts.cancelled << " not done (interrupted by " << (signal == SIGINT ? "SIGINT" : "SIGTERM")
                  << ")";
-        line << " in " << std::setprecision(2) << summary.wall_s << " s (" << summary.images_per_s() << " images/s)\n";
+        line << " in " << std::setprecision(2) << summary.wall_s << " s (" << rate << " images/s)\n";
         write_message(line.str());
     }
-    if (o.stats) print_stats(summary);
+    if (o.stats && reports) print_stats(summary);
     print_tuning_notice(run_options);
     if (signal != 0) return 128 + signal;
-    return summary.failed > 0 ? kExitRuntime : 0;
+    return counts.failed > 0 ? kExitRuntime : 0;
 }
 
 // --print-pipeline: the resolved graph, and with an input image its buffer
@@ -496,6 +555,8 @@ int run(const CLI::App& app, Options& o) {
                 throw UsageError{flag, "applies to batch mode only (--input-dir, --output-dir or several inputs)"};
         if (!o.inputs.empty()) o.input = o.inputs.front();
     }
+    if (!batch && g_ranks && g_ranks->size() > 1)
+        throw UsageError{"mpirun", "several ranks share batch work only (--input-dir or several inputs); run one image without mpirun"};
     if (batch && o.print_pipeline)
         throw UsageError{"--print-pipeline", "takes at most one input image (it plans buffers for that image's size)"};
     if (!batch && o.input.empty() && !o.print_pipeline)
@@ -554,6 +615,13 @@ int run(const CLI::App& app, Options& o) {
 int main(int argc, char** argv) {
     silence_library_stderr();
     start_signal_thread();  // before any other thread exists
+    std::unique_ptr<cbi_app::MpiRanks> ranks;  // under an MPI launcher: this rank (after the signal thread: MPI's threads inherit its mask)
+    try {
+        ranks = cbi_app::MpiRanks::join_if_launched(&argc, &argv);
+    } catch (const std::exception& e) {
+        return fail(kExitRuntime, "MPI", e.what());
+    }
+    g_ranks = ranks.get();
     CLI::App app{"cbi-filter: image filters with selectable thread schedules (CPU or CUDA)", kProgram};
     Options o;
     app.add_option("IN", o.inputs, "input image(s) (PNG, JPEG, TIFF, BMP, ...: 8/16-bit or float, 1/3/4 channels)");

@@ -35,12 +35,12 @@ DeviceSpec parse_device(std::string_view text) {
         int index = -1;
         auto [ptr, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), index);
         if (!digits.empty() && ec == std::errc{} && ptr == digits.data() + digits.size() && index >= 0)
-            return {DeviceSpec::Kind::cuda, index};
+            return {DeviceSpec::Kind::cuda, index, true};
     }
     throw std::invalid_argument("device '" + std::string(text) + "' must be auto, cpu, cuda or cuda:N");
 }
 
-ResolvedDevice resolve_device(const DeviceSpec& spec) {
+ResolvedDevice resolve_device(const DeviceSpec& spec, int host_rank) {
     if (spec.kind == DeviceSpec::Kind::cpu) return {false, 0, ""};
 #if CBI_HAVE_CUDA
     std::string why;
@@ -50,11 +50,12 @@ ResolvedDevice resolve_device(const DeviceSpec& spec) {
         if (spec.index >= count)
             throw Error("--device cuda:" + std::to_string(spec.index),
                         "no such device; this machine has " + std::to_string(count));
-        return {true, spec.index, ""};
+        return {true, spec.named ? spec.index : host_rank % count, ""};
     }
-    if (count > 0) return {true, 0, ""};
+    if (count > 0) return {true, host_rank % count, ""};
     return {false, 0, "no CUDA device (" + why + "), running on the CPU"};
 #else
+    (void)host_rank;
     if (spec.kind == DeviceSpec::Kind::cuda)
         throw Error("--device cuda", "this build of cbi has no CUDA backend (configured with CBI_WITH_CUDA=OFF or without nvcc)");
     return {false, 0, "this build has no CUDA backend, running on the CPU"};

@@ -261,9 +261,9 @@ private:
     std::vector<std::unique_ptr<Processor>> free_;
 };
 
-// Locks each output root once (two spellings of one folder would lock
-// against each other), then clears a killed run's temporaries.
-std::vector<std::unique_ptr<DirLock>> lock_outputs(const BatchPlan& plan) {
+// Creates each output root and locks it once (two spellings of one folder
+// would lock against each other), then clears a killed run's temporaries.
+std::vector<std::unique_ptr<DirLock>> lock_outputs(const BatchPlan& plan, bool lock) {
     std::vector<std::unique_ptr<DirLock>> locks;
     std::set<FileId> locked;
     for (const fs::path& root : plan.output_roots) {
@@ -271,7 +271,7 @@ std::vector<std::unique_ptr<DirLock>> lock_outputs(const BatchPlan& plan) {
         fs::create_directories(root, ec);
         if (ec) throw Error(root.string(), "cannot create the output folder: " + ec.message());
         const auto id = file_id(root);
-        if (id && locked.insert(*id).second) locks.push_back(std::make_unique<DirLock>(root));
+        if (lock && id && locked.insert(*id).second) locks.push_back(std::make_unique<DirLock>(root));
     }
     std::set<std::string> out_dirs;
     for (const BatchJob& job : plan.jobs) out_dirs.insert(job.output.parent_path().string());
@@ -294,7 +294,7 @@ public:
             BatchItem item;
             item.input = job.input;
             item.output = job.output;
-            item.status = ItemStatus::cancelled;  // until the read stage takes it
+            item.status = options.next_job ? ItemStatus::elsewhere : ItemStatus::cancelled;  // until the read stage takes it
             summary_.items.push_back(std::move(item));
         }
         progress_.total = summary_.items.size();
@@ -335,7 +335,16 @@ private:
     }
 
     std::size_t next_job(tbb::flow_control& fc) {
-        if (next_ == plan_.jobs.size() || cancelled()) fc.stop();
+        if (cancelled()) {
+            fc.stop();
+            return 0;
+        }
+        if (options_.next_job) {
+            const std::optional<std::size_t> i = options_.next_job();
+            if (!i || *i >= plan_.jobs.size()) fc.stop();
+            return i.value_or(0);
+        }
+        if (next_ == plan_.jobs.size()) fc.stop();
         return next_++;
     }
 
@@ -494,7 +503,7 @@ BatchSummary run_batch(const BatchPlan& plan, const ProcessorFactory& factory, c
     if (!plan.conflicts.empty()) throw std::invalid_argument(plan.conflicts.front());
     const int jobs = options.jobs > 0 ? options.jobs : tbb::info::default_concurrency();
     const int k = !options.overlap ? 1 : options.in_flight > 0 ? options.in_flight : 2 * jobs;
-    const auto locks = lock_outputs(plan);
+    const auto locks = lock_outputs(plan, options.lock_output_roots);
     return BatchRun(plan, factory, options, jobs, k).run();
 }
 

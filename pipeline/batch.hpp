@@ -21,6 +21,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <functional>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -41,7 +42,8 @@ struct BatchJob {
 };
 
 // cancelled: not finished because the run was interrupted (BatchOptions::cancel).
-enum class ItemStatus { processed, failed, skipped, cancelled };
+// elsewhere: another process sharing the plan ran it (BatchOptions::next_job).
+enum class ItemStatus { processed, failed, skipped, cancelled, elsewhere };
 
 // The result of one file (or of a directory that could not be listed).
 struct BatchItem {
@@ -120,6 +122,14 @@ struct BatchOptions {
     // Set (e.g. by a signal-handling thread) to stop: no new image is read,
     // images in flight end as cancelled, run_batch returns the summary.
     const std::atomic<bool>* cancel = nullptr;
+    // Several processes sharing one plan (MPI ranks): the index of the next
+    // job this process runs, or nullopt when none is left; called from one
+    // thread at a time. Jobs never handed out here end as `elsewhere`.
+    // Empty: every job, in plan order.
+    std::function<std::optional<std::size_t>()> next_job;
+    // Hold an flock on each output root for the run (a second batch into the
+    // same folder is refused). Processes sharing a plan: one of them locks.
+    bool lock_output_roots = true;
 };
 
 struct StageStats {

@@ -19,6 +19,7 @@ class Backend;  // pipeline/backend.hpp
 struct DeviceSpec {
     enum class Kind { automatic, cpu, cuda } kind = Kind::automatic;
     int index = 0;  // CUDA device ordinal
+    bool named = false;  // cuda:N gave the ordinal (cuda and auto did not)
 };
 // "auto", "cpu", "cuda" or "cuda:N"; throws std::invalid_argument.
 DeviceSpec parse_device(std::string_view text);
@@ -29,7 +30,9 @@ struct ResolvedDevice {
     std::string notice;  // why `auto` chose the CPU; empty otherwise
 };
 // Throws cbi::Error when CUDA is asked for and this build or machine has none.
-ResolvedDevice resolve_device(const DeviceSpec& spec);
+// A spec that names no ordinal (cuda, auto) takes device host_rank mod the
+// number of devices: the GPU of an MPI rank among the ranks on its host.
+ResolvedDevice resolve_device(const DeviceSpec& spec, int host_rank = 0);
 
 bool built_with_cuda();
 
