@@ -422,7 +422,7 @@ void suite_filters(const Options& o, Gpu& gpu, Report& report) {
                         CBI_CUDA_CHECK(cudaMemsetAsync(output.view.data, 0xA5, out_bytes, gpu.stream.get()), "poison");
                         try {
                             run_node_cuda(node, inputs[0].view, output.view, gpu.stream.get(), block);
-                        } catch (const std::invalid_argument& e) {  // e.g. a tile whose halo does not fit shared memory
+                        } catch (const cbi::Unsupported& e) {  // e.g. a tile whose halo does not fit shared memory
                             std::cout << "# skipped " << filter_text << " " << schedule_text << " " << image_text << ": "
                                       << e.what() << "\n";
                             continue;

@@ -6,7 +6,7 @@
 //   cbi-filter a.png b.jpg c.tiff --blur 9 -o outdir
 // Filter flags (--blur, --gaussian, ...) are sugar for a chain, applied in
 // command-line order. Exit codes: 0 success, 1 runtime
-// or data error, 2 usage error (DESIGN.md section 4).
+// or data error (cbi::Error, cbi::Unsupported), 2 usage error.
 #include <CLI/CLI.hpp>
 #include <fcntl.h>
 #include <pthread.h>
@@ -229,12 +229,16 @@ cbi::Graph build_graph(const CLI::App& app, const Options& o) {
             graph = cbi::parse_pipeline(o.pipeline);
         } catch (const std::invalid_argument& e) {
             throw UsageError{"--pipeline", e.what()};
+        } catch (const cbi::Unsupported& e) {  // a stage's schedule cannot run its filter: exit 1
+            throw cbi::Unsupported("--pipeline", e.what());
         }
     } else if (file) {
         try {
             graph = cbi::load_pipeline_file(o.pipeline_file);  // cbi::Error (unreadable file) is exit 1
         } catch (const std::invalid_argument& e) {
             throw UsageError{"--pipeline-file", e.what()};
+        } catch (const cbi::Unsupported& e) {
+            throw cbi::Unsupported("--pipeline-file", e.what());
         }
     } else {
         graph = chain_from_flags(app, o);
@@ -267,7 +271,7 @@ cbi::Graph build_graph(const CLI::App& app, const Options& o) {
                           ? cbi::why_unsupported(*fixed, std::get<cbi::Filter>(n.op), graph.border_of(id))
                           : cbi::why_unsupported(*fixed, std::get<cbi::BlendFilter>(n.op));
         }
-        if (!why.empty()) throw UsageError{"--schedule", why};
+        if (!why.empty()) throw cbi::Unsupported("--schedule", why);  // well formed; no node here takes it
     }
     return graph;
 }
@@ -610,6 +614,8 @@ int main(int argc, char** argv) {
         return run(app, o);
     } catch (const UsageError& e) {
         return fail(kExitUsage, e.subject, e.reason);
+    } catch (const cbi::Unsupported& e) {  // a cbi::Error: before it, and never a usage error
+        return fail(kExitRuntime, "", e.what());
     } catch (const cbi::Error& e) {
         return fail(kExitRuntime, "", e.what());
     } catch (const std::invalid_argument& e) {

@@ -147,7 +147,8 @@ std::string why_unsupported(const ScheduleSpec& schedule, const Filter& filter, 
 std::string why_unsupported(const ScheduleSpec& schedule, const BlendFilter& blend);
 bool supports(const ScheduleSpec& schedule, const Filter& filter, const Border& border = {}, Fusion fusion = {});
 bool supports(const ScheduleSpec& schedule, const BlendFilter& blend);
-// The same, throwing std::invalid_argument with that line.
+// The same, throwing cbi::Unsupported with that line (the request is well
+// formed; this schedule cannot run it, the ones named can).
 void check_supports(const ScheduleSpec& schedule, const Filter& filter, const Border& border = {}, Fusion fusion = {});
 void check_supports(const ScheduleSpec& schedule, const BlendFilter& blend);
 

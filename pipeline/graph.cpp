@@ -195,8 +195,8 @@ NodeId Graph::add_filter(std::string name, const Filter& filter, NodeId input, N
     if (options.schedule && std::holds_alternative<ScheduleSpec>(*options.schedule)) {
         try {
             check_supports(std::get<ScheduleSpec>(*options.schedule), filter);
-        } catch (const std::invalid_argument& e) {
-            invalid("node '" + name + "': " + e.what());
+        } catch (const Unsupported& e) {
+            throw Unsupported("node '" + name + "'", e.what());
         }
     }
     return add(GraphNode{std::move(name), filter, {input}, options});
@@ -206,8 +206,8 @@ NodeId Graph::add_blend(std::string name, const BlendFilter& blend, NodeId a, No
     if (options.schedule && std::holds_alternative<ScheduleSpec>(*options.schedule)) {
         try {
             check_supports(std::get<ScheduleSpec>(*options.schedule), blend);
-        } catch (const std::invalid_argument& e) {
-            invalid("node '" + name + "': " + e.what());
+        } catch (const Unsupported& e) {
+            throw Unsupported("node '" + name + "'", e.what());
         }
     }
     return add(GraphNode{std::move(name), blend, {a, b}, options});
@@ -280,6 +280,8 @@ Graph parse_pipeline(std::string_view text, const ScheduleChoice& default_schedu
             last = g.add_filter("n" + std::to_string(stage), filter, last, options);
         } catch (const std::invalid_argument& e) {
             invalid(where + e.what());
+        } catch (const Unsupported& e) {  // the stage's schedule cannot run its filter
+            throw Unsupported("", where + e.what());
         }
         start = bar + 1;
     }
@@ -464,6 +466,8 @@ Graph load_pipeline_file(const std::filesystem::path& path) {
         return graph_from_json(text.str());
     } catch (const std::invalid_argument& e) {
         throw std::invalid_argument(path.string() + ": " + e.what());
+    } catch (const Unsupported& e) {
+        throw Unsupported(path.string(), e.what());
     }
 }
 
