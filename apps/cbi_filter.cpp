@@ -16,6 +16,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <bit>
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
@@ -565,7 +566,8 @@ int main(int argc, char** argv) {
     app.add_option("--device", o.device, "auto (default), cpu, cuda or cuda:N");
     app.add_option("--block", o.block, "CUDA threads per block")->check(CLI::Range(1, 1024));
     app.add_option("--threads", o.threads, "CPU worker threads (default: all cores)")->check(CLI::Range(1, 4096));
-    app.add_option("--max-pixels", o.max_pixels, "refuse images with more pixels, checked before decoding (default 2^28)")
+    app.add_option("--max-pixels", o.max_pixels, "refuse images with more pixels, checked before decoding (default 2^" +
+                                                   std::to_string(std::bit_width(cbi::default_max_pixels) - 1) + ")")
         ->check(CLI::Range(std::uint64_t{1}, cbi::max_schedulable_pixels));
     app.add_option("--max-memory", o.max_memory,
                    "refuse images whose decoded pixels need more memory, checked before decoding (e.g. 512MiB, 8GiB; "
