@@ -358,7 +358,7 @@ void print_stats(const cbi::BatchSummary& s) {
     out << "wall " << s.wall_s << " s, " << s.processed << " processed, " << std::setprecision(2) << s.images_per_s()
         << " images/s; jobs " << s.jobs << ", in flight " << s.in_flight << ", overlap " << (s.overlap ? "on" : "off")
         << "\n";
-    // The first ratio is issue 5's criterion (<= 1.15: the stages overlap);
+    // The first ratio shows the overlap (<= 1.15: the stages overlap);
     // the second compares with all stages sharing the worker threads.
     out << "wall / (busiest busy / lanes) = " << (bound > 0 ? s.wall_s / bound : 0) << " (" << busiest->name
         << "); wall / (all busy / jobs) = " << (all_busy > 0 ? s.wall_s / (all_busy / s.jobs) : 0) << "\n";

@@ -1,6 +1,6 @@
 #pragma once
 // What a filter node is: the filter and its parameters, the border rule and
-// the thread schedule. Semantics follow OpenCV (DESIGN.md section 3):
+// the thread schedule. Semantics follow OpenCV:
 //   BoxFilter       cv::blur(src, dst, {k,k}, {-1,-1}, border)
 //   GaussianFilter  cv::GaussianBlur(src, dst, {k,k}, sigma, sigma, border)
 //   SobelFilter     |gx|, |gy| or sqrt(gx^2+gy^2) of cv::Sobel(src, CV_32F, ...)

@@ -1,11 +1,11 @@
 #pragma once
 // The batch runner: many images through read+decode -> process -> encode+write
-// as a tbb::parallel_pipeline with at most K images in flight (DESIGN.md
-// section 7), so memory stays bounded whatever the folder size and the
+// as a tbb::parallel_pipeline with at most K images in flight (serial read,
+// parallel process, serial write), so memory stays bounded whatever the folder size and the
 // stages of different images overlap. Library code: it never prints or
 // exits; per-file failures come back as results, progress through a callback.
 //
-// Guarantees (DESIGN.md section 4):
+// Guarantees:
 //   - every output is written to a `.cbi-tmp-*` file in its directory and
 //     renamed into place after a successful encode, fsync and close
 //     (write_image_atomic), so a killed run leaves only complete outputs;

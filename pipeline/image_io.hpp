@@ -1,6 +1,5 @@
 #pragma once
-// Image file I/O: size-limited decoding and atomic encoding (DESIGN.md
-// section 4). All errors are one line naming the file:
+// Image file I/O: size-limited decoding and atomic encoding. All errors are one line naming the file:
 //   cbi::Error             unreadable, corrupt, truncated, too large, unsupported
 //                          format or depth, failed write (apps: exit 1).
 //

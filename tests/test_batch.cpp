@@ -1,4 +1,4 @@
-// Batch mode (issue 5): a folder tree of good and bad files through the
+// Batch mode: a folder tree of good and bad files through the
 // library and the real cbi-filter binary; outputs compared pixel-wise with
 // the single-image path; SIGKILL mid-run and resume; a full disk.
 #include "pipeline/batch.hpp"
@@ -136,7 +136,7 @@ void expect_matches_single_image(const fs::path& input, const fs::path& output, 
 }
 
 // The test tree: good images of several formats and depths in sub-folders,
-// and the bad files of issue 5 (the unreadable one has its own test).
+// and the bad files (the unreadable one has its own test).
 struct Tree {
     std::vector<std::string> good;  // relative paths
     std::vector<std::string> bad;
@@ -593,7 +593,7 @@ TEST(BatchCli, DiskFullLeavesNoPartialOutput) {
 }
 
 
-// ------------------------------------------------------------ issue 16: inputs are never written
+// ------------------------------------------------------------ inputs are never written
 
 // The bytes of every regular file under `root`, to show nothing changed.
 std::map<std::string, std::string> snapshot(const fs::path& root) {
@@ -704,7 +704,7 @@ TEST(Batch, HardLinksSymlinkedFoldersAndInPlaceNeverOverwriteInputs) {
     EXPECT_EQ(slurp(in / "sub/b.png"), std::string(sub_b.begin(), sub_b.end()));
 }
 
-// ------------------------------------------------------------ issue 16: interrupts and leftovers
+// ------------------------------------------------------------ interrupts and leftovers
 
 TEST(BatchCli, SigintAndSigtermStopCleanlyWithASummary) {
     TempDir dir;
@@ -785,7 +785,7 @@ TEST(BatchCli, ControlCharactersInNamesStayOnOneLine) {
 }
 
 
-// Issue 16: a folder of gray, colour, alpha, 16-bit and float images runs
+// A folder of gray, colour, alpha, 16-bit and float images runs
 // with a colour preset (a 1-channel image reads as R = G = B) and a stencil.
 TEST(BatchCli, MixedFolderWithColourPresetsJustWorks) {
     TempDir dir, scratch;

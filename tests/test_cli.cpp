@@ -1,4 +1,4 @@
-// The pipeline options of the real cbi-filter binary (issue 4): --pipeline,
+// The pipeline options of the real cbi-filter binary: --pipeline,
 // --pipeline-file and the filter flags give identical files equal to the
 // OpenCV composition; --print-pipeline plans without running; errors name
 // the option, stage or file and exit with the policy's codes.
@@ -78,7 +78,7 @@ TEST(Cli, ChainTextJsonFileAndFlagsGiveIdenticalOutputsEqualToOpenCV) {
               << a.total() << " px)\n";
 }
 
-// Issue 2's acceptance check: the photo blurred through the CLI equals
+// The first acceptance check: the photo blurred through the CLI equals
 // cv::blur (within 1) for every registered schedule.
 TEST(Cli, Blur9OnAPhotoEqualsOpenCVForEveryRegisteredSchedule) {
     TempDir dir;

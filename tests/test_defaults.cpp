@@ -141,7 +141,7 @@ TEST(RoutingCuda, GpuNodesRunTheKernelTheirScheduleNames) {
         EXPECT_EQ(cuda_path("color:sepia", "vec:8", Depth::u8, ch), KernelPath::cuda_vec);
         EXPECT_EQ(cuda_path("blur:9", "column:32", Depth::u8, ch), KernelPath::cuda_index_map);
     }
-    // The default table's choices for the issue-7 cells.
+    // The default table's choices for the benchmark set's cells.
     const auto table = [](const char* f, Depth d, int ch) {
         return default_schedule(parse_filter(f), {}, {d, ch, true}).to_string();
     };

@@ -39,7 +39,7 @@ using namespace test;
 
 bool is_color(const Filter& f) { return std::holds_alternative<ColorFilter>(f); }
 
-// 8/16-bit within 1 of OpenCV, float within 1e-5 relative (DESIGN.md).
+// 8/16-bit within 1 of OpenCV, float within 1e-5 relative (README.md, "Tests").
 test::Comparison check_against_opencv(const Node& node, const cv::Mat& src, const cv::Mat& got) {
     return compare(got, opencv_reference(node, src), 1.0, 1e-5, test::output_scale(node, src));
 }
@@ -422,8 +422,7 @@ TEST(CpuKernels, SobelKernelsEqualOpenCV) {
     }
 }
 
-// Colour matrices on 1-channel images read them as R = G = B (DESIGN.md
-// section 3): gray of a gray image is that image, bit for bit (NaN payloads,
+// Colour matrices on 1-channel images read them as R = G = B: gray of a gray image is that image, bit for bit (NaN payloads,
 // signalling NaNs, -0.0 and Inf included); every other matrix gives what it
 // gives on cv::cvtColor(GRAY2BGR) of the image, bit for bit. For every CPU
 // schedule that runs colour, odd sizes, whole images and views at odd
