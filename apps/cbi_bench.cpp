@@ -361,7 +361,7 @@ void suite_filters(const Options& o, Gpu& gpu, Report& report) {
                 const int out_channels = applicable_channels(filter, channels);
                 if (out_channels == 0) continue;
                 cv::Mat cpu(h, w, cv_type(depth, out_channels));
-                run_node_cpu(Node{filter, border, ScheduleSpec{}}, view_of(input), view_of(cpu));
+                run_node_cpu(FilterRun{filter, border, ScheduleSpec{}}, view_of(input), view_of(cpu));
                 if (dump) {
                     const std::string ref = "ref_" + file_tag(filter_text) + "_" + tag + ".raw";
                     write_raw(std::filesystem::path(o.dump_dir) / ref, cpu);
@@ -385,7 +385,7 @@ void suite_filters(const Options& o, Gpu& gpu, Report& report) {
                         const std::string schedule_text =
                             schedule_arg == "auto" || schedule_arg == "default" ? schedule_arg + "=" + spec.to_string()
                                                                                 : schedule_arg;
-                        const Node node{filter, border, spec};
+                        const FilterRun node{filter, border, spec};
                         CBI_CUDA_CHECK(cudaMemsetAsync(output.view.data, 0xA5, out_bytes, gpu.stream.get()), "poison");
                         try {
                             run_node_cuda(node, inputs[0].view, output.view, gpu.stream.get(), block);
@@ -425,7 +425,7 @@ void stencil_sweep(Gpu& gpu, Report& report, const std::string& suite, const std
     for (const int n : sizes) {
         const cv::Mat input = reference::random_image(n, n, 1, Depth::f32, 777 + n);
         cv::Mat ref(n, n, CV_32F);
-        run_node_cpu(Node{box, border, ScheduleSpec{}}, view_of(input), view_of(ref));
+        run_node_cpu(FilterRun{box, border, ScheduleSpec{}}, view_of(input), view_of(ref));
         const std::size_t bytes = input.total() * sizeof(float);
         const int rotations = gpu.rotations(bytes);
         std::vector<DeviceImage> inputs;
@@ -439,7 +439,7 @@ void stencil_sweep(Gpu& gpu, Report& report, const std::string& suite, const std
             for (const std::string& schedule_text : schedules)
                 for (const int block : blocks) {
                     const ScheduleSpec spec = parse_schedule(schedule_text);
-                    const Node node{box, border, spec};
+                    const FilterRun node{box, border, spec};
                     auto launch = [&](const DeviceImage& in) {
                         if (kernel == "thesis-box9")
                             bench::run_thesis_box9(spec, reinterpret_cast<const float*>(in.view.data),
@@ -632,7 +632,7 @@ void suite_cpu(const Options& o, Report& report) {
             for (const std::string& schedule_text : o.cpu_schedules) {
                 const ScheduleSpec schedule = parse_schedule(schedule_text);
                 if (!supports(schedule, filter)) continue;
-                const Node node{filter, border, schedule};
+                const FilterRun node{filter, border, schedule};
                 auto cbi_cpu = [&] { run_node_cpu(node, view_of(input), view_of(ours)); };
                 cbi_cpu();
                 // 8-bit within 1 of OpenCV, float within 1e-4 of the scale.

@@ -760,7 +760,7 @@ void check_block(int block) {
 
 }  // namespace
 
-void run_node_cuda(const Node& node, const ImageView& src, const ImageView& dst, cudaStream_t stream, int block) {
+void run_node_cuda(const FilterRun& node, const ImageView& src, const ImageView& dst, cudaStream_t stream, int block) {
     check_block(block);
     if (node.fused_stencil) return run_chain_cuda(node, src, dst, stream, block);
     try {

@@ -72,7 +72,7 @@ struct FusedStencil {
     Border border;
 };
 
-struct Node {
+struct FilterRun {
     Filter filter;
     Border border;
     ScheduleSpec schedule;

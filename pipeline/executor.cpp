@@ -128,7 +128,7 @@ void GraphExecutor::fuse_stencil_pairs(Plan& plan, const std::vector<int>& reade
         const Border b1 = graph_.border_of(in), b2 = graph_.border_of(id);
         const Fusion fusion{plan.fused_color[in].has_value(), true};
         if (!supports(plan.schedule[id], *second, b2, fusion) || !supports(plan.schedule[id], *second, b1, fusion)) continue;
-        const Node chained{*second, b2, plan.schedule[id], plan.fused_color[in], FusedStencil{*first, b1}};
+        const FilterRun chained{*second, b2, plan.schedule[id], plan.fused_color[in], FusedStencil{*first, b1}};
         if (!cuda_chain_fits(chained, plan.depth, plan.channels_of[in], options_.device.index)) continue;
         plan.fused_stencil[id] = in;
         plan.fused_color[id] = plan.fused_color[in];
@@ -142,9 +142,9 @@ void GraphExecutor::fuse_stencil_pairs(Plan& plan, const std::vector<int>& reade
 #endif
 }
 
-Node GraphExecutor::node_to_run(NodeId id, const ScheduleSpec& schedule) const {
+FilterRun GraphExecutor::node_to_run(NodeId id, const ScheduleSpec& schedule) const {
     const Plan& plan = *plan_;
-    Node node{std::get<Filter>(graph_.nodes()[id].op), graph_.border_of(id), schedule, plan.fused_color[id], std::nullopt};
+    FilterRun node{std::get<Filter>(graph_.nodes()[id].op), graph_.border_of(id), schedule, plan.fused_color[id], std::nullopt};
     if (const NodeId first = plan.fused_stencil[id]; first >= 0)
         node.fused_stencil = FusedStencil{std::get<Filter>(graph_.nodes()[first].op), graph_.border_of(first)};
     return node;
@@ -583,8 +583,8 @@ ProcessorFactory graph_processor_factory(Graph graph, RunOptions options) {
     };
 }
 
-Image run_chain(std::span<const Node> nodes, const ImageView& input, const RunOptions& options) {
-    GraphExecutor executor(chain_graph(nodes), options);
+Image run_sequence(std::span<const FilterRun> nodes, const ImageView& input, const RunOptions& options) {
+    GraphExecutor executor(sequence_graph(nodes), options);
     return executor.process(input);
 }
 

@@ -107,7 +107,7 @@ private:
     struct Plan;
     void fuse_stencil_pairs(Plan& plan, const std::vector<int>& readers) const;
     // The backend's view of filter node `id` under `schedule`, with what the plan fused into it.
-    Node node_to_run(NodeId id, const ScheduleSpec& schedule) const;
+    FilterRun node_to_run(NodeId id, const ScheduleSpec& schedule) const;
     struct CudaState;
     std::string device_name() const;  // the device part of tuning keys
     // Times the candidates of auto node `id` (or takes another executor's
@@ -133,6 +133,6 @@ private:
 ProcessorFactory graph_processor_factory(Graph graph, RunOptions options);
 
 // Runs a chain of nodes once (a convenience over GraphExecutor).
-Image run_chain(std::span<const Node> nodes, const ImageView& input, const RunOptions& options);
+Image run_sequence(std::span<const FilterRun> nodes, const ImageView& input, const RunOptions& options);
 
 }  // namespace cbi

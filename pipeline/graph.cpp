@@ -246,7 +246,7 @@ bool operator==(const Graph& a, const Graph& b) {
            a.default_border_ == b.default_border_;
 }
 
-Graph chain_graph(std::span<const Node> nodes) {
+Graph sequence_graph(std::span<const FilterRun> nodes) {
     Graph g;
     NodeId last = Graph::input();
     for (std::size_t i = 0; i < nodes.size(); ++i)

@@ -118,7 +118,7 @@ private:
 };
 
 // A chain of single-input filters, each output feeding the next.
-Graph chain_graph(std::span<const Node> nodes);
+Graph sequence_graph(std::span<const FilterRun> nodes);
 
 // The chain language: stages separated by '|', each FILTER[@SCHEDULE]
 // (SCHEDULE may be "auto").

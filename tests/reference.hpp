@@ -85,11 +85,11 @@ std::vector<std::tuple<const char*, Depth, int>> filter_matrix(const char* const
 }
 
 // What OpenCV computes for this node (its filter and border).
-inline cv::Mat opencv_reference(const Node& node, const cv::Mat& src) {
+inline cv::Mat opencv_reference(const FilterRun& node, const cv::Mat& src) {
     return reference::opencv_reference(node.filter, node.border, src);
 }
 
 // The magnitude the node's output can reach (reference::output_scale).
-inline double output_scale(const Node& node, const cv::Mat& src) { return reference::output_scale(node.filter, src); }
+inline double output_scale(const FilterRun& node, const cv::Mat& src) { return reference::output_scale(node.filter, src); }
 
 }  // namespace cbi::test

@@ -54,11 +54,11 @@ TEST(Cli, ChainTextJsonFileAndFlagsGiveIdenticalOutputsEqualToOpenCV) {
     // (end to end, cbi's +-1 from OpenCV's fixed-point 8-bit Gaussian grows
     // through Sobel's weights: up to 4 on this photo).
     const cv::Mat photo = cbi::read_image(kPhoto);
-    const cbi::Node gray{cbi::parse_filter("color:gray"), {}, {}}, smooth{cbi::parse_filter("gaussian:5"), {}, {}},
+    const cbi::FilterRun gray{cbi::parse_filter("color:gray"), {}, {}}, smooth{cbi::parse_filter("gaussian:5"), {}, {}},
         edges{cbi::parse_filter("sobel:mag"), {}, {}};
-    const auto run = [](const cbi::Node& node, const cv::Mat& src) {
-        const cbi::Node chain[] = {node};
-        return cbi::as_mat(cbi::run_chain(chain, cbi::view_of(src), {}).view()).clone();
+    const auto run = [](const cbi::FilterRun& node, const cv::Mat& src) {
+        const cbi::FilterRun chain[] = {node};
+        return cbi::as_mat(cbi::run_sequence(chain, cbi::view_of(src), {}).view()).clone();
     };
     const cv::Mat cbi_gray = run(gray, photo), cbi_smooth = run(smooth, cbi_gray);
     EXPECT_LE(cv::norm(cbi_gray, cbi::test::opencv_reference(gray, photo), cv::NORM_INF), 1.0);

@@ -96,13 +96,13 @@ TEST(Graph, GrayGaussianSobelChainFromTheLanguageEqualsTheJsonForm) {
     // Node by node against OpenCV.
     cv::Mat gray, blurred, edges;
     cv::cvtColor(src, gray, cv::COLOR_BGR2GRAY);
-    const Node gauss{parse_filter("gaussian:5"), Border{}, ScheduleSpec{}};
-    const Node sobel{parse_filter("sobel:mag:3"), Border{}, ScheduleSpec{}};
-    const Node first[] = {Node{parse_filter("color:gray"), Border{}, ScheduleSpec{}}};
-    const cv::Mat cbi_gray = as_mat(run_chain(first, view_of(src), RunOptions{}).view()).clone();
+    const FilterRun gauss{parse_filter("gaussian:5"), Border{}, ScheduleSpec{}};
+    const FilterRun sobel{parse_filter("sobel:mag:3"), Border{}, ScheduleSpec{}};
+    const FilterRun first[] = {FilterRun{parse_filter("color:gray"), Border{}, ScheduleSpec{}}};
+    const cv::Mat cbi_gray = as_mat(run_sequence(first, view_of(src), RunOptions{}).view()).clone();
     expect_within_one(cbi_gray, gray, "gray");
-    const Node second[] = {gauss};
-    const cv::Mat cbi_blur = as_mat(run_chain(second, view_of(cbi_gray), RunOptions{}).view()).clone();
+    const FilterRun second[] = {gauss};
+    const cv::Mat cbi_blur = as_mat(run_sequence(second, view_of(cbi_gray), RunOptions{}).view()).clone();
     expect_within_one(cbi_blur, test::opencv_reference(gauss, cbi_gray), "gaussian");
     expect_within_one(from_chain, test::opencv_reference(sobel, cbi_blur), "sobel");
 }
