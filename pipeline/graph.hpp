@@ -6,7 +6,7 @@
 // prepared for an image format, before any pixel is touched.
 //
 // Two textual forms:
-//   chain language   "color:gray | gaussian:5:1.2@column:32 | sobel:mag@tile:32x8"
+//   pipeline text    "color:gray | gaussian:5:1.2@column:32 | sobel:mag@tile:32x8"
 //   JSON (DAGs)      {"schedule": "column:32", "border": "reflect101",
 //                     "nodes": [{"name": "blurred", "filter": "gaussian:9:2", "input": "input"},
 //                               {"name": "sharp", "blend": "blend:1.5:-0.5", "inputs": ["input", "blurred"],
@@ -117,10 +117,11 @@ private:
     Border default_border_;
 };
 
-// A chain of single-input filters, each output feeding the next.
+// A sequence: single-input filters, each output feeding the next (a
+// linear graph).
 Graph sequence_graph(std::span<const FilterRun> nodes);
 
-// The chain language: stages separated by '|', each FILTER[@SCHEDULE]
+// The pipeline language (--pipeline): stages separated by '|', each FILTER[@SCHEDULE]
 // (SCHEDULE may be "auto").
 // Throws std::invalid_argument (malformed text) or cbi::Unsupported (a
 // stage's schedule cannot run its filter) pointing at the stage and column.

@@ -1,5 +1,5 @@
 // Pipeline graphs: DAG results against OpenCV composed node by node, build-
-// and prepare-time validation naming the node, the chain language and its
+// and prepare-time validation naming the node, the pipeline language and its
 // errors, JSON round trips, buffer reuse, and no allocation on a rerun.
 #include <gtest/gtest.h>
 
@@ -316,7 +316,7 @@ TEST(Graph, JsonAndChainRoundTripsAreBitIdentical) {
             EXPECT_EQ(bits(a.options.border->value), bits(b.options.border->value)) << a.name;
         }
     }
-    // The chain language reads back what to_string prints.
+    // The pipeline language reads back what to_string prints.
     std::string chain;
     for (const double v : kAwkward) {
         ColorFilter color{ColorPreset::custom, {}};
