@@ -21,7 +21,6 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
-#include <cstring>
 #include <ctime>
 #include <filesystem>
 #include <fstream>
@@ -36,6 +35,7 @@
 #include <vector>
 
 #include "apps/bench/matmul.hpp"
+#include "apps/reference/opencv_reference.hpp"
 #include "apps/bench/stencil.hpp"
 #include "filters/cpu_backend.hpp"
 #include "filters/cuda_backend.hpp"
@@ -82,46 +82,27 @@ Timing summarize(std::vector<float> ms) {
     return {median, ms.front(), ms.back(), n};
 }
 
-class Events {
-public:
-    Events() {
-        CBI_CUDA_CHECK(cudaEventCreate(&start_), "cudaEventCreate");
-        CBI_CUDA_CHECK(cudaEventCreate(&stop_), "cudaEventCreate");
-    }
-    ~Events() {
-        cudaEventDestroy(start_);
-        cudaEventDestroy(stop_);
-    }
-    // Times `work` enqueued on `stream`, in milliseconds.
-    template <class F>
-    float time(cudaStream_t stream, F&& work) {
-        CBI_CUDA_CHECK(cudaEventRecord(start_, stream), "cudaEventRecord");
-        work();
-        CBI_CUDA_CHECK(cudaEventRecord(stop_, stream), "cudaEventRecord");
-        CBI_CUDA_CHECK(cudaEventSynchronize(stop_), "cudaEventSynchronize");
-        float ms = 0;
-        CBI_CUDA_CHECK(cudaEventElapsedTime(&ms, start_, stop_), "cudaEventElapsedTime");
-        return ms;
-    }
-
-private:
-    cudaEvent_t start_{}, stop_{};
-};
-
 // The GPU context shared by the suites: device facts, stream, events, floor.
 struct Gpu {
     cudaDeviceProp prop{};
     Stream stream;
-    Events events;
+    EventTimer events;
     double bandwidth = 0;  // device-to-device copy, bytes read + written per second
     int warmup = 3, runs = 25;
 
+    // Times `work` enqueued on the stream, in milliseconds.
+    template <class F>
+    float time_once(F&& work) {
+        events.start(stream.get());
+        work();
+        return events.stop_ms(stream.get());
+    }
     // Median etc. of `runs` timed calls after `warmup` untimed ones; launch(i)
     // gets the run index so the caller can rotate inputs.
     Timing time(const std::function<void(int)>& launch) {
         std::vector<float> ms;
         for (int i = 0; i < warmup + runs; ++i) {
-            const float t = events.time(stream.get(), [&] { launch(i); });
+            const float t = time_once([&] { launch(i); });
             if (i >= warmup) ms.push_back(t);
         }
         return summarize(ms);
@@ -140,7 +121,7 @@ double copy_bandwidth(Gpu& gpu) {
     CBI_CUDA_CHECK(cudaMemsetAsync(a.data(), 1, bytes, gpu.stream.get()), "cudaMemset");
     std::vector<float> ms;
     for (int i = 0; i < 23; ++i) {
-        const float t = gpu.events.time(gpu.stream.get(), [&] {
+        const float t = gpu.time_once([&] {
             CBI_CUDA_CHECK(cudaMemcpyAsync(b.data(), a.data(), bytes, cudaMemcpyDeviceToDevice, gpu.stream.get()),
                            "copy");
         });
@@ -214,24 +195,10 @@ private:
     int failures_ = 0;
 };
 
-cv::Mat random_input(int w, int h, int channels, Depth depth, unsigned seed) {
-    cv::Mat m(h, w, cv_type(depth, channels));
-    cv::RNG rng(seed);
-    if (depth == Depth::f32) rng.fill(m, cv::RNG::UNIFORM, 0.0, 1.0);
-    else rng.fill(m, cv::RNG::UNIFORM, 0, depth == Depth::u8 ? 256 : 65536);
-    return m;
-}
-
 // Integer outputs within `int_tol` (0: bit-exact), float within rel_tol of
-// the result's scale.
+// the result's scale (at least 1).
 bool matches(const cv::Mat& got, const cv::Mat& ref, double rel_tol = 1e-5, double int_tol = 0) {
-    if (got.depth() != CV_32F) {
-        if (int_tol == 0) return std::memcmp(got.data, ref.data, got.total() * got.elemSize()) == 0;
-        return cv::norm(got, ref, cv::NORM_INF) <= int_tol;
-    }
-    const double scale = std::max(1.0, cv::norm(ref, cv::NORM_INF));
-    const double err = cv::norm(got, ref, cv::NORM_INF);
-    return err <= rel_tol * scale;  // NaN fails
+    return reference::compare(got, ref, int_tol, rel_tol, 1.0).ok;
 }
 
 std::string now_utc() {
@@ -379,7 +346,7 @@ void suite_filters(const Options& o, Gpu& gpu, Report& report) {
         dumped_size = true;
         for (const std::string& image_text : o.images) {
             const auto [depth, channels, depth_text] = parse_image(image_text);
-            const cv::Mat input = random_input(w, h, channels, depth, 12345);
+            const cv::Mat input = reference::random_image(w, h, channels, depth, 12345);
             const std::size_t in_bytes = input.total() * input.elemSize();
             const int rotations = gpu.rotations(in_bytes);
             std::vector<DeviceImage> inputs;
@@ -394,7 +361,7 @@ void suite_filters(const Options& o, Gpu& gpu, Report& report) {
                 const int out_channels = applicable_channels(filter, channels);
                 if (out_channels == 0) continue;
                 cv::Mat cpu(h, w, cv_type(depth, out_channels));
-                run_node_cpu(Node{filter, border, ScheduleSpec{}}, view_of(input), view_of(cpu));
+                run_node_cpu(FilterRun{filter, border, ScheduleSpec{}}, view_of(input), view_of(cpu));
                 if (dump) {
                     const std::string ref = "ref_" + file_tag(filter_text) + "_" + tag + ".raw";
                     write_raw(std::filesystem::path(o.dump_dir) / ref, cpu);
@@ -418,11 +385,11 @@ void suite_filters(const Options& o, Gpu& gpu, Report& report) {
                         const std::string schedule_text =
                             schedule_arg == "auto" || schedule_arg == "default" ? schedule_arg + "=" + spec.to_string()
                                                                                 : schedule_arg;
-                        const Node node{filter, border, spec};
+                        const FilterRun node{filter, border, spec};
                         CBI_CUDA_CHECK(cudaMemsetAsync(output.view.data, 0xA5, out_bytes, gpu.stream.get()), "poison");
                         try {
                             run_node_cuda(node, inputs[0].view, output.view, gpu.stream.get(), block);
-                        } catch (const std::invalid_argument& e) {  // e.g. a tile whose halo does not fit shared memory
+                        } catch (const cbi::Unsupported& e) {  // e.g. a tile whose halo does not fit shared memory
                             std::cout << "# skipped " << filter_text << " " << schedule_text << " " << image_text << ": "
                                       << e.what() << "\n";
                             continue;
@@ -456,9 +423,9 @@ void stencil_sweep(Gpu& gpu, Report& report, const std::string& suite, const std
     const Border border = parse_border("replicate");
     const Filter box = parse_filter("blur:9");
     for (const int n : sizes) {
-        const cv::Mat input = random_input(n, n, 1, Depth::f32, 777 + n);
+        const cv::Mat input = reference::random_image(n, n, 1, Depth::f32, 777 + n);
         cv::Mat ref(n, n, CV_32F);
-        run_node_cpu(Node{box, border, ScheduleSpec{}}, view_of(input), view_of(ref));
+        run_node_cpu(FilterRun{box, border, ScheduleSpec{}}, view_of(input), view_of(ref));
         const std::size_t bytes = input.total() * sizeof(float);
         const int rotations = gpu.rotations(bytes);
         std::vector<DeviceImage> inputs;
@@ -472,7 +439,7 @@ void stencil_sweep(Gpu& gpu, Report& report, const std::string& suite, const std
             for (const std::string& schedule_text : schedules)
                 for (const int block : blocks) {
                     const ScheduleSpec spec = parse_schedule(schedule_text);
-                    const Node node{box, border, spec};
+                    const FilterRun node{box, border, spec};
                     auto launch = [&](const DeviceImage& in) {
                         if (kernel == "thesis-box9")
                             bench::run_thesis_box9(spec, reinterpret_cast<const float*>(in.view.data),
@@ -624,46 +591,12 @@ void suite_matmul(const Options& o, Gpu& gpu, Report& report) {
 // ---------------------------------------------------------------- cpu
 // OpenCV's own functions against cbi's CPU backend, the same thread count
 // for both (cv::setNumThreads, tbb::global_control). std::chrono medians.
+// OpenCV's filters take these borders themselves (constant and wrap would
+// time cv::copyMakeBorder too).
 int opencv_border(BorderMode m) {
-    switch (m) {
-        case BorderMode::replicate: return cv::BORDER_REPLICATE;
-        case BorderMode::reflect: return cv::BORDER_REFLECT;
-        case BorderMode::reflect101: return cv::BORDER_REFLECT_101;
-        default: throw std::invalid_argument("--suite cpu: OpenCV's filters take reflect101, reflect or replicate");
-    }
-}
-
-// OpenCV's own function for one cbi filter (as DESIGN.md section 3 defines them).
-void opencv_filter(const Filter& filter, const cv::Mat& input, cv::Mat& out, int cvb, Depth depth) {
-    if (const auto* b = std::get_if<BoxFilter>(&filter)) {
-        cv::blur(input, out, {b->ksize, b->ksize}, {-1, -1}, cvb);
-    } else if (const auto* g = std::get_if<GaussianFilter>(&filter)) {
-        cv::GaussianBlur(input, out, {g->ksize, g->ksize}, g->sigma, g->sigma, cvb);
-    } else if (const auto* s = std::get_if<SobelFilter>(&filter)) {
-        thread_local cv::Mat gx, gy, mag;
-        if (s->mode != SobelMode::y) cv::Sobel(input, gx, CV_32F, 1, 0, s->ksize, 1, 0, cvb);
-        if (s->mode != SobelMode::x) cv::Sobel(input, gy, CV_32F, 0, 1, s->ksize, 1, 0, cvb);
-        if (s->mode == SobelMode::mag) cv::magnitude(gx, gy, mag);
-        else mag = cv::abs(s->mode == SobelMode::x ? gx : gy);
-        mag.convertTo(out, input.depth());  // rounds and saturates, as cbi
-    } else if (const auto* c = std::get_if<ColorFilter>(&filter)) {
-        const bool alpha = input.channels() == 4;
-        if (to_string(filter) == "color:gray") {
-            cv::cvtColor(input, out, alpha ? cv::COLOR_BGRA2GRAY : cv::COLOR_BGR2GRAY);
-            return;
-        }
-        // cv::transform takes a matrix of input channels + 1 columns; with
-        // alpha, a fourth row copies it (cbi keeps alpha).
-        const StorageMatrix sm = storage_matrix(*c, depth);
-        const int in = input.channels();
-        cv::Mat m = cv::Mat::zeros(sm.rows + (alpha && sm.rows == 3 ? 1 : 0), in + 1, CV_32F);
-        for (int r = 0; r < sm.rows; ++r) {
-            for (int col = 0; col < 3; ++col) m.at<float>(r, col) = sm.m[r][col];
-            m.at<float>(r, in) = sm.m[r][3];
-        }
-        if (m.rows == 4) m.at<float>(3, 3) = 1.f;
-        cv::transform(input, out, m);
-    }
+    if (m != BorderMode::replicate && m != BorderMode::reflect && m != BorderMode::reflect101)
+        throw std::invalid_argument("--suite cpu: OpenCV's filters take reflect101, reflect or replicate");
+    return reference::cv_border(m);
 }
 
 void suite_cpu(const Options& o, Report& report) {
@@ -671,7 +604,7 @@ void suite_cpu(const Options& o, Report& report) {
     cv::setNumThreads(threads);
     tbb::global_control limit(tbb::global_control::max_allowed_parallelism, static_cast<std::size_t>(threads));
     const Border border = parse_border(o.border);
-    const int cvb = opencv_border(border.mode);
+    opencv_border(border.mode);
     int w = 0, h = 0;
     parse_size(o.quick ? "512x512" : o.cpu_size, w, h);
     auto time_cpu = [&](const std::function<void()>& f) {
@@ -686,23 +619,23 @@ void suite_cpu(const Options& o, Report& report) {
     };
     for (const std::string& image_text : o.images) {
         const auto [depth, channels, depth_text] = parse_image(image_text);
-        const cv::Mat input = random_input(w, h, channels, depth, 999);
+        const cv::Mat input = reference::random_image(w, h, channels, depth, 999);
         for (const std::string& filter_text : o.filters) {
             const Filter filter = parse_filter(filter_text);
             const int out_channels = applicable_channels(filter, channels);
             if (out_channels == 0) continue;
             cv::Mat ours(h, w, cv_type(depth, out_channels)), theirs;
-            const std::function<void()> opencv = [&] { opencv_filter(filter, input, theirs, cvb, depth); };
+            const std::function<void()> opencv = [&] { reference::opencv_reference(filter, border, input, theirs); };
             opencv();
             const double bytes = static_cast<double>(input.total() * input.elemSize() + ours.total() * ours.elemSize());
             report.add({"cpu", filter_text, "opencv", threads, w, h, depth_text, channels, time_cpu(opencv), bytes, 0, 0});
             for (const std::string& schedule_text : o.cpu_schedules) {
                 const ScheduleSpec schedule = parse_schedule(schedule_text);
                 if (!supports(schedule, filter)) continue;
-                const Node node{filter, border, schedule};
+                const FilterRun node{filter, border, schedule};
                 auto cbi_cpu = [&] { run_node_cpu(node, view_of(input), view_of(ours)); };
                 cbi_cpu();
-                // 8-bit within 1 of OpenCV, float within 1e-4 of the scale (DESIGN.md section 3).
+                // 8-bit within 1 of OpenCV, float within 1e-4 of the scale.
                 if (!matches(ours, theirs, 1e-4, 1)) {
                     report.fail("cpu " + filter_text + " " + image_text + " " + schedule_text + " cbi vs OpenCV");
                     continue;
@@ -728,7 +661,7 @@ void suite_cpu(const Options& o, Report& report) {
             const auto opencv = [&] {
                 const cv::Mat* in = &input;
                 for (std::size_t id = 1; id < graph.nodes().size(); ++id) {
-                    opencv_filter(std::get<Filter>(graph.nodes()[id].op), *in, stages[id], cvb, depth);
+                    reference::opencv_reference(std::get<Filter>(graph.nodes()[id].op), border, *in, stages[id]);
                     in = &stages[id];
                 }
             };

@@ -6,7 +6,7 @@
 //   cbi-filter a.png b.jpg c.tiff --blur 9 -o outdir
 // Filter flags (--blur, --gaussian, ...) are sugar for a chain, applied in
 // command-line order. Exit codes: 0 success, 1 runtime
-// or data error, 2 usage error (DESIGN.md section 4).
+// or data error (cbi::Error, cbi::Unsupported), 2 usage error.
 #include <CLI/CLI.hpp>
 #include <fcntl.h>
 #include <pthread.h>
@@ -16,6 +16,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <bit>
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
@@ -257,12 +258,16 @@ cbi::Graph build_graph(const CLI::App& app, const Options& o) {
             graph = cbi::parse_pipeline(o.pipeline);
         } catch (const std::invalid_argument& e) {
             throw UsageError{"--pipeline", e.what()};
+        } catch (const cbi::Unsupported& e) {  // a stage's schedule cannot run its filter: exit 1
+            throw cbi::Unsupported("--pipeline", e.what());
         }
     } else if (file) {
         try {
             graph = cbi::load_pipeline_file(o.pipeline_file);  // cbi::Error (unreadable file) is exit 1
         } catch (const std::invalid_argument& e) {
             throw UsageError{"--pipeline-file", e.what()};
+        } catch (const cbi::Unsupported& e) {
+            throw cbi::Unsupported("--pipeline-file", e.what());
         }
     } else {
         graph = chain_from_flags(app, o);
@@ -295,7 +300,7 @@ cbi::Graph build_graph(const CLI::App& app, const Options& o) {
                           ? cbi::why_unsupported(*fixed, std::get<cbi::Filter>(n.op), graph.border_of(id))
                           : cbi::why_unsupported(*fixed, std::get<cbi::BlendFilter>(n.op));
         }
-        if (!why.empty()) throw UsageError{"--schedule", why};
+        if (!why.empty()) throw cbi::Unsupported("--schedule", why);  // well formed; no node here takes it
     }
     return graph;
 }
@@ -384,10 +389,16 @@ void print_stats(const cbi::BatchSummary& s) {
     out << "wall " << s.wall_s << " s, " << s.processed << " processed, " << std::setprecision(2) << s.images_per_s()
         << " images/s; jobs " << s.jobs << ", in flight " << s.in_flight << ", overlap " << (s.overlap ? "on" : "off")
         << "\n";
-    // The first ratio is issue 5's criterion (<= 1.15: the stages overlap);
+    // The first ratio shows the overlap (<= 1.15: the stages overlap);
     // the second compares with all stages sharing the worker threads.
     out << "wall / (busiest busy / lanes) = " << (bound > 0 ? s.wall_s / bound : 0) << " (" << busiest->name
         << "); wall / (all busy / jobs) = " << (all_busy > 0 ? s.wall_s / (all_busy / s.jobs) : 0) << "\n";
+    if (s.devices.size() > 1)
+        for (const auto& d : s.devices) {
+            out << "device " << d.name << ": " << d.images << " images, busy " << d.busy_s << " s";
+            if (!d.lost.empty()) out << ", taken out: " << printable(d.lost);
+            out << "\n";
+        }
     std::cout << out.str();
 }
 
@@ -412,7 +423,23 @@ cbi::RunOptions resolve_run_options(const Options& o, const cbi::DeviceSpec& dev
     return run_options;
 }
 
-int run_batch_mode(const Options& o, const cbi::Graph& graph, const cbi::DeviceSpec& device_spec) {
+// The devices a batch feeds, each with its own processors (executors).
+std::vector<cbi::BatchDevice> batch_devices(const cbi::RunOptions& run_options, const std::vector<cbi::DeviceSpec>& specs,
+                                            const cbi::Graph& graph) {
+    std::vector<cbi::ResolvedDevice> resolved{run_options.device};
+    if (specs.size() > 1 || specs.front().index == cbi::kAllDevices)
+        resolved = cbi::resolve_devices(specs, g_ranks ? g_ranks->local_rank() : 0);
+    std::vector<cbi::BatchDevice> devices;
+    for (const cbi::ResolvedDevice& d : resolved) {
+        cbi::RunOptions options = run_options;
+        options.device = d;
+        devices.push_back({d.cuda ? "cuda:" + std::to_string(d.index) : "cpu", cbi::graph_processor_factory(graph, options)});
+    }
+    return devices;
+}
+
+int run_batch_mode(const Options& o, const cbi::Graph& graph, const cbi::DeviceSpec& device_spec,
+                   const std::vector<cbi::DeviceSpec>& device_specs) {
     if (!o.input_dir.empty() && !o.inputs.empty())
         throw UsageError{"IN", "give either --input-dir or input files, not both"};
     if (!o.output.empty() && !o.output_dir.empty())
@@ -501,7 +528,7 @@ int run_batch_mode(const Options& o, const cbi::Graph& graph, const cbi::DeviceS
     }
     // One executor per image in flight, its buffers reused image after image.
     g_batch_running = true;
-    const cbi::BatchSummary summary = cbi::run_batch(plan, cbi::graph_processor_factory(graph, run_options), batch);
+    const cbi::BatchSummary summary = cbi::run_batch(plan, batch_devices(run_options, device_specs, graph), batch);
     const int signal = g_interrupted.load();
     reporter.clear_bar();
 
@@ -562,12 +589,16 @@ int run(const CLI::App& app, Options& o) {
     if (!batch && o.input.empty() && !o.print_pipeline)
         throw UsageError{"IN", "an input image is required (see --help)"};
 
-    cbi::DeviceSpec device_spec;
+    // A device list (cuda:all, cuda:0,2) feeds one batch; RunOptions take its first device.
+    std::vector<cbi::DeviceSpec> devices;
     try {
-        device_spec = cbi::parse_device(o.device);
+        devices = cbi::parse_devices(o.device);
     } catch (const std::invalid_argument& e) {
         throw UsageError{"--device", e.what()};
     }
+    if (!batch && (devices.size() > 1 || devices.front().index == cbi::kAllDevices))
+        throw UsageError{"--device", "a device list (" + o.device + ") applies to batch mode; give one device for one image"};
+    const cbi::DeviceSpec device_spec = devices.front().index == cbi::kAllDevices ? cbi::DeviceSpec{cbi::DeviceSpec::Kind::cuda} : devices.front();
     const cbi::Graph graph = build_graph(app, o);
 
     // The limit must cover --jobs too: an arena asking for more workers than
@@ -576,7 +607,7 @@ int run(const CLI::App& app, Options& o) {
     if (o.threads > 0 || o.jobs > 0)
         thread_limit.emplace(tbb::global_control::max_allowed_parallelism, static_cast<std::size_t>(std::max(o.threads, o.jobs)));
 
-    if (batch) return run_batch_mode(o, graph, device_spec);
+    if (batch) return run_batch_mode(o, graph, device_spec, devices);
     if (o.print_pipeline) return print_pipeline(o, graph, device_spec);
 
     const fs::path input = o.input;
@@ -645,7 +676,8 @@ int main(int argc, char** argv) {
     app.add_option("--device", o.device, "auto (default), cpu, cuda or cuda:N");
     app.add_option("--block", o.block, "CUDA threads per block")->check(CLI::Range(1, 1024));
     app.add_option("--threads", o.threads, "CPU worker threads (default: all cores)")->check(CLI::Range(1, 4096));
-    app.add_option("--max-pixels", o.max_pixels, "refuse images with more pixels, checked before decoding (default 2^28)")
+    app.add_option("--max-pixels", o.max_pixels, "refuse images with more pixels, checked before decoding (default 2^" +
+                                                   std::to_string(std::bit_width(cbi::default_max_pixels) - 1) + ")")
         ->check(CLI::Range(std::uint64_t{1}, cbi::max_schedulable_pixels));
     app.add_option("--max-memory", o.max_memory,
                    "refuse images whose decoded pixels need more memory, checked before decoding (e.g. 512MiB, 8GiB; "
@@ -698,6 +730,8 @@ int main(int argc, char** argv) {
         return run(app, o);
     } catch (const UsageError& e) {
         return fail(kExitUsage, e.subject, e.reason);
+    } catch (const cbi::Unsupported& e) {  // a cbi::Error: before it, and never a usage error
+        return fail(kExitRuntime, "", e.what());
     } catch (const cbi::Error& e) {
         return fail(kExitRuntime, "", e.what());
     } catch (const std::invalid_argument& e) {

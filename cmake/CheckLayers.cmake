@@ -1,4 +1,4 @@
-# Fails (FATAL_ERROR) when a layer includes a higher one (DESIGN.md section 1):
+# Fails (FATAL_ERROR) when a layer includes a higher one (README.md, "Layout"):
 #   schedules/ may include schedules/
 #   filters/   may include schedules/, filters/
 #   pipeline/  may include schedules/, filters/, pipeline/ (never apps/)

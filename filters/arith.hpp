@@ -99,10 +99,4 @@ CBI_HOST_DEVICE constexpr std::uint32_t quotient_by_magic(std::uint32_t x, std::
     return static_cast<std::uint32_t>((static_cast<std::uint64_t>(x) * magic) >> 40);
 }
 
-template <class T>
-CBI_HOST_DEVICE T saturate_int(std::int64_t v) {
-    constexpr std::int64_t hi = static_cast<std::int64_t>(T(~T(0)));
-    return static_cast<T>(v < 0 ? 0 : v > hi ? hi : v);
-}
-
 }  // namespace cbi

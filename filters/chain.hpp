@@ -191,7 +191,7 @@ CBI_HOST_DEVICE void chain_tile(const Pre& pre, const Op& op, const ChainLayout&
 // calls f(first, consumer): one instantiation per sample type and pair of
 // filters.
 template <class F>
-void with_chain_ops(const Node& node, const ImageView& src, const ImageView& dst, F&& f) {
+void with_chain_ops(const FilterRun& node, const ImageView& src, const ImageView& dst, F&& f) {
     const FusedStencil& first = *node.fused_stencil;
     if (first.border.mode == BorderMode::wrap || node.border.mode == BorderMode::wrap)
         throw std::logic_error("fused stencils do not take the wrap border");
@@ -233,7 +233,7 @@ inline TileSchedule chain_tile_size(const ScheduleSpec& spec) {
 
 // The tile buffer's size for `node` (a node with a fused_stencil) on an
 // intermediate image of `channels` samples per pixel.
-inline std::size_t chain_buffer_bytes(const Node& node, Depth depth, int channels) {
+inline std::size_t chain_buffer_bytes(const FilterRun& node, Depth depth, int channels) {
     const TileSchedule tile = chain_tile_size(node.schedule);
     const ImageView probe{nullptr, 1, 1, channels, depth, 0};
     std::size_t bytes = 0;

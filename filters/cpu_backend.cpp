@@ -68,7 +68,7 @@ struct CpuLaunch {
 
 // A node with a fused_stencil (filters/chain.hpp): TBB tasks take runs of
 // tiles in the node's TileOrder, each with its own tile buffer.
-void run_chain_cpu(const Node& node, const ImageView& src, const ImageView& dst) {
+void run_chain_cpu(const FilterRun& node, const ImageView& src, const ImageView& dst) {
     if (dst.empty()) return;
     note_kernel_path(KernelPath::cpu_chain);
     const TileSchedule tile = chain_tile_size(node.schedule);
@@ -87,7 +87,7 @@ void run_chain_cpu(const Node& node, const ImageView& src, const ImageView& dst)
 
 }  // namespace
 
-void run_node_cpu(const Node& node, const ImageView& src, const ImageView& dst) {
+void run_node_cpu(const FilterRun& node, const ImageView& src, const ImageView& dst) {
     if (node.fused_stencil) return run_chain_cpu(node, src, dst);
     dispatch_node(node, src, dst, CpuLaunch{dst.width, dst.height, node.schedule.order});
 }

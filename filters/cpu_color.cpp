@@ -24,10 +24,10 @@ template <> struct Avx2<float> { using V = v_float32x8; };
 // Widening and narrowing stay inside each 128-bit half: unpacking with
 // zeros (or one byte shuffle for 8-bit) widens, the AVX2 packs narrow,
 // half by half, so the packs undo the widening exactly. v_expand and v_pack
-// keep the elements in order with lane permutes that cost 13% of the time
-// of 8-bit sepia and 19% of gray (one thread, data in cache), and the
-// shuffle another 10% of gray; the arithmetic in between does not care in
-// which order the pixels of a step sit in the float vectors.
+// keep the elements in order with lane permutes that cost a noticeable part
+// of a colour matrix's time (measured: apps/bench/README.md, "Measurements
+// behind constants in the code"); the arithmetic in between does not care
+// in which order the pixels of a step sit in the float vectors.
 
 // A vector of samples as 4 / sizeof(T) vectors of floats, exactly.
 CBI_AVX2 void to_f32(const v_uint16x16& v, v_float32x8* f) {

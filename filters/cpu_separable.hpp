@@ -271,10 +271,8 @@ void finish_row(const Op& op, const typename Op::Acc* s0, const typename Op::Acc
 
 // Box sums wider than this take window_row_sums across x (and, for float,
 // slide down y); narrower ones the direct sums, which are as fast there
-// and keep float results bit-identical to the per-pixel path. Measured at
-// 2048^2, 2 threads, sep:256x256, medians of 3 runs: blur:9 32f:1 4.2 ms
-// (direct 7.0-10.3), 8u:3 4.4 (7.4-8.6); blur:15 4.9 / 4.9 (8.0-13.6 /
-// 6.6-10.0); blur:3-7 the same within noise either way.
+// and keep float results bit-identical to the per-pixel path (measured:
+// apps/bench/README.md, "Measurements behind constants in the code").
 inline constexpr int kRunningRowMin = 8;
 
 // The 8-bit fixed-point Gaussian (GaussianOp<uint8_t>): its passes have

@@ -739,13 +739,15 @@ void check_block(int block) {
 
 }  // namespace
 
-void run_node_cuda(const Node& node, const ImageView& src, const ImageView& dst, cudaStream_t stream, int block) {
+void run_node_cuda(const FilterRun& node, const ImageView& src, const ImageView& dst, cudaStream_t stream, int block) {
     check_block(block);
     if (node.fused_stencil) return run_chain_cuda(node, src, dst, stream, block);
     try {
         dispatch_node(node, src, dst, CudaLaunch{dst.width, dst.height, stream, block, "filter kernel", node.schedule.order});
     } catch (const Unsupported& e) {  // name the node, keeping the kind of error; built only on this path
         throw Unsupported(to_string(node.filter) + "@" + node.schedule.to_string(), e.what());
+    } catch (const DeviceLost& e) {
+        throw DeviceLost(to_string(node.filter) + "@" + node.schedule.to_string(), e.what());
     } catch (const Error& e) {
         throw Error(to_string(node.filter) + "@" + node.schedule.to_string(), e.what());
     }

@@ -8,15 +8,15 @@
 
 namespace cbi {
 
-void run_node_cuda(const Node& node, const ImageView& src, const ImageView& dst, cudaStream_t stream, int block);
+void run_node_cuda(const FilterRun& node, const ImageView& src, const ImageView& dst, cudaStream_t stream, int block);
 
 // A node with a fused_stencil: both stencils in one kernel (cuda_chain.cu).
 // run_node_cuda passes such nodes here.
-void run_chain_cuda(const Node& node, const ImageView& src, const ImageView& dst, cudaStream_t stream, int block);
+void run_chain_cuda(const FilterRun& node, const ImageView& src, const ImageView& dst, cudaStream_t stream, int block);
 // Whether that kernel's tile fits the shared memory of `device` for an
 // intermediate image of `channels` samples per pixel (the executor asks
 // before it fuses).
-bool cuda_chain_fits(const Node& node, Depth depth, int channels, int device);
+bool cuda_chain_fits(const FilterRun& node, Depth depth, int channels, int device);
 
 void run_blend_cuda(const BlendFilter& blend, const ScheduleSpec& schedule, const ImageView& a, const ImageView& b,
                     const ImageView& dst, cudaStream_t stream, int block);

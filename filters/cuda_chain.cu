@@ -48,7 +48,7 @@ void launch_chain(int tile_w, int tile_h, const TileOrder& order, const Pre& pre
 
 }  // namespace
 
-void run_chain_cuda(const Node& node, const ImageView& src, const ImageView& dst, cudaStream_t stream, int block) {
+void run_chain_cuda(const FilterRun& node, const ImageView& src, const ImageView& dst, cudaStream_t stream, int block) {
     const TileSchedule tile = chain_tile_size(node.schedule);
     note_kernel_path(KernelPath::cuda_chain);
     with_chain_ops(node, src, dst, [&](const auto& pre, const auto& op) {
@@ -56,7 +56,7 @@ void run_chain_cuda(const Node& node, const ImageView& src, const ImageView& dst
     });
 }
 
-bool cuda_chain_fits(const Node& node, Depth depth, int channels, int device) {
+bool cuda_chain_fits(const FilterRun& node, Depth depth, int channels, int device) {
     return chain_buffer_bytes(node, depth, channels) <= static_cast<std::size_t>(cuda::shared_memory_limit(device));
 }
 

@@ -45,14 +45,16 @@ void cuda_check(cudaError_t status, const std::string& operation, const char* fi
         cudaGetLastError();  // clear a recoverable error so it is not reported again
     }
     const char* base = std::strrchr(file, '/');
-    throw Error("CUDA " + operation, message + " [" + (base ? base + 1 : file) + ":" + std::to_string(line) + "]");
+    const std::string where = " [" + std::string(base ? base + 1 : file) + ":" + std::to_string(line) + "]";
+    if (is_sticky(status)) throw DeviceLost("CUDA " + operation, message + where);
+    throw Error("CUDA " + operation, message + where);
 }
 
 void use_device(int device) {
     {
         std::lock_guard lock(poisoned_mutex);
         if (auto it = poisoned.find(device); it != poisoned.end())
-            throw Error("CUDA device " + std::to_string(device), "unusable after an earlier error: " + it->second);
+            throw DeviceLost("CUDA device " + std::to_string(device), "unusable after an earlier error: " + it->second);
     }
     current_device = device;
     CBI_CUDA_CHECK(cudaSetDevice(device), "cudaSetDevice(" + std::to_string(device) + ")");

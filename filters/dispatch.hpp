@@ -71,7 +71,7 @@ void with_stencil_op(const Filter& filter, const Src& source, const ImageView& d
 // Builds the op for `node` reading `src` and writing `dst` (geometry already
 // validated by the executor) and calls launch(schedule, op).
 template <class Launch>
-void dispatch_node(const Node& node, const ImageView& src, const ImageView& dst, Launch&& launch) {
+void dispatch_node(const FilterRun& node, const ImageView& src, const ImageView& dst, Launch&& launch) {
     with_depth(src.depth, [&](auto sample) {
         using T = std::remove_cvref_t<decltype(sample)>;  // (GCC 12 sees a reference in nested lambdas)
         with_schedule(node.schedule, [&](auto schedule) {

@@ -426,11 +426,11 @@ std::string why_unsupported(const ScheduleSpec& schedule, const BlendFilter& ble
 }
 
 void check_supports(const ScheduleSpec& schedule, const Filter& filter, const Border& border, Fusion fusion) {
-    if (auto why = why_unsupported(schedule, filter, border, fusion); !why.empty()) invalid(why);
+    if (auto why = why_unsupported(schedule, filter, border, fusion); !why.empty()) throw Unsupported("", why);
 }
 
 void check_supports(const ScheduleSpec& schedule, const BlendFilter& blend) {
-    if (auto why = why_unsupported(schedule, blend); !why.empty()) invalid(why);
+    if (auto why = why_unsupported(schedule, blend); !why.empty()) throw Unsupported("", why);
 }
 
 bool supports(const ScheduleSpec& schedule, const Filter& filter, const Border& border, Fusion fusion) {

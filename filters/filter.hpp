@@ -1,6 +1,6 @@
 #pragma once
 // What a filter node is: the filter and its parameters, the border rule and
-// the thread schedule. Semantics follow OpenCV (DESIGN.md section 3):
+// the thread schedule. Semantics follow OpenCV:
 //   BoxFilter       cv::blur(src, dst, {k,k}, {-1,-1}, border)
 //   GaussianFilter  cv::GaussianBlur(src, dst, {k,k}, sigma, sigma, border)
 //   SobelFilter     |gx|, |gy| or sqrt(gx^2+gy^2) of cv::Sobel(src, CV_32F, ...)
@@ -72,7 +72,7 @@ struct FusedStencil {
     Border border;
 };
 
-struct Node {
+struct FilterRun {
     Filter filter;
     Border border;
     ScheduleSpec schedule;
@@ -147,7 +147,8 @@ std::string why_unsupported(const ScheduleSpec& schedule, const Filter& filter, 
 std::string why_unsupported(const ScheduleSpec& schedule, const BlendFilter& blend);
 bool supports(const ScheduleSpec& schedule, const Filter& filter, const Border& border = {}, Fusion fusion = {});
 bool supports(const ScheduleSpec& schedule, const BlendFilter& blend);
-// The same, throwing std::invalid_argument with that line.
+// The same, throwing cbi::Unsupported with that line (the request is well
+// formed; this schedule cannot run it, the ones named can).
 void check_supports(const ScheduleSpec& schedule, const Filter& filter, const Border& border = {}, Fusion fusion = {});
 void check_supports(const ScheduleSpec& schedule, const BlendFilter& blend);
 

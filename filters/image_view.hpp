@@ -32,7 +32,6 @@ struct ImageView {
     }
     CBI_HOST_DEVICE std::size_t pixels() const { return static_cast<std::size_t>(width) * height; }
     CBI_HOST_DEVICE bool empty() const { return width <= 0 || height <= 0; }
-    CBI_HOST_DEVICE bool contiguous() const { return stride == row_bytes(); }
     template <class T>
     CBI_HOST_DEVICE T* row(int y) const {
         return reinterpret_cast<T*>(data + static_cast<std::size_t>(y) * stride);

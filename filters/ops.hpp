@@ -18,7 +18,6 @@
 namespace cbi {
 
 inline constexpr int kMaxKernel = 255;  // largest box/Gaussian K; keeps an op's weights in kernel parameters
-inline constexpr int kMaxChannels = 4;
 
 // Reads one sample through the border rule B; `constant` for outside pixels
 // under BorderMode::constant.

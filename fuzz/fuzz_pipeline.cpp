@@ -1,4 +1,4 @@
-// Fuzz target: the chain language (cbi::parse_pipeline), as --pipeline reads it.
+// Fuzz target: the pipeline language (cbi::parse_pipeline), as --pipeline reads it.
 // Accepted chains must print back to a chain and to JSON that read back as
 // the same graph, and must run on tiny images (fuzz/fuzz_common.hpp).
 #include <stdexcept>

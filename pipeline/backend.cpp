@@ -62,6 +62,38 @@ ResolvedDevice resolve_device(const DeviceSpec& spec, int host_rank) {
 #endif
 }
 
+std::vector<DeviceSpec> parse_devices(std::string_view text) {
+    if (text == "cuda:all") return {{DeviceSpec::Kind::cuda, kAllDevices, true}};
+    if (!text.starts_with("cuda:") || text.find(',') == std::string_view::npos) return {parse_device(text)};
+    std::vector<DeviceSpec> specs;
+    for (std::string_view rest = text.substr(5);;) {
+        const auto comma = rest.find(',');
+        const std::string_view ordinal = rest.substr(0, comma);
+        if (ordinal.empty() || ordinal.find(':') != std::string_view::npos)
+            throw std::invalid_argument("device list '" + std::string(text) + "' must be cuda:N,N,... or cuda:all");
+        specs.push_back(parse_device("cuda:" + std::string(ordinal)));
+        if (comma == std::string_view::npos) break;
+        rest = rest.substr(comma + 1);
+    }
+    return specs;
+}
+
+std::vector<ResolvedDevice> resolve_devices(const std::vector<DeviceSpec>& specs, int host_rank) {
+    std::vector<ResolvedDevice> list;
+    for (const DeviceSpec& spec : specs) {
+        if (spec.index != kAllDevices) {
+            list.push_back(resolve_device(spec, host_rank));
+            continue;
+        }
+        list.push_back(resolve_device({DeviceSpec::Kind::cuda, 0, true}));  // throws without a CUDA device
+#if CBI_HAVE_CUDA
+        std::string why;
+        for (int d = 1; d < cuda_device_count(why); ++d) list.push_back({true, d, ""});
+#endif
+    }
+    return list;
+}
+
 namespace {
 
 // Runs each node to completion before returning, on the host buffers; the
@@ -77,7 +109,7 @@ public:
     // loads, slower than the vectorised matrix on its own (measured:
     // apps/bench/README.md).
     bool fuses() const override { return false; }
-    bool chain_fits(const Node&, Depth, int) const override { return false; }
+    bool chain_fits(const FilterRun&, Depth, int) const override { return false; }
 
     std::size_t allocate(const BufferPlan& plan) override {
         buffers_.clear();
@@ -88,7 +120,7 @@ public:
     std::byte* buffer(int index) const override { return buffers_[index].view().data; }
 
     ImageView upload(const ImageView& input) override { return input; }
-    void run_node(const Node& node, const ImageView& src, const ImageView& dst) override { run_node_cpu(node, src, dst); }
+    void run_node(const FilterRun& node, const ImageView& src, const ImageView& dst) override { run_node_cpu(node, src, dst); }
     void run_blend(const BlendFilter& blend, const ScheduleSpec& schedule, const ImageView& a, const ImageView& b,
                    const ImageView& dst) override {
         run_blend_cpu(blend, schedule, a, b, dst);

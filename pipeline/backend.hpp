@@ -49,7 +49,7 @@ public:
     // a stencil pair `node` fits one kernel for an intermediate image of
     // `channels` samples per pixel.
     virtual bool fuses() const = 0;
-    virtual bool chain_fits(const Node& node, Depth depth, int channels) const = 0;
+    virtual bool chain_fits(const FilterRun& node, Depth depth, int channels) const = 0;
 
     // Frees what an earlier allocate made, allocates for `plan`; returns how
     // many allocations it made. release(): frees everything.
@@ -60,7 +60,7 @@ public:
 
     // Takes a run's input; returns the view nodes read it through.
     virtual ImageView upload(const ImageView& input) = 0;
-    virtual void run_node(const Node& node, const ImageView& src, const ImageView& dst) = 0;
+    virtual void run_node(const FilterRun& node, const ImageView& src, const ImageView& dst) = 0;
     virtual void run_blend(const BlendFilter& blend, const ScheduleSpec& schedule, const ImageView& a,
                            const ImageView& b, const ImageView& dst) = 0;
     // A host view that holds graph output `index`, computed into `result`,

@@ -20,7 +20,7 @@ public:
     // The first timed run decides: a kernel's first launch also loads its module.
     TuningMethod tuning() const override { return {5, false, false}; }
     bool fuses() const override { return true; }
-    bool chain_fits(const Node& node, Depth depth, int channels) const override {
+    bool chain_fits(const FilterRun& node, Depth depth, int channels) const override {
         return cuda_chain_fits(node, depth, channels, device_);
     }
 
@@ -48,7 +48,7 @@ public:
         cbi::upload(staged, device, stream());
         return device;
     }
-    void run_node(const Node& node, const ImageView& src, const ImageView& dst) override {
+    void run_node(const FilterRun& node, const ImageView& src, const ImageView& dst) override {
         run_node_cuda(node, src, dst, stream(), block_);
     }
     void run_blend(const BlendFilter& blend, const ScheduleSpec& schedule, const ImageView& a, const ImageView& b,

@@ -231,34 +231,86 @@ bool attempt(BatchItem& item, const fs::path& subject, F&& f) {
 }
 
 // The K processors; a token in the process stage borrows one.
-class ProcessorPool {
+// The processors of every device: K each, one per image in flight, so a
+// live device always has a free one.
+class DevicePool {
 public:
-    ProcessorPool(const ProcessorFactory& factory, int count) {
-        for (int i = 0; i < count; ++i) free_.push_back(factory());
+    DevicePool(const std::vector<BatchDevice>& devices, int per_device) : devices_(devices.size()) {
+        for (std::size_t d = 0; d < devices.size(); ++d) {
+            devices_[d].stats.name = devices[d].name;
+            for (int i = 0; i < per_device; ++i) devices_[d].free.push_back(devices[d].factory());
+        }
     }
-    // Calls f(processor) with a borrowed processor, returned even if f throws.
+
+    // Calls f(processor) on a processor of the device with the most free
+    // ones (ties in turn); on DeviceLost takes that device out and calls f
+    // again on another. Throws the last DeviceLost when no device is left.
     template <class F>
     void with(F&& f) {
-        std::unique_ptr<Processor> p;
-        {
-            std::lock_guard lock(mutex_);
-            p = std::move(free_.back());  // never empty: at most K tokens are in flight
-            free_.pop_back();
-        }
-        struct Return {
-            ProcessorPool& pool;
-            std::unique_ptr<Processor>& p;
-            ~Return() {
-                std::lock_guard lock(pool.mutex_);
-                pool.free_.push_back(std::move(p));
+        for (;;) {
+            std::size_t d = 0;
+            std::unique_ptr<Processor> p;
+            {
+                std::lock_guard lock(mutex_);
+                const std::optional<std::size_t> pick = least_busy();
+                if (!pick) throw DeviceLost("", "every device of this batch is unusable: " + last_lost_);
+                d = *pick;
+                p = std::move(devices_[d].free.back());
+                devices_[d].free.pop_back();
             }
-        } back{*this, p};
-        f(*p);
+            const Clock::time_point t0 = Clock::now();
+            try {
+                f(*p);
+            } catch (const DeviceLost& e) {
+                std::lock_guard lock(mutex_);
+                if (devices_[d].stats.lost.empty()) devices_[d].stats.lost = e.what();
+                last_lost_ = e.what();
+                continue;  // p goes with the device: it is never lent again
+            } catch (...) {
+                give_back(d, std::move(p), t0, false);
+                throw;
+            }
+            give_back(d, std::move(p), t0, true);
+            return;
+        }
+    }
+
+    std::vector<DeviceStats> stats() const {
+        std::lock_guard lock(mutex_);
+        std::vector<DeviceStats> s;
+        for (const auto& d : devices_) s.push_back(d.stats);
+        return s;
     }
 
 private:
-    std::mutex mutex_;
-    std::vector<std::unique_ptr<Processor>> free_;
+    struct Device {
+        std::vector<std::unique_ptr<Processor>> free;
+        DeviceStats stats;
+    };
+
+    std::optional<std::size_t> least_busy() {
+        std::optional<std::size_t> best;
+        for (std::size_t i = 0; i < devices_.size(); ++i) {
+            const std::size_t d = (turn_ + i) % devices_.size();
+            const Device& dev = devices_[d];
+            if (!dev.stats.lost.empty() || dev.free.empty()) continue;
+            if (!best || dev.free.size() > devices_[*best].free.size()) best = d;
+        }
+        if (best) turn_ = *best + 1;
+        return best;
+    }
+
+    void give_back(std::size_t d, std::unique_ptr<Processor> p, Clock::time_point t0, bool done) {
+        std::lock_guard lock(mutex_);
+        devices_[d].free.push_back(std::move(p));
+        devices_[d].stats.busy_s += seconds_since(t0);
+        devices_[d].stats.images += done;
+    }
+
+    mutable std::mutex mutex_;
+    std::vector<Device> devices_;
+    std::size_t turn_ = 0;
+    std::string last_lost_;
 };
 
 // Creates each output root and locks it once (two spellings of one folder
@@ -283,8 +335,8 @@ std::vector<std::unique_ptr<DirLock>> lock_outputs(const BatchPlan& plan, bool l
 // (read, process, write), each over one job's index.
 class BatchRun {
 public:
-    BatchRun(const BatchPlan& plan, const ProcessorFactory& factory, const BatchOptions& options, int jobs, int k)
-        : plan_(plan), options_(options), jobs_(jobs), k_(k), pool_(factory, k), slots_(plan.jobs.size()) {
+    BatchRun(const BatchPlan& plan, const std::vector<BatchDevice>& devices, const BatchOptions& options, int jobs, int k)
+        : plan_(plan), options_(options), jobs_(jobs), k_(k), pool_(devices, k), slots_(plan.jobs.size()) {
         summary_.jobs = jobs;
         summary_.in_flight = k;
         summary_.overlap = options.overlap;
@@ -315,6 +367,7 @@ public:
                     make_filter<std::size_t, void>(parallel, [&](std::size_t i) { write_stage(i); }));
         });
         summary_.wall_s = seconds_since(start_);
+        summary_.devices = pool_.stats();
         summarize();
         return std::move(summary_);
     }
@@ -436,7 +489,7 @@ private:
     const BatchPlan& plan_;
     const BatchOptions& options_;
     int jobs_, k_;
-    ProcessorPool pool_;
+    DevicePool pool_;
     BatchSummary summary_;
     std::size_t first_job_ = 0;
     std::vector<Slot> slots_;
@@ -498,13 +551,18 @@ BatchPlan plan_files(const std::vector<fs::path>& inputs, const fs::path& output
 }
 
 BatchSummary run_batch(const BatchPlan& plan, const ProcessorFactory& factory, const BatchOptions& options) {
+    return run_batch(plan, std::vector<BatchDevice>{{"", factory}}, options);
+}
+
+BatchSummary run_batch(const BatchPlan& plan, const std::vector<BatchDevice>& devices, const BatchOptions& options) {
+    if (devices.empty()) throw std::invalid_argument("a batch needs at least one device");
     if (options.jobs < 0) throw std::invalid_argument("jobs must be at least 1 (0: all cores)");
     if (options.in_flight < 0) throw std::invalid_argument("in-flight must be at least 1 (0: twice the jobs)");
     if (!plan.conflicts.empty()) throw std::invalid_argument(plan.conflicts.front());
     const int jobs = options.jobs > 0 ? options.jobs : tbb::info::default_concurrency();
     const int k = !options.overlap ? 1 : options.in_flight > 0 ? options.in_flight : 2 * jobs;
     const auto locks = lock_outputs(plan, options.lock_output_roots);
-    return BatchRun(plan, factory, options, jobs, k).run();
+    return BatchRun(plan, devices, options, jobs, k).run();
 }
 
 }  // namespace cbi

@@ -138,8 +138,23 @@ struct StageStats {
     int lanes = 1;      // how many items the stage can work on at once
 };
 
+// One device of a batch: its processors come from its own factory (on
+// CUDA: their own streams and buffers on that device).
+struct BatchDevice {
+    std::string name;  // for --stats: "cuda:0", "cpu"
+    ProcessorFactory factory;
+};
+
+struct DeviceStats {
+    std::string name;
+    std::size_t images = 0;  // processed on this device
+    double busy_s = 0;       // summed over its images
+    std::string lost;        // why it was taken out (cbi::DeviceLost), empty if it was not
+};
+
 struct BatchSummary {
     std::vector<BatchItem> items;  // rejected first, then the jobs in plan order
+    std::vector<DeviceStats> devices;
     std::size_t processed = 0, failed = 0, skipped = 0, cancelled = 0;
     double wall_s = 0;
     std::vector<StageStats> stages;
@@ -153,5 +168,14 @@ struct BatchSummary {
 // locked by another run, or whatever the factory throws) only before any
 // file is touched.
 BatchSummary run_batch(const BatchPlan& plan, const ProcessorFactory& factory, const BatchOptions& options);
+
+// The same over several devices fed by the one pipeline: each device has K
+// processors; an image goes to the device with the most free processors
+// (ties in turn), so a faster device takes more. A device whose processor
+// throws cbi::DeviceLost is taken out (DeviceStats::lost) and the image runs
+// again on another; when none is left, the remaining images fail with its
+// error. The same device may be listed twice (cuda:0,0): two sets of
+// processors on one device.
+BatchSummary run_batch(const BatchPlan& plan, const std::vector<BatchDevice>& devices, const BatchOptions& options);
 
 }  // namespace cbi

@@ -12,8 +12,8 @@ constexpr bool gpu = true, cpu = false;
 // First match wins: specific rows before general ones. Within a row the
 // schedules are fastest first.
 //
-// GPU rows: the H100 run of 2026-11-23 (apps/bench/README.md, "Issue 7
-// targets: where they stand (seventh session)";
+// GPU rows: the H100 run of 2026-11-23 (apps/bench/README.md, History, its
+// seventh session of the fast schedules;
 // results/2026-11-23-h100-issue7-session7-{4096,8192}.csv): the fastest
 // fixed schedule per cell, or one within 7 % of it at both 4096^2 and
 // 8192^2. 16-bit and 4-channel cells were not in that run; they take the
@@ -22,8 +22,8 @@ constexpr bool gpu = true, cpu = false;
 // color:gray | gaussian:5 | sobel:mag runs faster unfused than with the
 // Gaussian on sep computing the colour node in its tiles (apps/bench/README.md,
 // current results). Nodes whose schedule can fuse still do.
-// CPU rows: the 2-core runs of 2026-11-23 (apps/bench/README.md, "The CPU
-// against OpenCV (issue 7, sixth session)"): sep:WxH's tiles run the
+// CPU rows: the 2-core runs of 2026-11-23 (apps/bench/README.md, History,
+// "The CPU against OpenCV", sixth session): sep:WxH's tiles run the
 // vectorised separable passes (cpu_separable.hpp); colour and blend rows are
 // vectorised under the row-major order.
 constexpr DefaultRow kTable[] = {

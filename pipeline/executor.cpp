@@ -166,7 +166,7 @@ void GraphExecutor::Plan::fuse_stencil_pairs(const Graph& graph, const std::vect
         const Border b1 = graph.border_of(in), b2 = graph.border_of(id);
         const Fusion fusion{fused_color[in].has_value(), true};
         if (!supports(schedule[id], *second, b2, fusion) || !supports(schedule[id], *second, b1, fusion)) continue;
-        const Node chained{*second, b2, schedule[id], fused_color[in], FusedStencil{*first, b1}};
+        const FilterRun chained{*second, b2, schedule[id], fused_color[in], FusedStencil{*first, b1}};
         if (!backend.chain_fits(chained, depth, channels_of[in])) continue;
         fused_stencil[id] = in;
         fused_color[id] = fused_color[in];
@@ -270,7 +270,7 @@ void GraphExecutor::run_node(NodeId id, const ScheduleSpec& schedule, int first_
     const GraphNode& n = graph_.nodes()[id];
     const ImageView dst = band(view_of(id));
     if (const auto* filter = std::get_if<Filter>(&n.op)) {
-        Node node{*filter, graph_.border_of(id), schedule, plan_->fused_color[id], std::nullopt};
+        FilterRun node{*filter, graph_.border_of(id), schedule, plan_->fused_color[id], std::nullopt};
         if (const NodeId first = plan_->fused_stencil[id]; first >= 0)
             node.fused_stencil = FusedStencil{std::get<Filter>(graph_.nodes()[first].op), graph_.border_of(first)};
         backend_->run_node(node, band(view_of(plan_->reads[id][0])), dst);
@@ -440,8 +440,8 @@ ProcessorFactory graph_processor_factory(Graph graph, RunOptions options) {
     };
 }
 
-Image run_chain(std::span<const Node> nodes, const ImageView& input, const RunOptions& options) {
-    GraphExecutor executor(chain_graph(nodes), options);
+Image run_sequence(std::span<const FilterRun> nodes, const ImageView& input, const RunOptions& options) {
+    GraphExecutor executor(sequence_graph(nodes), options);
     return executor.process(input);
 }
 

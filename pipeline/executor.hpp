@@ -5,6 +5,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "filters/filter.hpp"
 #include "pipeline/graph.hpp"
@@ -33,6 +34,14 @@ struct ResolvedDevice {
 // A spec that names no ordinal (cuda, auto) takes device host_rank mod the
 // number of devices: the GPU of an MPI rank among the ranks on its host.
 ResolvedDevice resolve_device(const DeviceSpec& spec, int host_rank = 0);
+// Batch mode's devices: "cuda:all" (every usable CUDA device: one spec with
+// index kAllDevices), a list "cuda:0,2" (an ordinal may repeat: cuda:0,0
+// gives one GPU two sets of processors), else the one device parse_device
+// reads. Throws std::invalid_argument when malformed.
+inline constexpr int kAllDevices = -1;
+std::vector<DeviceSpec> parse_devices(std::string_view text);
+// Throws cbi::Error as resolve_device.
+std::vector<ResolvedDevice> resolve_devices(const std::vector<DeviceSpec>& specs, int host_rank = 0);
 
 bool built_with_cuda();
 
@@ -134,6 +143,6 @@ private:
 ProcessorFactory graph_processor_factory(Graph graph, RunOptions options);
 
 // Runs a chain of nodes once (a convenience over GraphExecutor).
-Image run_chain(std::span<const Node> nodes, const ImageView& input, const RunOptions& options);
+Image run_sequence(std::span<const FilterRun> nodes, const ImageView& input, const RunOptions& options);
 
 }  // namespace cbi

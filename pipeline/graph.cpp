@@ -195,8 +195,8 @@ NodeId Graph::add_filter(std::string name, const Filter& filter, NodeId input, N
     if (options.schedule && std::holds_alternative<ScheduleSpec>(*options.schedule)) {
         try {
             check_supports(std::get<ScheduleSpec>(*options.schedule), filter);
-        } catch (const std::invalid_argument& e) {
-            invalid("node '" + name + "': " + e.what());
+        } catch (const Unsupported& e) {
+            throw Unsupported("node '" + name + "'", e.what());
         }
     }
     return add(GraphNode{std::move(name), filter, {input}, options});
@@ -206,8 +206,8 @@ NodeId Graph::add_blend(std::string name, const BlendFilter& blend, NodeId a, No
     if (options.schedule && std::holds_alternative<ScheduleSpec>(*options.schedule)) {
         try {
             check_supports(std::get<ScheduleSpec>(*options.schedule), blend);
-        } catch (const std::invalid_argument& e) {
-            invalid("node '" + name + "': " + e.what());
+        } catch (const Unsupported& e) {
+            throw Unsupported("node '" + name + "'", e.what());
         }
     }
     return add(GraphNode{std::move(name), blend, {a, b}, options});
@@ -246,7 +246,7 @@ bool operator==(const Graph& a, const Graph& b) {
            a.default_border_ == b.default_border_;
 }
 
-Graph chain_graph(std::span<const Node> nodes) {
+Graph sequence_graph(std::span<const FilterRun> nodes) {
     Graph g;
     NodeId last = Graph::input();
     for (std::size_t i = 0; i < nodes.size(); ++i)
@@ -280,6 +280,8 @@ Graph parse_pipeline(std::string_view text, const ScheduleChoice& default_schedu
             last = g.add_filter("n" + std::to_string(stage), filter, last, options);
         } catch (const std::invalid_argument& e) {
             invalid(where + e.what());
+        } catch (const Unsupported& e) {  // the stage's schedule cannot run its filter
+            throw Unsupported("", where + e.what());
         }
         start = bar + 1;
     }
@@ -372,8 +374,8 @@ Graph graph_from_json(std::string_view json_text) {
     }
 
     // Every step below is linear in nodes + edges (a hash map by name, a
-    // topological sort): scanning all nodes per node or per round took
-    // 33 s for a 40,000-node chain.
+    // topological sort), so a large graph loads in time proportional to its
+    // size; scanning all nodes per node or per round was quadratic.
     const std::size_t count = pending.size();
     constexpr std::size_t kGraphInput = SIZE_MAX;
     std::unordered_map<std::string_view, std::size_t> index;  // views into pending, which no longer grows
@@ -464,6 +466,8 @@ Graph load_pipeline_file(const std::filesystem::path& path) {
         return graph_from_json(text.str());
     } catch (const std::invalid_argument& e) {
         throw std::invalid_argument(path.string() + ": " + e.what());
+    } catch (const Unsupported& e) {
+        throw Unsupported(path.string(), e.what());
     }
 }
 

@@ -6,7 +6,7 @@
 // prepared for an image format, before any pixel is touched.
 //
 // Two textual forms:
-//   chain language   "color:gray | gaussian:5:1.2@column:32 | sobel:mag@tile:32x8"
+//   pipeline text    "color:gray | gaussian:5:1.2@column:32 | sobel:mag@tile:32x8"
 //   JSON (DAGs)      {"schedule": "column:32", "border": "reflect101",
 //                     "nodes": [{"name": "blurred", "filter": "gaussian:9:2", "input": "input"},
 //                               {"name": "sharp", "blend": "blend:1.5:-0.5", "inputs": ["input", "blurred"],
@@ -70,6 +70,9 @@ public:
     // A graph always has its input, node 0, named "input".
     Graph();
 
+    // Structural mistakes (a name used twice, a missing input) throw
+    // std::invalid_argument; a schedule the node's filter cannot run,
+    // cbi::Unsupported naming the node and the schedules that can.
     NodeId add_filter(std::string name, const Filter& filter, NodeId input, NodeOptions options = {});
     NodeId add_blend(std::string name, const BlendFilter& blend, NodeId a, NodeId b, NodeOptions options = {});
     void add_output(NodeId node);
@@ -114,17 +117,20 @@ private:
     Border default_border_;
 };
 
-// A chain of single-input filters, each output feeding the next.
-Graph chain_graph(std::span<const Node> nodes);
+// A sequence: single-input filters, each output feeding the next (a
+// linear graph).
+Graph sequence_graph(std::span<const FilterRun> nodes);
 
-// The chain language: stages separated by '|', each FILTER[@SCHEDULE]
+// The pipeline language (--pipeline): stages separated by '|', each FILTER[@SCHEDULE]
 // (SCHEDULE may be "auto").
-// Throws std::invalid_argument pointing at the offending stage and column.
+// Throws std::invalid_argument (malformed text) or cbi::Unsupported (a
+// stage's schedule cannot run its filter) pointing at the stage and column.
 Graph parse_pipeline(std::string_view text, const ScheduleChoice& default_schedule = DefaultSchedule{},
                      const Border& default_border = {});
 
 // JSON form (see above). Errors name the node or field; std::invalid_argument
-// for malformed content, cbi::Error for unreadable files.
+// for malformed content, cbi::Unsupported for a node's schedule that cannot
+// run it, cbi::Error for unreadable files.
 Graph graph_from_json(std::string_view json_text);
 Graph load_pipeline_file(const std::filesystem::path& path);
 std::string graph_to_json(const Graph& graph);

@@ -1,6 +1,5 @@
 #pragma once
-// Image file I/O: size-limited decoding and atomic encoding (DESIGN.md
-// section 4). All errors are one line naming the file:
+// Image file I/O: size-limited decoding and atomic encoding. All errors are one line naming the file:
 //   cbi::Error             unreadable, corrupt, truncated, too large, unsupported
 //                          format or depth, failed write (apps: exit 1).
 //
@@ -43,6 +42,7 @@
 
 namespace cbi {
 
+// The default limit on an image's pixels (--max-pixels): 2^28.
 inline constexpr std::uint64_t default_max_pixels = std::uint64_t{1} << 28;
 // The default limit on the memory one image may take to decode (--max-memory):
 // 4 GiB, the decoded size of the largest image the default pixel limit admits
@@ -51,7 +51,8 @@ inline constexpr std::uint64_t default_max_pixels = std::uint64_t{1} << 28;
 // it refuses what the header says needs more (64-bit samples, TIFF tiles or
 // strips far larger than the image). Callers that hold several images at
 // once (batches) or run on small machines pass a smaller budget.
-inline constexpr std::uint64_t default_max_image_bytes = std::uint64_t{4} << 30;
+inline constexpr std::uint64_t default_max_image_bytes = default_max_pixels * 4 * sizeof(float);
+static_assert(default_max_image_bytes == std::uint64_t{4} << 30);
 
 // What a file header says, read without decoding.
 struct ImageHeader {

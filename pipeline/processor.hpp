@@ -14,8 +14,10 @@ namespace cbi {
 class Processor {
 public:
     virtual ~Processor() = default;
-    // Throws cbi::Error for data errors (the batch runner records them per
-    // file and carries on), std::invalid_argument for usage errors.
+    // Throws cbi::Error for runtime and data errors, among them
+    // cbi::Unsupported for what this device or schedule cannot run (the
+    // batch runner records them per file and carries on);
+    // std::invalid_argument for usage errors (malformed options).
     virtual Image process(const ImageView& input) = 0;
 };
 

@@ -76,7 +76,7 @@ ScheduleSpec fastest_candidate(const std::vector<ScheduleSpec>& candidates, int 
                 times.push_back(run());
                 if (!warmup_decides && times.size() == 1 && too_slow(times[0])) break;
             }
-        } catch (const std::invalid_argument&) {
+        } catch (const Unsupported&) {  // anything else is a real failure and propagates
             if (!first_error) first_error = std::current_exception();
             continue;
         }
@@ -85,7 +85,7 @@ ScheduleSpec fastest_candidate(const std::vector<ScheduleSpec>& candidates, int 
         const double median = times[static_cast<std::size_t>(runs / 2)];
         if (!best || median < best_ms) best = s, best_ms = median;
     }
-    if (!best && !first_error) throw std::invalid_argument("auto: no candidate schedule for this node");
+    if (!best && !first_error) throw Unsupported("auto", "no candidate schedule for this node");
     if (!best) std::rethrow_exception(first_error);
     return *best;
 }

@@ -31,23 +31,20 @@ std::string tuning_key(const std::string& device, const std::string& op, const s
 // On the CPU the candidates run on a band of at least this many rows (or an
 // eighth of the image if more) from the middle of the node's input.
 inline constexpr int kTuningBandRows = 256;
-// How `auto` bounds its search. Before these (issue 16) every candidate was
-// timed 4-6 times: gaussian:255 on a 128^2 image took 81 s, each per-pixel
-// candidate running K^2 = 65025 taps a pixel where sep runs 2K.
+// How `auto` bounds its search (without bounds, gaussian:255 on a small
+// image timed every per-pixel candidate for minutes; measured:
+// apps/bench/README.md, "Measurements behind constants in the code").
 //
 // A candidate whose first deciding run is slower than this times the best
-// median so far is dropped after that run. To win it would need its median
-// to come out a third below that run; single runs of one schedule spread
-// less than that (CPU, the shared 2-core machine, 8 runs each of 11
-// schedules of blur:9 on 2048^2 and gaussian:255 on 128^2: at most 1.38x
-// their median, warm-up runs 0.68-1.26x).
+// median so far is dropped after that run: to win, its median would have to
+// come out a third below that run, more than single runs of one schedule
+// spread.
 inline constexpr double kTuningDropMargin = 1.5;
 // Tuning one node stops trying new candidates once the runs it has timed add
 // up to more than max(floor, kTuningBudgetRuns x the best median): the first
 // run of an auto node then costs about ten runs of the node more than a run
-// with a warm cache. The floor keeps small, fast nodes (every GPU node of
-// the issue-7 set: all candidates together time under 0.2 s) searching the
-// whole list, so the budget only binds where runs are long.
+// with a warm cache. The floor lets small, fast nodes search the whole list,
+// so the budget only binds where runs are long.
 inline constexpr double kTuningBudgetRuns = 10;
 inline constexpr double kTuningBudgetFloorMs = 250;
 
@@ -57,10 +54,11 @@ inline constexpr double kTuningBudgetFloorMs = 250;
 // drop a candidate (the CPU, where a run has no one-time costs and a slow
 // candidate's runs are long); otherwise the first timed run decides (the
 // GPU, where a kernel's first launch also loads its module). A candidate
-// that cannot run on this input (std::invalid_argument from time_once,
-// e.g. sep:128x32's tile plus a 31x31 halo on 3 float channels needs more
-// shared memory than the GPU has) is skipped and costs nothing of the
-// budget; the first such error is rethrown only when no candidate ran.
+// that this device cannot run (cbi::Unsupported from time_once, e.g. a tile
+// plus halo larger than the GPU's shared memory) is skipped and costs
+// nothing of the budget; the first such error is rethrown only when no
+// candidate ran. Any other exception propagates at once: it is a failure,
+// not a refusal.
 ScheduleSpec fastest_candidate(const std::vector<ScheduleSpec>& candidates, int runs, bool warmup_decides,
                                const std::function<double(const ScheduleSpec&)>& time_once);
 

@@ -95,7 +95,7 @@ struct TileOrder {
 struct SmemTileSchedule : TileSchedule {};
 inline constexpr SmemTileSchedule smem_schedule(int w, int h) { return {{w, h, false}}; }
 
-// `sep:WxH` (issue 7): a CUDA block computes a W x H output tile from a
+// `sep:WxH`: a CUDA block computes a W x H output tile from a
 // shared-memory stage of the tile plus halo, loaded row by row with
 // coalesced loads; each thread then computes runs of 8 consecutive outputs
 // from a register window, across x (row sums of each pass), then down y
@@ -105,7 +105,7 @@ inline constexpr SmemTileSchedule smem_schedule(int w, int h) { return {{w, h, f
 struct SepTileSchedule : TileSchedule {};
 inline constexpr SepTileSchedule sep_schedule(int w, int h) { return {{w, h, false}}; }
 
-// `stream:WxH` (issue 7): the column-based iteration carried into
+// `stream:WxH`: the column-based iteration carried into
 // registers. A CUDA block owns a strip W pixels wide and H rows tall and
 // walks it top to bottom one input row at a time; each thread keeps the
 // row sums of its last K rows in a ring (Halide's "slide" schedule):
@@ -114,7 +114,7 @@ inline constexpr SepTileSchedule sep_schedule(int w, int h) { return {{w, h, fal
 struct StreamSchedule : TileSchedule {};
 inline constexpr StreamSchedule stream_schedule(int w, int h) { return {{w, h, false}}; }
 
-// `vec:N` (issue 7): pointwise filters with each CUDA thread computing N
+// `vec:N`: pointwise filters with each CUDA thread computing N
 // consecutive pixels of a row, loaded and stored as whole aligned words.
 // Its visit order is naive's (row-major).
 struct VecSchedule : NaiveSchedule {

@@ -5,9 +5,9 @@
 #   run.sh sanitize-matrix  the same tools over the whole GPU matrix, in parallel parts
 #   run.sh bench      cbi-bench baseline table (CSV/JSON to $OUT or ./)
 #   run.sh cli        cbi-filter on a photo, CUDA vs CPU
-#   run.sh batch      issue 5: 200 generated 2048x2048 RGB PNGs, --device cuda, overlap vs --no-overlap
+#   run.sh batch      batch mode: 200 generated 2048x2048 RGB PNGs, --device cuda, overlap vs --no-overlap
 #   run.sh all        all of the above
-#   run.sh bench-all  issue 6: cbi-bench suites (filters, thesis sweeps, matmul,
+#   run.sh bench-all  cbi-bench suites (filters, thesis sweeps, matmul,
 #                     CPU vs OpenCV) plus the NPP and CuPy peers on the same
 #                     inputs; $OUT gets bench.csv (all rows), cbi.json, logs.tgz
 # Logs go to /tmp/cbi-out; at the end they are packed into $OUT/logs.tgz
@@ -113,7 +113,7 @@ run_bench() {
     "$@" | tee "$out/baseline.txt" || status=1
 }
 
-# Everything of issue 6 in one go (about 5 minutes on an H100). Extra
+# Every benchmark suite and peer in one go (about 5 minutes on an H100). Extra
 # arguments go to the GPU part of cbi-bench (e.g. --quick for a smoke test).
 run_bench_all() {
   local dump=/tmp/cbi-dump t0=$SECONDS
@@ -150,7 +150,7 @@ run_cli() {
   "$bin/cbi-filter" "$photo" --device cpu --blur 9 --schedule column:32 -o "$out/butterfly-cpu.png" || status=1
   if cmp -s "$out/butterfly-cuda.png" "$out/butterfly-cpu.png"; then echo "cli: CUDA and CPU outputs are identical files"
   else echo "cli: CUDA and CPU outputs DIFFER"; status=1; fi
-  # Pipelines (issue 4): a DAG from a file and a chain with a stencil-only default schedule.
+  # Pipelines: a DAG from a file and a chain with a stencil-only default schedule.
   local dev
   for dev in cuda cpu; do
     "$bin/cbi-filter" "$photo" --device $dev --pipeline-file "$bundle/samples/pipelines/dog.json" -o "$out/dog-$dev.png" || status=1
@@ -166,7 +166,7 @@ run_cli() {
   done
 }
 
-# Issue 5 on the GPU host. The images are made here with Python's cv2 (the
+# Batch mode on the GPU host. The images are made here with Python's cv2 (the
 # bundle has no generator): gradients plus noise, like the CPU measurement's.
 run_batch() {
   local dir=/tmp/cbi-batch n=${CBI_BATCH_IMAGES:-200}

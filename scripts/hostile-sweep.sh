@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Hostile-input sweep of the real cbi-filter (issue 16): bad, truncated and
+# Hostile-input sweep of the real cbi-filter: bad, truncated and
 # decompression-bomb files (generated here, plus fuzz/regressions/fuzz_image)
 # through single-image mode with six filter sets, and the folder through
 # batch mode with five option sets. Counts wrong exit codes (every case must

@@ -1,4 +1,4 @@
-// Batch mode (issue 5): a folder tree of good and bad files through the
+// Batch mode: a folder tree of good and bad files through the
 // library and the real cbi-filter binary; outputs compared pixel-wise with
 // the single-image path; SIGKILL mid-run and resume; a full disk.
 #include "pipeline/batch.hpp"
@@ -79,7 +79,7 @@ std::string error_of(const std::function<void()>& f) {
     return "";
 }
 
-std::vector<cbi::Node> blur_chain(int k) { return {{cbi::BoxFilter{k}, {}, {}}}; }
+std::vector<cbi::FilterRun> blur_chain(int k) { return {{cbi::BoxFilter{k}, {}, {}}}; }
 
 cbi::RunOptions cpu_options() {
     cbi::RunOptions o;
@@ -118,14 +118,14 @@ int interrupt_batch(const std::vector<std::string>& args, const fs::path& out, s
     return wait_code(pid);
 }
 
-// The single-image path: decode `input`, run_chain on the CPU, encode to
+// The single-image path: decode `input`, run_sequence on the CPU, encode to
 // `output`'s format. Expects the decoded `output` to equal it exactly
 // (lossy JPEG too: the same encoder on the same pixels).
-void expect_matches_single_image(const fs::path& input, const fs::path& output, const std::vector<cbi::Node>& nodes,
+void expect_matches_single_image(const fs::path& input, const fs::path& output, const std::vector<cbi::FilterRun>& nodes,
                                  const fs::path& scratch) {
     SCOPED_TRACE(output.string());
     const cv::Mat in = cbi::read_image(input);
-    const cbi::Image ref = cbi::run_chain(nodes, cbi::view_of(in), cpu_options());
+    const cbi::Image ref = cbi::run_sequence(nodes, cbi::view_of(in), cpu_options());
     const fs::path ref_file = scratch / ("ref" + output.extension().string());
     cbi::write_image_atomic(ref_file, cbi::as_mat(ref.view()));
     const cv::Mat want = cbi::read_image(ref_file), got = cbi::read_image(output);
@@ -136,7 +136,7 @@ void expect_matches_single_image(const fs::path& input, const fs::path& output, 
 }
 
 // The test tree: good images of several formats and depths in sub-folders,
-// and the bad files of issue 5 (the unreadable one has its own test).
+// and the bad files (the unreadable one has its own test).
 struct Tree {
     std::vector<std::string> good;  // relative paths
     std::vector<std::string> bad;
@@ -218,7 +218,7 @@ TEST(Batch, FolderTreeGoodAndBadFiles) {
         last_done = p.done;
         inside.fetch_sub(1);
     };
-    const cbi::BatchSummary s = cbi::run_batch(plan, cbi::graph_processor_factory(cbi::chain_graph(nodes), cpu_options()), bo);
+    const cbi::BatchSummary s = cbi::run_batch(plan, cbi::graph_processor_factory(cbi::sequence_graph(nodes), cpu_options()), bo);
     EXPECT_EQ(s.processed, tree.good.size());
     EXPECT_EQ(s.failed, tree.bad.size());
     EXPECT_EQ(s.skipped, 0u);
@@ -268,7 +268,7 @@ TEST(Batch, FolderTreeGoodAndBadFiles) {
     bo.overlap = false;
     bo.on_progress = nullptr;
     const cbi::BatchSummary serial =
-        cbi::run_batch(cbi::plan_folder(fo), cbi::graph_processor_factory(cbi::chain_graph(nodes), cpu_options()), bo);
+        cbi::run_batch(cbi::plan_folder(fo), cbi::graph_processor_factory(cbi::sequence_graph(nodes), cpu_options()), bo);
     EXPECT_EQ(serial.in_flight, 1);
     EXPECT_EQ(serial.stages[0].lanes, 1);
     EXPECT_EQ(serial.processed, s.processed);
@@ -320,7 +320,7 @@ TEST(Batch, OutputFormatsAndNameClashes) {
     EXPECT_EQ(plan.rejected[0].error, (dir / "in/a.png").string() + ": its output " + (dir / "out/a.png").string() +
                                           " is also the output of " + (dir / "in/a.jpg").string() +
                                           " (choose another output format)");
-    const auto s = cbi::run_batch(plan, cbi::graph_processor_factory(cbi::chain_graph(blur_chain(3)), cpu_options()), {});
+    const auto s = cbi::run_batch(plan, cbi::graph_processor_factory(cbi::sequence_graph(blur_chain(3)), cpu_options()), {});
     EXPECT_EQ(s.processed, 1u);
     EXPECT_EQ(s.failed, 2u);
     EXPECT_EQ(s.items.size(), 3u);
@@ -353,7 +353,7 @@ TEST(Batch, OutputFolderRulesAndInPlace) {
     fo.input_dir = in;
     fo.output_dir = dir / "alias";
     fo.in_place = true;
-    const auto factory = cbi::graph_processor_factory(cbi::chain_graph(blur_chain(3)), cpu_options());
+    const auto factory = cbi::graph_processor_factory(cbi::sequence_graph(blur_chain(3)), cpu_options());
     const auto first = cbi::run_batch(cbi::plan_folder(fo), factory, {});
     EXPECT_EQ(first.processed, 2u);
     const auto plan2 = cbi::plan_folder(fo);
@@ -387,7 +387,7 @@ TEST(Batch, SkipExistingLeftoverTemporariesAndLock) {
     fo.recursive = true;
     cbi::BatchOptions bo;
     bo.skip_existing = true;
-    const auto factory = cbi::graph_processor_factory(cbi::chain_graph(blur_chain(3)), cpu_options());
+    const auto factory = cbi::graph_processor_factory(cbi::sequence_graph(blur_chain(3)), cpu_options());
 
     // Another batch holds the output folder: refused before touching anything.
     const int fd = ::open(out.c_str(), O_RDONLY | O_DIRECTORY);
@@ -408,7 +408,7 @@ TEST(Batch, FileListOutputs) {
     TempDir dir;
     write_bytes(dir / "x/a.png", encode(".png", random_image(9, 8, 3, cbi::Depth::u8, 1)));
     write_bytes(dir / "y/a.png", encode(".png", random_image(9, 8, 3, cbi::Depth::u8, 2)));
-    const auto factory = cbi::graph_processor_factory(cbi::chain_graph(blur_chain(3)), cpu_options());
+    const auto factory = cbi::graph_processor_factory(cbi::sequence_graph(blur_chain(3)), cpu_options());
     const std::vector<fs::path> inputs{dir / "x/a.png", dir / "y/a.png"};
 
     auto plan = cbi::plan_files(inputs, dir / "out", cbi::OutputFormat::tiff, false);
@@ -593,7 +593,7 @@ TEST(BatchCli, DiskFullLeavesNoPartialOutput) {
 }
 
 
-// ------------------------------------------------------------ issue 16: inputs are never written
+// ------------------------------------------------------------ inputs are never written
 
 // The bytes of every regular file under `root`, to show nothing changed.
 std::map<std::string, std::string> snapshot(const fs::path& root) {
@@ -644,7 +644,7 @@ TEST(BatchCli, AnOutputThatIsAnotherInputIsRefusedBeforeAnyWork) {
 TEST(Batch, HardLinksSymlinkedFoldersAndInPlaceNeverOverwriteInputs) {
     TempDir dir;
     const auto png = [](unsigned seed) { return encode(".png", random_image(9, 8, 3, cbi::Depth::u8, seed)); };
-    const auto factory = cbi::graph_processor_factory(cbi::chain_graph(blur_chain(3)), cpu_options());
+    const auto factory = cbi::graph_processor_factory(cbi::sequence_graph(blur_chain(3)), cpu_options());
     const fs::path in = dir / "in";
     const auto a = png(1), b = png(2), sub_b = png(3);
     write_bytes(in / "a.png", a);
@@ -704,7 +704,7 @@ TEST(Batch, HardLinksSymlinkedFoldersAndInPlaceNeverOverwriteInputs) {
     EXPECT_EQ(slurp(in / "sub/b.png"), std::string(sub_b.begin(), sub_b.end()));
 }
 
-// ------------------------------------------------------------ issue 16: interrupts and leftovers
+// ------------------------------------------------------------ interrupts and leftovers
 
 TEST(BatchCli, SigintAndSigtermStopCleanlyWithASummary) {
     TempDir dir;
@@ -785,7 +785,7 @@ TEST(BatchCli, ControlCharactersInNamesStayOnOneLine) {
 }
 
 
-// Issue 16: a folder of gray, colour, alpha, 16-bit and float images runs
+// A folder of gray, colour, alpha, 16-bit and float images runs
 // with a colour preset (a 1-channel image reads as R = G = B) and a stencil.
 TEST(BatchCli, MixedFolderWithColourPresetsJustWorks) {
     TempDir dir, scratch;
@@ -809,7 +809,7 @@ TEST(BatchCli, MixedFolderWithColourPresetsJustWorks) {
         EXPECT_EQ(r.code, 0) << r.err;
         EXPECT_TRUE(r.err.starts_with("cbi-filter: 7 files: 7 processed, 0 failed")) << r.err;
         ASSERT_EQ(files_under(out), all);
-        const std::vector<cbi::Node> nodes{{cbi::parse_color(preset), {}, {}}, {cbi::GaussianFilter{3, 0}, {}, {}}};
+        const std::vector<cbi::FilterRun> nodes{{cbi::parse_color(preset), {}, {}}, {cbi::GaussianFilter{3, 0}, {}, {}}};
         for (const std::string& rel : all) {
             expect_matches_single_image(in / rel, out / rel, nodes, scratch.path());
             const int in_channels = cbi::read_image(in / rel).channels();

@@ -1,4 +1,4 @@
-// The pipeline options of the real cbi-filter binary (issue 4): --pipeline,
+// The pipeline options of the real cbi-filter binary: --pipeline,
 // --pipeline-file and the filter flags give identical files equal to the
 // OpenCV composition; --print-pipeline plans without running; errors name
 // the option, stage or file and exit with the policy's codes.
@@ -54,11 +54,11 @@ TEST(Cli, ChainTextJsonFileAndFlagsGiveIdenticalOutputsEqualToOpenCV) {
     // (end to end, cbi's +-1 from OpenCV's fixed-point 8-bit Gaussian grows
     // through Sobel's weights: up to 4 on this photo).
     const cv::Mat photo = cbi::read_image(kPhoto);
-    const cbi::Node gray{cbi::parse_filter("color:gray"), {}, {}}, smooth{cbi::parse_filter("gaussian:5"), {}, {}},
+    const cbi::FilterRun gray{cbi::parse_filter("color:gray"), {}, {}}, smooth{cbi::parse_filter("gaussian:5"), {}, {}},
         edges{cbi::parse_filter("sobel:mag"), {}, {}};
-    const auto run = [](const cbi::Node& node, const cv::Mat& src) {
-        const cbi::Node chain[] = {node};
-        return cbi::as_mat(cbi::run_chain(chain, cbi::view_of(src), {}).view()).clone();
+    const auto run = [](const cbi::FilterRun& node, const cv::Mat& src) {
+        const cbi::FilterRun chain[] = {node};
+        return cbi::as_mat(cbi::run_sequence(chain, cbi::view_of(src), {}).view()).clone();
     };
     const cv::Mat cbi_gray = run(gray, photo), cbi_smooth = run(smooth, cbi_gray);
     EXPECT_LE(cv::norm(cbi_gray, cbi::test::opencv_reference(gray, photo), cv::NORM_INF), 1.0);
@@ -78,7 +78,7 @@ TEST(Cli, ChainTextJsonFileAndFlagsGiveIdenticalOutputsEqualToOpenCV) {
               << a.total() << " px)\n";
 }
 
-// Issue 2's acceptance check: the photo blurred through the CLI equals
+// The first acceptance check: the photo blurred through the CLI equals
 // cv::blur (within 1) for every registered schedule.
 TEST(Cli, Blur9OnAPhotoEqualsOpenCVForEveryRegisteredSchedule) {
     TempDir dir;
@@ -92,7 +92,7 @@ TEST(Cli, Blur9OnAPhotoEqualsOpenCVForEveryRegisteredSchedule) {
         const auto r = run_cli({kPhoto, "--device", "cpu", "--blur", "9", "--schedule", s.to_string(), "-o", out.string()},
                                dir.path());
         if (!cbi::supports(s, cbi::parse_filter("blur:9"))) {  // vec:N: refused, the reason named, nothing written
-            EXPECT_EQ(r.code, 2);
+            EXPECT_EQ(r.code, 1);  // cbi::Unsupported: well formed, this schedule cannot run it
             EXPECT_NE(r.err.find("cbi-filter: error: --schedule: schedule " + s.to_string() + " runs pointwise filters only"),
                       std::string::npos) << r.err;
             EXPECT_FALSE(fs::exists(out));
@@ -156,6 +156,8 @@ TEST(Cli, PipelineErrorsNameTheOptionStageOrFile) {
         std::ofstream(dir / "bad.json") << R"({"nodes": [{"name": "a", "filter": "blur:3", "input": "input", "colour": 1}], "outputs": ["a"]})";
         std::ofstream(dir / "cycle.json") << R"({"nodes": [{"name": "a", "filter": "blur:3", "input": "b"},
             {"name": "b", "filter": "blur:3", "input": "a"}], "outputs": ["a"]})";
+        std::ofstream(dir / "unsupported.json") << R"({"nodes": [{"name": "g", "filter": "gaussian:5", "input": "input",
+            "schedule": "vec:4"}], "outputs": ["g"]})";
         std::ofstream(dir / "mismatch.json") << R"({"nodes": [{"name": "g", "filter": "color:gray", "input": "input"},
             {"name": "mix", "blend": "blend:1:1:0", "inputs": ["input", "g"]}], "outputs": ["mix"]})";
     }
@@ -164,7 +166,11 @@ TEST(Cli, PipelineErrorsNameTheOptionStageOrFile) {
         {{"--pipeline", ""}, 2, "stage 1 '' (column 1): empty stage"},
         {{"--pipeline-file", dir.path().string()}, 1, "the pipeline file is not a regular file"},
         {{"--pipeline", "blur:9 || blur:3"}, 2, "stage 2 '' (column 9): empty stage"},
-        {{"--pipeline", "color:gray@smem:32x8"}, 2, "smem"},
+        {{"--pipeline", "color:gray@smem:32x8"}, 1, "--pipeline: stage 1 'color:gray@smem:32x8' (column 1): node 'n1': "
+                                                    "schedule smem:32x8 runs stencil filters only"},
+        {{"--pipeline-file", (dir / "unsupported.json").string()}, 1, "unsupported.json: node 'g': schedule vec:4 runs "
+                                                                      "pointwise filters only"},
+        {{"--pipeline", "blur:257@smem:32x8"}, 2, "stage 1 'blur:257@smem:32x8' (column 1): blur kernel size '257'"},
         {{"--pipeline", "blur:9@column:0"}, 2, "column:0"},
         {{"--pipeline", "blur:9", "--blur", "3"}, 2, "give one of --pipeline, --pipeline-file or filter flags"},
         {{"--pipeline-file", (dir / "missing.json").string()}, 1, "missing.json: cannot open the pipeline file"},
@@ -186,7 +192,26 @@ TEST(Cli, PipelineErrorsNameTheOptionStageOrFile) {
 }
 
 
-// Issue 16: whatever libpng, OpenCV or TBB print, an error is one line; the
+// The same schedule text is a usage error where it is malformed and exit 1
+// (cbi::Unsupported) where it is well formed but cannot run the node: the
+// message names the limit and the schedules that can.
+TEST(Cli, AScheduleThatCannotRunTheNodeIsExit1AMalformedOneExit2) {
+    TempDir dir;
+    const std::string out = (dir / "out.png").string();
+    const auto unsupported = run_cli({kPhoto, "--device", "cpu", "--blur", "11", "--schedule", "stream:64x64", "-o", out},
+                                     dir.path());
+    EXPECT_EQ(unsupported.code, 1) << unsupported.err;
+    EXPECT_EQ(unsupported.err.rfind("cbi-filter: error: --schedule: schedule stream:64x64 runs stencils up to 9x9", 0), 0u)
+        << unsupported.err;
+    EXPECT_NE(unsupported.err.find("; use naive"), std::string::npos) << unsupported.err;
+    const auto malformed = run_cli({kPhoto, "--device", "cpu", "--blur", "11", "--schedule", "stream:64", "-o", out},
+                                   dir.path());
+    EXPECT_EQ(malformed.code, 2) << malformed.err;
+    EXPECT_EQ(malformed.err.rfind("cbi-filter: error: --schedule: ", 0), 0u) << malformed.err;
+    EXPECT_FALSE(fs::exists(out));
+}
+
+// Whatever libpng, OpenCV or TBB print, an error is one line; the
 // chatter exists (CBI_LIBRARY_STDERR=1 shows it) but never reaches the user.
 TEST(Cli, LibraryChatterNeverReachesStderr) {
     TempDir dir;

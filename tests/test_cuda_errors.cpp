@@ -19,7 +19,7 @@ TEST(CudaErrors, IllegalAddressMarksTheDeviceUnusable) {
     const Stream stream;
     // A view whose pointer is no device allocation.
     const ImageView bogus{reinterpret_cast<std::byte*>(std::uintptr_t{0x1000}), 512, 512, 1, Depth::u8, 512};
-    const Node node{parse_filter("blur:3"), Border{}, ScheduleSpec{}};
+    const FilterRun node{parse_filter("blur:3"), Border{}, ScheduleSpec{}};
     try {
         run_node_cuda(node, bogus, bogus, stream.get(), 256);
         stream.synchronize("after a kernel on a bogus pointer");

@@ -91,7 +91,7 @@ KernelPath cpu_path(const char* filter, const char* schedule, Depth depth, int c
     const Filter f = parse_filter(filter);
     cv::Mat dst(src.rows, src.cols, cv_type(depth, output_channels(f, channels)));
     note_kernel_path(KernelPath::none);
-    run_node_cpu(Node{f, Border{}, parse_schedule(schedule)}, view_of(src), view_of(dst));
+    run_node_cpu(FilterRun{f, Border{}, parse_schedule(schedule)}, view_of(src), view_of(dst));
     return last_kernel_path();
 }
 
@@ -122,7 +122,7 @@ KernelPath cuda_path(const char* filter, const char* schedule, Depth depth, int 
     Stream stream;
     upload(view_of(src), in.view, stream.get());
     note_kernel_path(KernelPath::none);
-    run_node_cuda(Node{f, Border{}, parse_schedule(schedule)}, in.view, out.view, stream.get(), 256);
+    run_node_cuda(FilterRun{f, Border{}, parse_schedule(schedule)}, in.view, out.view, stream.get(), 256);
     stream.synchronize("routing");
     return last_kernel_path();
 }
@@ -141,7 +141,7 @@ TEST(RoutingCuda, GpuNodesRunTheKernelTheirScheduleNames) {
         EXPECT_EQ(cuda_path("color:sepia", "vec:8", Depth::u8, ch), KernelPath::cuda_vec);
         EXPECT_EQ(cuda_path("blur:9", "column:32", Depth::u8, ch), KernelPath::cuda_index_map);
     }
-    // The default table's choices for the issue-7 cells.
+    // The default table's choices for the benchmark set's cells.
     const auto table = [](const char* f, Depth d, int ch) {
         return default_schedule(parse_filter(f), {}, {d, ch, true}).to_string();
     };

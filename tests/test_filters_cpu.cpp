@@ -39,14 +39,14 @@ using namespace test;
 
 bool is_color(const Filter& f) { return std::holds_alternative<ColorFilter>(f); }
 
-// 8/16-bit within 1 of OpenCV, float within 1e-5 relative (DESIGN.md).
-test::Comparison check_against_opencv(const Node& node, const cv::Mat& src, const cv::Mat& got) {
+// 8/16-bit within 1 of OpenCV, float within 1e-5 relative (README.md, "Tests").
+test::Comparison check_against_opencv(const FilterRun& node, const cv::Mat& src, const cv::Mat& got) {
     return compare(got, opencv_reference(node, src), 1.0, 1e-5, test::output_scale(node, src));
 }
 
-cv::Mat run_cpu(const Node& node, const cv::Mat& src) {
-    const Node nodes[] = {node};
-    Image out = run_chain(nodes, view_of(src), RunOptions{});
+cv::Mat run_cpu(const FilterRun& node, const cv::Mat& src) {
+    const FilterRun nodes[] = {node};
+    Image out = run_sequence(nodes, view_of(src), RunOptions{});
     return as_mat(out.view()).clone();
 }
 
@@ -59,7 +59,7 @@ TEST_P(CpuVsOpenCV, AllBordersAndSizes) {
     unsigned seed = 1;
     for (const char* border_text : kBorders) {
         if (is_color(filter) && border_text != kBorders[0]) continue;  // pointwise: no border
-        const Node node{filter, parse_border(border_text), ScheduleSpec{}};
+        const FilterRun node{filter, parse_border(border_text), ScheduleSpec{}};
         for (const cv::Size size : kSizes) {
             const cv::Mat src = random_image(size.width, size.height, channels, depth, seed++);
             const std::string name = std::string(filter_text) + "-" + border_text + "-" + depth_name(depth) + "-c" +
@@ -78,7 +78,7 @@ INSTANTIATE_TEST_SUITE_P(Matrix, CpuVsOpenCV, ::testing::ValuesIn(test::filter_m
 
 // Poisons dst, runs the node, and checks every sample was written: the
 // poison (0xA5 bytes; a NaN for float) never survives a correct run.
-cv::Mat run_poisoned(const Node& node, const cv::Mat& src, int out_channels) {
+cv::Mat run_poisoned(const FilterRun& node, const cv::Mat& src, int out_channels) {
     cv::Mat dst(src.size(), CV_MAKETYPE(src.depth(), out_channels));
     dst.setTo(cv::Scalar::all(0));
     std::memset(dst.data, 0xA5, dst.total() * dst.elemSize());
@@ -89,7 +89,7 @@ cv::Mat run_poisoned(const Node& node, const cv::Mat& src, int out_channels) {
 // Runs `node` (its schedule ignored) under naive and under each of
 // `tile_schedules`, and asserts every tiled result equals the naive one byte
 // for byte (memcmp: bit-exact, and NaN poison would compare unequal).
-void expect_tiles_equal_naive(Node node, const cv::Mat& src, int out_channels,
+void expect_tiles_equal_naive(FilterRun node, const cv::Mat& src, int out_channels,
                               std::initializer_list<const char*> tile_schedules, const std::string& trace) {
     node.schedule = parse_schedule("naive");
     const cv::Mat want = run_poisoned(node, src, out_channels);
@@ -110,7 +110,7 @@ TEST(CpuSchedules, EveryScheduleGivesTheNaiveResultBitExactly) {
         for (const Depth depth : kDepths)
             for (const cv::Size size : sizes) {
                 const cv::Mat src = random_image(size.width, size.height, 3, depth, seed++);
-                Node node{parse_filter(filter_text), parse_border("reflect101"), ScheduleSpec{}};
+                FilterRun node{parse_filter(filter_text), parse_border("reflect101"), ScheduleSpec{}};
                 const cv::Mat naive = run_poisoned(node, src, 3);
                 for (const ScheduleSpec& schedule : example_schedules()) {
                     if (!supports(schedule, node.filter))
@@ -139,7 +139,7 @@ TEST(CpuSchedules, EveryTileOrderGivesTheRowMajorResultBitExactly) {
             for (const int channels : {1, 3})
                 for (const cv::Size size : sizes) {
                     const cv::Mat src = random_image(size.width, size.height, channels, depth, seed++);
-                    Node node{parse_filter(filter_text), parse_border("reflect101"), ScheduleSpec{}};
+                    FilterRun node{parse_filter(filter_text), parse_border("reflect101"), ScheduleSpec{}};
                     for (const char* strategy : strategies) {
                         node.schedule = parse_schedule(strategy);
                         const cv::Mat want = run_poisoned(node, src, channels);
@@ -217,7 +217,7 @@ TEST(CpuSchedules, WideFloatBoxSumsSlideWithinRoundingAndKeepInfAndNaN) {
         for (const cv::Mat& image : {src, big})
             for (const char* schedule : {"sep:256x256", "sep:64x32", "smem:37x41"}) {
                 SCOPED_TRACE(std::string(schedule) + " channels " + std::to_string(channels));
-                Node node{parse_filter("blur:31"), parse_border("reflect101"), ScheduleSpec{}};
+                FilterRun node{parse_filter("blur:31"), parse_border("reflect101"), ScheduleSpec{}};
                 const cv::Mat naive = run_poisoned(node, image, channels);
                 node.schedule = parse_schedule(schedule);
                 const cv::Mat got = run_poisoned(node, image, channels);
@@ -253,7 +253,7 @@ TEST(CpuKernels, EightBitGaussianEqualsOpenCVBitForBit) {
             for (const cv::Size size : kSizes)
                 for (const int channels : {1, 3, 4}) {
                     const cv::Mat src = random_image(size.width, size.height, channels, Depth::u8, seed++);
-                    Node node{parse_filter(filter_text), parse_border(border_text), ScheduleSpec{}};
+                    FilterRun node{parse_filter(filter_text), parse_border(border_text), ScheduleSpec{}};
                     const cv::Mat want = opencv_reference(node, src);
                     for (const char* schedule : schedules) {
                         node.schedule = parse_schedule(schedule);
@@ -278,7 +278,7 @@ TEST(CpuKernels, EightBitGaussianTilesEqualPerPixelPathAtOddWidths) {
                 for (const bool saturated : {false, true}) {
                     cv::Mat src = random_image(width, 23, channels, Depth::u8, seed++);
                     if (saturated) src.setTo(cv::Scalar::all(255));
-                    const Node node{parse_filter(filter_text), parse_border("reflect101"), ScheduleSpec{}};
+                    const FilterRun node{parse_filter(filter_text), parse_border("reflect101"), ScheduleSpec{}};
                     expect_tiles_equal_naive(node, src, channels, {"sep:7x5", "sep:256x256", "smem:32x8"},
                                              std::string(filter_text) + " width " + std::to_string(width) + " x" +
                                                  std::to_string(channels) + (saturated ? " all 255" : ""));
@@ -312,7 +312,7 @@ TEST(CpuKernels, EightBitSobelTilesEqualPerPixelPathAtOddWidths) {
                                         src.ptr<std::uint8_t>(y)[x * channels + c] =
                                             static_cast<std::uint8_t>(x > width / 2 ? 255 : y * 11);
                         }
-                        const Node node{parse_filter(filter_text), parse_border(border_text), ScheduleSpec{}};
+                        const FilterRun node{parse_filter(filter_text), parse_border(border_text), ScheduleSpec{}};
                         expect_tiles_equal_naive(node, src, channels, {"sep:7x5", "sep:256x256", "smem:32x8"},
                                                  std::string(filter_text) + " " + border_text + " width " +
                                                      std::to_string(width) + " x" + std::to_string(channels) + " " + content);
@@ -337,7 +337,7 @@ TEST(CpuKernels, FloatTapTilesEqualPerPixelPathAtOddWidths) {
                     if (negative_zero && depth != Depth::f32) continue;
                     cv::Mat src = random_image(size.width, size.height, channels, depth, seed++);
                     if (negative_zero) src.setTo(cv::Scalar::all(-0.0));
-                    const Node node{parse_filter(filter_text), parse_border("reflect101"), ScheduleSpec{}};
+                    const FilterRun node{parse_filter(filter_text), parse_border("reflect101"), ScheduleSpec{}};
                     expect_tiles_equal_naive(node, src, channels, {"sep:7x5", "sep:256x256", "smem:32x8", "sep:88x13"},
                                              std::string(filter_text) + " " + depth_name(depth) + " " +
                                                  std::to_string(size.width) + "x" + std::to_string(size.height) + " x" +
@@ -350,7 +350,7 @@ TEST(CpuViews, RoiInputIsFilteredAsAnIsolatedImage) {
     const cv::Mat roi = big(cv::Rect(13, 21, 101, 77));  // strided, not contiguous
     ASSERT_FALSE(roi.isContinuous());
     for (const char* filter_text : {"blur:9", "gaussian:5", "sobel:mag:3", "color:ycrcb"}) {
-        const Node node{parse_filter(filter_text), Border{}, parse_schedule("column:32")};
+        const FilterRun node{parse_filter(filter_text), Border{}, parse_schedule("column:32")};
         const auto r = check_against_opencv(node, roi.clone(), run_cpu(node, roi));
         EXPECT_TRUE(r.ok) << filter_text << ": " << r.where;
     }
@@ -360,7 +360,7 @@ TEST(CpuViews, RoiOutputWritesOnlyItsRectangle) {
     const cv::Mat src = random_image(64, 48, 1, Depth::u16, 8);
     cv::Mat canvas(100, 100, CV_16UC1, cv::Scalar(4242));
     cv::Mat window = canvas(cv::Rect(10, 20, 64, 48));
-    const Node node{parse_filter("gaussian:5"), Border{}, parse_schedule("tile:16x16")};
+    const FilterRun node{parse_filter("gaussian:5"), Border{}, parse_schedule("tile:16x16")};
     run_node_cpu(node, view_of(src), view_of(window));
     EXPECT_TRUE(check_against_opencv(node, src, window.clone()).ok);
     cv::Mat outside = canvas.clone();
@@ -422,8 +422,7 @@ TEST(CpuKernels, SobelKernelsEqualOpenCV) {
     }
 }
 
-// Colour matrices on 1-channel images read them as R = G = B (DESIGN.md
-// section 3): gray of a gray image is that image, bit for bit (NaN payloads,
+// Colour matrices on 1-channel images read them as R = G = B: gray of a gray image is that image, bit for bit (NaN payloads,
 // signalling NaNs, -0.0 and Inf included); every other matrix gives what it
 // gives on cv::cvtColor(GRAY2BGR) of the image, bit for bit. For every CPU
 // schedule that runs colour, odd sizes, whole images and views at odd
@@ -451,7 +450,7 @@ std::vector<std::pair<std::string, cv::Mat>> gray_inputs(cv::Size size, Depth de
 
 // Runs node on src into a view at (1, 2) of a canvas poisoned with 0xA5
 // bytes; asserts no byte outside the view changed and returns the view.
-cv::Mat run_into_canvas(const Node& node, const cv::Mat& src, int out_channels) {
+cv::Mat run_into_canvas(const FilterRun& node, const cv::Mat& src, int out_channels) {
     cv::Mat canvas(src.rows + 3, src.cols + 2, CV_MAKETYPE(src.depth(), out_channels));
     std::memset(canvas.data, 0xA5, canvas.total() * canvas.elemSize());
     const cv::Rect inner(1, 2, src.cols, src.rows);
@@ -498,7 +497,7 @@ TEST(CpuColor, GrayOfAGrayImageIsThatImageBitForBit) {
                 for (const ScheduleSpec& schedule : schedules) {
                     SCOPED_TRACE(std::string(depth_name(depth)) + " " + std::to_string(size.width) + "x" +
                                  std::to_string(size.height) + " " + what + " " + schedule.to_string());
-                    const cv::Mat got = run_into_canvas(Node{gray, Border{}, schedule}, src, 1);
+                    const cv::Mat got = run_into_canvas(FilterRun{gray, Border{}, schedule}, src, 1);
                     const cv::Mat want = src.clone();
                     ASSERT_EQ(got.type(), want.type());
                     ASSERT_EQ(std::memcmp(got.data, want.data, want.total() * want.elemSize()), 0);
@@ -516,15 +515,15 @@ TEST(CpuColor, MatricesOnAGrayImageEqualTheSameOnGrayToBgrBitForBit) {
                 for (const auto& [what, src] : gray_inputs(size, depth, seed += 2)) {
                     cv::Mat bgr;
                     cv::cvtColor(src, bgr, cv::COLOR_GRAY2BGR);
-                    const cv::Mat want = run_poisoned(Node{filter, Border{}, parse_schedule("naive")}, bgr, 3);
+                    const cv::Mat want = run_poisoned(FilterRun{filter, Border{}, parse_schedule("naive")}, bgr, 3);
                     if (what != "specials") {  // NaN is never within a tolerance
-                        const auto r = check_against_opencv(Node{filter, Border{}, ScheduleSpec{}}, bgr, want);
+                        const auto r = check_against_opencv(FilterRun{filter, Border{}, ScheduleSpec{}}, bgr, want);
                         ASSERT_TRUE(r.ok) << colour << " " << depth_name(depth) << ": " << r.where;
                     }
                     for (const ScheduleSpec& schedule : colour_schedules(filter)) {
                         SCOPED_TRACE(std::string(colour) + " " + depth_name(depth) + " " + std::to_string(size.width) +
                                      "x" + std::to_string(size.height) + " " + what + " " + schedule.to_string());
-                        const cv::Mat got = run_into_canvas(Node{filter, Border{}, schedule}, src, 3);
+                        const cv::Mat got = run_into_canvas(FilterRun{filter, Border{}, schedule}, src, 3);
                         ASSERT_TRUE(same_samples(got, want));
                         if (what != "specials") {
                             ASSERT_EQ(std::memcmp(got.data, want.data, want.total() * want.elemSize()), 0);
@@ -549,7 +548,7 @@ TEST(CpuColor, GraphsTakeGrayImages) {
             const cv::Mat got = as_mat(on_gray.run(view_of(src)).front()).clone();
             const cv::Mat want = as_mat(on_bgr.run(view_of(bgr)).front()).clone();
             if (std::string_view(pipeline).starts_with("color:gray")) {  // gray of gray: the image itself
-                const Node blur{parse_filter("blur:3"), Border{}, ScheduleSpec{}};
+                const FilterRun blur{parse_filter("blur:3"), Border{}, ScheduleSpec{}};
                 EXPECT_EQ(cv::norm(got, run_cpu(blur, src), cv::NORM_INF), 0.0) << pipeline;
                 EXPECT_EQ(on_gray.channels_of(2), 1);
             } else {
@@ -592,9 +591,9 @@ TEST(CpuColor, OutputChannels) {
 
 TEST(CpuColor, GrayDropsAlphaAndOthersKeepIt) {
     const cv::Mat src = random_image(9, 4, 4, Depth::u8, 4);
-    const Node gray{parse_filter("color:gray"), Border{}, ScheduleSpec{}};
+    const FilterRun gray{parse_filter("color:gray"), Border{}, ScheduleSpec{}};
     EXPECT_EQ(run_cpu(gray, src).channels(), 1);
-    const Node sepia{parse_filter("color:sepia"), Border{}, ScheduleSpec{}};
+    const FilterRun sepia{parse_filter("color:sepia"), Border{}, ScheduleSpec{}};
     const cv::Mat out = run_cpu(sepia, src);
     ASSERT_EQ(out.channels(), 4);
     std::vector<cv::Mat> a, b;
@@ -668,16 +667,16 @@ TEST(CpuColor, RowsMatchPerPixelBitForBit) {
 
 TEST(CpuChain, ChainEqualsComposedReferences) {
     const cv::Mat src = random_image(120, 90, 3, Depth::u8, 11);
-    const Node nodes[] = {{parse_filter("color:gray"), Border{}, parse_schedule("column:32")},
+    const FilterRun nodes[] = {{parse_filter("color:gray"), Border{}, parse_schedule("column:32")},
                           {parse_filter("gaussian:5"), Border{}, parse_schedule("zigzag:16")},
                           {parse_filter("sobel:mag:3"), Border{}, parse_schedule("tile:32x8")}};
-    const Image out = run_chain(nodes, view_of(src), RunOptions{});
+    const Image out = run_sequence(nodes, view_of(src), RunOptions{});
     // Stage by stage against OpenCV applied to cbi's previous stage, so the
     // +-1 tolerance does not compound.
     cv::Mat stage = src;
-    for (const Node& node : nodes) {
-        const Node one[] = {node};
-        const cv::Mat got = as_mat(run_chain(one, view_of(stage), RunOptions{}).view()).clone();
+    for (const FilterRun& node : nodes) {
+        const FilterRun one[] = {node};
+        const cv::Mat got = as_mat(run_sequence(one, view_of(stage), RunOptions{}).view()).clone();
         EXPECT_TRUE(check_against_opencv(node, stage, got).ok) << to_string(node.filter);
         stage = got;
     }
@@ -694,7 +693,7 @@ TEST(CpuChain, FusedStencilPairsGiveTheRowMajorResultInEveryTileOrder) {
                 const cv::Mat src = random_image(size.width, size.height, channels, depth, seed++);
                 const Border border = parse_border("reflect101");
                 for (const char* strategy : {"sep:5x3", "smem:4x4"}) {
-                    Node node{parse_filter("sobel:mag:3"), border, parse_schedule(strategy), std::nullopt,
+                    FilterRun node{parse_filter("sobel:mag:3"), border, parse_schedule(strategy), std::nullopt,
                               FusedStencil{parse_filter("gaussian:5"), border}};
                     const cv::Mat want = run_poisoned(node, src, channels);
                     for (const char* order : {"+column:1", "+column:3", "+zigzag:2", "+tile:2x3", "+tile:1000x1"}) {
@@ -737,7 +736,7 @@ TEST(CpuPhotos, BoxBlur9EqualsOpenCVForEverySchedule) {
     const cv::Mat photo = cv::imread(test::samples_dir() + "/butterfly.jpg", cv::IMREAD_UNCHANGED);
     ASSERT_FALSE(photo.empty());
     for (const ScheduleSpec& schedule : example_schedules()) {
-        const Node node{parse_filter("blur:9"), Border{}, schedule};
+        const FilterRun node{parse_filter("blur:9"), Border{}, schedule};
         if (!supports(schedule, node.filter)) continue;  // vec:N is for pointwise filters
         const auto r = check_against_opencv(node, photo, run_cpu(node, photo));
         EXPECT_TRUE(r.ok) << schedule.to_string() << ": " << r.where;
@@ -751,7 +750,7 @@ TEST(CpuPhotos, EveryFilterOnEveryPhoto) {
         const cv::Mat photo = cv::imread(path.string(), cv::IMREAD_UNCHANGED);
         ASSERT_FALSE(photo.empty()) << path;
         for (const char* filter_text : kFilters) {
-            const Node node{parse_filter(filter_text), Border{}, parse_schedule("column:32")};
+            const FilterRun node{parse_filter(filter_text), Border{}, parse_schedule("column:32")};
             const cv::Mat got = run_cpu(node, photo);
             const auto r = check_against_opencv(node, photo, got);
             EXPECT_TRUE(r.ok) << path << " " << filter_text << ": " << r.where << " max diff " << r.max_diff;

@@ -36,7 +36,7 @@ using namespace test;
 
 // Runs one node on the GPU into a poisoned device buffer and returns the
 // downloaded result.
-cv::Mat run_gpu_poisoned(const Node& node, const DeviceImage& src, int out_channels, const Stream& stream, int block) {
+cv::Mat run_gpu_poisoned(const FilterRun& node, const DeviceImage& src, int out_channels, const Stream& stream, int block) {
     DeviceImage dst(src.view.width, src.view.height, out_channels, src.view.depth);
     const std::size_t bytes = dst.view.stride * dst.view.height;
     CBI_CUDA_CHECK(cudaMemsetAsync(dst.view.data, 0xA5, bytes, stream.get()), "poison");
@@ -73,7 +73,7 @@ TEST_P(CudaMatrix, EqualsCpuAndOpenCVForEveryScheduleBorderAndSize) {
         if (color && border_text != kBorders[0]) continue;
         for (const cv::Size size : kSizes) {
             const cv::Mat src = random_image(size.width, size.height, channels, depth, seed++);
-            Node node{filter, parse_border(border_text), ScheduleSpec{}};
+            FilterRun node{filter, parse_border(border_text), ScheduleSpec{}};
             const int out_channels = output_channels(filter, channels);
             cv::Mat cpu(src.size(), cv_type(depth, out_channels));
             run_node_cpu(node, view_of(src), view_of(cpu));
@@ -108,14 +108,14 @@ TEST(Cuda, BlockSizeDoesNotChangeTheResult) {
     upload(view_of(src), device_src.view, stream.get());
     for (const char* schedule :
          {"naive", "column:32", "zigzag:32", "tile:32x8", "smem:32x8", "smem:64x16", "sep:64x32", "sep:7x5"}) {
-        const Node node{parse_filter("gaussian:7"), Border{}, parse_schedule(schedule)};
+        const FilterRun node{parse_filter("gaussian:7"), Border{}, parse_schedule(schedule)};
         const cv::Mat expected = run_gpu_poisoned(node, device_src, 3, stream, 256);
         for (int block : {1, 32, 33, 64, 128, 512, 1024}) {
             const cv::Mat got = run_gpu_poisoned(node, device_src, 3, stream, block);
             EXPECT_EQ(std::memcmp(got.data, expected.data, got.total() * got.elemSize()), 0) << schedule << " " << block;
         }
     }
-    EXPECT_THROW(run_node_cuda(Node{}, device_src.view, device_src.view, stream.get(), 0), std::invalid_argument);
+    EXPECT_THROW(run_node_cuda(FilterRun{}, device_src.view, device_src.view, stream.get(), 0), std::invalid_argument);
 }
 
 // vec:N on 3-channel float colour stages each block's row segment in shared
@@ -134,7 +134,7 @@ TEST(Cuda, StagedColourEqualsCpuForEveryBlockSize) {
             upload(view_of(big), device_big.view, stream.get());
             const ImageView in = roi ? device_big.view.crop(1, 3, src.cols, src.rows) : device_big.view;
             for (const char* filter_text : {"color:sepia", "color:gray"}) {
-                Node node{parse_filter(filter_text), Border{}, ScheduleSpec{}};
+                FilterRun node{parse_filter(filter_text), Border{}, ScheduleSpec{}};
                 const int out_channels = output_channels(node.filter, 3);
                 cv::Mat cpu(src.size(), cv_type(depth, out_channels));
                 run_node_cpu(node, view_of(src), view_of(cpu));
@@ -203,7 +203,7 @@ TEST(Cuda, ColourOnGrayImagesEqualsCpu) {
                 upload(view_of(src), device_whole.view, stream.get());
                 const ImageView in = roi ? device_big.view.crop(1, 2, size.width, size.height) : device_whole.view;
                 for (const char* colour : colours) {
-                    Node node{parse_filter(colour), Border{}, ScheduleSpec{}};
+                    FilterRun node{parse_filter(colour), Border{}, ScheduleSpec{}};
                     const bool gray = std::string_view(colour) == "color:gray";
                     const int out_channels = output_channels(node.filter, 1);
                     cv::Mat cpu(src.size(), cv_type(depth, out_channels));
@@ -241,14 +241,14 @@ TEST(Cuda, ChainOnRoiEqualsCpuChain) {
     REQUIRE_GPU();
     const cv::Mat big = random_image(640, 480, 4, Depth::u16, 9);
     const cv::Mat roi = big(cv::Rect(17, 29, 401, 333));
-    const Node nodes[] = {{parse_filter("color:ycrcb"), Border{}, parse_schedule("column:32")},
+    const FilterRun nodes[] = {{parse_filter("color:ycrcb"), Border{}, parse_schedule("column:32")},
                           {parse_filter("gaussian:5:1.2"), parse_border("reflect"), parse_schedule("zigzag:32")},
                           {parse_filter("sobel:mag:3"), parse_border("constant:100"), parse_schedule("tile:32x8")},
                           {parse_filter("blur:9"), Border{}, parse_schedule("naive")}};
     RunOptions gpu;
     gpu.device = resolve_device(parse_device("cuda"));
-    const Image on_gpu = run_chain(nodes, view_of(roi), gpu);
-    const Image on_cpu = run_chain(nodes, view_of(roi), RunOptions{});
+    const Image on_gpu = run_sequence(nodes, view_of(roi), gpu);
+    const Image on_cpu = run_sequence(nodes, view_of(roi), RunOptions{});
     EXPECT_EQ(cv::norm(as_mat(on_gpu.view()), as_mat(on_cpu.view()), cv::NORM_INF), 0.0);
     EXPECT_GT(cv::norm(as_mat(on_gpu.view()), cv::NORM_INF), 0.0);
 }
@@ -260,10 +260,10 @@ TEST(Cuda, RealPhotoBlur9EqualsCpuForEverySchedule) {
     RunOptions gpu;
     gpu.device = resolve_device(parse_device("cuda:0"));
     for (const ScheduleSpec& schedule : example_schedules()) {
-        const Node nodes[] = {{parse_filter("blur:9"), Border{}, schedule}};
+        const FilterRun nodes[] = {{parse_filter("blur:9"), Border{}, schedule}};
         if (!supports(schedule, nodes[0].filter)) continue;  // vec:N is for pointwise filters
-        const Image a = run_chain(nodes, view_of(photo), gpu);
-        const Image b = run_chain(nodes, view_of(photo), RunOptions{});
+        const Image a = run_sequence(nodes, view_of(photo), gpu);
+        const Image b = run_sequence(nodes, view_of(photo), RunOptions{});
         EXPECT_EQ(cv::norm(as_mat(a.view()), as_mat(b.view()), cv::NORM_INF), 0.0) << schedule.to_string();
     }
 }
@@ -273,9 +273,9 @@ TEST(Cuda, SmemTileTooLargeForSharedMemoryIsAClearError) {
     const cv::Mat src = random_image(300, 300, 1, Depth::f32, 8);
     RunOptions gpu;
     gpu.device = resolve_device(parse_device("cuda"));
-    const Node nodes[] = {{parse_filter("blur:255"), Border{}, parse_schedule("smem:1024x4")}};
+    const FilterRun nodes[] = {{parse_filter("blur:255"), Border{}, parse_schedule("smem:1024x4")}};
     try {
-        run_chain(nodes, view_of(src), gpu);
+        run_sequence(nodes, view_of(src), gpu);
         FAIL() << "a tile needing more shared memory than the GPU has was accepted";
     } catch (const Unsupported& e) {
         EXPECT_NE(std::string(e.what()).find("use a smaller tile"), std::string::npos) << e.what();
@@ -287,9 +287,9 @@ TEST(Cuda, SepTileTooLargeForSharedMemoryIsAClearError) {
     const cv::Mat src = random_image(300, 300, 1, Depth::f32, 8);
     RunOptions gpu;
     gpu.device = resolve_device(parse_device("cuda"));
-    const Node nodes[] = {{parse_filter("blur:255"), Border{}, parse_schedule("sep:1024x64")}};
+    const FilterRun nodes[] = {{parse_filter("blur:255"), Border{}, parse_schedule("sep:1024x64")}};
     try {
-        run_chain(nodes, view_of(src), gpu);
+        run_sequence(nodes, view_of(src), gpu);
         FAIL() << "a tile needing more shared memory than the GPU has was accepted";
     } catch (const Unsupported& e) {
         EXPECT_NE(std::string(e.what()).find("use a smaller tile"), std::string::npos) << e.what();
@@ -311,7 +311,7 @@ TEST(Cuda, SepLargeKernelsAndRoiEqualCpu) {
             upload(view_of(src), device_src.view, stream.get());
             for (const char* filter_text : {"blur:31", "blur:15", "gaussian:31", "gaussian:11:3", "sobel:mag:5"})
                 for (const char* border_text : {"reflect101", "constant:3", "wrap"}) {
-                    Node node{parse_filter(filter_text), parse_border(border_text), ScheduleSpec{}};
+                    FilterRun node{parse_filter(filter_text), parse_border(border_text), ScheduleSpec{}};
                     cv::Mat cpu(src.size(), cv_type(depth, channels));
                     run_node_cpu(node, view_of(src), view_of(cpu));
                     for (const char* schedule : {"sep:64x32", "sep:32x16", "sep:13x40", "sep:1x1"}) {
@@ -351,7 +351,7 @@ TEST(Cuda, Stream8BitOnRoisAndUnalignedRowsEqualsCpu) {
             for (const char* filter_text : {"blur:3", "blur:5", "blur:7", "blur:9", "gaussian:3", "gaussian:9", "gaussian:7:4",
                                             "sobel:mag:3", "sobel:x:3", "sobel:y:5", "sobel:mag:7"})
                 for (const char* border_text : {"reflect101", "constant:3", "wrap", "replicate"}) {
-                    Node node{parse_filter(filter_text), parse_border(border_text), ScheduleSpec{}};
+                    FilterRun node{parse_filter(filter_text), parse_border(border_text), ScheduleSpec{}};
                     cv::Mat cpu(src.size(), CV_8UC(channels));
                     run_node_cpu(node, view_of(src), view_of(cpu));
                     for (const char* schedule : {"stream:1x1", "stream:64x16", "stream:1024x64", "stream:300x7"}) {
@@ -391,7 +391,7 @@ TEST(Cuda, SepFloatBoxKeepsNonFiniteInputsLocal) {
     DeviceImage device_src(src.cols, src.rows, 1, Depth::f32);
     upload(view_of(src), device_src.view, stream.get());
     for (const char* filter_text : {"blur:9", "blur:31"}) {
-        Node node{parse_filter(filter_text), Border{}, ScheduleSpec{}};
+        FilterRun node{parse_filter(filter_text), Border{}, ScheduleSpec{}};
         cv::Mat cpu(src.size(), CV_32FC1);
         run_node_cpu(node, view_of(src), view_of(cpu));
         for (const char* schedule : {"sep:64x32", "sep:7x5"}) {
@@ -435,7 +435,7 @@ TEST(Cuda, EveryTileOrderEqualsRowMajorBitExactly) {
                 for (const bool fused : {false, true})
                     for (const char* filter_text : {"blur:3", "gaussian:5", "sobel:mag:3"})
                         for (const char* strategy : {"sep:5x3", "sep:16x3", "smem:4x2", "stream:6x2", "stream:64x4"}) {
-                            Node node{parse_filter(filter_text), border, parse_schedule(strategy)};
+                            FilterRun node{parse_filter(filter_text), border, parse_schedule(strategy)};
                             if (fused) {
                                 if (std::string_view(strategy).starts_with("stream")) continue;  // smem and sep fuse
                                 node.fused_stencil = FusedStencil{parse_filter("gaussian:3"), border};
@@ -465,8 +465,8 @@ TEST(Cuda, OutOfMemoryIsReportedAndRecoverable) {
     const cv::Mat src = random_image(64, 64, 1, Depth::f32, 3);
     RunOptions gpu;
     gpu.device = resolve_device(parse_device("cuda"));
-    const Node nodes[] = {{parse_filter("blur:3"), Border{}, ScheduleSpec{}}};
-    const Image out = run_chain(nodes, view_of(src), gpu);
+    const FilterRun nodes[] = {{parse_filter("blur:3"), Border{}, ScheduleSpec{}}};
+    const Image out = run_sequence(nodes, view_of(src), gpu);
     EXPECT_GT(cv::norm(as_mat(out.view()), cv::NORM_INF), 0.0);
 }
 

@@ -71,10 +71,10 @@ TEST(Fusion, FusedColourNodesEqualTheTwoNodesOnTheCpu) {
         const Border border = g.border_of(2);
         const ScheduleSpec schedule = std::get<ScheduleSpec>(g.schedule_of(2));
         cv::Mat colored(src.size(), CV_MAKETYPE(src.depth(), output_channels(color, src.channels())));
-        run_node_cpu(Node{color, Border{}, ScheduleSpec{}}, view_of(src), view_of(colored));
+        run_node_cpu(FilterRun{color, Border{}, ScheduleSpec{}}, view_of(src), view_of(colored));
         cv::Mat want(colored.size(), colored.type()), got(colored.size(), colored.type(), cv::Scalar::all(3));
-        run_node_cpu(Node{stencil, border, schedule}, view_of(colored), view_of(want));
-        run_node_cpu(Node{stencil, border, schedule, color}, view_of(src), view_of(got));
+        run_node_cpu(FilterRun{stencil, border, schedule}, view_of(colored), view_of(want));
+        run_node_cpu(FilterRun{stencil, border, schedule, color}, view_of(src), view_of(got));
         EXPECT_EQ(cv::norm(got, want, cv::NORM_INF), 0.0);
     });
 }
@@ -87,7 +87,7 @@ TEST(Fusion, TheCpuExecutorDoesNotFuse) {
 }
 
 // Fused stencil pairs (filters/chain.hpp) run tile by tile on the CPU
-// backend too: a Node with a fused_stencil gives exactly what its two
+// backend too: a FilterRun with a fused_stencil gives exactly what its two
 // nodes give one after the other.
 struct PairNodes {
     const char* first;
@@ -110,17 +110,17 @@ cv::Mat unfused(const PairNodes& p, const std::optional<ColorFilter>& color, con
     cv::Mat in = src;
     if (color) {
         cv::Mat c(src.rows, src.cols, CV_MAKETYPE(src.depth(), output_channels(*color, src.channels())));
-        run_node_cpu(Node{*color, Border{}, ScheduleSpec{}}, view_of(in), view_of(c));
+        run_node_cpu(FilterRun{*color, Border{}, ScheduleSpec{}}, view_of(in), view_of(c));
         in = c;
     }
     cv::Mat mid(in.size(), in.type()), out(in.size(), in.type());
-    run_node_cpu(Node{parse_filter(p.first), parse_border(p.first_border), ScheduleSpec{}}, view_of(in), view_of(mid));
-    run_node_cpu(Node{parse_filter(p.second), parse_border(p.second_border), ScheduleSpec{}}, view_of(mid), view_of(out));
+    run_node_cpu(FilterRun{parse_filter(p.first), parse_border(p.first_border), ScheduleSpec{}}, view_of(in), view_of(mid));
+    run_node_cpu(FilterRun{parse_filter(p.second), parse_border(p.second_border), ScheduleSpec{}}, view_of(mid), view_of(out));
     return out;
 }
 
-Node fused_node(const PairNodes& p, const std::optional<ColorFilter>& color) {
-    return Node{parse_filter(p.second), parse_border(p.second_border), parse_schedule(p.schedule), color,
+FilterRun fused_node(const PairNodes& p, const std::optional<ColorFilter>& color) {
+    return FilterRun{parse_filter(p.second), parse_border(p.second_border), parse_schedule(p.schedule), color,
                 FusedStencil{parse_filter(p.first), parse_border(p.first_border)}};
 }
 
@@ -164,7 +164,7 @@ TEST(Fusion, ATeamOfThreadsComputesTheSameTilesAsOneThread) {
             const std::optional<ColorFilter> color = parse_color("sepia");
             const cv::Mat want = unfused(p, color, src);
             cv::Mat got(want.size(), want.type(), cv::Scalar::all(7));
-            const Node node = fused_node(p, color);
+            const FilterRun node = fused_node(p, color);
             const TileSchedule tile = chain_tile_size(node.schedule);
             with_chain_ops(node, view_of(src), view_of(got), [&](const auto& pre, const auto& op) {
                 const ChainLayout L = chain_layout(tile.tile_width, tile.tile_height, pre, op);
@@ -200,7 +200,7 @@ TEST(Fusion, FusedColourOnAGrayImageEqualsTheGraphOnGrayToBgr) {
             GraphExecutor on_gray(g, options(true)), on_bgr(g, options(false));
             const cv::Mat graph = first_output(on_gray, src);
             const ColorFilter color = std::get<ColorFilter>(std::get<Filter>(g.nodes()[1].op));
-            const Node fused{std::get<Filter>(g.nodes()[2].op), g.border_of(2), std::get<ScheduleSpec>(g.schedule_of(2)), color};
+            const FilterRun fused{std::get<Filter>(g.nodes()[2].op), g.border_of(2), std::get<ScheduleSpec>(g.schedule_of(2)), color};
             cv::Mat got(graph.size(), graph.type(), cv::Scalar::all(5));
             run_node_cpu(fused, view_of(src), view_of(got));
             EXPECT_EQ(graph.channels(), color.preset == ColorPreset::gray ? 1 : 3);

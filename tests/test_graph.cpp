@@ -1,5 +1,5 @@
 // Pipeline graphs: DAG results against OpenCV composed node by node, build-
-// and prepare-time validation naming the node, the chain language and its
+// and prepare-time validation naming the node, the pipeline language and its
 // errors, JSON round trips, buffer reuse, and no allocation on a rerun.
 #include <gtest/gtest.h>
 
@@ -96,13 +96,13 @@ TEST(Graph, GrayGaussianSobelChainFromTheLanguageEqualsTheJsonForm) {
     // Node by node against OpenCV.
     cv::Mat gray, blurred, edges;
     cv::cvtColor(src, gray, cv::COLOR_BGR2GRAY);
-    const Node gauss{parse_filter("gaussian:5"), Border{}, ScheduleSpec{}};
-    const Node sobel{parse_filter("sobel:mag:3"), Border{}, ScheduleSpec{}};
-    const Node first[] = {Node{parse_filter("color:gray"), Border{}, ScheduleSpec{}}};
-    const cv::Mat cbi_gray = as_mat(run_chain(first, view_of(src), RunOptions{}).view()).clone();
+    const FilterRun gauss{parse_filter("gaussian:5"), Border{}, ScheduleSpec{}};
+    const FilterRun sobel{parse_filter("sobel:mag:3"), Border{}, ScheduleSpec{}};
+    const FilterRun first[] = {FilterRun{parse_filter("color:gray"), Border{}, ScheduleSpec{}}};
+    const cv::Mat cbi_gray = as_mat(run_sequence(first, view_of(src), RunOptions{}).view()).clone();
     expect_within_one(cbi_gray, gray, "gray");
-    const Node second[] = {gauss};
-    const cv::Mat cbi_blur = as_mat(run_chain(second, view_of(cbi_gray), RunOptions{}).view()).clone();
+    const FilterRun second[] = {gauss};
+    const cv::Mat cbi_blur = as_mat(run_sequence(second, view_of(cbi_gray), RunOptions{}).view()).clone();
     expect_within_one(cbi_blur, test::opencv_reference(gauss, cbi_gray), "gaussian");
     expect_within_one(from_chain, test::opencv_reference(sobel, cbi_blur), "sobel");
 }
@@ -113,13 +113,23 @@ TEST(Graph, PerNodeScheduleOverridesTheDefault) {
     EXPECT_EQ(to_string(g.schedule_of(2)), "tile:32x8");
 }
 
-void expect_invalid(const std::function<void()>& f, const std::string& needle) {
+// f throws E (and nothing else) with `needle` in its message.
+template <class E>
+void expect_error(const std::function<void()>& f, const std::string& needle) {
     try {
         f();
         ADD_FAILURE() << "accepted; expected an error containing '" << needle << "'";
-    } catch (const std::invalid_argument& e) {
+    } catch (const E& e) {
         EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what();
     }
+}
+// Malformed: a usage error.
+void expect_invalid(const std::function<void()>& f, const std::string& needle) {
+    expect_error<std::invalid_argument>(f, needle);
+}
+// Well formed, but the node's schedule cannot run it: cbi::Unsupported.
+void expect_unsupported(const std::function<void()>& f, const std::string& needle) {
+    expect_error<Unsupported>(f, needle);
 }
 
 TEST(Graph, LanguageErrorsPointAtTheOffendingStage) {
@@ -131,11 +141,11 @@ TEST(Graph, LanguageErrorsPointAtTheOffendingStage) {
 }
 
 TEST(Graph, SchedulesRefuseWhatTheyDoNotRunAndDefaultsFallBack) {
-    expect_invalid([] { parse_pipeline("gaussian:5@vec:4"); },
-                   "schedule vec:4 runs pointwise filters only (color, blend), not gaussian:5; use naive, column:W");
-    expect_invalid([] { parse_pipeline("blur:11@stream:64x64"); },
-                   "schedule stream:64x64 runs stencils up to 9x9 (sobel KSIZE 3 and up), not blur:11; use naive");
-    expect_invalid([] { parse_pipeline("sobel:mag:1@stream:64x64"); }, "not sobel:mag:1; use naive, column:W");
+    expect_unsupported([] { parse_pipeline("gaussian:5@vec:4"); },
+                       "schedule vec:4 runs pointwise filters only (color, blend), not gaussian:5; use naive, column:W");
+    expect_unsupported([] { parse_pipeline("blur:11@stream:64x64"); },
+                       "schedule stream:64x64 runs stencils up to 9x9 (sobel KSIZE 3 and up), not blur:11; use naive");
+    expect_unsupported([] { parse_pipeline("sobel:mag:1@stream:64x64"); }, "not sobel:mag:1; use naive, column:W");
     EXPECT_NO_THROW(parse_pipeline("color:sepia@vec:8 | sobel:mag:7@stream:64x64 | gaussian:9@stream:8x8"));
     // A graph-wide schedule a node cannot run leaves that node to the default
     // table (never another parameterisation of the same strategy).
@@ -153,9 +163,14 @@ TEST(Graph, SchedulesRefuseWhatTheyDoNotRunAndDefaultsFallBack) {
 }
 
 TEST(Graph, StencilOnlySchedulesAreRefusedForPointwiseNodes) {
-    expect_invalid([] { parse_pipeline("blur:3 | color:gray@smem:32x8"); },
-                   "schedule smem:32x8 runs stencil filters only (blur, gaussian, sobel), not color:gray; use naive");
-    expect_invalid([] {
+    expect_unsupported([] { parse_pipeline("blur:3 | color:gray@smem:32x8"); },
+                       "stage 2 'color:gray@smem:32x8' (column 10): node 'n2': schedule smem:32x8 runs stencil filters "
+                       "only (blur, gaussian, sobel), not color:gray; use naive");
+    expect_unsupported([] {
+        graph_from_json(R"({"nodes": [{"name": "g", "filter": "color:gray", "input": "input", "schedule": "sep:64x32"}],
+                            "outputs": ["g"]})");
+    }, "node 'g': schedule sep:64x32 runs stencil filters only");
+    expect_unsupported([] {
         Graph g;
         g.add_blend("mix", BlendFilter{}, Graph::input(), Graph::input(), NodeOptions{parse_schedule("smem:8x8"), {}});
     }, "node 'mix': schedule smem:8x8 runs stencil filters only");
@@ -301,7 +316,7 @@ TEST(Graph, JsonAndChainRoundTripsAreBitIdentical) {
             EXPECT_EQ(bits(a.options.border->value), bits(b.options.border->value)) << a.name;
         }
     }
-    // The chain language reads back what to_string prints.
+    // The pipeline language reads back what to_string prints.
     std::string chain;
     for (const double v : kAwkward) {
         ColorFilter color{ColorPreset::custom, {}};

@@ -1,5 +1,5 @@
 // Image file I/O: round trips, header probes, hostile and broken files,
-// atomic writes that fail (DESIGN.md section 4).
+// atomic writes that fail.
 #include "pipeline/image_io.hpp"
 
 #include <fcntl.h>
@@ -270,7 +270,7 @@ TEST(ImageIo, WriteErrorsNameThePathAndSuggestAFormat) {
     const std::string png = error_of([&] { cbi::write_image_atomic(dir / "f.png", f32); });
     EXPECT_NE(png.find((dir / "f.png").string() + ": PNG cannot store 32-bit float images"), std::string::npos) << png;
     EXPECT_TRUE(png.ends_with("; use .tiff, .pfm or .exr")) << png;
-    // Issue 16: float to JPEG suggested .png, which cannot hold float either.
+    // Float to JPEG once suggested .png, which cannot hold float either.
     const std::string jpg32 = error_of([&] { cbi::write_image_atomic(dir / "f.jpg", f32); });
     EXPECT_TRUE(jpg32.ends_with("JPEG cannot store 32-bit float images; use .tiff, .pfm or .exr")) << jpg32;
 
@@ -560,7 +560,7 @@ TEST(ImageIo, DeclaredSizeLargerThanTheDataIsRefused) {
 }
 
 TEST(ImageIo, JpegExifOrientationIsApplied) {
-    // Viewers show a JPEG turned as its EXIF orientation says (DESIGN.md 3).
+    // Viewers show a JPEG turned as its EXIF orientation says.
     const cv::Mat colour = gradient_image(40, 24, 3);
     cv::Mat gray;
     cv::extractChannel(colour, gray, 1);

@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
-# Fast by default (issue 17) on the GPU host, in one device call, from the
+# The current results of apps/bench/README.md on the GPU host, in one device call, from the
 # repository root with a bundle made by scripts/gpu-bundle.sh:
 #   apps/bench/issue17.sh [BUNDLE] [tests] [bench] [cli] [orders]   (default: all four)
 # tests:  the GPU suites (test_filters_cuda, test_cuda_errors, the GPU tests of
 #         test_defaults, test_fusion and test_tuning); logs in $OUT/tests-*.log.
-# bench:  cbi-bench, replicate border, the issue-7 set (blur:9, gaussian:9,
+# bench:  cbi-bench, replicate border, the benchmark set (blur:9, gaussian:9,
 #         sobel:mag:3, blur:31, color:sepia on 32f:1, 8u:3, 32f:3) with
 #         `default` (the default table's choice: what a node without a
 #         schedule runs), `auto` and the fixed schedules the table chooses

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 7 on the GPU host, from a bundle made by scripts/gpu-bundle.sh:
+# The fast schedules on the GPU host, from a bundle made by scripts/gpu-bundle.sh:
 #   BUNDLE/run.sh tests (GPU suites), then cbi-bench on the fast schedules
 #   against naive, with the copy-bandwidth floor measured in the same run.
 #   apps/bench/issue7.sh BUNDLE [tests] [bench] [npp] [ncu] [-- extra cbi-bench args]

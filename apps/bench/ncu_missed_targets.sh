@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Nsight Compute on the issue-7 cells whose target is missed (4096^2), for the
+# Nsight Compute on the benchmark cells whose target is missed (4096^2), for the
 # measured reason: instructions executed, issue rate, occupancy, DRAM and SM
 # throughput. On the GPU host, from a bundle made by scripts/gpu-bundle.sh:
 #   OUT=dir apps/bench/ncu_missed_targets.sh BUNDLE

@@ -1,0 +1,226 @@
+#pragma once
+// What OpenCV computes for each cbi filter, random test images and the
+// comparison with the documented tolerances: one definition for the tests
+// (tests/reference.hpp adds GoogleTest's parameters on top) and for
+// cbi-bench, which validates and times against it. Header-only, no GoogleTest;
+// not installed (no part of the library's layers).
+//
+// Semantics (README.md, "cbi-filter"): box = cv::blur, gaussian =
+// cv::GaussianBlur, sobel = |gx|, |gy| or sqrt(gx^2 + gy^2) of
+// cv::Sobel(src, CV_32F, ...) rounded and saturated to the input depth,
+// colour = the matrix on (R, G, B) with alpha kept (gray and ycrcb as
+// cv::cvtColor).
+#include <opencv2/core.hpp>
+#include <opencv2/imgcodecs.hpp>
+#include <opencv2/imgproc.hpp>
+
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <filesystem>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "filters/filter.hpp"
+#include "pipeline/opencv.hpp"
+
+namespace cbi::reference {
+
+inline int cv_border(BorderMode m) {
+    switch (m) {
+        case BorderMode::reflect101: return cv::BORDER_REFLECT_101;
+        case BorderMode::reflect: return cv::BORDER_REFLECT;
+        case BorderMode::replicate: return cv::BORDER_REPLICATE;
+        case BorderMode::constant: return cv::BORDER_CONSTANT;
+        case BorderMode::wrap: return cv::BORDER_WRAP;
+    }
+    return cv::BORDER_DEFAULT;
+}
+
+// Random samples over the depth's whole range (floats in [-1, 2)), never all zeros.
+inline cv::Mat random_image(int width, int height, int channels, Depth depth, unsigned seed) {
+    cv::Mat m(height, width, cv_type(depth, channels));
+    cv::RNG rng(seed);
+    if (depth == Depth::u8) rng.fill(m, cv::RNG::UNIFORM, 0, 256);
+    else if (depth == Depth::u16) rng.fill(m, cv::RNG::UNIFORM, 0, 65536);
+    else rng.fill(m, cv::RNG::UNIFORM, -1.0, 2.0);
+    return m;
+}
+
+// Applies an OpenCV stencil with our border into `out`. Constant borders go
+// through cv::copyMakeBorder, since cv::blur/GaussianBlur/Sobel take no
+// value, and so does wrap, which OpenCV's filter engine refuses
+// (columnBorderType != BORDER_WRAP) but copyMakeBorder implements. The
+// other borders are OpenCV's own call, nothing more (cbi-bench times it).
+template <class F>
+void with_border(const cv::Mat& src, const Border& border, int radius, cv::Mat& out, F&& filter) {
+    if (border.mode != BorderMode::constant && border.mode != BorderMode::wrap) {
+        filter(src, out, cv_border(border.mode));
+        return;
+    }
+    cv::Mat padded, full;
+    cv::copyMakeBorder(src, padded, radius, radius, radius, radius, cv_border(border.mode),
+                       cv::Scalar::all(border.value));
+    filter(padded, full, cv::BORDER_REPLICATE);  // every tap of the centre lies inside the padding
+    full(cv::Rect(radius, radius, src.cols, src.rows)).copyTo(out);
+}
+
+// Reference rows R', G', B' on (R, G, B) applied to a BGR(A) Mat.
+inline cv::Mat transform_rgb(const cv::Mat& src, const double rgb[3][4]) {
+    cv::Mat m(3, 4, CV_32F);
+    for (int r = 0; r < 3; ++r) {  // to storage order: rows and columns B, G, R
+        for (int c = 0; c < 3; ++c) m.at<float>(r, c) = static_cast<float>(rgb[2 - r][2 - c]);
+        m.at<float>(r, 3) = static_cast<float>(rgb[2 - r][3]);
+    }
+    cv::Mat bgr, out;
+    if (src.channels() == 4) cv::cvtColor(src, bgr, cv::COLOR_BGRA2BGR); else bgr = src;
+    cv::transform(bgr, out, m);
+    return out;
+}
+
+inline cv::Mat keep_alpha(const cv::Mat& src, const cv::Mat& color3) {
+    if (src.channels() != 4) return color3;
+    std::vector<cv::Mat> planes, alpha;
+    cv::split(color3, planes);
+    cv::split(src, alpha);
+    planes.push_back(alpha[3]);
+    cv::Mat out;
+    cv::merge(planes, out);
+    return out;
+}
+
+// What OpenCV computes for `filter` with `border` on `src`, into `out`.
+inline void opencv_reference(const Filter& filter, const Border& border, const cv::Mat& src, cv::Mat& out) {
+    const int depth = src.depth();
+    if (const auto* f = std::get_if<BoxFilter>(&filter))
+        return with_border(src, border, f->ksize / 2, out, [&](const cv::Mat& s, cv::Mat& d, int b) {
+            cv::blur(s, d, {f->ksize, f->ksize}, {-1, -1}, b);
+        });
+    if (const auto* f = std::get_if<GaussianFilter>(&filter))
+        return with_border(src, border, f->ksize / 2, out, [&](const cv::Mat& s, cv::Mat& d, int b) {
+            cv::GaussianBlur(s, d, {f->ksize, f->ksize}, f->sigma, f->sigma, b);
+        });
+    if (const auto* f = std::get_if<SobelFilter>(&filter)) {
+        const int radius = f->ksize == 1 ? 1 : f->ksize / 2;
+        return with_border(src, border, radius, out, [&](const cv::Mat& s, cv::Mat& d, int b) {
+            thread_local cv::Mat gx, gy, v;  // reused run after run (cbi-bench times this)
+            if (f->mode != SobelMode::y) cv::Sobel(s, gx, CV_32F, 1, 0, f->ksize, 1, 0, b);
+            if (f->mode != SobelMode::x) cv::Sobel(s, gy, CV_32F, 0, 1, f->ksize, 1, 0, b);
+            if (f->mode == SobelMode::mag) cv::magnitude(gx, gy, v);  // per sample, any channel count
+            else v = cv::abs(f->mode == SobelMode::x ? gx : gy);
+            v.convertTo(d, depth);  // rounds and saturates
+        });
+    }
+    const auto& c = std::get<ColorFilter>(filter);
+    switch (c.preset) {
+        case ColorPreset::gray:
+            cv::cvtColor(src, out, src.channels() == 4 ? cv::COLOR_BGRA2GRAY : cv::COLOR_BGR2GRAY);
+            return;
+        case ColorPreset::ycrcb: {
+            cv::Mat bgr, ycrcb;
+            if (src.channels() == 4) cv::cvtColor(src, bgr, cv::COLOR_BGRA2BGR); else bgr = src;
+            cv::cvtColor(bgr, ycrcb, cv::COLOR_BGR2YCrCb);
+            out = keep_alpha(src, ycrcb);
+            return;
+        }
+        case ColorPreset::sepia: {
+            const double sepia[3][4] = {{.393, .769, .189, 0}, {.349, .686, .168, 0}, {.272, .534, .131, 0}};
+            out = keep_alpha(src, transform_rgb(src, sepia));
+            return;
+        }
+        case ColorPreset::custom: break;
+    }
+    double m[3][4];
+    for (int r = 0; r < 3; ++r)
+        for (int k = 0; k < 4; ++k) m[r][k] = c.rgb_matrix[r * 4 + k];
+    out = keep_alpha(src, transform_rgb(src, m));
+}
+
+inline cv::Mat opencv_reference(const Filter& filter, const Border& border, const cv::Mat& src) {
+    cv::Mat out;
+    opencv_reference(filter, border, src, out);
+    return out.data == src.data ? out.clone() : out;
+}
+
+inline double peak_magnitude(const cv::Mat& m) {
+    double lo = 0, hi = 0;
+    cv::minMaxLoc(m.reshape(1), &lo, &hi);
+    return std::max(std::abs(lo), std::abs(hi));
+}
+
+// Largest difference, and whether it is within tolerance: integers within
+// `int_tol` (0: bit for bit); floats within rel * scale, where scale is the
+// peak magnitude of the reference and `input_peak`, so values that cancel to
+// near zero (Sobel on a flat image) are judged against the data's scale
+// (see output_scale). NaN fails.
+struct Comparison {
+    bool ok = true;
+    double max_diff = 0;
+    std::string where;
+};
+
+inline Comparison compare(const cv::Mat& got, const cv::Mat& ref, double int_tol, double rel, double input_peak = 0) {
+    Comparison c;
+    if (got.size() != ref.size() || got.type() != ref.type()) {
+        c.ok = false;
+        c.where = "geometry " + cv::typeToString(got.type()) + " vs " + cv::typeToString(ref.type());
+        return c;
+    }
+    const cv::Mat g1 = got.reshape(1), r1 = ref.reshape(1);
+    const bool is_float = got.depth() == CV_32F;
+    const double tol = is_float ? rel * std::max(peak_magnitude(ref), input_peak) : int_tol;
+    // One pass of OpenCV's own loops (cbi-bench compares 4096^2 images); the
+    // sample loop below runs only to say where a failure is.
+    c.max_diff = cv::norm(g1, r1, cv::NORM_INF);
+    const bool nan = is_float && (cv::countNonZero(g1 != g1) > 0 || cv::countNonZero(r1 != r1) > 0);
+    if (!nan && c.max_diff <= tol) return c;
+    c.ok = false;
+    cv::Mat g, r;
+    g1.convertTo(g, CV_64F);
+    r1.convertTo(r, CV_64F);
+    for (int y = 0; y < r.rows && c.where.empty(); ++y)
+        for (int x = 0; x < r.cols; ++x) {
+            const double a = g.at<double>(y, x), b = r.at<double>(y, x);
+            if (!(std::abs(a - b) <= tol)) {
+                c.where = "first at sample (" + std::to_string(x) + "," + std::to_string(y) + "): got " +
+                          std::to_string(a) + " want " + std::to_string(b);
+                break;
+            }
+        }
+    return c;
+}
+
+// The magnitude a filter's output can reach: the input's peak times the
+// kernel's L1 gain (Sobel 7x7: 20 * 64). Float errors scale with it.
+inline double output_scale(const Filter& filter, const cv::Mat& src) {
+    double gain = 1;
+    if (const auto* f = std::get_if<SobelFilter>(&filter)) {
+        const SobelKernels k = sobel_kernels(f->ksize);
+        double d = 0, s = 0;
+        for (int i = 0; i < k.deriv_size; ++i) d += std::abs(k.deriv[i]);
+        for (int i = 0; i < k.smooth_size; ++i) s += std::abs(k.smooth[i]);
+        gain = d * s;
+    }
+    return gain * peak_magnitude(src);
+}
+
+// Saves the images of a failed comparison for inspection; returns where.
+inline std::string dump_failure(const std::string& name, const cv::Mat& got, const cv::Mat& ref) {
+    namespace fs = std::filesystem;
+    const fs::path dir = fs::temp_directory_path() / "cbi-test-failures";
+    fs::create_directories(dir);
+    std::string safe = name;
+    for (char& ch : safe)
+        if (!std::isalnum(static_cast<unsigned char>(ch)) && ch != '-' && ch != '.') ch = '_';
+    const auto ext = got.depth() == CV_32F ? ".tiff" : ".png";
+    try {
+        cv::imwrite((dir / (safe + "-got" + ext)).string(), got);
+        cv::imwrite((dir / (safe + "-want" + ext)).string(), ref);
+    } catch (const cv::Exception&) {
+        return "(could not save images)";
+    }
+    return (dir / safe).string() + "-{got,want}" + ext;
+}
+
+}  // namespace cbi::reference
