@@ -673,7 +673,8 @@ int main(int argc, char** argv) {
                    "candidates, timed once per device/filter/size class and cached");
     app.add_option("--tuning-cache", o.tuning_cache, "where auto keeps its choices (default $XDG_CACHE_HOME/cbi/tuning.json)")
         ->type_name("PATH");
-    app.add_option("--device", o.device, "auto (default), cpu, cuda or cuda:N");
+    app.add_option("--device", o.device,
+                   "auto (default), cpu, cuda or cuda:N; in batch mode also several GPUs: cuda:all or cuda:0,2");
     app.add_option("--block", o.block, "CUDA threads per block")->check(CLI::Range(1, 1024));
     app.add_option("--threads", o.threads, "CPU worker threads (default: all cores)")->check(CLI::Range(1, 4096));
     app.add_option("--max-pixels", o.max_pixels, "refuse images with more pixels, checked before decoding (default 2^" +
