@@ -13,6 +13,7 @@
 #include <fstream>
 #include <mutex>
 #include <optional>
+#include <utility>
 #include <set>
 #include <system_error>
 
@@ -340,6 +341,21 @@ ImageHeader probe_pnm(Bytes b) {
     return h;
 }
 
+// The value sizes of OpenEXR's fixed-size attribute types. OpenEXR reads
+// these types by their own size, whatever size the file declares: a file
+// declaring another one would have OpenEXR read on from a different byte
+// than the probe, into values the probe never checked.
+std::optional<std::uint32_t> exr_fixed_size(std::string_view type) {
+    static constexpr std::pair<std::string_view, std::uint32_t> sizes[] = {
+        {"box2i", 16},  {"box2f", 16},       {"v2i", 8},      {"v2f", 8},         {"v2d", 16},       {"v3i", 12},
+        {"v3f", 12},    {"v3d", 24},         {"m33f", 36},    {"m33d", 72},       {"m44f", 64},      {"m44d", 128},
+        {"int", 4},     {"float", 4},        {"double", 8},   {"compression", 1}, {"lineOrder", 1},  {"envmap", 1},
+        {"deepImageState", 1}, {"chromaticities", 32}, {"keycode", 28}, {"timecode", 8}, {"rational", 8}, {"tiledesc", 9}};
+    for (const auto& [name, size] : sizes)
+        if (name == type) return size;
+    return std::nullopt;
+}
+
 ImageHeader probe_exr(Bytes b) {
     // Attributes: name\0 type\0 size(int32) value, until an empty name.
     std::size_t i = 8;
@@ -374,6 +390,9 @@ ImageHeader probe_exr(Bytes b) {
             const std::uint32_t size = le32(b.data() + i);
             i += 4;
             if (size > b.size() - i) malformed("OpenEXR header is truncated (an attribute is larger than the file)");
+            if (const auto fixed = exr_fixed_size(type); fixed && size != *fixed)
+                malformed("OpenEXR attribute '" + name + "' of type " + type + " declares " + std::to_string(size) +
+                          " bytes, not " + std::to_string(*fixed));
             if (type == "preview" &&
                 (size < 8 || std::uint64_t{le32(b.data() + i)} * le32(b.data() + i + 4) * 4 != size - 8))
                 malformed("OpenEXR preview attribute's size does not match its pixels");
@@ -385,14 +404,19 @@ ImageHeader probe_exr(Bytes b) {
                                     static_cast<std::uint64_t>(std::max<std::int64_t>(h, 0))};
             } else if (part == 0 && name == "channels" && type == "chlist") {
                 // Entries: name\0, then 16 bytes (type, linear, reserved, sampling); an empty name ends it.
+                // OpenEXR reads entries up to the empty name whatever size the
+                // file declares: they must end exactly at the declared size.
                 std::uint32_t n = 0;
                 bool alpha = false;
-                for (std::size_t j = i, end = i + size; j < end && b[j] != 0; ++n) {
+                std::size_t j = i;
+                const std::size_t end = i + size;
+                for (; j < end && b[j] != 0; ++n) {
                     const auto* z = static_cast<const std::uint8_t*>(std::memchr(b.data() + j, 0, end - j));
                     if (!z) break;
                     alpha = alpha || (z - (b.data() + j) == 1 && b[j] == 'A');
                     j = z - b.data() + 1 + 16;
                 }
+                if (j + 1 != end || b[j] != 0) malformed("OpenEXR channel list does not end where its size says");
                 // OpenCV decodes one channel as gray, luminance/chroma or RGB as BGR, and adds alpha if present.
                 channels = n == 1 ? 1 : n == 3 && !alpha ? 3 : 4;
             }

@@ -7,7 +7,8 @@
 #                           ASan+UBSan in build-asan, and each libFuzzer target
 #                           in build-fuzz: CBI_FUZZ_RUNS (default 200000)
 #                           inputs from a fixed seed, so a run is repeatable
-#                           and CI passes or fails the same on every machine;
+#                           for a commit and CI passes or fails the same on
+#                           every machine (a code change changes what it explores);
 #                           CBI_FUZZ_SECONDS=N fuzzes N s per target with a
 #                           random seed instead (to explore, not for CI)
 # Idempotent: a second run installs nothing and rebuilds only what changed.
