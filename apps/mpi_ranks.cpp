@@ -60,7 +60,7 @@ struct MpiRanks::State {
     std::thread dispatcher;            // rank 0: answers the other ranks
     std::atomic<bool> stop{false};
     mutable std::mutex counts_mutex;
-    std::vector<RankCounts> reported;  // rank 0: per rank
+    std::vector<RankCounts> reported;  // rank 0: what each other rank last reported
     RankCounts mine;                   // this rank's, sent with the next request
     bool abandoned = false;
 
@@ -155,7 +155,6 @@ std::optional<std::size_t> MpiRanks::next_job(const std::atomic<bool>* cancel) {
 void MpiRanks::report(const RankCounts& mine) {
     std::lock_guard lock(state_->counts_mutex);
     state_->mine = mine;
-    if (rank_ == 0 && !state_->reported.empty()) state_->reported[0] = mine;
 }
 
 RankCounts MpiRanks::others() const {

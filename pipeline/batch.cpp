@@ -265,7 +265,7 @@ public:
                 std::lock_guard lock(mutex_);
                 if (devices_[d].stats.lost.empty()) devices_[d].stats.lost = e.what();
                 last_lost_ = e.what();
-                continue;  // p goes with the device: it is never lent again
+                continue;  // p is dropped with its device, which is never picked again
             } catch (...) {
                 give_back(d, std::move(p), t0, false);
                 throw;
