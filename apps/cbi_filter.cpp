@@ -373,9 +373,10 @@ private:
     std::chrono::steady_clock::time_point last_print_ = std::chrono::steady_clock::now();
 };
 
-void print_stats(const cbi::BatchSummary& s) {
+void print_stats(const cbi::BatchSummary& s, int ranks) {
     std::ostringstream out;
     out << std::fixed << std::setprecision(3);
+    if (ranks > 1) out << "rank 0 of " << ranks << " (the summary line counts every rank):\n";
     out << "stage          busy_s  lanes  busy/lanes_s\n";
     const cbi::StageStats* busiest = &s.stages.front();
     double all_busy = 0;
@@ -547,7 +548,7 @@ int run_batch_mode(const Options& o, const cbi::Graph& graph, const cbi::DeviceS
         line << " in " << std::setprecision(2) << summary.wall_s << " s (" << rate << " images/s)\n";
         write_message(line.str());
     }
-    if (o.stats && reports) print_stats(summary);
+    if (o.stats && reports) print_stats(summary, g_ranks ? g_ranks->size() : 1);
     print_tuning_notice(run_options);
     if (signal != 0) return 128 + signal;
     return counts.failed > 0 ? kExitRuntime : 0;

@@ -14,14 +14,22 @@ build=${CBI_BUILD_DIR:-build-gpu}
 out=${CBI_BUNDLE_DIR:-bundle}
 export PATH=$PATH:/usr/local/cuda/bin
 
-# Without MPI: Debian's Open MPI libraries would not match the GPU host's
-# mpirun (README: Scaling out).
-cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release -DCBI_WITH_CUDA=ON -DCBI_WITH_MPI=OFF -DCMAKE_CUDA_ARCHITECTURES="$arch" >/dev/null
-cmake --build "$build" -j"$(nproc)" --target cbi-filter cbi-bench test_filters_cuda test_cuda_errors test_filters_cpu test_schedules test_graph test_tuning test_fusion test_defaults
+# cbi-filter links Debian's Open MPI 4.1 (libmpi.so.40) but the MPI libraries
+# stay out of the bundle: the GPU host's Open MPI 4.1.6 has the same ABI, and
+# its mpirun must meet its own libraries. CBI_WITH_MPI=OFF leaves MPI out.
+# nvJPEG: the development machines' CUDA toolkit lacks it. CBI_NVJPEG_ROOT
+# names a folder with include/nvjpeg.h and lib64/libnvjpeg.so* copied from the
+# GPU host (README: Testing on a GPU host); the library stays out of the
+# bundle (the host's toolkit has it).
+cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release -DCBI_WITH_CUDA=ON -DCBI_WITH_MPI="${CBI_WITH_MPI:-AUTO}" \
+  -DCBI_NVJPEG_ROOT="${CBI_NVJPEG_ROOT:-}" -DCMAKE_CUDA_ARCHITECTURES="$arch" >/dev/null
+targets=(cbi-filter cbi-bench test_filters_cuda test_cuda_errors test_filters_cpu test_schedules test_graph test_tuning
+         test_fusion test_defaults test_devices)
+cmake --build "$build" --target help | grep -q test_jpeg_gpu && targets+=(test_jpeg_gpu)
+cmake --build "$build" -j"$(nproc)" --target "${targets[@]}"
 
-binaries=("$build/cbi-filter" "$build/cbi-bench" "$build/tests/test_filters_cuda" "$build/tests/test_cuda_errors"
-          "$build/tests/test_filters_cpu" "$build/tests/test_schedules" "$build/tests/test_graph"
-          "$build/tests/test_tuning" "$build/tests/test_fusion" "$build/tests/test_defaults")
+binaries=("$build/cbi-filter" "$build/cbi-bench")
+for t in "${targets[@]}"; do [ -x "$build/tests/$t" ] && binaries+=("$build/tests/$t"); done
 rm -rf "$out" && mkdir -p "$out/samples/pipelines" "$out/bench"
 # The binaries travel xz-compressed too: the device tool carries 64 MiB at most.
 stage_bin=$(mktemp -d)
@@ -36,9 +44,11 @@ cp samples/pipelines/*.json "$out/samples/pipelines/"
 cp apps/bench/npp_peer.cu apps/bench/cupy_peer.py apps/bench/plot.py "$out/bench/"
 
 # Non-system libraries: everything ldd resolves except glibc, libstdc++,
-# libgcc, the CUDA driver and cuBLAS (hundreds of MB), which the GPU host provides.
+# libgcc, the CUDA driver, cuBLAS (hundreds of MB) and Open MPI with the
+# libraries only it uses, which the GPU host provides.
 libs=$(ldd "${binaries[@]}" | awk '/=> \// {print $3}' |
-       grep -v -E '/(libc|libm|libdl|libpthread|librt|libstdc\+\+|libgcc_s|libcuda|libcublas|libcublasLt)\.so' | sort -u)
+       grep -v -E '/(libc|libm|libdl|libpthread|librt|libstdc\+\+|libgcc_s|libcuda|libcublas|libcublasLt|libnvjpeg)\.so' |
+       grep -v -E '/(libmpi|libmpi_cxx|libopen-pal|libopen-rte|libhwloc|libevent_core-2\.1|libevent_pthreads-2\.1)\.so' | sort -u)
 key=$(for l in $libs; do sha256sum "$l"; done | sha256sum | cut -c1-16)
 mkdir -p bundle-cache
 if [ ! -f "bundle-cache/libs-$key.tar.xz" ]; then

@@ -6,7 +6,11 @@
 #   run.sh bench      cbi-bench baseline table (CSV/JSON to $OUT or ./)
 #   run.sh cli        cbi-filter on a photo, CUDA vs CPU
 #   run.sh batch      batch mode: 200 generated 2048x2048 RGB PNGs, --device cuda, overlap vs --no-overlap
-#   run.sh all        all of the above
+#   run.sh scale      issue-19 checks: 400 generated 2048x2048 JPEGs (q90) with
+#                     --device cuda:0 and cuda:0,0, then mpirun -n 1 and -n 2;
+#                     outputs compared byte for byte, images/s beside
+#                     OpenCV's decode+encode alone on all cores
+#   run.sh all        all of the above but scale
 #   run.sh bench-all  cbi-bench suites (filters, thesis sweeps, matmul,
 #                     CPU vs OpenCV) plus the NPP and CuPy peers on the same
 #                     inputs; $OUT gets bench.csv (all rows), cbi.json, logs.tgz
@@ -32,7 +36,8 @@ status=0
 run_tests() {
   nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
   # test_tuning's CLI test needs the build tree's cbi-filter: left out here.
-  for t in test_schedules test_filters_cpu test_graph test_tuning test_fusion test_defaults test_filters_cuda test_cuda_errors; do
+  for t in test_schedules test_filters_cpu test_graph test_tuning test_fusion test_defaults test_devices test_filters_cuda test_cuda_errors test_jpeg_gpu; do
+    [ -x "$bin/$t" ] || { echo "$t: not in this bundle"; continue; }
     "$bin/$t" --gtest_brief=1 --gtest_filter=-*Cli* > "$out/$t.log" 2>&1 || status=1
     echo "$t: $(grep -E '^\[  PASSED  \]|^\[  FAILED  \]|^\[  SKIPPED \]' "$out/$t.log" | tr '\n' ' ')"
   done
@@ -198,6 +203,85 @@ PY
   rm -rf "$dir"
 }
 
+# Images for the batch measurements, made with Python's cv2 (the bundle has no
+# generator): gradients plus noise. make_images DIR N EXT
+make_images() {
+  mkdir -p "$1"
+  python3 - "$@" <<'PY'
+import sys
+from multiprocessing import Pool
+import numpy as np, cv2
+out, n, ext, w, h = sys.argv[1], int(sys.argv[2]), sys.argv[3], 2048, 2048
+x, y = np.meshgrid(np.arange(w), np.arange(h))
+base = np.dstack([x * 255 // w, y * 255 // h, (x + y) * 127 // (w + h)]).astype(np.int32)
+def make(i):
+    noise = np.clip(np.rint(np.random.default_rng(i).normal(0, 12, base.shape)), 0, 255).astype(np.int32)
+    assert cv2.imwrite(f"{out}/img{i:04d}.{ext}", np.clip(base + noise, 0, 255).astype(np.uint8),
+                       [cv2.IMWRITE_JPEG_QUALITY, 90] if ext == "jpg" else [])
+with Pool() as p:
+    p.map(make, range(n))
+PY
+}
+
+# The bound a batch cannot beat with CPU codecs: OpenCV decoding and encoding
+# each file (JPEG quality 95, as cbi writes) in one process per core.
+codec_bound() {
+  python3 - "$1" <<'PY'
+import sys, os, time, glob
+from multiprocessing import Pool
+import cv2
+cv2.setNumThreads(1)
+files = sorted(glob.glob(sys.argv[1] + "/*"))
+def work(f):
+    img = cv2.imread(f, cv2.IMREAD_UNCHANGED)
+    ext = os.path.splitext(f)[1]
+    ok, buf = cv2.imencode(ext, img, [cv2.IMWRITE_JPEG_QUALITY, 95] if ext == ".jpg" else [])
+    return len(buf)
+with Pool(os.cpu_count()) as p:
+    t = time.time(); p.map(work, files, chunksize=1); t = time.time() - t
+print(f"codec-only (OpenCV decode+encode, {os.cpu_count()} processes): {len(files)} files in {t:.2f} s = {len(files) / t:.1f} images/s")
+PY
+}
+
+# timed LABEL CMD...: runs CMD, prints its wall time and images/s for $n files.
+timed() {
+  local label=$1; shift
+  local t0 t1; t0=$(date +%s.%N)
+  "$@" > "$out/$label.txt" 2> "$out/$label.err" || { echo "$label: exit $?"; tail -3 "$out/$label.err"; status=1; }
+  t1=$(date +%s.%N)
+  awk -v l="$label" -v a="$t0" -v b="$t1" -v n="$n" 'BEGIN { printf "%s: %.2f s, %.1f images/s\n", l, b - a, n / (b - a) }'
+  grep -v '^$' "$out/$label.txt" | sed 's/^/    /'
+}
+
+run_scale() {
+  local dir=/tmp/cbi-scale n=${CBI_SCALE_IMAGES:-400}
+  rm -rf "$dir"
+  make_images "$dir/in" "$n" jpg || { echo "scale: cannot generate the images"; status=1; return; }
+  echo "scale: $n JPEGs, $(du -sh "$dir/in" | cut -f1), $(nproc) cores, $(nvidia-smi --query-gpu=name --format=csv,noheader)"
+  codec_bound "$dir/in"
+  local filters=(--blur 9 --stats)
+  timed scale-cuda0 "$bin/cbi-filter" --input-dir "$dir/in" --output-dir "$dir/cuda0" --device cuda:0 "${filters[@]}"
+  timed scale-cuda00 "$bin/cbi-filter" --input-dir "$dir/in" --output-dir "$dir/cuda00" --device cuda:0,0 "${filters[@]}"
+  if diff -r -q "$dir/cuda0" "$dir/cuda00" >/dev/null; then echo "scale: cuda:0,0 wrote the same $n files as cuda:0, byte for byte"
+  else echo "scale: cuda:0,0 and cuda:0 outputs DIFFER"; status=1; fi
+  if command -v mpirun >/dev/null; then
+    # As root, in a VM: shared memory without cross-process copies; no binding,
+    # so that each rank's threads may use every core.
+    export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_btl=self,vader \
+           OMPI_MCA_btl_vader_single_copy_mechanism=none
+    mpirun --version | head -1
+    local r
+    for r in 1 2; do
+      timed "scale-mpi$r" mpirun -n $r --bind-to none "$bin/cbi-filter" --input-dir "$dir/in" --output-dir "$dir/mpi$r" \
+        --device cuda "${filters[@]}"
+      if diff -r -q "$dir/cuda0" "$dir/mpi$r" >/dev/null; then echo "scale: mpirun -n $r wrote the same $n files as one process"
+      else echo "scale: mpirun -n $r outputs DIFFER from one process"; status=1; fi
+    done
+  else echo "scale: no mpirun on this host"; status=1; fi
+  codec_bound "$dir/in"
+  rm -rf "$dir"
+}
+
 case "${1:-all}" in
   tests) run_tests ;;
   sanitize) run_sanitize ;;
@@ -205,9 +289,10 @@ case "${1:-all}" in
   bench) shift; run_bench "$@" ;;
   cli) run_cli ;;
   batch) run_batch ;;
+  scale) run_scale ;;
   all) run_tests; run_cli; run_sanitize; run_bench ;;
   bench-all) shift; run_bench_all "$@" ;;
-  *) echo "usage: run.sh tests|sanitize|bench|cli|batch|all|bench-all" >&2; exit 2 ;;
+  *) echo "usage: run.sh tests|sanitize|bench|cli|batch|scale|all|bench-all" >&2; exit 2 ;;
 esac
 if [ -n "${OUT:-}" ]; then
   tar -C "$out" -czf "$OUT/logs.tgz" .

@@ -22,10 +22,12 @@
 #include <gtest/gtest.h>
 #include <opencv2/imgcodecs.hpp>
 
+#include "jpeg_bytes.hpp"
 #include "pipeline/error.hpp"
 
 namespace fs = std::filesystem;
 using cbi::Error;
+using cbi::test::with_exif;
 
 namespace {
 
@@ -154,25 +156,6 @@ std::vector<std::uint8_t> tiny_tiff(std::vector<std::pair<std::uint16_t, std::ui
     le(0, 4);
     v.resize(v.size() + data_bytes, 0);
     return v;
-}
-
-// Inserts an APP1 Exif segment right after a JPEG's SOI: a big-endian TIFF
-// structure whose IFD0 holds one Orientation (0x0112) entry, or `payload`
-// as the segment's body when one is given.
-std::vector<std::uint8_t> with_exif(const std::vector<std::uint8_t>& jpg, std::uint16_t orientation,
-                                    std::vector<std::uint8_t> payload = {}) {
-    if (payload.empty())
-        payload = {'E', 'x', 'i', 'f', 0, 0, 'M', 'M', 0, 42, 0, 0, 0, 8,            // TIFF header, IFD0 at 8
-                   0, 1,                                                             // one entry
-                   0x01, 0x12, 0, 3, 0, 0, 0, 1, static_cast<std::uint8_t>(orientation >> 8),
-                   static_cast<std::uint8_t>(orientation), 0, 0,                     // SHORT, count 1, value
-                   0, 0, 0, 0};                                                      // no next IFD
-    const std::size_t len = payload.size() + 2;
-    std::vector<std::uint8_t> out(jpg.begin(), jpg.begin() + 2);
-    out.insert(out.end(), {0xFF, 0xE1, static_cast<std::uint8_t>(len >> 8), static_cast<std::uint8_t>(len)});
-    out.insert(out.end(), payload.begin(), payload.end());
-    out.insert(out.end(), jpg.begin() + 2, jpg.end());
-    return out;
 }
 
 std::string shared_images_dir() { return CBI_SHARED_IMAGES_DIR; }

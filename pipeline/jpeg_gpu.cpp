@@ -1,0 +1,256 @@
+// nvJPEG behind GpuJpegCodec. Decoding picks, per stream, the first decoder
+// that takes it: the hardware decoder (batched API, one image a call) for
+// baseline streams without an EXIF turn, then nvJPEG's GPU-Huffman decoder,
+// then its CPU-Huffman one (progressive streams); the turn is applied by
+// the decoder itself (decode parameters).
+#include "pipeline/jpeg_gpu.hpp"
+
+#include <nvjpeg.h>
+
+#include <string>
+
+#include "filters/cuda_check.hpp"
+#include "filters/error.hpp"
+
+namespace cbi {
+namespace {
+
+const char* status_name(nvjpegStatus_t s) {
+    switch (s) {
+        case NVJPEG_STATUS_SUCCESS: return "success";
+        case NVJPEG_STATUS_NOT_INITIALIZED: return "not initialized";
+        case NVJPEG_STATUS_INVALID_PARAMETER: return "invalid parameter";
+        case NVJPEG_STATUS_BAD_JPEG: return "bad JPEG";
+        case NVJPEG_STATUS_JPEG_NOT_SUPPORTED: return "JPEG not supported";
+        case NVJPEG_STATUS_ALLOCATOR_FAILURE: return "allocation failed";
+        case NVJPEG_STATUS_EXECUTION_FAILED: return "execution failed";
+        case NVJPEG_STATUS_ARCH_MISMATCH: return "not supported on this GPU";
+        case NVJPEG_STATUS_INTERNAL_ERROR: return "internal error";
+        case NVJPEG_STATUS_IMPLEMENTATION_NOT_SUPPORTED: return "implementation not supported";
+        case NVJPEG_STATUS_INCOMPLETE_BITSTREAM: return "incomplete bitstream";
+    }
+    return "unknown status";
+}
+
+// Calls that must work whatever the data: a failure is an error.
+void check(nvjpegStatus_t s, const char* what) {
+    if (s == NVJPEG_STATUS_SUCCESS) return;
+    // A CUDA error underneath (a lost device) is reported as CUDA's.
+    if (s == NVJPEG_STATUS_EXECUTION_FAILED) CBI_CUDA_CHECK(cudaGetLastError(), what);
+    if (s == NVJPEG_STATUS_ALLOCATOR_FAILURE) throw Error("", std::string(what) + ": out of device memory");
+    throw Error("", std::string(what) + " failed: nvJPEG " + status_name(s));
+}
+
+// Whether a decoder refused the data (the CPU decoder then tries it).
+bool refused(nvjpegStatus_t s) {
+    return s == NVJPEG_STATUS_BAD_JPEG || s == NVJPEG_STATUS_JPEG_NOT_SUPPORTED ||
+           s == NVJPEG_STATUS_INCOMPLETE_BITSTREAM || s == NVJPEG_STATUS_IMPLEMENTATION_NOT_SUPPORTED;
+}
+
+constexpr unsigned kFlags = NVJPEG_FLAGS_UPSAMPLING_WITH_INTERPOLATION;
+
+bool swaps_sides(nvjpegExifOrientation_t o) {
+    return o == NVJPEG_ORIENTATION_TRANSPOSE || o == NVJPEG_ORIENTATION_ROTATE_90 ||
+           o == NVJPEG_ORIENTATION_TRANSVERSE || o == NVJPEG_ORIENTATION_ROTATE_270;
+}
+
+// One decoupled decoder with its own state and buffers.
+struct Decoder {
+    nvjpegJpegDecoder_t decoder = nullptr;
+    nvjpegJpegState_t state = nullptr;
+    nvjpegBufferPinned_t pinned = nullptr;
+    nvjpegBufferDevice_t device = nullptr;
+    const char* name = "";
+
+    Decoder(nvjpegHandle_t handle, nvjpegBackend_t backend, const char* n) : name(n) {
+        check(nvjpegDecoderCreate(handle, backend, &decoder), "nvjpegDecoderCreate");
+        check(nvjpegDecoderStateCreate(handle, decoder, &state), "nvjpegDecoderStateCreate");
+        check(nvjpegBufferPinnedCreate(handle, nullptr, &pinned), "nvjpegBufferPinnedCreate");
+        check(nvjpegBufferDeviceCreate(handle, nullptr, &device), "nvjpegBufferDeviceCreate");
+        check(nvjpegStateAttachPinnedBuffer(state, pinned), "nvjpegStateAttachPinnedBuffer");
+        check(nvjpegStateAttachDeviceBuffer(state, device), "nvjpegStateAttachDeviceBuffer");
+    }
+    ~Decoder() {
+        if (state) nvjpegJpegStateDestroy(state);
+        if (pinned) nvjpegBufferPinnedDestroy(pinned);
+        if (device) nvjpegBufferDeviceDestroy(device);
+        if (decoder) nvjpegDecoderDestroy(decoder);
+    }
+    Decoder(const Decoder&) = delete;
+    Decoder& operator=(const Decoder&) = delete;
+};
+
+}  // namespace
+
+struct GpuJpegCodec::State {
+    int device = 0;
+    nvjpegHandle_t handle = nullptr;
+    nvjpegJpegStream_t stream = nullptr;  // the last parsed
+    nvjpegDecodeParams_t params = nullptr;
+    std::unique_ptr<Decoder> gpu, hybrid;
+    // The hardware decoder: its own handle, used through the batched API.
+    nvjpegHandle_t hw = nullptr;
+    nvjpegJpegState_t hw_state = nullptr;
+    nvjpegJpegStream_t hw_stream = nullptr;
+    nvjpegOutputFormat_t hw_format = NVJPEG_OUTPUT_UNCHANGED;  // what hw_state was initialised for
+    nvjpegEncoderState_t enc = nullptr;
+    nvjpegEncoderParams_t enc_params = nullptr;
+    nvjpegChromaSubsampling_t enc_css = NVJPEG_CSS_UNKNOWN;
+    int enc_quality = 0;
+    // What parse() found.
+    Decoder* chosen = nullptr;
+    bool use_hw = false;
+    nvjpegOutputFormat_t format = NVJPEG_OUTPUT_BGRI;
+
+    ~State() {
+        if (enc_params) nvjpegEncoderParamsDestroy(enc_params);
+        if (enc) nvjpegEncoderStateDestroy(enc);
+        if (hw_stream) nvjpegJpegStreamDestroy(hw_stream);
+        if (hw_state) nvjpegJpegStateDestroy(hw_state);
+        if (hw) nvjpegDestroy(hw);
+        gpu.reset();
+        hybrid.reset();
+        if (params) nvjpegDecodeParamsDestroy(params);
+        if (stream) nvjpegJpegStreamDestroy(stream);
+        if (handle) nvjpegDestroy(handle);
+    }
+};
+
+GpuJpegCodec::GpuJpegCodec(int device) : s_(std::make_unique<State>()) {
+    s_->device = device;
+    use_device(device);
+    // Chroma upsampled by interpolation, as libjpeg does ("fancy
+    // upsampling"), not by replication: closer to the CPU decoder.
+    check(nvjpegCreateEx(NVJPEG_BACKEND_DEFAULT, nullptr, nullptr, kFlags, &s_->handle), "nvjpegCreateEx");
+    check(nvjpegJpegStreamCreate(s_->handle, &s_->stream), "nvjpegJpegStreamCreate");
+    check(nvjpegDecodeParamsCreate(s_->handle, &s_->params), "nvjpegDecodeParamsCreate");
+    s_->gpu = std::make_unique<Decoder>(s_->handle, NVJPEG_BACKEND_GPU_HYBRID, "gpu");
+    s_->hybrid = std::make_unique<Decoder>(s_->handle, NVJPEG_BACKEND_HYBRID, "hybrid");
+    // A GPU without hardware decoders refuses this handle: not an error.
+    if (nvjpegCreateEx(NVJPEG_BACKEND_HARDWARE, nullptr, nullptr, kFlags, &s_->hw) == NVJPEG_STATUS_SUCCESS) {
+        check(nvjpegJpegStateCreate(s_->hw, &s_->hw_state), "nvjpegJpegStateCreate (hardware)");
+        check(nvjpegJpegStreamCreate(s_->hw, &s_->hw_stream), "nvjpegJpegStreamCreate (hardware)");
+    } else {
+        s_->hw = nullptr;
+    }
+}
+
+GpuJpegCodec::~GpuJpegCodec() = default;
+
+bool GpuJpegCodec::hardware_decoder() const { return s_->hw != nullptr; }
+
+std::optional<GpuJpegInfo> GpuJpegCodec::parse(std::span<const std::uint8_t> jpeg) {
+    State& s = *s_;
+    s.chosen = nullptr;
+    s.use_hw = false;
+    if (nvjpegJpegStreamParse(s.handle, jpeg.data(), jpeg.size(), 0, 0, s.stream) != NVJPEG_STATUS_SUCCESS)
+        return std::nullopt;
+    unsigned width = 0, height = 0, components = 0, precision = 0;
+    nvjpegExifOrientation_t orientation = NVJPEG_ORIENTATION_UNKNOWN;
+    if (nvjpegJpegStreamGetFrameDimensions(s.stream, &width, &height) != NVJPEG_STATUS_SUCCESS ||
+        nvjpegJpegStreamGetComponentsNum(s.stream, &components) != NVJPEG_STATUS_SUCCESS ||
+        nvjpegJpegStreamGetSamplePrecision(s.stream, &precision) != NVJPEG_STATUS_SUCCESS ||
+        nvjpegJpegStreamGetExifOrientation(s.stream, &orientation) != NVJPEG_STATUS_SUCCESS)
+        return std::nullopt;
+    // CMYK/YCCK (4 components) and 12-bit samples: OpenCV's decoder converts them.
+    if ((components != 1 && components != 3) || precision != 8 || width == 0 || height == 0) return std::nullopt;
+    if (orientation == NVJPEG_ORIENTATION_UNKNOWN) orientation = NVJPEG_ORIENTATION_NORMAL;
+    s.format = components == 1 ? NVJPEG_OUTPUT_Y : NVJPEG_OUTPUT_BGRI;
+    check(nvjpegDecodeParamsSetOutputFormat(s.params, s.format), "nvjpegDecodeParamsSetOutputFormat");
+    check(nvjpegDecodeParamsSetExifOrientation(s.params, orientation), "nvjpegDecodeParamsSetExifOrientation");
+
+    GpuJpegInfo info;
+    info.width = static_cast<int>(swaps_sides(orientation) ? height : width);
+    info.height = static_cast<int>(swaps_sides(orientation) ? width : height);
+    info.channels = components == 1 ? 1 : 3;
+    int unsupported = 1;
+    if (s.hw && orientation == NVJPEG_ORIENTATION_NORMAL &&
+        nvjpegJpegStreamParseHeader(s.hw, jpeg.data(), jpeg.size(), s.hw_stream) == NVJPEG_STATUS_SUCCESS &&
+        nvjpegDecodeBatchedSupported(s.hw, s.hw_stream, &unsupported) == NVJPEG_STATUS_SUCCESS && unsupported == 0) {
+        s.use_hw = true;
+        info.decoder = "hardware";
+        return info;
+    }
+    for (Decoder* d : {s.gpu.get(), s.hybrid.get()}) {
+        unsupported = 1;
+        if (nvjpegDecoderJpegSupported(d->decoder, s.stream, s.params, &unsupported) == NVJPEG_STATUS_SUCCESS &&
+            unsupported == 0) {
+            s.chosen = d;
+            info.decoder = d->name;
+            return info;
+        }
+    }
+    return std::nullopt;
+}
+
+bool GpuJpegCodec::decode(std::span<const std::uint8_t> jpeg, const ImageView& dst, cudaStream_t stream) {
+    State& s = *s_;
+    use_device(s.device);
+    nvjpegImage_t out{};
+    out.channel[0] = reinterpret_cast<unsigned char*>(dst.data);
+    out.pitch[0] = dst.stride;
+    nvjpegStatus_t st;
+    if (s.use_hw) {
+        if (s.hw_format != s.format) {
+            check(nvjpegDecodeBatchedInitialize(s.hw, s.hw_state, 1, 1, s.format), "nvjpegDecodeBatchedInitialize");
+            s.hw_format = s.format;
+        }
+        const unsigned char* data = jpeg.data();
+        const std::size_t length = jpeg.size();
+        st = nvjpegDecodeBatched(s.hw, s.hw_state, &data, &length, &out, stream);
+        // The batched state must be initialised again after a failure.
+        if (st != NVJPEG_STATUS_SUCCESS) s.hw_format = NVJPEG_OUTPUT_UNCHANGED;
+    } else if (s.chosen) {
+        Decoder& d = *s.chosen;
+        st = nvjpegDecodeJpegHost(s.handle, d.decoder, d.state, s.params, s.stream);
+        if (st == NVJPEG_STATUS_SUCCESS) st = nvjpegDecodeJpegTransferToDevice(s.handle, d.decoder, d.state, s.stream, stream);
+        if (st == NVJPEG_STATUS_SUCCESS) st = nvjpegDecodeJpegDevice(s.handle, d.decoder, d.state, &out, stream);
+    } else {
+        return false;
+    }
+    if (st == NVJPEG_STATUS_SUCCESS) return true;
+    if (refused(st)) return false;
+    check(st, "nvJPEG decode");
+    return false;
+}
+
+std::vector<std::uint8_t> GpuJpegCodec::encode(const ImageView& src, int quality, cudaStream_t stream, Chroma chroma) {
+    State& s = *s_;
+    use_device(s.device);
+    if (src.depth != Depth::u8 || (src.channels != 1 && src.channels != 3))
+        throw Error("", "the GPU JPEG encoder takes 8-bit images of 1 or 3 channels");
+    if (!s.enc) {
+        check(nvjpegEncoderStateCreate(s.handle, &s.enc, stream), "nvjpegEncoderStateCreate");
+        check(nvjpegEncoderParamsCreate(s.handle, &s.enc_params, stream), "nvjpegEncoderParamsCreate");
+    }
+    if (s.enc_quality != quality) {
+        check(nvjpegEncoderParamsSetQuality(s.enc_params, quality, stream), "nvjpegEncoderParamsSetQuality");
+        s.enc_quality = quality;
+    }
+    const nvjpegChromaSubsampling_t css = src.channels == 1       ? NVJPEG_CSS_GRAY
+                                          : chroma == Chroma::s444 ? NVJPEG_CSS_444
+                                          : chroma == Chroma::s422 ? NVJPEG_CSS_422
+                                                                   : NVJPEG_CSS_420;
+    if (s.enc_css != css) {
+        check(nvjpegEncoderParamsSetSamplingFactors(s.enc_params, css, stream), "nvjpegEncoderParamsSetSamplingFactors");
+        s.enc_css = css;
+    }
+    nvjpegImage_t in{};
+    in.channel[0] = reinterpret_cast<unsigned char*>(src.data);
+    in.pitch[0] = src.stride;
+    if (src.channels == 3)
+        check(nvjpegEncodeImage(s.handle, s.enc, s.enc_params, &in, NVJPEG_INPUT_BGRI, src.width, src.height, stream),
+              "nvjpegEncodeImage");
+    else
+        check(nvjpegEncodeYUV(s.handle, s.enc, s.enc_params, &in, NVJPEG_CSS_GRAY, src.width, src.height, stream),
+              "nvjpegEncodeYUV");
+    std::size_t length = 0;
+    check(nvjpegEncodeRetrieveBitstream(s.handle, s.enc, nullptr, &length, stream), "nvjpegEncodeRetrieveBitstream");
+    std::vector<std::uint8_t> bytes(length);
+    check(nvjpegEncodeRetrieveBitstream(s.handle, s.enc, bytes.data(), &length, stream), "nvjpegEncodeRetrieveBitstream");
+    CBI_CUDA_CHECK(cudaStreamSynchronize(stream), "cudaStreamSynchronize after nvjpegEncodeRetrieveBitstream");
+    bytes.resize(length);
+    return bytes;
+}
+
+}  // namespace cbi

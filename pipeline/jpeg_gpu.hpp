@@ -1,0 +1,63 @@
+#pragma once
+// JPEG decoding and encoding on a CUDA device with nvJPEG (builds with
+// CBI_HAVE_NVJPEG only: CMake's CBI_WITH_NVJPEG). A JPEG decodes straight
+// into device memory, turned as its EXIF orientation says (as the CPU path
+// turns it); what nvJPEG cannot decode (CMYK, 12-bit, arithmetic coding, a
+// corrupt or truncated stream) is left to the caller, which decodes it on the
+// CPU: that path then gives a corrupt file its usual one-line error.
+// One codec serves one thread at a time (it owns nvJPEG's decode and encode
+// state); a batch gives each processor its own.
+#include <cuda_runtime_api.h>
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <span>
+#include <vector>
+
+#include "filters/image_view.hpp"
+
+namespace cbi {
+
+// What the GPU decoder will produce for a stream: 8-bit samples, 1 (gray)
+// or 3 (BGR) channels, width x height after the EXIF orientation.
+struct GpuJpegInfo {
+    int width = 0, height = 0, channels = 0;
+    const char* decoder = "";  // "hardware", "gpu" (GPU Huffman) or "hybrid" (CPU Huffman)
+};
+
+class GpuJpegCodec {
+public:
+    // Creates nvJPEG's handle and states on `device`. Throws cbi::Error when
+    // nvJPEG cannot start there.
+    explicit GpuJpegCodec(int device);
+    ~GpuJpegCodec();
+    GpuJpegCodec(const GpuJpegCodec&) = delete;
+    GpuJpegCodec& operator=(const GpuJpegCodec&) = delete;
+
+    // Parses the stream's headers: nullopt when no nvJPEG decoder takes it
+    // (the caller decodes on the CPU).
+    std::optional<GpuJpegInfo> parse(std::span<const std::uint8_t> jpeg);
+    // Decodes the stream last parsed into `dst` (device memory of
+    // info.width x info.height x info.channels, 8u) on `stream`. False when
+    // nvJPEG fails on the data (the caller decodes on the CPU); throws
+    // cbi::Error for CUDA errors. The bytes must stay alive until `stream`
+    // has finished.
+    bool decode(std::span<const std::uint8_t> jpeg, const ImageView& dst, cudaStream_t stream);
+
+    // Encodes `src` (device memory, 8u, 1 or 3 channels, BGR) at `quality`
+    // (1-100), colour with `chroma` subsampling (4:2:0 is what OpenCV
+    // writes by default); waits for `stream`. Throws cbi::Error.
+    enum class Chroma { s420, s422, s444 };
+    std::vector<std::uint8_t> encode(const ImageView& src, int quality, cudaStream_t stream,
+                                     Chroma chroma = Chroma::s420);
+
+    // Whether this GPU has hardware JPEG decoders nvJPEG uses.
+    bool hardware_decoder() const;
+
+private:
+    struct State;
+    std::unique_ptr<State> s_;
+};
+
+}  // namespace cbi

@@ -1,0 +1,184 @@
+// nvJPEG decoding and encoding (GpuJpegCodec) against OpenCV's libjpeg on
+// real photos and generated images: odd sizes, 4:2:0 / 4:2:2 / 4:4:4,
+// grayscale, progressive, EXIF orientation, broken streams. Built where
+// nvJPEG exists; skips without a device.
+#include "pipeline/jpeg_gpu.hpp"
+
+#include <cmath>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+#include <opencv2/core.hpp>
+#include <opencv2/imgcodecs.hpp>
+
+#include "jpeg_bytes.hpp"
+#include "pipeline/cuda_runtime.hpp"
+#include "pipeline/image_io.hpp"
+#include "pipeline/opencv.hpp"
+#include "reference.hpp"
+
+namespace cbi {
+namespace {
+
+// Differences between nvJPEG and libjpeg-turbo (OpenCV's decoder) come from
+// the inverse DCT's rounding and the chroma upsampling; these bounds are the
+// measured worst case over the images below with some margin (the
+// measurement: the test's output, "max/mean |gpu - cpu|").
+constexpr double kMaxDiff = 64, kMeanDiff = 2.0;
+
+#define REQUIRE_GPU()                                                              \
+    do {                                                                           \
+        std::string why;                                                           \
+        if (cuda_device_count(why) == 0) GTEST_SKIP() << "no CUDA device: " << why; \
+        use_device(0);                                                             \
+    } while (0)
+
+std::vector<std::uint8_t> encode_cpu(const cv::Mat& img, std::vector<int> params) {
+    std::vector<std::uint8_t> out;
+    EXPECT_TRUE(cv::imencode(".jpg", img, out, params));
+    return out;
+}
+
+cv::Mat noisy_gradient(int w, int h, int channels, int seed) {
+    cv::Mat img(h, w, CV_8UC(channels));
+    cv::RNG rng(seed);
+    for (int y = 0; y < h; ++y)
+        for (int x = 0; x < w; ++x)
+            for (int c = 0; c < channels; ++c)
+                img.ptr<std::uint8_t>(y)[x * channels + c] = cv::saturate_cast<std::uint8_t>(
+                    (x * 255 / std::max(w, 2)) * (c + 1) / 3 + (y * 255 / std::max(h, 2)) / 2 + rng.gaussian(10));
+    return img;
+}
+
+// Decodes on the GPU; an empty Mat when the codec passes the stream to the CPU.
+cv::Mat decode_gpu(GpuJpegCodec& codec, const std::vector<std::uint8_t>& jpeg, std::string* decoder = nullptr) {
+    const auto info = codec.parse(jpeg);
+    if (!info) return {};
+    if (decoder) *decoder = info->decoder;
+    DeviceImage dev(info->width, info->height, info->channels, Depth::u8);
+    Stream stream;
+    if (!codec.decode(jpeg, dev.view, stream.get())) return {};
+    cv::Mat host(info->height, info->width, CV_8UC(info->channels));
+    download(dev.view, view_of(host), stream.get());
+    stream.synchronize("decode_gpu");
+    return host;
+}
+
+// GPU decode against cbi's CPU decode (OpenCV, EXIF orientation applied).
+void expect_close_to_cpu(GpuJpegCodec& codec, const std::vector<std::uint8_t>& jpeg, const std::string& what) {
+    SCOPED_TRACE(what);
+    const cv::Mat cpu = decode_image(jpeg, what);
+    std::string decoder;
+    const cv::Mat gpu = decode_gpu(codec, jpeg, &decoder);
+    ASSERT_FALSE(gpu.empty()) << "nvJPEG did not decode " << what;
+    ASSERT_EQ(gpu.size(), cpu.size());
+    ASSERT_EQ(gpu.type(), cpu.type());
+    cv::Mat diff;
+    cv::absdiff(gpu, cpu, diff);
+    double max = 0;
+    cv::minMaxLoc(diff.reshape(1), nullptr, &max);
+    const double mean = cv::mean(diff.reshape(1))[0];
+    std::printf("  %-44s %-8s max/mean |gpu - cpu| = %3.0f / %.3f\n", what.c_str(), decoder.c_str(), max, mean);
+    EXPECT_LE(max, kMaxDiff);
+    EXPECT_LE(mean, kMeanDiff);
+}
+
+TEST(JpegGpu, RealPhotosDecodeCloseToOpenCV) {
+    REQUIRE_GPU();
+    GpuJpegCodec codec(0);
+    std::printf("  hardware decoder: %s\n", codec.hardware_decoder() ? "yes" : "no");
+    for (const char* name : {"butterfly.jpg", "HappyFish.jpg"})
+        expect_close_to_cpu(codec, read_file(test::samples_dir() + "/" + name), name);
+}
+
+// The encoder for the test streams: OpenCV 4.6 writes colour as 4:2:0 only
+// (baseline or progressive); nvJPEG's encoder writes 4:2:2 and 4:4:4.
+std::vector<std::uint8_t> encode_gpu(GpuJpegCodec& codec, const cv::Mat& img, GpuJpegCodec::Chroma chroma) {
+    Stream stream;
+    DeviceImage dev(img.cols, img.rows, img.channels(), Depth::u8);
+    upload(view_of(img), dev.view, stream.get());
+    return codec.encode(dev.view, 90, stream.get(), chroma);
+}
+
+TEST(JpegGpu, SamplingsSizesGrayAndProgressiveDecodeCloseToOpenCV) {
+    REQUIRE_GPU();
+    GpuJpegCodec codec(0);
+    const cv::Size sizes[] = {{1, 1}, {3, 5}, {17, 13}, {641, 479}, {1023, 1}, {1, 777}};
+    for (const cv::Size size : sizes) {
+        const std::string dims = std::to_string(size.width) + "x" + std::to_string(size.height);
+        const cv::Mat colour = noisy_gradient(size.width, size.height, 3, size.area());
+        const cv::Mat gray = noisy_gradient(size.width, size.height, 1, size.area());
+        for (int progressive : {0, 1}) {
+            const std::string p = progressive ? " progressive" : "";
+            const std::vector<int> params = {cv::IMWRITE_JPEG_QUALITY, 90, cv::IMWRITE_JPEG_PROGRESSIVE, progressive};
+            expect_close_to_cpu(codec, encode_cpu(colour, params), dims + " 4:2:0 (libjpeg)" + p);
+            expect_close_to_cpu(codec, encode_cpu(gray, params), dims + " gray (libjpeg)" + p);
+        }
+        expect_close_to_cpu(codec, encode_gpu(codec, colour, GpuJpegCodec::Chroma::s422), dims + " 4:2:2 (nvJPEG)");
+        expect_close_to_cpu(codec, encode_gpu(codec, colour, GpuJpegCodec::Chroma::s444), dims + " 4:4:4 (nvJPEG)");
+    }
+}
+
+TEST(JpegGpu, ExifOrientationIsAppliedAsOnTheCpu) {
+    REQUIRE_GPU();
+    GpuJpegCodec codec(0);
+    const cv::Mat img = noisy_gradient(64, 40, 3, 7);
+    const auto jpg = encode_cpu(img, {cv::IMWRITE_JPEG_QUALITY, 95});
+    for (std::uint16_t orientation = 1; orientation <= 8; ++orientation)
+        expect_close_to_cpu(codec, test::with_exif(jpg, orientation), "orientation " + std::to_string(orientation));
+}
+
+TEST(JpegGpu, EncodedJpegsDecodeWithOpenCV) {
+    REQUIRE_GPU();
+    GpuJpegCodec codec(0);
+    Stream stream;
+    const cv::Mat photo = cv::imread(test::samples_dir() + "/butterfly.jpg", cv::IMREAD_COLOR);
+    cv::Mat gray;
+    cv::extractChannel(photo, gray, 1);
+    for (const cv::Mat& img : {photo, gray, noisy_gradient(1, 1, 3, 1), noisy_gradient(17, 13, 1, 2)}) {
+        SCOPED_TRACE(std::to_string(img.cols) + "x" + std::to_string(img.rows) + "x" + std::to_string(img.channels()));
+        DeviceImage dev(img.cols, img.rows, img.channels(), Depth::u8);
+        upload(view_of(img), dev.view, stream.get());
+        const std::vector<std::uint8_t> jpeg = codec.encode(dev.view, 95, stream.get());
+        const cv::Mat back = cv::imdecode(jpeg, cv::IMREAD_UNCHANGED);
+        ASSERT_FALSE(back.empty());
+        ASSERT_EQ(back.size(), img.size());
+        ASSERT_EQ(back.channels(), img.channels());
+        const double psnr = cv::PSNR(back, img);
+        std::printf("  GPU-encoded %dx%dx%d, q95: %zu bytes, PSNR %.1f dB\n", img.cols, img.rows, img.channels(),
+                    jpeg.size(), psnr);
+        if (img.total() > 64) {
+            EXPECT_GE(psnr, 30.0);
+        }
+    }
+}
+
+TEST(JpegGpu, BrokenStreamsAreLeftToTheCpuDecoder) {
+    REQUIRE_GPU();
+    GpuJpegCodec codec(0);
+    const auto good = read_file(test::samples_dir() + "/butterfly.jpg");
+    std::vector<std::vector<std::uint8_t>> broken;
+    broken.emplace_back(good.begin(), good.begin() + 2);                 // SOI only
+    broken.emplace_back(good.begin(), good.begin() + good.size() / 2);   // cut in the scan
+    broken.emplace_back(good.begin(), good.begin() + 200);               // cut in the headers
+    auto garbage = good;
+    for (std::size_t i = good.size() / 3; i < good.size() - 2; i += 97) garbage[i] = 0xFF;  // markers in the scan
+    broken.push_back(garbage);
+    broken.push_back({0xFF, 0xD8, 0xFF, 0xC0, 0, 0});                    // an empty SOF
+    for (std::size_t i = 0; i < broken.size(); ++i) {
+        SCOPED_TRACE("case " + std::to_string(i));
+        // Either nvJPEG refuses it (the CPU path then reports the file) or it
+        // decodes something; it never throws for the data or crashes.
+        EXPECT_NO_THROW({
+            const cv::Mat m = decode_gpu(codec, broken[i]);
+            std::printf("  broken case %zu: %s\n", i, m.empty() ? "left to the CPU" : "decoded by nvJPEG");
+        });
+    }
+    // The codec still works afterwards.
+    expect_close_to_cpu(codec, good, "butterfly.jpg after the broken ones");
+}
+
+}  // namespace
+}  // namespace cbi
