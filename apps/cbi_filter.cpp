@@ -148,6 +148,7 @@ struct Options {
     std::string border = "reflect101";
     std::string schedule = "default";
     std::string device = "auto";
+    std::string codec = "auto";
     int block = 256;
     int threads = 0;
     std::uint64_t max_pixels = cbi::default_max_pixels;
@@ -439,6 +440,16 @@ std::vector<cbi::BatchDevice> batch_devices(const cbi::RunOptions& run_options, 
     return devices;
 }
 
+// --codec gpu where JPEG cannot be decoded on the GPU: exit 1 (it works
+// with another device or build).
+void require_codec(const Options& o, const cbi::RunOptions& run_options) {
+    if (o.codec != "gpu") return;
+    if (!cbi::built_with_nvjpeg())
+        throw cbi::Unsupported("--codec gpu", "this build has no nvJPEG (CBI_WITH_NVJPEG); use --codec auto or cpu");
+    if (!run_options.device.cuda)
+        throw cbi::Unsupported("--codec gpu", "needs a CUDA device (--device cuda); use --codec auto or cpu");
+}
+
 int run_batch_mode(const Options& o, const cbi::Graph& graph, const cbi::DeviceSpec& device_spec,
                    const std::vector<cbi::DeviceSpec>& device_specs) {
     if (!o.input_dir.empty() && !o.inputs.empty())
@@ -495,6 +506,7 @@ int run_batch_mode(const Options& o, const cbi::Graph& graph, const cbi::DeviceS
 
     // After the plan: its usage errors come before any notice.
     const cbi::RunOptions run_options = resolve_run_options(o, device_spec, graph);
+    require_codec(o, run_options);
     cbi::BatchOptions batch;
     batch.jobs = o.jobs > 0 ? o.jobs : o.threads;
     batch.in_flight = o.in_flight;
@@ -502,6 +514,7 @@ int run_batch_mode(const Options& o, const cbi::Graph& graph, const cbi::DeviceS
     batch.skip_existing = o.skip_existing;
     batch.max_pixels = o.max_pixels;
     batch.max_bytes = o.max_memory;
+    batch.jpeg_on_device = o.codec != "cpu";
     batch.cancel = &g_cancel;
     const bool reports = !g_ranks || g_ranks->rank() == 0;  // progress and summary: rank 0's, for all ranks
     ProgressReporter reporter(o.quiet || !reports);
@@ -616,26 +629,51 @@ int run(const CLI::App& app, Options& o) {
     if (cbi::same_file(input, output))
         throw UsageError{"-o " + output.string(), "is the input file; cbi never overwrites its input"};
     const cbi::RunOptions run_options = resolve_run_options(o, device_spec, graph);
+    require_codec(o, run_options);
 
-    const cv::Mat image = cbi::read_image(input, o.max_pixels, o.max_memory);
+    const std::vector<std::uint8_t> bytes = cbi::read_file(input);
+    const cbi::ImageHeader header = cbi::check_image(bytes, input.string(), o.max_pixels, o.max_memory);
     cbi::GraphExecutor executor(graph, run_options);
-    const cbi::ImageView in = cbi::view_of(image);
-    try {
-        executor.plan(in.width, in.height, in.channels, in.depth);  // allocates nothing yet
-    } catch (const cbi::Error& e) {
-        throw cbi::Error(input.string(), e.what());  // name the file the pipeline cannot take
-    }
-    // Refuse outputs that would overwrite the input or that their format
-    // cannot hold before any work.
-    for (std::size_t i = 0; i < graph.outputs().size(); ++i) {
-        const fs::path out = output_path(output, graph, i);
-        if (i > 0 && cbi::same_file(input, out))
-            throw UsageError{out.string(), "is the input file; cbi never overwrites its input"};
-        cbi::check_output_format(out, CV_MAKETYPE(image.depth(), executor.channels_of(graph.outputs()[i])));
-    }
-    const auto results = executor.run(in);
+    // Plans for the input's format (allocating nothing yet), then refuses
+    // outputs that would overwrite the input or that their format cannot
+    // hold, before any work.
+    const auto check_outputs = [&](int width, int height, int channels, cbi::Depth depth, int cv_depth) {
+        try {
+            executor.plan(width, height, channels, depth);
+        } catch (const cbi::Error& e) {
+            throw cbi::Error(input.string(), e.what());  // name the file the pipeline cannot take
+        }
+        for (std::size_t i = 0; i < graph.outputs().size(); ++i) {
+            const fs::path out = output_path(output, graph, i);
+            if (i > 0 && cbi::same_file(input, out))
+                throw UsageError{out.string(), "is the input file; cbi never overwrites its input"};
+            cbi::check_output_format(out, CV_MAKETYPE(cv_depth, executor.channels_of(graph.outputs()[i])));
+        }
+    };
     // A killed earlier run's temporaries (none that a live write holds).
-    cbi::remove_stale_temporaries(output.has_parent_path() ? output.parent_path() : fs::path("."));
+    const auto clear_temporaries = [&] {
+        cbi::remove_stale_temporaries(output.has_parent_path() ? output.parent_path() : fs::path("."));
+    };
+
+    // A JPEG decoded (and a JPEG output encoded) on the GPU; what its
+    // decoder refuses is decoded with OpenCV below.
+    if (o.codec != "cpu" && std::string_view(header.format) == "JPEG" && graph.outputs().size() == 1 &&
+        executor.decodes_jpeg()) {
+        check_outputs(static_cast<int>(header.width), static_cast<int>(header.height), header.channels == 1 ? 1 : 3,
+                      cbi::Depth::u8, CV_8U);
+        if (auto r = executor.process_jpeg(bytes, cbi::is_jpeg_path(output) ? cbi::default_jpeg_quality : 0)) {
+            clear_temporaries();
+            if (!r->encoded.empty()) cbi::write_encoded_atomic(output, r->encoded);
+            else cbi::write_image_atomic(output, cbi::as_mat(r->image.view()));
+            print_tuning_notice(run_options);
+            return 0;
+        }
+    }
+    const cv::Mat image = cbi::decode_image(bytes, input.string(), o.max_pixels, o.max_memory);
+    const cbi::ImageView in = cbi::view_of(image);
+    check_outputs(in.width, in.height, in.channels, in.depth, image.depth());
+    const auto results = executor.run(in);
+    clear_temporaries();
     for (std::size_t i = 0; i < results.size(); ++i)
         cbi::write_image_atomic(output_path(output, graph, i), cbi::as_mat(results[i]));
     print_tuning_notice(run_options);
@@ -676,6 +714,11 @@ int main(int argc, char** argv) {
         ->type_name("PATH");
     app.add_option("--device", o.device,
                    "auto (default), cpu, cuda or cuda:N; in batch mode also several GPUs: cuda:all or cuda:0,2");
+    app.add_option("--codec", o.codec,
+                   "where JPEG files are decoded and encoded: auto (default: on the GPU when the device is CUDA and "
+                   "this build has nvJPEG, else with OpenCV on the CPU), cpu, or gpu (an error where nvJPEG or CUDA is "
+                   "missing); other formats always use the CPU")
+        ->check(CLI::IsMember({"auto", "cpu", "gpu"}));
     app.add_option("--block", o.block, "CUDA threads per block")->check(CLI::Range(1, 1024));
     app.add_option("--threads", o.threads, "CPU worker threads (default: all cores)")->check(CLI::Range(1, 4096));
     app.add_option("--max-pixels", o.max_pixels, "refuse images with more pixels, checked before decoding (default 2^" +

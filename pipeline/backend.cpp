@@ -26,6 +26,14 @@ bool built_with_cuda() {
 #endif
 }
 
+bool built_with_nvjpeg() {
+#if CBI_HAVE_NVJPEG
+    return true;
+#else
+    return false;
+#endif
+}
+
 DeviceSpec parse_device(std::string_view text) {
     if (text == "auto") return {DeviceSpec::Kind::automatic, 0};
     if (text == "cpu") return {DeviceSpec::Kind::cpu, 0};
@@ -139,6 +147,10 @@ private:
 };
 
 }  // namespace
+
+std::vector<std::uint8_t> Backend::encode_jpeg(const ImageView&, int) {
+    throw std::logic_error("Backend::encode_jpeg on a backend that does not decode JPEG");
+}
 
 std::unique_ptr<Backend> make_backend(const ResolvedDevice& device, int block) {
     if (!device.cuda) return std::make_unique<CpuBackend>();

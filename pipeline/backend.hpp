@@ -7,9 +7,12 @@
 // on one stream and finish() waits for it. The kernels themselves are the
 // filters layer's (filters/cpu_backend.hpp, filters/cuda_backend.hpp).
 #include <cstddef>
+#include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
+#include <vector>
 
 #include "filters/filter.hpp"
 #include "filters/image_view.hpp"
@@ -68,6 +71,19 @@ public:
     virtual ImageView download(const ImageView& result, std::size_t index) = 0;
     // Waits for everything started since the last finish.
     virtual void finish() = 0;
+
+    // JPEG on the device (the CUDA backend in builds with nvJPEG; the others
+    // decode nothing). parse_jpeg: the input format a JPEG decodes to (a
+    // view without data), or nullopt when the device's decoder does not take it. decode_input,
+    // after allocate for that format: decodes the JPEG last parsed into the
+    // input buffer and returns the view nodes read it through, or nullopt
+    // when the decoder refused the data; the bytes must live until finish.
+    // encode_jpeg: a result encoded as JPEG (8-bit, 1 or 3 channels), after
+    // everything started before it.
+    virtual bool decodes_jpeg() const { return false; }
+    virtual std::optional<ImageView> parse_jpeg(std::span<const std::uint8_t> /*jpeg*/) { return std::nullopt; }
+    virtual std::optional<ImageView> decode_input(std::span<const std::uint8_t> /*jpeg*/) { return std::nullopt; }
+    virtual std::vector<std::uint8_t> encode_jpeg(const ImageView& result, int quality);
 
     // Times the work started between the two calls; stop waits for it.
     virtual void start_timer() = 0;

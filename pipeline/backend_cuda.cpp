@@ -8,6 +8,9 @@
 #include "filters/cuda_backend.hpp"
 #include "pipeline/backend.hpp"
 #include "pipeline/cuda_runtime.hpp"
+#if CBI_HAVE_NVJPEG
+#include "pipeline/jpeg_gpu.hpp"
+#endif
 
 namespace cbi {
 namespace {
@@ -63,6 +66,26 @@ public:
     }
     void finish() override { state_->stream.synchronize("cudaStreamSynchronize after the graph"); }
 
+#if CBI_HAVE_NVJPEG
+    bool decodes_jpeg() const override { return true; }
+    std::optional<ImageView> parse_jpeg(std::span<const std::uint8_t> jpeg) override {
+        use_device(device_);
+        if (!codec_) codec_.emplace(device_);  // once per backend: nvJPEG's handles and states
+        const auto info = codec_->parse(jpeg);
+        if (!info) return std::nullopt;
+        return contiguous_view(nullptr, info->width, info->height, info->channels, Depth::u8);
+    }
+    std::optional<ImageView> decode_input(std::span<const std::uint8_t> jpeg) override {
+        use_device(device_);
+        const ImageView& device = state_->input.view;
+        if (!codec_->decode(jpeg, device, stream())) return std::nullopt;
+        return device;
+    }
+    std::vector<std::uint8_t> encode_jpeg(const ImageView& result, int quality) override {
+        return codec_->encode(result, quality, stream());
+    }
+#endif
+
     void start_timer() override {
         use_device(device_);
         if (!timer_) timer_.emplace();
@@ -82,6 +105,9 @@ private:
     int device_, block_;
     std::optional<State> state_;
     std::optional<EventTimer> timer_;
+#if CBI_HAVE_NVJPEG
+    std::optional<GpuJpegCodec> codec_;
+#endif
 };
 
 }  // namespace

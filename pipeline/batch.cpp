@@ -275,6 +275,14 @@ public:
         }
     }
 
+    // Whether the processors decode JPEG on their device (the first
+    // processor of each device answers for its device).
+    bool decodes_jpeg() const {
+        for (const auto& d : devices_)
+            if (!d.free.empty() && d.free.front()->decodes_jpeg()) return true;
+        return false;
+    }
+
     std::vector<DeviceStats> stats() const {
         std::lock_guard lock(mutex_);
         std::vector<DeviceStats> s;
@@ -336,7 +344,8 @@ std::vector<std::unique_ptr<DirLock>> lock_outputs(const BatchPlan& plan, bool l
 class BatchRun {
 public:
     BatchRun(const BatchPlan& plan, const std::vector<BatchDevice>& devices, const BatchOptions& options, int jobs, int k)
-        : plan_(plan), options_(options), jobs_(jobs), k_(k), pool_(devices, k), slots_(plan.jobs.size()) {
+        : plan_(plan), options_(options), jobs_(jobs), k_(k), pool_(devices, k), slots_(plan.jobs.size()),
+          jpeg_on_device_(options.jpeg_on_device && pool_.decodes_jpeg()) {
         summary_.jobs = jobs;
         summary_.in_flight = k;
         summary_.overlap = options.overlap;
@@ -375,7 +384,9 @@ public:
 private:
     struct Slot {
         cv::Mat input;
+        std::vector<std::uint8_t> jpeg;  // an input left for the device's decoder
         Image output;
+        std::vector<std::uint8_t> encoded;  // the output, encoded on the device
     };
 
     bool cancelled() const { return options_.cancel && options_.cancel->load(); }
@@ -415,8 +426,17 @@ private:
             item.error = job.input.string() + ": is also the output " + job.output.string() +
                          "; cbi never overwrites its input";
         } else {
-            attempt(item, job.input,
-                    [&] { slots_[i].input = read_image(job.input, options_.max_pixels, options_.max_bytes); });
+            attempt(item, job.input, [&] {
+                if (!jpeg_on_device_) {
+                    slots_[i].input = read_image(job.input, options_.max_pixels, options_.max_bytes);
+                    return;
+                }
+                std::vector<std::uint8_t> bytes = read_file(job.input);
+                const std::string subject = job.input.string();
+                const ImageHeader h = check_image(bytes, subject, options_.max_pixels, options_.max_bytes);
+                if (std::string_view(h.format) == "JPEG") slots_[i].jpeg = std::move(bytes);
+                else slots_[i].input = decode_image(bytes, subject, options_.max_pixels, options_.max_bytes);
+            });
         }
         item.read_s = seconds_since(t0);
         return i;
@@ -432,12 +452,29 @@ private:
                 // own parallel loops it must not pick up another image's
                 // decode or encode, which would delay this image and blur
                 // the stage times.
-                tbb::this_task_arena::isolate([&] { slots_[i].output = processor.process(view_of(slots_[i].input)); });
+                tbb::this_task_arena::isolate([&] { process_with(processor, i); });
             });
         });
         slots_[i].input = cv::Mat();  // free the decoded input now: memory stays ~K images
+        slots_[i].jpeg = {};
         item.process_s = seconds_since(t0);
         return i;
+    }
+
+    void process_with(Processor& processor, std::size_t i) {
+        Slot& slot = slots_[i];
+        if (!slot.jpeg.empty()) {
+            const fs::path& out = plan_.jobs[i].output;
+            if (auto r = processor.process_jpeg(slot.jpeg, is_jpeg_path(out) ? default_jpeg_quality : 0)) {
+                slot.output = std::move(r->image);
+                slot.encoded = std::move(r->encoded);
+                return;
+            }
+            // The device's decoder refused it: OpenCV's reports a corrupt file.
+            slot.input = decode_image(slot.jpeg, plan_.jobs[i].input.string(), options_.max_pixels, options_.max_bytes);
+            slot.jpeg = {};
+        }
+        slot.output = processor.process(view_of(slot.input));
     }
 
     void write_stage(std::size_t i) {
@@ -449,7 +486,8 @@ private:
                 std::error_code ec;
                 if (out.has_parent_path()) fs::create_directories(out.parent_path(), ec);
                 if (ec) throw Error(out.parent_path().string(), "cannot create the folder: " + ec.message());
-                write_image_atomic(out, as_mat(slots_[i].output.view()));
+                if (!slots_[i].encoded.empty()) write_encoded_atomic(out, slots_[i].encoded);
+                else write_image_atomic(out, as_mat(slots_[i].output.view()));
             });
             if (item.status == ItemStatus::failed && cancelled()) {  // cut short by the interrupt
                 item.status = ItemStatus::cancelled;
@@ -458,6 +496,7 @@ private:
             item.write_s = seconds_since(t0);
         }
         slots_[i].output = Image();
+        slots_[i].encoded = {};
         finished(item);
     }
 
@@ -493,6 +532,7 @@ private:
     BatchSummary summary_;
     std::size_t first_job_ = 0;
     std::vector<Slot> slots_;
+    const bool jpeg_on_device_;
     std::mutex progress_mutex_;
     BatchProgress progress_;
     Clock::time_point start_;

@@ -130,6 +130,13 @@ struct BatchOptions {
     // Hold an flock on each output root for the run (a second batch into the
     // same folder is refused). Processes sharing a plan: one of them locks.
     bool lock_output_roots = true;
+    // JPEG inputs decoded and JPEG outputs encoded by the processors on
+    // their device where they can (Processor::decodes_jpeg: CUDA with
+    // nvJPEG), else with OpenCV on the CPU. The read stage then only reads
+    // and checks a JPEG (check_image: limits, truncation); what the device's
+    // decoder refuses is decoded on the CPU, so a corrupt file fails with the
+    // CPU path's error.
+    bool jpeg_on_device = true;
 };
 
 struct StageStats {

@@ -314,7 +314,7 @@ void GraphExecutor::tune(NodeId id) {
     options_.tuning->store(key, plan.schedule[id]);
 }
 
-std::span<const ImageView> GraphExecutor::run(const ImageView& input) {
+void GraphExecutor::prepare_for(const ImageView& input) {
     check_supported(input, "input");
     if (replan_) {
         replan_ = false;
@@ -322,6 +322,10 @@ std::span<const ImageView> GraphExecutor::run(const ImageView& input) {
     }
     if (!prepared_ || !planned_for(input.width, input.height, input.channels, input.depth))
         prepare(input.width, input.height, input.channels, input.depth);
+}
+
+std::span<const ImageView> GraphExecutor::run(const ImageView& input) {
+    prepare_for(input);
     input_ = backend_->upload(input);
     run_nodes();
     for (std::size_t i = 0; i < outputs_.size(); ++i) outputs_[i] = backend_->download(view_of(graph_.outputs()[i]), i);
@@ -343,6 +347,31 @@ Image GraphExecutor::process(const ImageView& input) {
     Image copy(out.width, out.height, out.channels, out.depth);
     copy_pixels(out, copy.view());
     return copy;
+}
+
+bool GraphExecutor::decodes_jpeg() const { return backend_->decodes_jpeg(); }
+
+std::optional<Processor::FileResult> GraphExecutor::process_jpeg(std::span<const std::uint8_t> jpeg, int jpeg_quality) {
+    if (!backend_->decodes_jpeg()) return std::nullopt;
+    const std::optional<ImageView> format = backend_->parse_jpeg(jpeg);
+    if (!format) return std::nullopt;
+    prepare_for(*format);
+    const std::optional<ImageView> input = backend_->decode_input(jpeg);
+    if (!input) return std::nullopt;
+    input_ = *input;
+    run_nodes();
+    ran_ = true;
+    FileResult result;
+    const ImageView out = view_of(graph_.outputs().front());
+    if (jpeg_quality > 0 && out.depth == Depth::u8 && (out.channels == 1 || out.channels == 3)) {
+        result.encoded = backend_->encode_jpeg(out, jpeg_quality);
+        return result;
+    }
+    const ImageView host = backend_->download(out, 0);
+    backend_->finish();
+    result.image = Image(host.width, host.height, host.channels, host.depth);
+    copy_pixels(host, result.image.view());
+    return result;
 }
 
 int GraphExecutor::channels_of(NodeId id) const {

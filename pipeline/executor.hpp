@@ -44,6 +44,8 @@ std::vector<DeviceSpec> parse_devices(std::string_view text);
 std::vector<ResolvedDevice> resolve_devices(const std::vector<DeviceSpec>& specs, int host_rank = 0);
 
 bool built_with_cuda();
+// Whether JPEG can be decoded and encoded on CUDA devices (nvJPEG).
+bool built_with_nvjpeg();
 
 struct RunOptions {
     ResolvedDevice device;
@@ -100,6 +102,10 @@ public:
 
     // Processor: a copy of the first output.
     Image process(const ImageView& input) override;
+    // Processor: JPEG decoded (and the output encoded) on the device, where
+    // the backend can (CUDA with nvJPEG).
+    bool decodes_jpeg() const override;
+    std::optional<FileResult> process_jpeg(std::span<const std::uint8_t> jpeg, int jpeg_quality) override;
 
     // Output channels of node `id` for the planned format.
     int channels_of(NodeId id) const;
@@ -119,6 +125,8 @@ public:
 private:
     struct Plan;
     bool planned_for(int width, int height, int channels, Depth depth) const;
+    // Plans (again, after tuning) and allocates for the format of `input` (its data unused).
+    void prepare_for(const ImageView& input);
     ImageView view_of(NodeId id) const;  // the image node `id` writes (the input: what nodes read it through)
     void run_node(NodeId id, const ScheduleSpec& schedule, int first_row, int rows);
     void run_nodes();

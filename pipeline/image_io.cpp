@@ -788,7 +788,7 @@ ImageHeader probe_image(Bytes bytes, const std::string& subject) {
     throw Error(subject, std::string("not a recognized image format (cbi reads ") + known_formats + ")");
 }
 
-cv::Mat decode_image(Bytes bytes, const std::string& subject, std::uint64_t max_pixels, std::uint64_t max_bytes) {
+ImageHeader check_image(Bytes bytes, const std::string& subject, std::uint64_t max_pixels, std::uint64_t max_bytes) {
     if (bytes.empty()) throw Error(subject, "empty file (0 bytes)");
     const ImageHeader h = probe_image(bytes, subject);
     if (h.width == 0 || h.height == 0)
@@ -826,6 +826,13 @@ cv::Mat decode_image(Bytes bytes, const std::string& subject, std::uint64_t max_
         throw Error(subject, m.reason);
     }
     if (!cut.empty()) throw Error(subject, cut);
+    return h;
+}
+
+cv::Mat decode_image(Bytes bytes, const std::string& subject, std::uint64_t max_pixels, std::uint64_t max_bytes) {
+    const ImageHeader h = check_image(bytes, subject, max_pixels, max_bytes);
+    const std::string_view format = h.format;
+    const std::uint64_t pixels = h.width * h.height;  // checked: at most max_pixels
 
     // OpenCV refuses sizes over its own limits (read once at load from
     // OPENCV_IO_MAX_IMAGE_PIXELS/_WIDTH/_HEIGHT), by exception or empty Mat.
@@ -887,6 +894,11 @@ cv::Mat read_image(const fs::path& path, std::uint64_t max_pixels, std::uint64_t
     return decode_image(bytes, path.string(), max_pixels, max_bytes);
 }
 
+bool is_jpeg_path(const fs::path& out) {
+    const FormatRule* r = rule_for(lower_extension(out));
+    return r && std::string_view(r->name) == "JPEG";
+}
+
 void check_output_format(const fs::path& out, int cv_type) {
     const std::string subject = out.string();
     const std::string ext = lower_extension(out);
@@ -918,7 +930,7 @@ void write_image_atomic(const fs::path& out, const cv::Mat& image) {
     std::vector<int> params;
     const std::string ext = lower_extension(out);
     const std::string_view format = rule_for(ext)->name;
-    if (format == "JPEG") params = {cv::IMWRITE_JPEG_QUALITY, 95};
+    if (format == "JPEG") params = {cv::IMWRITE_JPEG_QUALITY, default_jpeg_quality};
     // OpenCV 4.6 writes 3-channel float TIFF as lossy SGILOG (LogLuv) unless a
     // compression is given (1.0 came back as 1.0268); any explicit one is exact.
     if (format == "TIFF") params = {cv::IMWRITE_TIFF_COMPRESSION, 5 /* LZW */};
@@ -929,6 +941,11 @@ void write_image_atomic(const fs::path& out, const cv::Mat& image) {
         throw Error(subject, "encoding failed: " + cv_reason(e));
     }
 
+    write_encoded_atomic(out, encoded);
+}
+
+void write_encoded_atomic(const fs::path& out, std::span<const std::uint8_t> encoded) {
+    const std::string subject = out.string();
     struct stat st;
     mode_t mode;
     if (::stat(out.c_str(), &st) == 0) {

@@ -88,14 +88,24 @@ ImageHeader probe_image(std::span<const std::uint8_t> bytes, const std::string& 
 // Probes, enforces max_pixels and max_bytes (decoded_bytes() plus
 // scratch_bytes), checks for truncation (PNG IEND, JPEG EOI, WebP RIFF size)
 // and for data shorter than the header's size needs (PNM/PAM/PFM, BMP and Sun
-// raster: exact; PNG: deflate expands at most 1032:1), and decodes.
-// `subject` names the data in errors (usually the path).
+// raster: exact; PNG: deflate expands at most 1032:1): every check that
+// decode_image makes before decoding, for decoders of other kinds (a JPEG
+// decoded on the GPU). `subject` names the data in errors (usually the path).
+ImageHeader check_image(std::span<const std::uint8_t> bytes, const std::string& subject,
+                        std::uint64_t max_pixels = default_max_pixels, std::uint64_t max_bytes = default_max_image_bytes);
+
+// check_image, then decodes with OpenCV.
 cv::Mat decode_image(std::span<const std::uint8_t> bytes, const std::string& subject,
                      std::uint64_t max_pixels = default_max_pixels, std::uint64_t max_bytes = default_max_image_bytes);
 
 // read_file + decode_image.
 cv::Mat read_image(const std::filesystem::path& path, std::uint64_t max_pixels = default_max_pixels,
                    std::uint64_t max_bytes = default_max_image_bytes);
+
+// The quality JPEG outputs are written with.
+inline constexpr int default_jpeg_quality = 95;
+// Whether `out`'s extension makes it a JPEG (.jpg .jpeg .jpe, any case).
+bool is_jpeg_path(const std::filesystem::path& out);
 
 // Throws cbi::Error naming `out` unless its extension can store an image of
 // this OpenCV type exactly. Cheap: apps call it before doing any work.
@@ -108,6 +118,10 @@ void check_output_format(const std::filesystem::path& out, int cv_type);
 // a new one gets 0666 & ~umask. If `out` is a symlink, the link itself is
 // replaced by the new file (its target is not written through).
 void write_image_atomic(const std::filesystem::path& out, const cv::Mat& image);
+
+// Writes already encoded bytes (a JPEG encoded on the GPU) atomically, as
+// write_image_atomic does.
+void write_encoded_atomic(const std::filesystem::path& out, std::span<const std::uint8_t> encoded);
 
 // The name prefix of write_image_atomic's temporaries: never inputs.
 inline constexpr std::string_view temp_prefix = ".cbi-tmp-";

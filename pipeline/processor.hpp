@@ -4,8 +4,12 @@
 // a CUDA processor owns its stream and staging buffers, so K processors
 // give K images in flight. Implemented by GraphExecutor
 // (pipeline/executor.hpp).
+#include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
+#include <span>
+#include <vector>
 
 #include "pipeline/image.hpp"
 
@@ -19,6 +23,23 @@ public:
     // batch runner records them per file and carries on);
     // std::invalid_argument for usage errors (malformed options).
     virtual Image process(const ImageView& input) = 0;
+
+    // JPEG on the processor's device (CUDA with nvJPEG): whether it decodes
+    // JPEG files itself.
+    virtual bool decodes_jpeg() const { return false; }
+    // Runs on a JPEG file's bytes (checked by check_image), decoded on the
+    // device. With jpeg_quality > 0 the output is to be a JPEG: when it can
+    // be one (8-bit, 1 or 3 channels) it is encoded there too and returned
+    // in `encoded`, else returned in `image`. nullopt when the device's
+    // decoder refused the data: the caller decodes it on the CPU (which
+    // reports a corrupt file) and calls process.
+    struct FileResult {
+        Image image;
+        std::vector<std::uint8_t> encoded;
+    };
+    virtual std::optional<FileResult> process_jpeg(std::span<const std::uint8_t> /*jpeg*/, int /*jpeg_quality*/) {
+        return std::nullopt;
+    }
 };
 
 using ProcessorFactory = std::function<std::unique_ptr<Processor>()>;

@@ -10,7 +10,11 @@
 #                     --device cuda:0 and cuda:0,0, then mpirun -n 1 and -n 2;
 #                     outputs compared byte for byte, images/s beside
 #                     OpenCV's decode+encode alone on all cores
-#   run.sh all        all of the above but scale
+#   run.sh single     one 24-megapixel JPEG, whole process: --codec cpu and gpu
+#                     against OpenCV (Python) doing the same
+#   run.sh hostile    scripts/hostile-sweep.sh with --device cuda (from the
+#                     repository the bundle sits in)
+#   run.sh all        tests, cli, sanitize, bench
 #   run.sh bench-all  cbi-bench suites (filters, thesis sweeps, matmul,
 #                     CPU vs OpenCV) plus the NPP and CuPy peers on the same
 #                     inputs; $OUT gets bench.csv (all rows), cbi.json, logs.tgz
@@ -64,12 +68,18 @@ run_sanitize() {
   compute-sanitizer --tool memcheck --error-exitcode 99 "$bin/test_tuning" --gtest_brief=1 --gtest_filter='*Cuda*' \
     > "$out/sanitize-memcheck-tuning.log" 2>&1 &
   pids+=($!)
+  # nvJPEG decoding and encoding (test_jpeg_gpu, where the bundle has it).
+  if [ -x "$bin/test_jpeg_gpu" ]; then
+    compute-sanitizer --tool memcheck --error-exitcode 99 "$bin/test_jpeg_gpu" --gtest_brief=1 \
+      > "$out/sanitize-memcheck-jpeg.log" 2>&1 &
+    pids+=($!)
+  fi
   # Fused stencil pairs share a tile in shared memory between barriers: racecheck them.
   compute-sanitizer --tool racecheck --error-exitcode 99 "$bin/test_fusion" --gtest_brief=1 \
     --gtest_filter='Fusion.StencilPairs*Gpu*' > "$out/sanitize-racecheck-fusion.log" 2>&1 &
   pids+=($!)
   for p in "${pids[@]}"; do wait "$p" || status=1; done
-  for tool in $tools memcheck-fusion memcheck-tuning racecheck-fusion; do
+  for tool in $tools memcheck-fusion memcheck-tuning racecheck-fusion $([ -x "$bin/test_jpeg_gpu" ] && echo memcheck-jpeg); do
     echo "$tool: $(grep -E 'SUMMARY|^\[  PASSED|^\[  FAILED|^\[  SKIPPED' "$out/sanitize-$tool.log" | tr '\n' ' ')"
   done
 }
@@ -260,6 +270,7 @@ run_scale() {
   echo "scale: $n JPEGs, $(du -sh "$dir/in" | cut -f1), $(nproc) cores, $(nvidia-smi --query-gpu=name --format=csv,noheader)"
   codec_bound "$dir/in"
   local filters=(--blur 9 --stats)
+  timed scale-cuda0-cpucodec "$bin/cbi-filter" --input-dir "$dir/in" --output-dir "$dir/cpucodec" --device cuda:0 --codec cpu "${filters[@]}"
   timed scale-cuda0 "$bin/cbi-filter" --input-dir "$dir/in" --output-dir "$dir/cuda0" --device cuda:0 "${filters[@]}"
   timed scale-cuda00 "$bin/cbi-filter" --input-dir "$dir/in" --output-dir "$dir/cuda00" --device cuda:0,0 "${filters[@]}"
   if diff -r -q "$dir/cuda0" "$dir/cuda00" >/dev/null; then echo "scale: cuda:0,0 wrote the same $n files as cuda:0, byte for byte"
@@ -279,7 +290,63 @@ run_scale() {
     done
   else echo "scale: no mpirun on this host"; status=1; fi
   codec_bound "$dir/in"
+  # PNG: the CPU codecs whatever --codec says.
+  local m=${CBI_SCALE_PNGS:-100}
+  make_images "$dir/png" "$m" png || { echo "scale: cannot generate the PNGs"; status=1; return; }
+  n=$m
+  timed scale-png "$bin/cbi-filter" --input-dir "$dir/png" --output-dir "$dir/pngout" --device cuda "${filters[@]}"
+  codec_bound "$dir/png"
   rm -rf "$dir"
+}
+
+# One large photo, whole process: cbi-filter with the CPU codecs and the GPU
+# ones against OpenCV's Python doing the same on the CPU.
+run_single() {
+  local dir=/tmp/cbi-single
+  rm -rf "$dir" && mkdir -p "$dir"
+  python3 - "$bundle/samples/butterfly.jpg" "$dir/in.jpg" <<'PY' || { echo "single: cannot make the image"; status=1; return; }
+import sys, numpy as np, cv2
+# A 24-megapixel photo: the sample scaled up to 6000x4000 plus noise.
+img = cv2.resize(cv2.imread(sys.argv[1], cv2.IMREAD_COLOR), (6000, 4000), interpolation=cv2.INTER_CUBIC)
+noise = np.random.default_rng(1).normal(0, 6, img.shape)
+cv2.imwrite(sys.argv[2], np.clip(img + noise, 0, 255).astype(np.uint8), [cv2.IMWRITE_JPEG_QUALITY, 90])
+PY
+  echo "single: $(python3 -c "import cv2; m = cv2.imread('$dir/in.jpg'); print(m.shape)") $(du -h "$dir/in.jpg" | cut -f1)"
+  local codec i
+  for codec in cpu gpu; do
+    for i in 1 2 3; do
+      local t0 t1; t0=$(date +%s.%N)
+      "$bin/cbi-filter" "$dir/in.jpg" --gaussian 9 --sobel mag --device cuda --codec $codec -o "$dir/out-$codec.jpg" || status=1
+      t1=$(date +%s.%N)
+      awk -v c="$codec" -v a="$t0" -v b="$t1" 'BEGIN { printf "single: cbi-filter --gaussian 9 --sobel mag --device cuda --codec %s: %.3f s\n", c, b - a }'
+    done
+  done
+  for i in 1 2 3; do
+    python3 - "$dir/in.jpg" "$dir/out-opencv.jpg" <<'PY'
+import sys, time
+t0 = time.time()
+import cv2, numpy as np
+img = cv2.imread(sys.argv[1], cv2.IMREAD_COLOR)
+g = cv2.GaussianBlur(img, (9, 9), 0)
+dx = cv2.Sobel(g, cv2.CV_32F, 1, 0); dy = cv2.Sobel(g, cv2.CV_32F, 0, 1)
+cv2.imwrite(sys.argv[2], np.clip(cv2.magnitude(dx, dy), 0, 255).astype(np.uint8), [cv2.IMWRITE_JPEG_QUALITY, 95])
+print(f"single: OpenCV (Python, imports included) GaussianBlur 9 + Sobel magnitude: {time.time() - t0:.3f} s")
+PY
+  done
+  python3 - "$dir/out-cpu.jpg" "$dir/out-gpu.jpg" <<'PY'
+import sys, cv2, numpy as np
+a, b = cv2.imread(sys.argv[1]), cv2.imread(sys.argv[2])
+d = cv2.absdiff(a, b)
+print(f"single: CPU-codec vs GPU-codec outputs: max |diff| {d.max()}, mean {d.mean():.3f}, PSNR {cv2.PSNR(a, b):.1f} dB")
+PY
+  rm -rf "$dir"
+}
+
+# The hostile sweep on the GPU: the same one-line errors, exit codes and
+# untouched inputs as on the CPU, with JPEGs through the GPU decoder.
+run_hostile() {
+  local repo; repo=$(cd "$bundle/.." && pwd)
+  CBI_SWEEP_DEVICE=cuda bash "$repo/scripts/hostile-sweep.sh" "$bin/cbi-filter" || status=1
 }
 
 case "${1:-all}" in
@@ -290,9 +357,11 @@ case "${1:-all}" in
   cli) run_cli ;;
   batch) run_batch ;;
   scale) run_scale ;;
+  single) run_single ;;
+  hostile) run_hostile ;;
   all) run_tests; run_cli; run_sanitize; run_bench ;;
   bench-all) shift; run_bench_all "$@" ;;
-  *) echo "usage: run.sh tests|sanitize|bench|cli|batch|scale|all|bench-all" >&2; exit 2 ;;
+  *) echo "usage: run.sh tests|sanitize|bench|cli|batch|scale|single|hostile|all|bench-all" >&2; exit 2 ;;
 esac
 if [ -n "${OUT:-}" ]; then
   tar -C "$out" -czf "$OUT/logs.tgz" .

@@ -6,9 +6,12 @@
 # exit 1), errors that are not exactly one line each, crashes or hangs,
 # leftover temporaries and changed inputs: all must be 0.
 #   scripts/hostile-sweep.sh [path/to/cbi-filter]     (default build/cbi-filter)
+# CBI_SWEEP_DEVICE=cuda runs it on the GPU (JPEGs then go through the GPU
+# decoder where the build has nvJPEG: the errors must be the same).
 set -u
 repo=$(cd "$(dirname "$0")/.." && pwd)
 CF=$(realpath "${1:-$repo/build/cbi-filter}")
+device=${CBI_SWEEP_DEVICE:-cpu}
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 cd "$work"
@@ -39,6 +42,9 @@ os.symlink('/nonexistent.png', 'bad/dangling.png')
 os.mkdir('bad/dir.png')
 PY
 cp "$repo"/fuzz/regressions/fuzz_image/* bad/
+# A real JPEG cut in its scan data, and one with nothing after its SOI.
+head -c 20000 "$repo/samples/butterfly.jpg" > bad/cut.jpg
+head -c 2 "$repo/samples/butterfly.jpg" > bad/soi.jpg
 
 cases=0 wrong_code=0 multi=0 hangs=0 outputs=0 leftovers=0
 snapshot() { find bad good.png -type f -print0 | sort -z | xargs -0 sha256sum; }
@@ -47,7 +53,7 @@ for f in bad/*; do
   for filters in "--blur 3" "--gaussian 9" "--sobel mag" "--color sepia" \
                  "--pipeline color:gray|gaussian:5|sobel:mag" "--blur 9 --schedule auto --tuning-cache $work/t.json"; do
     cases=$((cases + 1))
-    timeout 60 "$CF" "$f" $filters --device cpu -o out.png 2>err.txt >/dev/null
+    timeout 60 "$CF" "$f" $filters --device "$device" -o out.png 2>err.txt >/dev/null
     rc=$?
     [ $rc -ne 1 ] && { wrong_code=$((wrong_code + 1)); echo "exit $rc: $f $filters"; }
     [ $rc -ge 124 ] && hangs=$((hangs + 1))
@@ -58,7 +64,7 @@ done
 for options in "--output-dir outb" "--output-dir outb --format png" "--in-place" \
                "--output-dir outb --skip-existing --recursive" "--output-dir outb --jobs 64 --in-flight 1"; do
   cases=$((cases + 1))
-  timeout 120 "$CF" --input-dir bad $options --blur 3 --device cpu --quiet 2>err.txt
+  timeout 120 "$CF" --input-dir bad $options --blur 3 --device "$device" --quiet 2>err.txt
   rc=$?
   [ $rc -ne 1 ] && { wrong_code=$((wrong_code + 1)); echo "batch exit $rc: $options"; }
   [ $rc -ge 124 ] && hangs=$((hangs + 1))

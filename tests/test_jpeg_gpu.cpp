@@ -4,6 +4,7 @@
 // nvJPEG exists; skips without a device.
 #include "pipeline/jpeg_gpu.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <string>
@@ -23,10 +24,19 @@ namespace cbi {
 namespace {
 
 // Differences between nvJPEG and libjpeg-turbo (OpenCV's decoder) come from
-// the inverse DCT's rounding and the chroma upsampling; these bounds are the
-// measured worst case over the images below with some margin (the
-// measurement: the test's output, "max/mean |gpu - cpu|").
-constexpr double kMaxDiff = 64, kMeanDiff = 2.0;
+// the inverse DCT's rounding and the chroma upsampling. Measured (this
+// test's "max/mean |gpu - cpu|" lines, H100, nvJPEG 13.0): at most 3 levels
+// and a mean under 0.1 wherever the chroma planes are at least 2 samples
+// on each side; a subsampled image narrower or shorter than 16 pixels
+// (3x5, 1x777) differs by up to 15 levels (mean 5.3): libjpeg's upsampling
+// and nvJPEG's treat a one-sample chroma edge differently.
+struct Tolerance {
+    double max, mean;
+};
+Tolerance tolerance(const cv::Mat& img) {
+    if (img.channels() == 1 || std::min(img.cols, img.rows) >= 16) return {3, 0.1};
+    return {16, 6};
+}
 
 #define REQUIRE_GPU()                                                              \
     do {                                                                           \
@@ -81,8 +91,9 @@ void expect_close_to_cpu(GpuJpegCodec& codec, const std::vector<std::uint8_t>& j
     cv::minMaxLoc(diff.reshape(1), nullptr, &max);
     const double mean = cv::mean(diff.reshape(1))[0];
     std::printf("  %-44s %-8s max/mean |gpu - cpu| = %3.0f / %.3f\n", what.c_str(), decoder.c_str(), max, mean);
-    EXPECT_LE(max, kMaxDiff);
-    EXPECT_LE(mean, kMeanDiff);
+    const Tolerance t = tolerance(cpu);
+    EXPECT_LE(max, t.max);
+    EXPECT_LE(mean, t.mean);
 }
 
 TEST(JpegGpu, RealPhotosDecodeCloseToOpenCV) {
