@@ -631,6 +631,20 @@ int run(const CLI::App& app, Options& o) {
     const cbi::RunOptions run_options = resolve_run_options(o, device_spec, graph);
     require_codec(o, run_options);
 
+    // The device starts while the file is read and decoded (an error there
+    // comes back when the run uses the device).
+    std::thread warm_up([device = run_options.device] {
+        try {
+            cbi::warm_up(device);
+        } catch (const std::exception&) {
+        }
+    });
+    struct Joiner {
+        std::thread& t;
+        ~Joiner() {
+            if (t.joinable()) t.join();
+        }
+    } joiner{warm_up};
     const std::vector<std::uint8_t> bytes = cbi::read_file(input);
     const cbi::ImageHeader header = cbi::check_image(bytes, input.string(), o.max_pixels, o.max_memory);
     cbi::GraphExecutor executor(graph, run_options);
@@ -655,9 +669,11 @@ int run(const CLI::App& app, Options& o) {
         cbi::remove_stale_temporaries(output.has_parent_path() ? output.parent_path() : fs::path("."));
     };
 
-    // A JPEG decoded (and a JPEG output encoded) on the GPU; what its
-    // decoder refuses is decoded with OpenCV below.
-    if (o.codec != "cpu" && std::string_view(header.format) == "JPEG" && graph.outputs().size() == 1 &&
+    // --codec gpu: a JPEG decoded (and a JPEG output encoded) on the GPU;
+    // what its decoder refuses is decoded with OpenCV below. Not `auto` for
+    // one image: starting nvJPEG costs more than libjpeg-turbo takes
+    // (apps/bench/README.md, GPU codecs).
+    if (o.codec == "gpu" && std::string_view(header.format) == "JPEG" && graph.outputs().size() == 1 &&
         executor.decodes_jpeg()) {
         check_outputs(static_cast<int>(header.width), static_cast<int>(header.height), header.channels == 1 ? 1 : 3,
                       cbi::Depth::u8, CV_8U);
@@ -672,6 +688,7 @@ int run(const CLI::App& app, Options& o) {
     const cv::Mat image = cbi::decode_image(bytes, input.string(), o.max_pixels, o.max_memory);
     const cbi::ImageView in = cbi::view_of(image);
     check_outputs(in.width, in.height, in.channels, in.depth, image.depth());
+    warm_up.join();
     const auto results = executor.run(in);
     clear_temporaries();
     for (std::size_t i = 0; i < results.size(); ++i)
@@ -715,9 +732,9 @@ int main(int argc, char** argv) {
     app.add_option("--device", o.device,
                    "auto (default), cpu, cuda or cuda:N; in batch mode also several GPUs: cuda:all or cuda:0,2");
     app.add_option("--codec", o.codec,
-                   "where JPEG files are decoded and encoded: auto (default: on the GPU when the device is CUDA and "
-                   "this build has nvJPEG, else with OpenCV on the CPU), cpu, or gpu (an error where nvJPEG or CUDA is "
-                   "missing); other formats always use the CPU")
+                   "where JPEG files are decoded and encoded: auto (default: in batch mode on the GPU when the device "
+                   "is CUDA and this build has nvJPEG; one image, and other devices: OpenCV on the CPU), cpu, or gpu "
+                   "(an error where nvJPEG or CUDA is missing); other formats always use the CPU")
         ->check(CLI::IsMember({"auto", "cpu", "gpu"}));
     app.add_option("--block", o.block, "CUDA threads per block")->check(CLI::Range(1, 1024));
     app.add_option("--threads", o.threads, "CPU worker threads (default: all cores)")->check(CLI::Range(1, 4096));

@@ -26,6 +26,17 @@ bool built_with_cuda() {
 #endif
 }
 
+void warm_up(const ResolvedDevice& device) {
+#if CBI_HAVE_CUDA
+    if (device.cuda) {
+        use_device(device.index);
+        CBI_CUDA_CHECK(cudaFree(nullptr), "cudaFree(nullptr) to start the device");
+    }
+#else
+    (void)device;
+#endif
+}
+
 bool built_with_nvjpeg() {
 #if CBI_HAVE_NVJPEG
     return true;

@@ -44,6 +44,10 @@ std::vector<DeviceSpec> parse_devices(std::string_view text);
 std::vector<ResolvedDevice> resolve_devices(const std::vector<DeviceSpec>& specs, int host_rank = 0);
 
 bool built_with_cuda();
+// Starts `device` (CUDA: its context, a few hundred ms) so that a later run
+// does not wait for it; another thread may read and decode meanwhile. No-op
+// on the CPU. Throws cbi::Error as the run would.
+void warm_up(const ResolvedDevice& device);
 // Whether JPEG can be decoded and encoded on CUDA devices (nvJPEG).
 bool built_with_nvjpeg();
 
