@@ -165,7 +165,7 @@ TEST(Graph, SchedulesRefuseWhatTheyDoNotRunAndDefaultsFallBack) {
 TEST(Graph, StencilOnlySchedulesAreRefusedForPointwiseNodes) {
     expect_unsupported([] { parse_pipeline("blur:3 | color:gray@smem:32x8"); },
                        "stage 2 'color:gray@smem:32x8' (column 10): node 'n2': schedule smem:32x8 runs stencil filters "
-                       "only (blur, gaussian, sobel), not color:gray; use naive");
+                       "only (blur, gaussian, sobel, laplacian), not color:gray; use naive");
     expect_unsupported([] {
         graph_from_json(R"({"nodes": [{"name": "g", "filter": "color:gray", "input": "input", "schedule": "sep:64x32"}],
                             "outputs": ["g"]})");
