@@ -158,7 +158,7 @@ struct Options {
     bool print_pipeline = false, no_fuse = false, fuse_stencils = false;
     // One vector per filter flag; their order on the command line is
     // recovered from CLI11's parse order.
-    std::vector<std::string> blur, gaussian, sobel, color;
+    std::vector<std::string> blur, gaussian, sobel, laplacian, color;
     // Batch mode: --input-dir, or several inputs, or an output folder.
     std::string input_dir, output_dir, pattern, format = "same", shard;
     bool recursive = false, skip_existing = false, in_place = false, no_overlap = false, stats = false, quiet = false;
@@ -223,18 +223,20 @@ cbi::Graph chain_from_flags(const CLI::App& app, const Options& o) {
     cbi::NodeId last = cbi::Graph::input();
     for (const CLI::Option* opt : app.parse_order()) {
         const std::string name = opt->get_name();
-        const std::vector<std::string>* values = name == "--blur"       ? &o.blur
-                                                 : name == "--gaussian" ? &o.gaussian
-                                                 : name == "--sobel"    ? &o.sobel
-                                                 : name == "--color"    ? &o.color
-                                                                        : nullptr;
+        const std::vector<std::string>* values = name == "--blur"        ? &o.blur
+                                                 : name == "--gaussian"  ? &o.gaussian
+                                                 : name == "--sobel"     ? &o.sobel
+                                                 : name == "--laplacian" ? &o.laplacian
+                                                 : name == "--color"     ? &o.color
+                                                                         : nullptr;
         if (!values) continue;
         const std::string& value = (*values)[seen[opt]++];
         try {
-            cbi::Filter filter = name == "--blur"       ? cbi::Filter(cbi::parse_box(value))
-                                 : name == "--gaussian" ? cbi::Filter(cbi::parse_gaussian(value))
-                                 : name == "--sobel"    ? cbi::Filter(cbi::parse_sobel(value))
-                                                        : cbi::Filter(cbi::parse_color(value));
+            cbi::Filter filter = name == "--blur"        ? cbi::Filter(cbi::parse_box(value))
+                                 : name == "--gaussian"  ? cbi::Filter(cbi::parse_gaussian(value))
+                                 : name == "--sobel"     ? cbi::Filter(cbi::parse_sobel(value))
+                                 : name == "--laplacian" ? cbi::Filter(cbi::parse_laplacian(value))
+                                                         : cbi::Filter(cbi::parse_color(value));
             last = graph.add_filter("n" + std::to_string(graph.nodes().size()), filter, last);
         } catch (const std::invalid_argument& e) {
             throw UsageError{name + " " + value, e.what()};
@@ -248,11 +250,12 @@ cbi::Graph chain_from_flags(const CLI::App& app, const Options& o) {
 // global --schedule/--border are the defaults of nodes without their own;
 // given explicitly, they also replace a pipeline file's defaults.
 cbi::Graph build_graph(const CLI::App& app, const Options& o) {
-    const bool flags = app.count("--blur") + app.count("--gaussian") + app.count("--sobel") + app.count("--color") > 0;
+    const bool flags = app.count("--blur") + app.count("--gaussian") + app.count("--sobel") + app.count("--laplacian") +
+                           app.count("--color") > 0;
     const bool text = app.count("--pipeline") > 0, file = app.count("--pipeline-file") > 0;
     if (flags + text + file > 1)
         throw UsageError{file ? "--pipeline-file" : "--pipeline",
-                         "give one of --pipeline, --pipeline-file or filter flags (--blur, --gaussian, --sobel, --color)"};
+                         "give one of --pipeline, --pipeline-file or filter flags (--blur, --gaussian, --sobel, --laplacian, --color)"};
     cbi::Graph graph;
     if (text) {
         try {
@@ -721,6 +724,7 @@ int main(int argc, char** argv) {
     filter_flag("--blur", o.blur, "box blur K x K (cv::blur); K odd, 1..255");
     filter_flag("--gaussian", o.gaussian, "Gaussian K[:SIGMA] (cv::GaussianBlur); SIGMA 0 or absent: from K");
     filter_flag("--sobel", o.sobel, "Sobel x|y|mag[:KSIZE], KSIZE 1/3/5/7 (default mag:3)");
+    filter_flag("--laplacian", o.laplacian, "Laplacian |d2/dx2 + d2/dy2| KSIZE 1/3/5/7 (cv::Laplacian; 1: the 3x3 cross)");
     filter_flag("--color", o.color, "colour matrix gray|sepia|ycrcb or 9/12 numbers m00,m01,... on (R,G,B[,1])");
     app.add_option("--border", o.border, "reflect101 (default), reflect, replicate, constant[:V] or wrap");
     app.add_option("--schedule", o.schedule,

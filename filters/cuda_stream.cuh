@@ -42,10 +42,10 @@ int square_kernel_size(const Op& op) {
     return k;
 }
 
-// f(std::integral_constant<int, P>) for the op's pass count P (2: Sobel's magnitude).
+// f(std::integral_constant<int, P>) for the op's pass count P (2: Sobel's magnitude, Laplacian).
 template <class Op, class F>
 void with_passes(const Op& op, F&& f) {
-    if constexpr (requires { op.mode; }) {
+    if constexpr (MayRunTwoPasses<Op>) {
         if (op.passes() == 2) return f(std::integral_constant<int, 2>{});
     }
     f(std::integral_constant<int, 1>{});
@@ -336,6 +336,11 @@ template <class T, BorderMode B>
 auto any_border(const SobelOp<T, B>& op) {
     using R = SobelOp<T, BorderMode::reflect101, AnyBorderSource<T>>;
     return R{{{op.src.view, op.src.constant, B}, op.dst}, op.mode, op.k};
+}
+template <class T, BorderMode B>
+auto any_border(const LaplacianOp<T, B>& op) {
+    using R = LaplacianOp<T, BorderMode::reflect101, AnyBorderSource<T>>;
+    return R{{{op.src.view, op.src.constant, B}, op.dst}, op.k};
 }
 
 // R (samples per thread, 0: kStreamRun) and D (rows ahead) are template

@@ -44,7 +44,7 @@ template <class Schedule>
 constexpr bool kStagesTiles = std::is_same_v<Schedule, SmemTileSchedule> || std::is_same_v<Schedule, SepTileSchedule> ||
                              std::is_same_v<Schedule, StreamSchedule>;
 
-// Builds the stencil op of `filter` (box, Gaussian or Sobel) reading
+// Builds the stencil op of `filter` (box, Gaussian, Sobel or Laplacian) reading
 // `source` and writing `dst`, and calls f(op). Colour filters are not
 // stencils: f is not called. B is the border of the op's type; sources with
 // a run-time border rule pass any.
@@ -65,6 +65,8 @@ void with_stencil_op(const Filter& filter, const Src& source, const ImageView& d
         f(op);
     } else if (const auto* sobel = std::get_if<SobelFilter>(&filter)) {
         f(SobelOp<T, B, Src>{{source, dst}, sobel->mode, sobel_kernels(sobel->ksize)});
+    } else if (const auto* laplacian = std::get_if<LaplacianFilter>(&filter)) {
+        f(LaplacianOp<T, B, Src>{{source, dst}, laplacian_kernels(laplacian->ksize)});
     }
 }
 

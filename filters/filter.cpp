@@ -59,6 +59,9 @@ int parse_ksize(std::string_view filter, std::string_view text) {
     return k;
 }
 
+// The KSIZEs of OpenCV's Sobel kernels (Sobel and Laplacian).
+bool is_sobel_ksize(int k) { return k == 1 || k == 3 || k == 5 || k == 7; }
+
 // The shortest text that reads back as exactly v (to_chars' shortest
 // round-trip form): "1.23456789", "0.1", "1e-07", "-0", "5e-324".
 std::string number(double v) {
@@ -89,8 +92,15 @@ SobelFilter parse_sobel(std::string_view arg) {
     else if (parts[0] == "y") f.mode = SobelMode::y;
     else if (parts[0] == "mag" || parts[0].empty()) f.mode = SobelMode::mag;
     else invalid("sobel mode '" + std::string(parts[0]) + "' must be x, y or mag");
-    if (parts.size() == 2 && (!parse_int(parts[1], f.ksize) || (f.ksize != 1 && f.ksize != 3 && f.ksize != 5 && f.ksize != 7)))
+    if (parts.size() == 2 && (!parse_int(parts[1], f.ksize) || !is_sobel_ksize(f.ksize)))
         invalid("sobel ksize '" + std::string(parts[1]) + "' must be 1, 3, 5 or 7");
+    return f;
+}
+
+LaplacianFilter parse_laplacian(std::string_view arg) {
+    LaplacianFilter f;
+    if (!arg.empty() && (!parse_int(arg, f.ksize) || !is_sobel_ksize(f.ksize)))
+        invalid("laplacian ksize '" + std::string(arg) + "' must be 1, 3, 5 or 7");
     return f;
 }
 
@@ -119,8 +129,9 @@ Filter parse_filter(std::string_view spec) {
     if (name == "blur") return parse_box(arg);
     if (name == "gaussian") return parse_gaussian(arg);
     if (name == "sobel") return parse_sobel(arg.empty() ? "mag" : arg);
+    if (name == "laplacian") return parse_laplacian(arg);
     if (name == "color") return parse_color(arg);
-    invalid("unknown filter '" + std::string(name) + "' (blur, gaussian, sobel or color)");
+    invalid("unknown filter '" + std::string(name) + "' (blur, gaussian, sobel, laplacian or color)");
 }
 
 BlendFilter parse_blend(std::string_view arg) {
@@ -175,6 +186,7 @@ std::string to_string(const Filter& filter) {
             const char* mode = f.mode == SobelMode::x ? "x" : f.mode == SobelMode::y ? "y" : "mag";
             return std::string("sobel:") + mode + ":" + std::to_string(f.ksize);
         }
+        std::string operator()(const LaplacianFilter& f) const { return "laplacian:" + std::to_string(f.ksize); }
         std::string operator()(const ColorFilter& f) const {
             switch (f.preset) {
                 case ColorPreset::gray: return "color:gray";
@@ -286,7 +298,7 @@ void sobel_kernel(int* k, int order, int size) {
         return;
     }
     if (size == 3) {
-        const int tables[2][3] = {{1, 2, 1}, {-1, 0, 1}};
+        const int tables[3][3] = {{1, 2, 1}, {-1, 0, 1}, {1, -2, 1}};
         for (int i = 0; i < 3; ++i) k[i] = tables[order][i];
         return;
     }
@@ -316,6 +328,15 @@ SobelKernels sobel_kernels(int ksize) {
     k.deriv_size = ksize == 1 ? 3 : ksize;  // OpenCV widens a 1st derivative of ksize 1 to [-1 0 1]
     k.smooth_size = ksize;
     sobel_kernel(k.deriv, 1, k.deriv_size);
+    sobel_kernel(k.smooth, 0, k.smooth_size);
+    return k;
+}
+
+SobelKernels laplacian_kernels(int ksize) {
+    SobelKernels k{};
+    k.deriv_size = ksize == 1 ? 3 : ksize;  // as cv::getSobelKernels for dx > 0
+    k.smooth_size = ksize;
+    sobel_kernel(k.deriv, 2, k.deriv_size);
     sobel_kernel(k.smooth, 0, k.smooth_size);
     return k;
 }
@@ -385,16 +406,17 @@ std::string forms_where(Pick pick) {
 
 std::string not_pointwise(const ScheduleSpec& schedule, const std::string& what) {
     if (schedule_entry(schedule).can.pointwise) return {};
-    return "schedule " + schedule.to_string() + " runs stencil filters only (blur, gaussian, sobel), not " + what +
+    return "schedule " + schedule.to_string() + " runs stencil filters only (blur, gaussian, sobel, laplacian), not " + what +
            "; use " + forms_where([](const ScheduleEntry& e) { return e.can.pointwise; });
 }
 
-// The side of the square a stencil's schedule must cover (Sobel's KSIZE 1
-// is 3x1 and 1x3: not square, counted as unbounded).
+// The side of the square a stencil's schedule must cover (Sobel's and
+// Laplacian's KSIZE 1 are 3x1 and 1x3: not square, counted as unbounded).
 int stencil_size(const Filter& filter) {
     if (const auto* box = std::get_if<BoxFilter>(&filter)) return box->ksize;
     if (const auto* gauss = std::get_if<GaussianFilter>(&filter)) return gauss->ksize;
-    const int k = std::get<SobelFilter>(filter).ksize;
+    const auto* laplacian = std::get_if<LaplacianFilter>(&filter);
+    const int k = laplacian ? laplacian->ksize : std::get<SobelFilter>(filter).ksize;
     return k == 1 ? kMaxKernel + 1 : k;
 }
 }  // namespace
@@ -408,7 +430,7 @@ std::string why_unsupported(const ScheduleSpec& schedule, const Filter& filter, 
                forms_where([](const ScheduleEntry& e) { return e.can.stencil; });
     if (can.max_ksize > 0 && stencil_size(filter) > can.max_ksize)
         return name + " runs stencils up to " + std::to_string(can.max_ksize) + "x" + std::to_string(can.max_ksize) +
-               " (sobel KSIZE 3 and up), not " + to_string(filter) + "; use " +
+               " (sobel, laplacian KSIZE 3 and up), not " + to_string(filter) + "; use " +
                forms_where([](const ScheduleEntry& e) { return e.can.stencil && e.can.max_ksize == 0; });
     if (fusion.color && !can.fuses_color)
         return name + " reads stored images: it cannot compute a fused colour node; use " +

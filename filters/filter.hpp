@@ -4,9 +4,12 @@
 //   BoxFilter       cv::blur(src, dst, {k,k}, {-1,-1}, border)
 //   GaussianFilter  cv::GaussianBlur(src, dst, {k,k}, sigma, sigma, border)
 //   SobelFilter     |gx|, |gy| or sqrt(gx^2+gy^2) of cv::Sobel(src, CV_32F, ...)
+//   LaplacianFilter |cv::Laplacian(src, CV_32F, ksize, 1, 0, border)|
 //   ColorFilter     3x3/3x4 matrix on (R,G,B); alpha kept; gray gives 1 channel;
 //                   a 1-channel input is read as R = G = B (gray of it: itself)
-// Kernel sizes: odd, 1..kMaxKernel (Sobel: 1, 3, 5, 7).
+// Kernel sizes: odd, 1..kMaxKernel (Sobel, Laplacian: 1, 3, 5, 7).
+// Sobel and Laplacian results are converted to the input depth with
+// rounding and saturation (float stays float).
 #include <array>
 #include <optional>
 #include <string>
@@ -34,6 +37,10 @@ struct SobelFilter {
     int ksize = 3;
     friend bool operator==(const SobelFilter&, const SobelFilter&) = default;
 };
+struct LaplacianFilter {
+    int ksize = 1;  // cv::Laplacian's default
+    friend bool operator==(const LaplacianFilter&, const LaplacianFilter&) = default;
+};
 enum class ColorPreset : std::uint8_t { custom, gray, sepia, ycrcb };
 struct ColorFilter {
     ColorPreset preset = ColorPreset::gray;
@@ -42,7 +49,7 @@ struct ColorFilter {
     friend bool operator==(const ColorFilter&, const ColorFilter&) = default;
 };
 
-using Filter = std::variant<BoxFilter, GaussianFilter, SobelFilter, ColorFilter>;
+using Filter = std::variant<BoxFilter, GaussianFilter, SobelFilter, LaplacianFilter, ColorFilter>;
 
 // The two-input node of a graph: alpha*A + beta*B + gamma per sample, as
 // cv::addWeighted (rounded and saturated to the depth). Unsharp masking is
@@ -91,15 +98,17 @@ struct FilterRun {
 // option and the valid forms.
 //   box:      "K"                       gaussian: "K[:SIGMA]"
 //   sobel:    "x|y|mag[:KSIZE]"          color:    "gray|sepia|ycrcb|m00,m01,...(9 or 12 numbers)"
+//   laplacian: "[KSIZE]"
 //   border:   "reflect101|reflect|replicate|constant[:V]|wrap"
 BoxFilter parse_box(std::string_view arg);
 GaussianFilter parse_gaussian(std::string_view arg);
 SobelFilter parse_sobel(std::string_view arg);
+LaplacianFilter parse_laplacian(std::string_view arg);
 ColorFilter parse_color(std::string_view arg);
 Border parse_border(std::string_view arg);
 
-// "blur:K", "gaussian:K[:SIGMA]", "sobel:MODE[:KSIZE]" or "color:SPEC": the
-// form to_string prints and the pipeline language uses.
+// "blur:K", "gaussian:K[:SIGMA]", "sobel:MODE[:KSIZE]", "laplacian[:KSIZE]"
+// or "color:SPEC": the form to_string prints and the pipeline language uses.
 Filter parse_filter(std::string_view spec);
 
 std::string to_string(const Filter& f);   // "gaussian:5:1.2"
@@ -124,6 +133,9 @@ GaussianFixedKernel gaussian_fixed_weights(int ksize, double sigma);
 
 // OpenCV's Sobel kernels for a first derivative (cv::getDerivKernels).
 SobelKernels sobel_kernels(int ksize);
+// The kernels of cv::Laplacian: a second derivative and its smoothing
+// (cv::getSobelKernels(2, 0, ksize); KSIZE 1 widens the derivative to 3).
+SobelKernels laplacian_kernels(int ksize);
 
 // The colour matrix in storage order for a depth (presets with offsets,
 // such as ycrcb's 128 for 8-bit, depend on it) and an input of

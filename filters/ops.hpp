@@ -213,13 +213,29 @@ struct GaussianOp : SeparableStencil<GaussianOp<T, B, Src>, T, B, Src> {
 enum class SobelMode : std::uint8_t { x, y, mag };
 
 // Separable integer Sobel kernels in OpenCV's layout (cv::getDerivKernels).
-// gx uses deriv across x and smooth down y; gy the transpose.
+// gx uses deriv across x and smooth down y; gy the transpose. The
+// Laplacian's hold a second derivative in deriv.
 struct SobelKernels {
     int deriv[7];        // derivative kernel (length max(ksize, 3))
     int smooth[7];       // smoothing kernel (length ksize)
     int deriv_size;
     int smooth_size;
 };
+
+// Ops whose passes() may be 2 (Sobel's magnitude, Laplacian): kernels that
+// take the pass count as a template argument build two-pass bodies for
+// these only.
+template <class Op>
+concept MayRunTwoPasses = requires { requires Op::kMayRunTwoPasses; };
+
+// The derivative ops' sums (integer kernels: exact integers for integer
+// samples) as float, as cv::Sobel/cv::Laplacian to CV_32F give them.
+template <class T, class Acc>
+CBI_HOST_DEVICE float derivative_to_float(Acc g) {
+    // 8-bit sums stay below 2^22 (255 * 20 * 64 for Sobel KSIZE 7): the cheap exact conversion.
+    if constexpr (std::is_same_v<T, std::uint8_t>) return small_int_to_float(g);
+    else return static_cast<float>(g);
+}
 
 // cv::Sobel to CV_32F, then |gx|, |gy| or sqrt(gx^2 + gy^2), converted to
 // the sample type. Integer inputs give exact integer gradients. Passes:
@@ -228,6 +244,7 @@ template <class T, BorderMode B, class Src = BorderedSource<T, B>>
 struct SobelOp : SeparableStencil<SobelOp<T, B, Src>, T, B, Src> {
     SobelMode mode;
     SobelKernels k;
+    static constexpr bool kMayRunTwoPasses = true;
 
     using Acc = std::conditional_t<std::is_same_v<T, float>, float, std::int32_t>;
     using W = int;
@@ -238,15 +255,37 @@ struct SobelOp : SeparableStencil<SobelOp<T, B, Src>, T, B, Src> {
     CBI_HOST_DEVICE int kw(int p) const { return is_gx(p) ? k.deriv_size : k.smooth_size; }
     CBI_HOST_DEVICE int kh(int p) const { return is_gx(p) ? k.smooth_size : k.deriv_size; }
     CBI_HOST_DEVICE T finish(const Acc* sums) const {
-        // 8-bit gradients stay below 255 * 20 * 64 < 2^22 (KSIZE 7): the cheap exact conversion.
-        const auto as_float = [](Acc g) {
-            if constexpr (std::is_same_v<T, std::uint8_t>) return small_int_to_float(g);
-            else return static_cast<float>(g);
-        };
-        const float g0 = as_float(sums[0]);
+        const float g0 = derivative_to_float<T>(sums[0]);
         if (mode != SobelMode::mag) return saturate_round<T>(g0 < 0.f ? -g0 : g0);
-        const float g1 = as_float(sums[1]);
+        const float g1 = derivative_to_float<T>(sums[1]);
         return saturate_round<T>(sqrtf(add_rn(mul_rn(g0, g0), mul_rn(g1, g1))));
+    }
+};
+
+// cv::Laplacian to CV_32F: d2x + d2y, the second-derivative Sobel kernels
+// of cv::getSobelKernels(2, 0, KSIZE) and their transpose (KSIZE 1: the
+// 3x3 cross [0 1 0; 1 -4 1; 0 1 0], as 3x1 + 1x3), then |d2x + d2y|
+// converted to the sample type, as SobelOp's x and y modes. Integer inputs
+// give exact integer sums (8-bit: below 255 * 12 * 64 * 2 < 2^22). Passes:
+// {d2x, d2y}.
+template <class T, BorderMode B, class Src = BorderedSource<T, B>>
+struct LaplacianOp : SeparableStencil<LaplacianOp<T, B, Src>, T, B, Src> {
+    SobelKernels k;  // laplacian_kernels(KSIZE)
+    static constexpr bool kMayRunTwoPasses = true;
+
+    using Acc = std::conditional_t<std::is_same_v<T, float>, float, std::int32_t>;
+    using W = int;
+    CBI_HOST_DEVICE int passes() const { return 2; }
+    CBI_HOST_DEVICE const W* wx(int p) const { return p == 0 ? k.deriv : k.smooth; }
+    CBI_HOST_DEVICE const W* wy(int p) const { return p == 0 ? k.smooth : k.deriv; }
+    CBI_HOST_DEVICE int kw(int p) const { return p == 0 ? k.deriv_size : k.smooth_size; }
+    CBI_HOST_DEVICE int kh(int p) const { return p == 0 ? k.smooth_size : k.deriv_size; }
+    CBI_HOST_DEVICE T finish(const Acc* sums) const {
+        // Integers: one exact sum; float: d2x + d2y rounded once, as OpenCV adds its two planes.
+        float g;
+        if constexpr (std::is_same_v<Acc, float>) g = add_rn(sums[0], sums[1]);
+        else g = derivative_to_float<T>(sums[0] + sums[1]);
+        return saturate_round<T>(g < 0.f ? -g : g);
     }
 };
 

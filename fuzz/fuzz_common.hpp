@@ -61,6 +61,7 @@ inline bool same(const cbi::GaussianFilter& a, const cbi::GaussianFilter& b) {
     return a.ksize == b.ksize && same(a.sigma, b.sigma);
 }
 inline bool same(const cbi::SobelFilter& a, const cbi::SobelFilter& b) { return a.mode == b.mode && a.ksize == b.ksize; }
+inline bool same(const cbi::LaplacianFilter& a, const cbi::LaplacianFilter& b) { return a.ksize == b.ksize; }
 inline bool same(const cbi::ColorFilter& a, const cbi::ColorFilter& b) {
     if (a.preset != b.preset) return false;
     for (std::size_t i = 0; i < a.rgb_matrix.size(); ++i)

@@ -35,15 +35,19 @@ constexpr DefaultRow kTable[] = {
     {gpu, OpKind::box, 9, kAny, 1, "sep:128x32 sep:64x32 stream:128x16"},
     {gpu, OpKind::gaussian, 9, kAny, 1, "sep:128x32 sep:64x32 stream:256x32"},
     {gpu, OpKind::sobel, 9, kAny, 0, "stream:256x16 stream:512x8 stream:128x16"},
+    // Laplacian: not measured; sobel:mag's rows for other depths (the same
+    // two passes, and the 8-bit streaming kernel does not take it).
+    {gpu, OpKind::laplacian, 9, kAny, 0, "stream:256x16 stream:512x8 stream:128x16"},
     // Float, 3 or 4 channels.
     {gpu, OpKind::box, 9, kAny, 0, "sep:32x32 sep:64x32 sep:128x32"},
     {gpu, OpKind::gaussian, 9, kAny, 0, "sep:64x32 sep:32x32 sep:128x32"},
-    // Larger stencils (and Sobel KSIZE 1): the staged tiles, whose box sums do not grow with K.
+    // Larger stencils (and Sobel, Laplacian KSIZE 1): the staged tiles, whose box sums do not grow with K.
     {gpu, OpKind::box, 0, kAny, 1, "sep:64x32 sep:128x32 sep:32x32"},
     {gpu, OpKind::box, 0, kAny, 0, "sep:32x32 sep:64x32 sep:128x32"},
     {gpu, OpKind::gaussian, 0, kAny, 1, "sep:64x32 sep:128x32 sep:32x32"},
     {gpu, OpKind::gaussian, 0, kAny, 0, "sep:32x32 sep:64x32 sep:128x32"},
     {gpu, OpKind::sobel, 0, kAny, 0, "sep:64x32 sep:32x32 sep:128x32"},
+    {gpu, OpKind::laplacian, 0, kAny, 0, "sep:64x32 sep:32x32 sep:128x32"},
     // Pointwise: runs of N pixels as whole words.
     {gpu, OpKind::color, 0, u8, 0, "vec:8 vec:4 vec:16"},
     {gpu, OpKind::color, 0, kAny, 0, "vec:4 vec:2 vec:8"},
@@ -53,6 +57,7 @@ constexpr DefaultRow kTable[] = {
     {cpu, OpKind::box, 0, kAny, 0, "sep:256x256 sep:128x128 sep:512x512"},
     {cpu, OpKind::gaussian, 0, kAny, 0, "sep:256x256 sep:128x128 sep:512x512"},
     {cpu, OpKind::sobel, 0, kAny, 0, "sep:256x256 sep:128x128 sep:512x512"},
+    {cpu, OpKind::laplacian, 0, kAny, 0, "sep:256x256 sep:128x128 sep:512x512"},  // not measured: sobel's row
     {cpu, OpKind::color, 0, kAny, 0, "naive"},
     {cpu, OpKind::blend, 0, kAny, 0, "naive"},
 };
@@ -63,6 +68,7 @@ int ksize_of(const NodeOp& op) {
     if (const auto* b = std::get_if<BoxFilter>(f)) return b->ksize;
     if (const auto* g = std::get_if<GaussianFilter>(f)) return g->ksize;
     if (const auto* s = std::get_if<SobelFilter>(f)) return s->ksize;
+    if (const auto* l = std::get_if<LaplacianFilter>(f)) return l->ksize;
     return 0;
 }
 
@@ -99,6 +105,7 @@ OpKind op_kind(const NodeOp& op) {
     if (std::holds_alternative<BoxFilter>(*f)) return OpKind::box;
     if (std::holds_alternative<GaussianFilter>(*f)) return OpKind::gaussian;
     if (std::holds_alternative<SobelFilter>(*f)) return OpKind::sobel;
+    if (std::holds_alternative<LaplacianFilter>(*f)) return OpKind::laplacian;
     return OpKind::color;
 }
 

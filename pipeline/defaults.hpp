@@ -13,7 +13,7 @@
 
 namespace cbi {
 
-enum class OpKind : std::uint8_t { box, gaussian, sobel, color, blend };
+enum class OpKind : std::uint8_t { box, gaussian, sobel, laplacian, color, blend };
 OpKind op_kind(const NodeOp& op);
 
 // What the table's choice depends on besides the operation.

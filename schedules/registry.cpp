@@ -93,12 +93,12 @@ constexpr ScheduleEntry registry[] = {
      "tile:1x1 tile:4x3 tile:32x8 tile:16x16 tile:5000x2", kPerPixel, parse_tile},
     {"smem", "smem:WxH",
      "CUDA blocks stage a WxH output tile plus halo in shared memory (coalesced loads) and run the separable "
-     "passes there; stencils only (blur, gaussian, sobel); +ORDER sets the order blocks take tiles in",
+     "passes there; stencils only (blur, gaussian, sobel, laplacian); +ORDER sets the order blocks take tiles in",
      "smem:1x1 smem:7x5 smem:32x8 smem:64x16 smem:128x8 smem:32x8+column:2", kStagedTile, parse_smem},
     {"sep", "sep:WxH",
      "CUDA blocks stage a WxH output tile plus halo in shared memory, then each thread computes runs of 8 outputs "
      "from a register window: row sums across x, then column sums down y; box slides running sums (cost independent "
-     "of k; integers exact, float within 1e-5 of the direct sum); stencils only (blur, gaussian, sobel); +ORDER "
+     "of k; integers exact, float within 1e-5 of the direct sum); stencils only (blur, gaussian, sobel, laplacian); +ORDER "
      "sets the order blocks (CPU: tasks) take tiles in",
      "sep:1x1 sep:7x5 sep:13x40 sep:64x32 sep:128x16 sep:64x32+column:4 sep:13x40+zigzag:3 sep:7x5+tile:2x3",
      kStagedTile, parse_sep},
@@ -107,7 +107,7 @@ constexpr ScheduleEntry registry[] = {
      "(4 for float) plus halo as aligned words and keeps the row sums of the last K rows in a ring (registers for "
      "3x3, its own shared-memory slots above; no barriers); 8-bit images sum columns first, two samples per "
      "32-bit register, each warp a chunk of the row (W sets the warps per block); blur and gaussian with K <= 9, "
-     "sobel with KSIZE 3, 5, 7; +ORDER sets the order blocks take strips in",
+     "sobel and laplacian with KSIZE 3, 5, 7; +ORDER sets the order blocks take strips in",
      "stream:1x1 stream:7x5 stream:13x40 stream:1024x8 stream:128x32 stream:128x32+column:2", kStrip, parse_stream},
     {"vec", "vec:N",
      "each CUDA thread computes N consecutive pixels of a row (N = 1, 2, 4, 8, 16), loading and storing whole aligned words "

@@ -39,6 +39,7 @@ using reference::transform_rgb;
 inline const char* const kFilters[] = {
     "blur:1",     "blur:3",      "blur:9",      "gaussian:3", "gaussian:5:1.2", "gaussian:9",
     "sobel:x:1",  "sobel:y:1",   "sobel:mag:3", "sobel:x:5",  "sobel:y:7",      "sobel:mag:7",
+    "laplacian:1", "laplacian:3", "laplacian:5", "laplacian:7",
     "color:gray", "color:sepia", "color:ycrcb", "color:0.5,0.25,0.25,10,-0.2,1.1,0.1,-5,0.3,0.3,0.3,0"};
 inline const char* const kBorders[] = {"reflect101", "reflect", "replicate", "constant", "constant:7", "wrap"};
 inline const cv::Size kSizes[] = {{1, 1}, {1, 17}, {17, 1}, {31, 7}, {257, 129}, {1000, 3}};

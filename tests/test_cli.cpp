@@ -78,6 +78,46 @@ TEST(Cli, ChainTextJsonFileAndFlagsGiveIdenticalOutputsEqualToOpenCV) {
               << a.total() << " px)\n";
 }
 
+// --laplacian K, the pipeline stage laplacian:K and a JSON node give the
+// same file, within 1 of |cv::Laplacian| on the photo, for every KSIZE; a
+// bad KSIZE is a usage error, a schedule that cannot take KSIZE 1 exit 1.
+TEST(Cli, LaplacianFlagTextAndJsonGiveIdenticalOutputsEqualToOpenCV) {
+    TempDir dir;
+    const cv::Mat photo = cbi::read_image(kPhoto);
+    for (const char* k : {"1", "3", "5", "7"}) {
+        SCOPED_TRACE(k);
+        const std::string stage = std::string("laplacian:") + k;
+        std::ofstream(dir / "lap.json") << R"({"nodes": [{"name": "lap", "filter": ")" << stage
+                                        << R"(", "input": "input"}], "outputs": ["lap"]})";
+        const auto flags = run_cli({kPhoto, "--device", "cpu", "--laplacian", k, "-o", (dir / "flags.png").string()}, dir.path());
+        ASSERT_EQ(flags.code, 0) << flags.err;
+        const auto text = run_cli({kPhoto, "--device", "cpu", "--pipeline", stage, "-o", (dir / "text.png").string()}, dir.path());
+        ASSERT_EQ(text.code, 0) << text.err;
+        const auto json = run_cli({kPhoto, "--device", "cpu", "--pipeline-file", (dir / "lap.json").string(), "-o",
+                                   (dir / "json.png").string()},
+                                  dir.path());
+        ASSERT_EQ(json.code, 0) << json.err;
+        const cv::Mat a = decoded(dir / "flags.png"), b = decoded(dir / "text.png"), c = decoded(dir / "json.png");
+        ASSERT_EQ(a.type(), photo.type());
+        EXPECT_EQ(cv::norm(a, b, cv::NORM_INF), 0.0);
+        EXPECT_EQ(cv::norm(a, c, cv::NORM_INF), 0.0);
+        EXPECT_GT(cv::norm(a, cv::NORM_INF), 0.0);
+        cv::Mat lap, want;
+        cv::Laplacian(photo, lap, CV_32F, std::stoi(k), 1, 0, cv::BORDER_REFLECT_101);
+        cv::Mat(cv::abs(lap)).convertTo(want, CV_8U);
+        EXPECT_LE(cv::norm(a, want, cv::NORM_INF), 1.0);
+    }
+    const std::string out = (dir / "out.png").string();
+    const auto bad = run_cli({kPhoto, "--device", "cpu", "--laplacian", "4", "-o", out}, dir.path());
+    EXPECT_EQ(bad.code, 2) << bad.err;
+    EXPECT_NE(bad.err.find("--laplacian 4: laplacian ksize '4' must be 1, 3, 5 or 7"), std::string::npos) << bad.err;
+    const auto cross = run_cli({kPhoto, "--device", "cpu", "--laplacian", "1", "--schedule", "stream:64x16", "-o", out},
+                               dir.path());
+    EXPECT_EQ(cross.code, 1) << cross.err;
+    EXPECT_NE(cross.err.find("schedule stream:64x16 runs stencils up to 9x9"), std::string::npos) << cross.err;
+    EXPECT_FALSE(fs::exists(out));
+}
+
 // The first acceptance check: the photo blurred through the CLI equals
 // cv::blur (within 1) for every registered schedule.
 TEST(Cli, Blur9OnAPhotoEqualsOpenCVForEveryRegisteredSchedule) {

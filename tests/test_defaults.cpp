@@ -29,6 +29,7 @@ NodeOp example_op(const DefaultRow& row) {
         case OpKind::box: return parse_filter("blur:" + std::to_string(k));
         case OpKind::gaussian: return parse_filter("gaussian:" + std::to_string(k));
         case OpKind::sobel: return parse_filter(row.max_ksize > 0 ? "sobel:mag:7" : "sobel:mag:1");
+        case OpKind::laplacian: return parse_filter(row.max_ksize > 0 ? "laplacian:7" : "laplacian:1");
         case OpKind::color: return parse_filter("color:sepia");
         case OpKind::blend: return BlendFilter{};
     }
@@ -53,7 +54,7 @@ TEST(DefaultTable, EveryRowsSchedulesParseAndTheFirstRunsWhatTheRowMatches) {
 TEST(DefaultTable, EveryNodeGetsASupportedSchedule) {
     for (const bool cuda : {false, true})
         for (const char* f : {"blur:1", "blur:9", "blur:31", "gaussian:9", "gaussian:255", "sobel:x:1", "sobel:mag:3",
-                              "sobel:y:7", "color:gray", "color:ycrcb"})
+                              "sobel:y:7", "laplacian:1", "laplacian:3", "laplacian:7", "color:gray", "color:ycrcb"})
             for (const Depth depth : {Depth::u8, Depth::u16, Depth::f32})
                 for (const int ch : {1, 3, 4}) {
                         const Filter filter = parse_filter(f);
@@ -68,6 +69,8 @@ TEST(DefaultTable, EveryNodeGetsASupportedSchedule) {
     // The GPU's 8-bit stencils up to 9x9 stream; Sobel KSIZE 1 cannot, and takes the next row.
     EXPECT_EQ(default_schedule(parse_filter("blur:9"), {}, {Depth::u8, 3, true}).family, ScheduleFamily::stream);
     EXPECT_EQ(default_schedule(parse_filter("sobel:x:1"), {}, {Depth::u8, 3, true}).family, ScheduleFamily::sep);
+    EXPECT_EQ(default_schedule(parse_filter("laplacian:1"), {}, {Depth::u8, 3, true}).family, ScheduleFamily::sep);
+    EXPECT_EQ(default_schedule(parse_filter("laplacian:3"), {}, {Depth::u8, 3, true}).family, ScheduleFamily::stream);
     EXPECT_EQ(default_schedule(parse_filter("color:sepia"), {}, {Depth::u8, 3, true}).to_string(), "vec:8");
 }
 
@@ -100,7 +103,7 @@ TEST(Routing, CpuNodesRunTheKernelTheirScheduleNames) {
         for (const int ch : {1, 3, 4}) {
             SCOPED_TRACE(std::to_string(static_cast<int>(depth)) + " " + std::to_string(ch));
             // The default table's choices: the vectorised paths.
-            for (const char* f : {"blur:9", "gaussian:9", "sobel:x", "blur:31", "sobel:mag:1"}) {
+            for (const char* f : {"blur:9", "gaussian:9", "sobel:x", "blur:31", "sobel:mag:1", "laplacian:1", "laplacian:5"}) {
                 const std::string s = default_schedule(parse_filter(f), {}, {depth, ch, false}).to_string();
                 EXPECT_EQ(cpu_path(f, s.c_str(), depth, ch), KernelPath::cpu_separable_tiles) << f << " " << s;
             }
@@ -135,6 +138,7 @@ TEST(RoutingCuda, GpuNodesRunTheKernelTheirScheduleNames) {
         EXPECT_EQ(cuda_path("blur:9", "stream:256x16", Depth::u8, ch), KernelPath::cuda_stream8);
         EXPECT_EQ(cuda_path("gaussian:9", "stream:256x16+column:2", Depth::u8, ch), KernelPath::cuda_stream8);
         EXPECT_EQ(cuda_path("sobel:mag", "stream:128x16", Depth::u8, ch), KernelPath::cuda_stream8);
+        EXPECT_EQ(cuda_path("laplacian:3", "stream:128x16", Depth::u8, ch), KernelPath::cuda_stream);  // not a kStream8Op
         EXPECT_EQ(cuda_path("blur:9", "stream:256x16", Depth::f32, ch), KernelPath::cuda_stream);
         EXPECT_EQ(cuda_path("blur:9", "sep:32x32", Depth::f32, ch), KernelPath::cuda_sep);  // 128x32 x 4 floats: too much shared memory
         EXPECT_EQ(cuda_path("blur:9", "smem:32x8", Depth::u16, ch), KernelPath::cuda_smem);

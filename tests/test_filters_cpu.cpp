@@ -103,7 +103,7 @@ void expect_tiles_equal_naive(FilterRun node, const cv::Mat& src, int out_channe
 }
 
 TEST(CpuSchedules, EveryScheduleGivesTheNaiveResultBitExactly) {
-    const char* filters[] = {"blur:5", "gaussian:7:2", "sobel:mag:3", "color:sepia"};
+    const char* filters[] = {"blur:5", "gaussian:7:2", "sobel:mag:3", "laplacian:1", "laplacian:5", "color:sepia"};
     const cv::Size sizes[] = {{1, 1}, {31, 7}, {257, 129}, {33, 40}};
     unsigned seed = 100;
     for (const char* filter_text : filters)
@@ -329,7 +329,8 @@ TEST(CpuKernels, FloatTapTilesEqualPerPixelPathAtOddWidths) {
     const std::tuple<const char*, Depth> cases[] = {
         {"gaussian:1", Depth::f32},  {"gaussian:3", Depth::f32},  {"gaussian:5", Depth::f32},
         {"gaussian:9", Depth::f32},  {"gaussian:31", Depth::f32}, {"gaussian:9", Depth::u16},
-        {"sobel:mag:3", Depth::f32}, {"sobel:x:5", Depth::f32},   {"sobel:y:7", Depth::f32}};
+        {"sobel:mag:3", Depth::f32}, {"sobel:x:5", Depth::f32},   {"sobel:y:7", Depth::f32},
+        {"laplacian:1", Depth::f32}, {"laplacian:3", Depth::f32}, {"laplacian:7", Depth::f32}};
     for (const auto& [filter_text, depth] : cases)
         for (const cv::Size size : {cv::Size{1, 3}, cv::Size{15, 9}, cv::Size{33, 40}, cv::Size{131, 23}})
             for (const int channels : {1, 3, 4})
@@ -419,6 +420,33 @@ TEST(CpuKernels, SobelKernelsEqualOpenCV) {
         ASSERT_EQ(s.smooth_size, ky.total());
         for (int i = 0; i < s.deriv_size; ++i) EXPECT_EQ(s.deriv[i], kx.at<float>(i)) << k;
         for (int i = 0; i < s.smooth_size; ++i) EXPECT_EQ(s.smooth[i], ky.at<float>(i)) << k;
+    }
+}
+
+// cv::Laplacian's kernels: getSobelKernels(2, 0, KSIZE); KSIZE 1 and 3 use
+// the 3x3 kernels [0 1 0; 1 -4 1; 0 1 0] and [2 0 2; 0 -8 0; 2 0 2], which
+// are d2x + d2y of these.
+TEST(CpuKernels, LaplacianKernelsEqualOpenCV) {
+    for (int k : {1, 3, 5, 7}) {
+        cv::Mat kx, ky;
+        cv::getDerivKernels(kx, ky, 2, 0, k, false, CV_32F);
+        const SobelKernels s = laplacian_kernels(k);
+        ASSERT_EQ(s.deriv_size, kx.total());
+        ASSERT_EQ(s.smooth_size, ky.total());
+        for (int i = 0; i < s.deriv_size; ++i) EXPECT_EQ(s.deriv[i], kx.at<float>(i)) << k;
+        for (int i = 0; i < s.smooth_size; ++i) EXPECT_EQ(s.smooth[i], ky.at<float>(i)) << k;
+    }
+    const int cross[3][3] = {{0, 1, 0}, {1, -4, 1}, {0, 1, 0}}, ring[3][3] = {{2, 0, 2}, {0, -8, 0}, {2, 0, 2}};
+    for (int k : {1, 3}) {
+        const SobelKernels s = laplacian_kernels(k);
+        for (int y = 0; y < 3; ++y)
+            for (int x = 0; x < 3; ++x) {
+                // d2x: deriv across x, smooth down y (centred); d2y the transpose.
+                const auto tap = [&](const int* w, int n, int i) { return std::abs(i - 1) <= n / 2 ? w[i - 1 + n / 2] : 0; };
+                const int sum = tap(s.deriv, s.deriv_size, x) * tap(s.smooth, s.smooth_size, y) +
+                                tap(s.smooth, s.smooth_size, x) * tap(s.deriv, s.deriv_size, y);
+                EXPECT_EQ(sum, (k == 1 ? cross : ring)[y][x]) << k << " at " << x << "," << y;
+            }
     }
 }
 
@@ -709,11 +737,13 @@ TEST(CpuChain, FusedStencilPairsGiveTheRowMajorResultInEveryTileOrder) {
 }
 
 TEST(CpuParse, FilterStringsRoundTripAndBadOnesAreRejected) {
-    for (const char* text : {"blur:9", "gaussian:5", "gaussian:5:1.2", "sobel:x:1", "sobel:mag:7", "color:gray",
-                             "color:sepia", "color:ycrcb"})
+    for (const char* text : {"blur:9", "gaussian:5", "gaussian:5:1.2", "sobel:x:1", "sobel:mag:7", "laplacian:1",
+                             "laplacian:7", "color:gray", "color:sepia", "color:ycrcb"})
         EXPECT_EQ(to_string(parse_filter(text)), text);
+    EXPECT_EQ(to_string(parse_filter("laplacian")), "laplacian:1");  // cv::Laplacian's default KSIZE
     for (const char* bad : {"blur:0", "blur:-3", "blur:4", "blur:abc", "blur:", "blur:257", "blur:9.0", "gaussian:3:-1",
-                            "gaussian:3:x", "gaussian:3:1:2", "sobel:z", "sobel:x:2", "sobel:x:9", "color:purple",
+                            "gaussian:3:x", "gaussian:3:1:2", "sobel:z", "sobel:x:2", "sobel:x:9", "laplacian:2",
+                            "laplacian:9", "laplacian:x", "laplacian:3:3", "laplacian:-1", "color:purple",
                             "color:1,2,3", "color:1,2,3,4,5,6,7,8,nan", "median:3"})
         EXPECT_THROW(parse_filter(bad), std::invalid_argument) << bad;
     for (const char* bad : {"mirror", "constant:x", "reflect:3", ""}) EXPECT_THROW(parse_border(bad), std::invalid_argument) << bad;

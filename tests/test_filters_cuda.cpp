@@ -309,7 +309,7 @@ TEST(Cuda, SepLargeKernelsAndRoiEqualCpu) {
             const cv::Mat src = big(cv::Rect(3, 5, 601, 203));
             DeviceImage device_src(src.cols, src.rows, channels, depth);
             upload(view_of(src), device_src.view, stream.get());
-            for (const char* filter_text : {"blur:31", "blur:15", "gaussian:31", "gaussian:11:3", "sobel:mag:5"})
+            for (const char* filter_text : {"blur:31", "blur:15", "gaussian:31", "gaussian:11:3", "sobel:mag:5", "laplacian:5"})
                 for (const char* border_text : {"reflect101", "constant:3", "wrap"}) {
                     FilterRun node{parse_filter(filter_text), parse_border(border_text), ScheduleSpec{}};
                     cv::Mat cpu(src.size(), cv_type(depth, channels));
@@ -433,7 +433,7 @@ TEST(Cuda, EveryTileOrderEqualsRowMajorBitExactly) {
                 upload(view_of(src), device_src.view, stream.get());
                 const Border border = parse_border("reflect101");
                 for (const bool fused : {false, true})
-                    for (const char* filter_text : {"blur:3", "gaussian:5", "sobel:mag:3"})
+                    for (const char* filter_text : {"blur:3", "gaussian:5", "sobel:mag:3", "laplacian:3"})
                         for (const char* strategy : {"sep:5x3", "sep:16x3", "smem:4x2", "stream:6x2", "stream:64x4"}) {
                             FilterRun node{parse_filter(filter_text), border, parse_schedule(strategy)};
                             if (fused) {

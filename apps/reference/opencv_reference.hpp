@@ -8,7 +8,7 @@
 // Semantics (README.md, "cbi-filter"): box = cv::blur, gaussian =
 // cv::GaussianBlur, sobel = |gx|, |gy| or sqrt(gx^2 + gy^2) of
 // cv::Sobel(src, CV_32F, ...) rounded and saturated to the input depth,
-// colour = the matrix on (R, G, B) with alpha kept (gray and ycrcb as
+// laplacian = |cv::Laplacian(src, CV_32F, ksize, 1, 0, ...)| likewise, colour = the matrix on (R, G, B) with alpha kept (gray and ycrcb as
 // cv::cvtColor).
 #include <opencv2/core.hpp>
 #include <opencv2/imgcodecs.hpp>
@@ -112,6 +112,14 @@ inline void opencv_reference(const Filter& filter, const Border& border, const c
             v.convertTo(d, depth);  // rounds and saturates
         });
     }
+    if (const auto* f = std::get_if<LaplacianFilter>(&filter)) {
+        const int radius = f->ksize == 1 ? 1 : f->ksize / 2;
+        return with_border(src, border, radius, out, [&](const cv::Mat& s, cv::Mat& d, int b) {
+            thread_local cv::Mat lap;  // reused run after run (cbi-bench times this)
+            cv::Laplacian(s, lap, CV_32F, f->ksize, 1, 0, b);
+            cv::Mat(cv::abs(lap)).convertTo(d, depth);  // rounds and saturates
+        });
+    }
     const auto& c = std::get<ColorFilter>(filter);
     switch (c.preset) {
         case ColorPreset::gray:
@@ -192,16 +200,18 @@ inline Comparison compare(const cv::Mat& got, const cv::Mat& ref, double int_tol
 }
 
 // The magnitude a filter's output can reach: the input's peak times the
-// kernel's L1 gain (Sobel 7x7: 20 * 64). Float errors scale with it.
+// kernel's L1 gain (Sobel 7x7: 20 * 64; Laplacian: its two passes').
+// Float errors scale with it.
 inline double output_scale(const Filter& filter, const cv::Mat& src) {
-    double gain = 1;
-    if (const auto* f = std::get_if<SobelFilter>(&filter)) {
-        const SobelKernels k = sobel_kernels(f->ksize);
+    const auto l1 = [](const SobelKernels& k) {
         double d = 0, s = 0;
         for (int i = 0; i < k.deriv_size; ++i) d += std::abs(k.deriv[i]);
         for (int i = 0; i < k.smooth_size; ++i) s += std::abs(k.smooth[i]);
-        gain = d * s;
-    }
+        return d * s;
+    };
+    double gain = 1;
+    if (const auto* f = std::get_if<SobelFilter>(&filter)) gain = l1(sobel_kernels(f->ksize));
+    if (const auto* f = std::get_if<LaplacianFilter>(&filter)) gain = 2 * l1(laplacian_kernels(f->ksize));
     return gain * peak_magnitude(src);
 }
 
