@@ -680,7 +680,7 @@ int run(const CLI::App& app, Options& o) {
         executor.decodes_jpeg()) {
         check_outputs(static_cast<int>(header.width), static_cast<int>(header.height), header.channels == 1 ? 1 : 3,
                       cbi::Depth::u8, CV_8U);
-        if (auto r = executor.process_jpeg(bytes, cbi::is_jpeg_path(output) ? cbi::default_jpeg_quality : 0)) {
+        if (auto r = executor.process_jpeg(bytes, cbi::is_jpeg_path(output) ? cbi::default_jpeg_quality : 0, true)) {
             clear_temporaries();
             if (!r->encoded.empty()) cbi::write_encoded_atomic(output, r->encoded);
             else cbi::write_image_atomic(output, cbi::as_mat(r->image.view()));

@@ -74,14 +74,18 @@ public:
 
     // JPEG on the device (the CUDA backend in builds with nvJPEG; the others
     // decode nothing). parse_jpeg: the input format a JPEG decodes to (a
-    // view without data), or nullopt when the device's decoder does not take it. decode_input,
+    // view without data), or nullopt when the device's decoder does not take
+    // it or, unless `wait`, has not started yet (it starts in the
+    // background on the first call). decode_input,
     // after allocate for that format: decodes the JPEG last parsed into the
     // input buffer and returns the view nodes read it through, or nullopt
     // when the decoder refused the data; the bytes must live until finish.
     // encode_jpeg: a result encoded as JPEG (8-bit, 1 or 3 channels), after
     // everything started before it.
     virtual bool decodes_jpeg() const { return false; }
-    virtual std::optional<ImageView> parse_jpeg(std::span<const std::uint8_t> /*jpeg*/) { return std::nullopt; }
+    virtual std::optional<ImageView> parse_jpeg(std::span<const std::uint8_t> /*jpeg*/, bool /*wait*/) {
+        return std::nullopt;
+    }
     virtual std::optional<ImageView> decode_input(std::span<const std::uint8_t> /*jpeg*/) { return std::nullopt; }
     virtual std::vector<std::uint8_t> encode_jpeg(const ImageView& result, int quality);
 

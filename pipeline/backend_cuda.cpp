@@ -68,9 +68,12 @@ public:
 
 #if CBI_HAVE_NVJPEG
     bool decodes_jpeg() const override { return true; }
-    std::optional<ImageView> parse_jpeg(std::span<const std::uint8_t> jpeg) override {
+    std::optional<ImageView> parse_jpeg(std::span<const std::uint8_t> jpeg, bool wait) override {
         use_device(device_);
-        if (!codec_) codec_.emplace(device_);  // once per backend: nvJPEG's handles and states
+        if (!codec_) {
+            if (!wait && !GpuJpegCodec::started(device_)) return std::nullopt;
+            codec_.emplace(device_);  // once per backend: its nvJPEG states
+        }
         const auto info = codec_->parse(jpeg);
         if (!info) return std::nullopt;
         return contiguous_view(nullptr, info->width, info->height, info->channels, Depth::u8);

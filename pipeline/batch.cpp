@@ -465,12 +465,13 @@ private:
         Slot& slot = slots_[i];
         if (!slot.jpeg.empty()) {
             const fs::path& out = plan_.jobs[i].output;
-            if (auto r = processor.process_jpeg(slot.jpeg, is_jpeg_path(out) ? default_jpeg_quality : 0)) {
+            // Not waiting: while the device's decoder starts, images decode on the CPU.
+            if (auto r = processor.process_jpeg(slot.jpeg, is_jpeg_path(out) ? default_jpeg_quality : 0, false)) {
                 slot.output = std::move(r->image);
                 slot.encoded = std::move(r->encoded);
                 return;
             }
-            // The device's decoder refused it: OpenCV's reports a corrupt file.
+            // The device's decoder refused it (or is starting): OpenCV reports a corrupt file.
             slot.input = decode_image(slot.jpeg, plan_.jobs[i].input.string(), options_.max_pixels, options_.max_bytes);
             slot.jpeg = {};
         }

@@ -351,9 +351,10 @@ Image GraphExecutor::process(const ImageView& input) {
 
 bool GraphExecutor::decodes_jpeg() const { return backend_->decodes_jpeg(); }
 
-std::optional<Processor::FileResult> GraphExecutor::process_jpeg(std::span<const std::uint8_t> jpeg, int jpeg_quality) {
+std::optional<Processor::FileResult> GraphExecutor::process_jpeg(std::span<const std::uint8_t> jpeg, int jpeg_quality,
+                                                                 bool wait) {
     if (!backend_->decodes_jpeg()) return std::nullopt;
-    const std::optional<ImageView> format = backend_->parse_jpeg(jpeg);
+    const std::optional<ImageView> format = backend_->parse_jpeg(jpeg, wait);
     if (!format) return std::nullopt;
     prepare_for(*format);
     const std::optional<ImageView> input = backend_->decode_input(jpeg);

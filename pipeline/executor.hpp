@@ -109,7 +109,7 @@ public:
     // Processor: JPEG decoded (and the output encoded) on the device, where
     // the backend can (CUDA with nvJPEG).
     bool decodes_jpeg() const override;
-    std::optional<FileResult> process_jpeg(std::span<const std::uint8_t> jpeg, int jpeg_quality) override;
+    std::optional<FileResult> process_jpeg(std::span<const std::uint8_t> jpeg, int jpeg_quality, bool wait) override;
 
     // Output channels of node `id` for the planned format.
     int channels_of(NodeId id) const;

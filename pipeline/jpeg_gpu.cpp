@@ -7,7 +7,9 @@
 
 #include <nvjpeg.h>
 
+#include <chrono>
 #include <condition_variable>
+#include <future>
 #include <map>
 #include <mutex>
 #include <string>
@@ -105,16 +107,29 @@ public:
     DeviceContext(const DeviceContext&) = delete;
     DeviceContext& operator=(const DeviceContext&) = delete;
 
-    // The context of `device`, made by the first caller (the others wait).
+    // The context of `device`, made on a thread of its own from the first
+    // call on (nvJPEG's first handle and state in a process take ~0.5 s,
+    // the hardware decoder's ~0.1 s more): with wait, blocks until it is
+    // made (rethrowing its error); else nullptr while it is being made.
     // Never destroyed: at exit, static destructors run after CUDA may have
     // torn the device's context down; the process's end frees it all.
-    static DeviceContext& of(int device) {
+    static DeviceContext* of(int device, bool wait) {
         static std::mutex mutex;
-        static auto* contexts = new std::map<int, std::unique_ptr<DeviceContext>>;
-        std::lock_guard lock(mutex);
-        std::unique_ptr<DeviceContext>& c = (*contexts)[device];
-        if (!c) c = std::make_unique<DeviceContext>(device);
-        return *c;
+        static auto* contexts = new std::map<int, std::shared_future<DeviceContext*>>;
+        std::shared_future<DeviceContext*> f;
+        {
+            std::lock_guard lock(mutex);
+            auto it = contexts->find(device);
+            if (it == contexts->end())
+                it = contexts->emplace(device, std::async(std::launch::async, [device] {
+                                                   auto c = std::make_unique<DeviceContext>(device);
+                                                   if (c->hw) c->give_back(c->borrow(NVJPEG_OUTPUT_BGRI).index, false);
+                                                   return c.release();
+                                               }).share()).first;
+            f = it->second;
+        }
+        if (!wait && f.wait_for(std::chrono::seconds(0)) != std::future_status::ready) return nullptr;
+        return f.get();
     }
 
     // A hardware decoder state, batched-initialised for `format`: a free one,
@@ -211,19 +226,19 @@ struct GpuJpegCodec::State {
 
 GpuJpegCodec::GpuJpegCodec(int device) : s_(std::make_unique<State>()) {
     s_->device = device;
-    s_->context = &DeviceContext::of(device);
+    s_->context = DeviceContext::of(device, true);
     use_device(device);
     s_->handle = s_->context->handle;
     check(nvjpegJpegStreamCreate(s_->handle, &s_->stream), "nvjpegJpegStreamCreate");
     check(nvjpegDecodeParamsCreate(s_->handle, &s_->params), "nvjpegDecodeParamsCreate");
-    s_->gpu = std::make_unique<Decoder>(s_->handle, NVJPEG_BACKEND_GPU_HYBRID, "gpu");
-    s_->hybrid = std::make_unique<Decoder>(s_->handle, NVJPEG_BACKEND_HYBRID, "hybrid");
     if (s_->context->hw) check(nvjpegJpegStreamCreate(s_->context->hw, &s_->hw_stream), "nvjpegJpegStreamCreate (hardware)");
 }
 
 GpuJpegCodec::~GpuJpegCodec() = default;
 
 bool GpuJpegCodec::hardware_decoder() const { return s_->context->hw != nullptr; }
+
+bool GpuJpegCodec::started(int device) { return DeviceContext::of(device, false) != nullptr; }
 
 std::optional<GpuJpegInfo> GpuJpegCodec::parse(std::span<const std::uint8_t> jpeg) {
     State& s = *s_;
@@ -258,6 +273,10 @@ std::optional<GpuJpegInfo> GpuJpegCodec::parse(std::span<const std::uint8_t> jpe
         info.decoder = "hardware";
         return info;
     }
+    // The decoupled decoders' states take ~45 ms each to make: only for the
+    // streams the hardware decoder does not take.
+    if (!s.gpu) s.gpu = std::make_unique<Decoder>(s.handle, NVJPEG_BACKEND_GPU_HYBRID, "gpu");
+    if (!s.hybrid) s.hybrid = std::make_unique<Decoder>(s.handle, NVJPEG_BACKEND_HYBRID, "hybrid");
     for (Decoder* d : {s.gpu.get(), s.hybrid.get()}) {
         unsupported = 1;
         if (nvjpegDecoderJpegSupported(d->decoder, s.stream, s.params, &unsupported) == NVJPEG_STATUS_SUCCESS &&

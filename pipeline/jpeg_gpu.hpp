@@ -28,8 +28,14 @@ struct GpuJpegInfo {
 
 class GpuJpegCodec {
 public:
-    // Creates nvJPEG's handle and states on `device`. Throws cbi::Error when
-    // nvJPEG cannot start there.
+    // Whether the codecs of `device` can be made without waiting: the first
+    // call starts nvJPEG there on a thread of its own (~0.6 s, once per
+    // process and device), so a batch can decode its first images on the
+    // CPU meanwhile.
+    static bool started(int device);
+    // Takes nvJPEG's handles on `device` (waiting for them to start) and
+    // makes this codec's states. Throws cbi::Error when nvJPEG cannot start
+    // there.
     explicit GpuJpegCodec(int device);
     ~GpuJpegCodec();
     GpuJpegCodec(const GpuJpegCodec&) = delete;

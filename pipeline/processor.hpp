@@ -31,13 +31,15 @@ public:
     // device. With jpeg_quality > 0 the output is to be a JPEG: when it can
     // be one (8-bit, 1 or 3 channels) it is encoded there too and returned
     // in `encoded`, else returned in `image`. nullopt when the device's
-    // decoder refused the data: the caller decodes it on the CPU (which
-    // reports a corrupt file) and calls process.
+    // decoder refused the data or, unless `wait`, is still starting (the
+    // first call starts it in the background, ~0.6 s): the caller decodes it
+    // on the CPU (which reports a corrupt file) and calls process.
     struct FileResult {
         Image image;
         std::vector<std::uint8_t> encoded;
     };
-    virtual std::optional<FileResult> process_jpeg(std::span<const std::uint8_t> /*jpeg*/, int /*jpeg_quality*/) {
+    virtual std::optional<FileResult> process_jpeg(std::span<const std::uint8_t> /*jpeg*/, int /*jpeg_quality*/,
+                                                   bool /*wait*/) {
         return std::nullopt;
     }
 };
