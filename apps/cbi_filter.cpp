@@ -517,7 +517,9 @@ int run_batch_mode(const Options& o, const cbi::Graph& graph, const cbi::DeviceS
     batch.skip_existing = o.skip_existing;
     batch.max_pixels = o.max_pixels;
     batch.max_bytes = o.max_memory;
-    batch.jpeg_on_device = o.codec != "cpu";
+    batch.jpeg = o.codec == "cpu"   ? cbi::BatchOptions::JpegCodec::cpu
+                 : o.codec == "gpu" ? cbi::BatchOptions::JpegCodec::device
+                                    : cbi::BatchOptions::JpegCodec::automatic;
     batch.cancel = &g_cancel;
     const bool reports = !g_ranks || g_ranks->rank() == 0;  // progress and summary: rank 0's, for all ranks
     ProgressReporter reporter(o.quiet || !reports);
@@ -737,8 +739,9 @@ int main(int argc, char** argv) {
                    "auto (default), cpu, cuda or cuda:N; in batch mode also several GPUs: cuda:all or cuda:0,2");
     app.add_option("--codec", o.codec,
                    "where JPEG files are decoded and encoded: auto (default: in batch mode on the GPU when the device "
-                   "is CUDA and this build has nvJPEG; one image, and other devices: OpenCV on the CPU), cpu, or gpu "
-                   "(an error where nvJPEG or CUDA is missing); other formats always use the CPU")
+                   "is CUDA and this build has nvJPEG, with OpenCV while nvJPEG starts, so bytes may differ from run "
+                   "to run; one image, and other devices: OpenCV), cpu, or gpu (reproducible; an error where nvJPEG or "
+                   "CUDA is missing); other formats always use the CPU")
         ->check(CLI::IsMember({"auto", "cpu", "gpu"}));
     app.add_option("--block", o.block, "CUDA threads per block")->check(CLI::Range(1, 1024));
     app.add_option("--threads", o.threads, "CPU worker threads (default: all cores)")->check(CLI::Range(1, 4096));

@@ -345,7 +345,7 @@ class BatchRun {
 public:
     BatchRun(const BatchPlan& plan, const std::vector<BatchDevice>& devices, const BatchOptions& options, int jobs, int k)
         : plan_(plan), options_(options), jobs_(jobs), k_(k), pool_(devices, k), slots_(plan.jobs.size()),
-          jpeg_on_device_(options.jpeg_on_device && pool_.decodes_jpeg()) {
+          jpeg_on_device_(options.jpeg != BatchOptions::JpegCodec::cpu && pool_.decodes_jpeg()) {
         summary_.jobs = jobs;
         summary_.in_flight = k;
         summary_.overlap = options.overlap;
@@ -465,8 +465,8 @@ private:
         Slot& slot = slots_[i];
         if (!slot.jpeg.empty()) {
             const fs::path& out = plan_.jobs[i].output;
-            // Not waiting: while the device's decoder starts, images decode on the CPU.
-            if (auto r = processor.process_jpeg(slot.jpeg, is_jpeg_path(out) ? default_jpeg_quality : 0, false)) {
+            const bool wait = options_.jpeg == BatchOptions::JpegCodec::device;
+            if (auto r = processor.process_jpeg(slot.jpeg, is_jpeg_path(out) ? default_jpeg_quality : 0, wait)) {
                 slot.output = std::move(r->image);
                 slot.encoded = std::move(r->encoded);
                 return;

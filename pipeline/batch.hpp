@@ -130,13 +130,18 @@ struct BatchOptions {
     // Hold an flock on each output root for the run (a second batch into the
     // same folder is refused). Processes sharing a plan: one of them locks.
     bool lock_output_roots = true;
-    // JPEG inputs decoded and JPEG outputs encoded by the processors on
-    // their device where they can (Processor::decodes_jpeg: CUDA with
-    // nvJPEG), else with OpenCV on the CPU. The read stage then only reads
-    // and checks a JPEG (check_image: limits, truncation); what the device's
-    // decoder refuses is decoded on the CPU, so a corrupt file fails with the
-    // CPU path's error.
-    bool jpeg_on_device = true;
+    // Where JPEG inputs are decoded and JPEG outputs encoded: `cpu`, with
+    // OpenCV; `device`, by the processors on their device where they can
+    // (Processor::decodes_jpeg: CUDA with nvJPEG), waiting for its codec to
+    // start; `automatic`, the same but the images that arrive while the
+    // device's codec starts (~0.6 s) go through OpenCV, so which codec wrote
+    // an image depends on timing (outputs may differ from run to run within
+    // the codecs' difference: use `device` or `cpu` for reproducible bytes).
+    // With the device's codec the read stage only reads and checks a JPEG
+    // (check_image: limits, truncation); what the device's decoder refuses
+    // is decoded on the CPU, so a corrupt file fails with the CPU's error.
+    enum class JpegCodec { cpu, device, automatic };
+    JpegCodec jpeg = JpegCodec::automatic;
 };
 
 struct StageStats {

@@ -271,6 +271,9 @@ run_scale() {
   codec_bound "$dir/in"
   local filters=(--blur 9 --stats)
   timed scale-cuda0-cpucodec "$bin/cbi-filter" --input-dir "$dir/in" --output-dir "$dir/cpucodec" --device cuda:0 --codec cpu "${filters[@]}"
+  timed scale-cuda0-auto "$bin/cbi-filter" --input-dir "$dir/in" --output-dir "$dir/auto" --device cuda:0 "${filters[@]}"
+  # --codec gpu: reproducible bytes (auto mixes in OpenCV while nvJPEG starts).
+  filters+=(--codec gpu)
   timed scale-cuda0 "$bin/cbi-filter" --input-dir "$dir/in" --output-dir "$dir/cuda0" --device cuda:0 "${filters[@]}"
   timed scale-cuda00 "$bin/cbi-filter" --input-dir "$dir/in" --output-dir "$dir/cuda00" --device cuda:0,0 "${filters[@]}"
   if diff -r -q "$dir/cuda0" "$dir/cuda00" >/dev/null; then echo "scale: cuda:0,0 wrote the same $n files as cuda:0, byte for byte"
@@ -294,7 +297,7 @@ run_scale() {
   local m=${CBI_SCALE_PNGS:-100}
   make_images "$dir/png" "$m" png || { echo "scale: cannot generate the PNGs"; status=1; return; }
   n=$m
-  timed scale-png "$bin/cbi-filter" --input-dir "$dir/png" --output-dir "$dir/pngout" --device cuda "${filters[@]}"
+  timed scale-png "$bin/cbi-filter" --input-dir "$dir/png" --output-dir "$dir/pngout" --device cuda --blur 9 --stats
   codec_bound "$dir/png"
   rm -rf "$dir"
 }
