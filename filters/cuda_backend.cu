@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <type_traits>
 #include <string>
+#include <utility>
 
 #include "filters/dispatch.hpp"
 #include "filters/cuda_check.hpp"
@@ -116,19 +117,21 @@ void launch_smem(const SmemTileSchedule& tile, const TileOrder& order, const Op&
 }
 
 // ------------------------------------------------------------------ sep:WxH
-// A block computes a tile_w x tile_h output tile in three steps:
-//  1. stage the tile plus a halo of border-resolved input samples in shared
-//     memory: a flat loop with 8 loads in flight per thread before the first
-//     store (a tile is latency-bound otherwise: one DRAM round trip per
-//     row); interior tiles load aligned 4-byte
-//     words with consecutive threads on consecutive words (coalesced), others
-//     go sample by sample through the border rule;
-//  2. row pass: each thread takes a run of kSepRun consecutive outputs of one
-//     channel in one staged row and computes each pass's row sums from a
+// A block computes a tile_w x tile_h output tile in four named steps, with a
+// block barrier between them:
+//  1. sep_stage_tile: the tile plus a halo of border-resolved input samples
+//     into shared memory: a flat loop with 8 loads in flight per thread
+//     before the first store (a tile is latency-bound otherwise: one DRAM
+//     round trip per row); interior tiles load aligned 4-byte words with
+//     consecutive threads on consecutive words (coalesced), others go
+//     sample by sample through the border rule;
+//  2. sep_row_pass: each thread takes a run of kSepRun consecutive outputs of
+//     one channel in one staged row and computes each pass's row sums from a
 //     register window (R + k - 1 shared-memory reads for R outputs, not R*k);
-//  3. column pass: each thread takes a run of kSepRun outputs down one sample
-//     column, sums the row sums the same way, finishes and stores (lanes
-//     along the row: coalesced stores).
+//  3. sep_column_pass: each thread takes a run of kSepRun outputs down one
+//     sample column and sums the row sums the same way (sep_column_sums);
+//  4. sep_finish: the op's finish of the run, stored (lanes along the row:
+//     coalesced stores).
 // Weighted sums add their taps through weighted_step in weighted_sum's order,
 // so results are bit-identical to the per-pixel path. Box filters slide
 // running sums instead (cost independent of k): integer sums are exact; float
@@ -155,7 +158,13 @@ __device__ __forceinline__ int divide(int n, Divisor q) {
     return q.d == 1 ? n : n / static_cast<int>(q.d);
 }
 
-// Shared-memory layout of one sep:WxH block, computed on the host.
+// Where a sep:WxH block's shared-memory regions start, in bytes from the
+// stage at 0 (each 16-byte aligned), and the block's total (SepStorage::offsets).
+struct SepSmemOffsets {
+    unsigned sums, weights, row_ptrs, bytes;
+};
+
+// Shape of one sep:WxH block and of its launch, computed on the host (sep_layout).
 struct SepLayout {
     int tile_w, tile_h;  // outputs per block: the schedule's W x H
     int tw, th;          // rounded up to whole runs
@@ -167,9 +176,49 @@ struct SepLayout {
     int kmax;            // 2 halo + 1: room for each weight vector
     int tiles_x, tiles_y;  // tiles of the image (row-major: blocks loop down the rows when the grid's y is capped)
     TileOrder order;       // the order blocks take tiles in (cuda_order.cuh)
-    int per_block;         // in an order: consecutive tiles of it per block
+    int per_block;         // tiles per block: row-major, tile rows by, by + the grid's y, ...; in an order, consecutive tiles of it
     Divisor rows_div, cols_div;  // for the unit index / rows, / (tw * channels)
-    unsigned sums_off, weights_off, row_ptrs_off, bytes;
+    SepSmemOffsets smem;
+
+    // The launch's grid: row-major, tile columns across and tile rows
+    // (per_block per block) down, capped; in an order, per_block
+    // consecutive tiles of it per block.
+    dim3 grid() const {
+        if (order.row_major()) return dim3(tiles_x, std::min((tiles_y + per_block - 1) / per_block, 65535));
+        const std::uint64_t units = static_cast<std::uint64_t>(tiles_x) * tiles_y;
+        return cuda::ordered_grid((units + per_block - 1) / per_block);
+    }
+};
+
+// The shared memory of one sep:WxH block as typed regions. Their sizes
+// follow the tile, a run-time value, so they are carved from the dynamic
+// allocation at offsets the host computes once.
+template <class Op>
+struct SepStorage {
+    using T = typename Op::Sample;
+    using Acc = typename Op::Acc;
+    using W = typename Op::W;
+    using RowPtr = decltype(std::declval<const Op&>().src.row(0));
+    T* stage;          // [rows][stage_stride]: the tile and its halo, border-resolved
+    Acc* sums;         // [pass][rows][sum_stride]: each pass's row sums
+    W* weights;        // [pass][x, y][kmax]: each pass's weights, zero past its size (unit weights: none)
+    RowPtr* row_ptrs;  // [rows]: the tile's source rows, border-resolved once per tile (null: a constant border's row)
+
+    static SepSmemOffsets offsets(const SepLayout& L, int passes) {
+        const auto align16 = [](std::size_t b) { return round_up<std::size_t>(b, 16); };
+        const std::size_t stage_bytes = align16(static_cast<std::size_t>(L.rows) * L.stage_stride * sizeof(T));
+        const std::size_t sums_bytes = align16(static_cast<std::size_t>(passes) * L.rows * L.sum_stride * sizeof(Acc));
+        const std::size_t weight_bytes = align16(UnitWeightOp<Op> ? 0 : std::size_t{2} * passes * L.kmax * sizeof(W));
+        const std::size_t row_ptr_bytes = static_cast<std::size_t>(L.rows) * sizeof(RowPtr);
+        const std::size_t bytes = stage_bytes + sums_bytes + weight_bytes + row_ptr_bytes;
+        if (bytes > (1u << 30)) throw Unsupported(tile_text("sep", L.tile_w, L.tile_h, L.halo), "needs over 1 GiB of shared memory; use a smaller tile");
+        return {static_cast<unsigned>(stage_bytes), static_cast<unsigned>(stage_bytes + sums_bytes),
+                static_cast<unsigned>(stage_bytes + sums_bytes + weight_bytes), static_cast<unsigned>(bytes)};
+    }
+    __device__ __forceinline__ static SepStorage carve(unsigned char* smem, const SepSmemOffsets& at) {
+        return {reinterpret_cast<T*>(smem), reinterpret_cast<Acc*>(smem + at.sums), reinterpret_cast<W*>(smem + at.weights),
+                reinterpret_cast<RowPtr*>(smem + at.row_ptrs)};
+    }
 };
 
 __device__ __forceinline__ int div_channels(int j, int channels) {
@@ -270,6 +319,214 @@ __device__ __forceinline__ SepColumn sep_column(const Op& op, const SepLayout& L
     return k;
 }
 
+// Each pass's weights into shared memory, read by every run: [pass][x, y][kmax].
+template <class Op>
+__device__ __forceinline__ void sep_load_weights(const Op& op, const SepLayout& L, const SepStorage<Op>& st) {
+    using W = typename Op::W;
+    for (int p = 0; p < op.passes(); ++p)
+        for (int i = threadIdx.x; i < L.kmax; i += blockDim.x) {
+            st.weights[(2 * p) * L.kmax + i] = i < op.kw(p) ? op.wx(p)[i] : W(0);
+            st.weights[(2 * p + 1) * L.kmax + i] = i < op.kh(p) ? op.wy(p)[i] : W(0);
+        }
+}
+
+// The tile's staged source rows y0 - halo .., border-resolved once per tile.
+template <class Op>
+__device__ __forceinline__ void sep_resolve_rows(const Op& op, const SepLayout& L, const SepStorage<Op>& st, int y0) {
+    for (int r = threadIdx.x; r < L.rows; r += blockDim.x) st.row_ptrs[r] = op.src.row(y0 - L.halo + r);
+}
+
+// Step 1: the tile at x0 and its halo into the stage from st.row_ptrs, a
+// flat loop over the tile's words (or samples), kU loads per thread issued
+// before any is stored.
+template <class Op>
+__device__ __forceinline__ void sep_stage_tile(const Op& op, const SepLayout& L, const SepStorage<Op>& st, const SepColumn& column,
+                                               int x0, std::uint32_t const_word, Divisor by_row_samples) {
+    using T = typename Op::Sample;
+    constexpr int kU = 8;
+    const std::size_t sz = sizeof(T);
+    const int C = op.src.view.channels;
+    const int tid = threadIdx.x, nthreads = blockDim.x;
+    if (column.words) {
+        std::uint32_t* const stage_words = reinterpret_cast<std::uint32_t*>(st.stage);
+        const int stride_words = static_cast<int>(L.stage_stride * sz / 4);
+        const int row_words = column.row_words;
+        const int total = L.rows * row_words;
+        const long long first_word = (column.a_off & ~3ll) / 4;
+        for (int base = tid; base < total; base += kU * nthreads) {
+            std::uint32_t v[kU];
+            int at[kU];
+#pragma unroll
+            for (int u = 0; u < kU; ++u) {
+                const int idx = base + u * nthreads;
+                at[u] = -1;
+                if (idx < total) {
+                    const int r = divide(idx, column.by_row_words);
+                    const int w = idx - r * row_words;
+                    const T* row = st.row_ptrs[r];
+                    v[u] = row == nullptr ? const_word : __ldg(reinterpret_cast<const std::uint32_t*>(row) + first_word + w);
+                    at[u] = r * stride_words + w;
+                }
+            }
+#pragma unroll
+            for (int u = 0; u < kU; ++u)
+                if (at[u] >= 0) stage_words[at[u]] = v[u];
+        }
+    } else {
+        const int total = L.rows * L.row_samples;
+        for (int base = tid; base < total; base += kU * nthreads) {
+            T v[kU];
+            int at[kU];
+#pragma unroll
+            for (int u = 0; u < kU; ++u) {
+                const int idx = base + u * nthreads;
+                at[u] = -1;
+                if (idx < total) {
+                    const int r = divide(idx, by_row_samples);
+                    const int s = idx - r * L.row_samples;
+                    const int px = div_channels(s, C);
+                    v[u] = op.src.at(st.row_ptrs[r], x0 - L.halo + px, s - px * C);
+                    at[u] = r * L.stage_stride + s;
+                }
+            }
+#pragma unroll
+            for (int u = 0; u < kU; ++u)
+                if (at[u] >= 0) st.stage[at[u]] = v[u];
+        }
+    }
+}
+
+// Step 2: each pass's row sums of every staged row into st.sums. Units
+// (row, run of R outputs, channel), rows fastest so that the lanes of a warp
+// read different banks; `lead`: where a staged row starts in its stage row.
+template <class Op>
+__device__ __forceinline__ void sep_row_pass(const Op& op, const SepLayout& L, const SepStorage<Op>& st, int lead) {
+    using T = typename Op::Sample;
+    using Acc = typename Op::Acc;
+    using W = typename Op::W;
+    constexpr int R = kSepRun;
+    constexpr bool unit = UnitWeightOp<Op>;
+    const int C = op.src.view.channels;
+    const int tid = threadIdx.x, nthreads = blockDim.x;
+    const int cols_x = L.tw / R * C;
+    const int units_x = cols_x * L.rows;
+    for (int p = 0; p < op.passes(); ++p) {
+        const int kw = op.kw(p);
+        const W* wx = unit ? nullptr : st.weights + 2 * p * L.kmax;
+        const int off = L.halo - kw / 2;
+        Acc* const psums = st.sums + p * L.rows * L.sum_stride;
+        W wx_taps[kSepUnrolledTaps] = {};
+        if constexpr (!unit)
+#pragma unroll
+            for (int i = 0; i < kSepUnrolledTaps; ++i) wx_taps[i] = i < kw ? wx[i] : W(0);
+        for (int u = tid; u < units_x; u += nthreads) {
+            const int j = divide(u, L.rows_div), r = u - j * L.rows;
+            const int run = div_channels(j, C), c = j - run * C;
+            const T* line = st.stage + r * L.stage_stride + lead + (run * R + off) * C + c;
+            auto load = [&](int i) { return to_acc<Acc>(line[i * C]); };
+            Acc acc[R];
+            if constexpr (unit) run_running_sums<R>(acc, kw, load);
+            else if (kw <= kSepUnrolledTaps) run_sums_unrolled<R>(acc, wx_taps, kw, load);
+            else run_sums<R>(acc, wx, kw, load);
+            Acc* out = psums + r * L.sum_stride + run * R * C + c;
+#pragma unroll
+            for (int o = 0; o < R; ++o) out[o * C] = acc[o];
+        }
+    }
+}
+
+// Each pass's column sums of the R outputs from tile row ty0 down sample
+// column sc of st.sums (passes past the op's: 0).
+template <class Op>
+__device__ __forceinline__ void sep_column_sums(const Op& op, const SepLayout& L, const SepStorage<Op>& st, int sc, int ty0,
+                                                typename Op::Acc (&acc)[Op::kMaxPasses][kSepRun]) {
+    using Acc = typename Op::Acc;
+    using W = typename Op::W;
+    constexpr int R = kSepRun;
+    constexpr bool unit = UnitWeightOp<Op>;
+    const int passes = op.passes();
+#pragma unroll
+    for (int p = 0; p < Op::kMaxPasses; ++p) {
+        if (p < passes) {
+            const int kh = op.kh(p);
+            const W* wy = unit ? nullptr : st.weights + (2 * p + 1) * L.kmax;
+            const Acc* col = st.sums + (p * L.rows + ty0 + L.halo - kh / 2) * L.sum_stride + sc;
+            auto load = [&](int i) { return col[i * L.sum_stride]; };
+            if constexpr (unit) {
+                run_running_sums<R>(acc[p], kh, load);
+            } else if (kh <= kSepUnrolledTaps) {
+                W wy_taps[kSepUnrolledTaps];
+#pragma unroll
+                for (int i = 0; i < kSepUnrolledTaps; ++i) wy_taps[i] = i < kh ? wy[i] : W(0);
+                run_sums_unrolled<R>(acc[p], wy_taps, kh, load);
+            } else {
+                run_sums<R>(acc[p], wy, kh, load);
+            }
+        } else {
+#pragma unroll
+            for (int o = 0; o < R; ++o) acc[p][o] = Acc(0);
+        }
+    }
+}
+
+// Step 4: the op's finish of each of the run's first `outputs` outputs
+// (tile rows ty0 .., tile column tx, channel c), stored.
+template <class Op>
+__device__ __forceinline__ void sep_finish(const Op& op, const SepLayout& L, const SepStorage<Op>& st,
+                                           const typename Op::Acc (&acc)[Op::kMaxPasses][kSepRun], int x0, int y0, int tx, int c,
+                                           int ty0, int outputs, int lead) {
+    using T = typename Op::Sample;
+    using Acc = typename Op::Acc;
+    using W = typename Op::W;
+    constexpr int R = kSepRun;
+    constexpr bool unit = UnitWeightOp<Op>;
+    const int C = op.src.view.channels;
+    // Output rows one stride apart: the address moves by an add, not a multiply per row.
+    unsigned char* out = reinterpret_cast<unsigned char*>(op.dst.template row<T>(y0 + ty0) + (x0 + tx) * C + c);
+#pragma unroll
+    for (int o = 0; o < R; ++o, out += op.dst.stride) {
+        if (o >= outputs) break;
+        const int ty = ty0 + o;
+        Acc v[Op::kMaxPasses];
+#pragma unroll
+        for (int p = 0; p < Op::kMaxPasses; ++p) v[p] = acc[p][o];
+        if constexpr (unit && std::is_floating_point_v<Acc>) {
+            if (!isfinite(v[0])) {  // the per-pixel path's direct sum, from the stage
+                const int kw = op.kw(0), kh = op.kh(0);
+                v[0] = weighted_sum<Acc>(static_cast<const W*>(nullptr), kh, [&](int j) {
+                    const T* line = st.stage + (ty + L.halo - kh / 2 + j) * L.stage_stride + lead + (tx + L.halo - kw / 2) * C + c;
+                    return weighted_sum<Acc>(static_cast<const W*>(nullptr), kw, [&](int i) { return to_acc<Acc>(line[i * C]); });
+                });
+            }
+        }
+        *reinterpret_cast<T*>(out) = op.finish(v);
+    }
+}
+
+// Step 3: units (run of R rows, sample column), sample columns fastest
+// (coalesced stores); each unit inside the tile and the image sums its
+// columns and finishes.
+template <class Op>
+__device__ __forceinline__ void sep_column_pass(const Op& op, const SepLayout& L, const SepStorage<Op>& st, int x0, int y0, int lead) {
+    using Acc = typename Op::Acc;
+    constexpr int R = kSepRun;
+    const int C = op.src.view.channels;
+    const int width = op.dst.width, height = op.dst.height;
+    const int tid = threadIdx.x, nthreads = blockDim.x;
+    const int cols = L.tw * C;
+    const int units_y = cols * (L.th / R);
+    for (int u = tid; u < units_y; u += nthreads) {
+        const int ry = divide(u, L.cols_div), sc = u - ry * cols;
+        const int tx = div_channels(sc, C), c = sc - tx * C;
+        const int ty0 = ry * R;
+        const int outputs = min(R, min(L.tile_h - ty0, height - (y0 + ty0)));  // rows of the run inside tile and image
+        if (tx >= L.tile_w || x0 + tx >= width || outputs <= 0) continue;
+        Acc acc[Op::kMaxPasses][R];
+        sep_column_sums(op, L, st, sc, ty0, acc);
+        sep_finish(op, L, st, acc, x0, y0, tx, c, ty0, outputs, lead);
+    }
+}
+
 // kOrdered (a template argument, so the row-major kernel is the one it was:
 // a run-time branch on the order cost it 4 to 9 registers, 64 -> 68 for
 // gaussian 32f, one block fewer per SM): blocks take L.per_block
@@ -277,36 +534,12 @@ __device__ __forceinline__ SepColumn sep_column(const Op& op, const SepLayout& L
 // column blockIdx.x, tile rows blockIdx.y, + gridDim.y, ...
 template <class Op, bool kOrdered = false>
 __global__ void sep_stencil(const __grid_constant__ Op op, const SepLayout L) {
-    using T = typename Op::Sample;
-    using Acc = typename Op::Acc;
-    using W = typename Op::W;
-    constexpr int R = kSepRun;
-    constexpr bool unit = UnitWeightOp<Op>;
     extern __shared__ __align__(16) unsigned char smem[];
-    T* const stage = reinterpret_cast<T*>(smem);
-    Acc* const sums = reinterpret_cast<Acc*>(smem + L.sums_off);
-    W* const weights = reinterpret_cast<W*>(smem + L.weights_off);
-    // The tile's staged source rows, border-resolved once per tile (null: a constant border's row).
-    using RowPtr = decltype(op.src.row(0));
-    RowPtr* const row_ptrs = reinterpret_cast<RowPtr*>(smem + L.row_ptrs_off);
-    const int C = op.src.view.channels;
-    const int width = op.dst.width, height = op.dst.height;
-    const int passes = op.passes();
-    const int tid = threadIdx.x, nthreads = blockDim.x;
-
-    if constexpr (!unit) {  // weights to shared memory: [pass][x, y][kmax]
-        for (int p = 0; p < passes; ++p)
-            for (int i = tid; i < L.kmax; i += nthreads) {
-                weights[(2 * p) * L.kmax + i] = i < op.kw(p) ? op.wx(p)[i] : W(0);
-                weights[(2 * p + 1) * L.kmax + i] = i < op.kh(p) ? op.wy(p)[i] : W(0);
-            }
-    }
+    const SepStorage<Op> st = SepStorage<Op>::carve(smem, L.smem);
+    if constexpr (!UnitWeightOp<Op>) sep_load_weights(op, L, st);
     int x0 = blockIdx.x * L.tile_w;
     SepColumn column = sep_column(op, L, x0);  // row-major: the block's one tile column
-    const std::size_t sz = sizeof(T);
-    std::uint32_t const_word = 0;  // a row of a constant border, as words
-    for (int b = 0; b < 4 / static_cast<int>(sz); ++b)
-        memcpy(reinterpret_cast<unsigned char*>(&const_word) + b * sz, &op.src.constant, sz);
+    const std::uint32_t const_word = cuda::repeat_word(op.src.constant);  // a row of a constant border, as words
     const Divisor by_row_samples = divisor_for(L.row_samples, static_cast<unsigned long long>(L.rows) * L.row_samples);
     using Work = std::conditional_t<kOrdered, std::uint32_t, int>;  // ordered: up to 2^32 - 1 tiles
     Work work = blockIdx.y, work_end = L.tiles_y, work_step = gridDim.y;  // row-major: tile rows
@@ -325,157 +558,21 @@ __global__ void sep_stencil(const __grid_constant__ Op op, const SepLayout L) {
             x0 = t.x * L.tile_w, by = t.y;
             column = sep_column(op, L, x0);
         }
-        const long long a_off = column.a_off;
-        const bool words = column.words;
-        const int lead = column.lead, row_words = column.row_words;
-        const Divisor by_row_words = column.by_row_words;
         const int y0 = by * L.tile_h;
-        for (int r = tid; r < L.rows; r += nthreads) row_ptrs[r] = op.src.row(y0 - L.halo + r);
+        sep_resolve_rows(op, L, st, y0);
         __syncthreads();
-        // 1. Stage: a flat loop over the tile's words (or samples), kU loads per
-        // thread issued before any is stored.
-        constexpr int kU = 8;
-        if (words) {
-            std::uint32_t* const stage_words = reinterpret_cast<std::uint32_t*>(stage);
-            const int stride_words = static_cast<int>(L.stage_stride * sz / 4);
-            const int total = L.rows * row_words;
-            const long long first_word = (a_off & ~3ll) / 4;
-            for (int base = tid; base < total; base += kU * nthreads) {
-                std::uint32_t v[kU];
-                int at[kU];
-#pragma unroll
-                for (int u = 0; u < kU; ++u) {
-                    const int idx = base + u * nthreads;
-                    at[u] = -1;
-                    if (idx < total) {
-                        const int r = divide(idx, by_row_words);
-                        const int w = idx - r * row_words;
-                        const T* row = row_ptrs[r];
-                        v[u] = row == nullptr ? const_word : __ldg(reinterpret_cast<const std::uint32_t*>(row) + first_word + w);
-                        at[u] = r * stride_words + w;
-                    }
-                }
-#pragma unroll
-                for (int u = 0; u < kU; ++u)
-                    if (at[u] >= 0) stage_words[at[u]] = v[u];
-            }
-        } else {
-            const int total = L.rows * L.row_samples;
-            for (int base = tid; base < total; base += kU * nthreads) {
-                T v[kU];
-                int at[kU];
-#pragma unroll
-                for (int u = 0; u < kU; ++u) {
-                    const int idx = base + u * nthreads;
-                    at[u] = -1;
-                    if (idx < total) {
-                        const int r = divide(idx, by_row_samples);
-                        const int s = idx - r * L.row_samples;
-                        const int px = div_channels(s, C);
-                        v[u] = op.src.at(row_ptrs[r], x0 - L.halo + px, s - px * C);
-                        at[u] = r * L.stage_stride + s;
-                    }
-                }
-#pragma unroll
-                for (int u = 0; u < kU; ++u)
-                    if (at[u] >= 0) stage[at[u]] = v[u];
-            }
-        }
+        sep_stage_tile(op, L, st, column, x0, const_word, by_row_samples);
         __syncthreads();
-        // 2. Row pass: units (row, run of R outputs, channel), rows fastest so
-        // that the lanes of a warp read different banks.
-        const int cols_x = L.tw / R * C;
-        const int units_x = cols_x * L.rows;
-        for (int p = 0; p < passes; ++p) {
-            const int kw = op.kw(p);
-            const W* wx = unit ? nullptr : weights + 2 * p * L.kmax;
-            const int off = L.halo - kw / 2;
-            Acc* const psums = sums + p * L.rows * L.sum_stride;
-            W wx_taps[kSepUnrolledTaps] = {};
-            if constexpr (!unit)
-#pragma unroll
-                for (int i = 0; i < kSepUnrolledTaps; ++i) wx_taps[i] = i < kw ? wx[i] : W(0);
-            for (int u = tid; u < units_x; u += nthreads) {
-                const int j = divide(u, L.rows_div), r = u - j * L.rows;
-                const int run = div_channels(j, C), c = j - run * C;
-                const T* line = stage + r * L.stage_stride + lead + (run * R + off) * C + c;
-                auto load = [&](int i) { return to_acc<Acc>(line[i * C]); };
-                Acc acc[R];
-                if constexpr (unit) run_running_sums<R>(acc, kw, load);
-                else if (kw <= kSepUnrolledTaps) run_sums_unrolled<R>(acc, wx_taps, kw, load);
-                else run_sums<R>(acc, wx, kw, load);
-                Acc* out = psums + r * L.sum_stride + run * R * C + c;
-#pragma unroll
-                for (int o = 0; o < R; ++o) out[o * C] = acc[o];
-            }
-        }
+        sep_row_pass(op, L, st, column.lead);
         __syncthreads();
-        // 3. Column pass, finish, store: units (run of R rows, sample column),
-        // sample columns fastest: coalesced stores.
-        const int cols = L.tw * C;
-        const int units_y = cols * (L.th / R);
-        for (int u = tid; u < units_y; u += nthreads) {
-            const int ry = divide(u, L.cols_div), s = u - ry * cols;
-            const int tx = div_channels(s, C), c = s - tx * C;
-            const int x = x0 + tx;
-            const int ty0 = ry * R;
-            const int outputs = min(R, min(L.tile_h - ty0, height - (y0 + ty0)));  // rows of the run inside tile and image
-            if (tx >= L.tile_w || x >= width || outputs <= 0) continue;
-            Acc acc[Op::kMaxPasses][R];
-#pragma unroll
-            for (int p = 0; p < Op::kMaxPasses; ++p) {
-                if (p < passes) {
-                    const int kh = op.kh(p);
-                    const W* wy = unit ? nullptr : weights + (2 * p + 1) * L.kmax;
-                    const Acc* col = sums + (p * L.rows + ty0 + L.halo - kh / 2) * L.sum_stride + s;
-                    auto load = [&](int i) { return col[i * L.sum_stride]; };
-                    if constexpr (unit) {
-                        run_running_sums<R>(acc[p], kh, load);
-                    } else if (kh <= kSepUnrolledTaps) {
-                        W wy_taps[kSepUnrolledTaps];
-#pragma unroll
-                        for (int i = 0; i < kSepUnrolledTaps; ++i) wy_taps[i] = i < kh ? wy[i] : W(0);
-                        run_sums_unrolled<R>(acc[p], wy_taps, kh, load);
-                    } else {
-                        run_sums<R>(acc[p], wy, kh, load);
-                    }
-                } else {
-#pragma unroll
-                    for (int o = 0; o < R; ++o) acc[p][o] = Acc(0);
-                }
-            }
-            // Output rows one stride apart: the address moves by an add, not a multiply per row.
-            unsigned char* out = reinterpret_cast<unsigned char*>(op.dst.template row<T>(y0 + ty0) + x * C + c);
-#pragma unroll
-            for (int o = 0; o < R; ++o, out += op.dst.stride) {
-                if (o >= outputs) break;
-                const int ty = ty0 + o;
-                Acc v[Op::kMaxPasses];
-#pragma unroll
-                for (int p = 0; p < Op::kMaxPasses; ++p) v[p] = acc[p][o];
-                if constexpr (unit && std::is_floating_point_v<Acc>) {
-                    if (!isfinite(v[0])) {  // the per-pixel path's direct sum, from the stage
-                        const int kw = op.kw(0), kh = op.kh(0);
-                        v[0] = weighted_sum<Acc>(static_cast<const W*>(nullptr), kh, [&](int j) {
-                            const T* line = stage + (ty + L.halo - kh / 2 + j) * L.stage_stride + lead +
-                                            (tx + L.halo - kw / 2) * C + c;
-                            return weighted_sum<Acc>(static_cast<const W*>(nullptr), kw,
-                                                     [&](int i) { return to_acc<Acc>(line[i * C]); });
-                        });
-                    }
-                }
-                *reinterpret_cast<T*>(out) = op.finish(v);
-            }
-        }
+        sep_column_pass(op, L, st, x0, y0, column.lead);
         __syncthreads();  // the next tile reuses the stage and the sums
     }
 }
 
 template <class Op>
-SepLayout sep_layout(const SepTileSchedule& tile, const Op& op) {
+SepLayout sep_layout(const SepTileSchedule& tile, const TileOrder& order, const Op& op) {
     using T = typename Op::Sample;
-    using Acc = typename Op::Acc;
-    using W = typename Op::W;
     SepLayout L{};
     const int halo = stencil_halo(op);
     const int channels = op.src.view.channels;
@@ -493,55 +590,34 @@ SepLayout sep_layout(const SepTileSchedule& tile, const Op& op) {
     L.kmax = 2 * halo + 1;
     L.tiles_x = (op.dst.width + L.tile_w - 1) / L.tile_w;
     L.tiles_y = (op.dst.height + L.tile_h - 1) / L.tile_h;
+    // Blocks take two tiles each where there are many tile rows, so a block's
+    // set-up (layout, divisors, weights) is paid once for two (measured:
+    // apps/bench/README.md, History).
+    L.order = order;
+    L.per_block = L.tiles_y >= 64 ? 2 : 1;
     const unsigned runs_x = L.tw / kSepRun * channels, cols = L.tw * channels;
     L.rows_div = divisor_for(L.rows, static_cast<unsigned long long>(runs_x) * L.rows);
     L.cols_div = divisor_for(cols, static_cast<unsigned long long>(cols) * (L.th / kSepRun));
-    const auto align16 = [](std::size_t b) { return round_up<std::size_t>(b, 16); };
-    const std::size_t stage_bytes = align16(static_cast<std::size_t>(L.rows) * L.stage_stride * sizeof(T));
-    const std::size_t sums_bytes =
-        align16(static_cast<std::size_t>(op.passes()) * L.rows * L.sum_stride * sizeof(Acc));
-    const std::size_t weight_bytes = UnitWeightOp<Op> ? 0 : std::size_t{2} * op.passes() * L.kmax * sizeof(W);
-    const std::size_t row_ptr_bytes = static_cast<std::size_t>(L.rows) * sizeof(const void*);
-    const std::size_t bytes = stage_bytes + sums_bytes + align16(weight_bytes) + row_ptr_bytes;
-    if (bytes > (1u << 30)) throw Unsupported(tile_text("sep", L.tile_w, L.tile_h, halo), "needs over 1 GiB of shared memory; use a smaller tile");
-    L.sums_off = static_cast<unsigned>(stage_bytes);
-    L.weights_off = static_cast<unsigned>(stage_bytes + sums_bytes);
-    L.row_ptrs_off = static_cast<unsigned>(stage_bytes + sums_bytes + align16(weight_bytes));
-    L.bytes = static_cast<unsigned>(bytes);
+    L.smem = SepStorage<Op>::offsets(L, op.passes());
     return L;
 }
 
 template <class Op>
 void launch_sep(const SepTileSchedule& tile, const TileOrder& order, const Op& op, cudaStream_t stream, int block) {
     if (op.dst.width <= 0 || op.dst.height <= 0) return;
-    SepLayout L = sep_layout(tile, op);
+    const SepLayout L = sep_layout(tile, order, op);
     const int device = cuda::current_device();
-    cuda::require_shared_memory(L.bytes, device, tile_text("sep", L.tile_w, L.tile_h, L.halo), "use a smaller tile");
+    cuda::require_shared_memory(L.smem.bytes, device, tile_text("sep", L.tile_w, L.tile_h, L.halo), "use a smaller tile");
     const bool ordered = !order.row_major();
     constexpr auto row_major_kernel = sep_stencil<Op, false>;
     constexpr auto ordered_kernel = sep_stencil<Op, true>;
     const auto kernel = ordered ? ordered_kernel : row_major_kernel;
-    if (L.bytes > 48 * 1024) {
+    if (L.smem.bytes > 48 * 1024) {
         if (ordered) cuda::allow_shared_memory<ordered_kernel>(device);
         else cuda::allow_shared_memory<row_major_kernel>(device);
     }
     const int threads = ordered ? block_threads<ordered_kernel>(block) : block_threads<row_major_kernel>(block);
-    // Blocks take two tiles each where there are many tile rows, so a block's
-    // set-up (layout, divisors, weights) is paid once for two (measured:
-    // apps/bench/README.md, History). Row-major: two tile rows (by, by +
-    // grid's y); in an order: two consecutive tiles of it.
-    const bool two = L.tiles_y >= 64;
-    L.order = order;
-    L.per_block = two ? 2 : 1;
-    dim3 grid;
-    if (!ordered) {
-        const int block_rows = two ? (L.tiles_y + 1) / 2 : L.tiles_y;
-        grid = dim3(L.tiles_x, std::min(block_rows, 65535));
-    } else {
-        const std::uint64_t units = static_cast<std::uint64_t>(L.tiles_x) * L.tiles_y;
-        grid = cuda::ordered_grid((units + L.per_block - 1) / L.per_block);
-    }
-    kernel<<<grid, threads, L.bytes, stream>>>(op, L);
+    kernel<<<L.grid(), threads, L.smem.bytes, stream>>>(op, L);
 }
 
 // ------------------------------------------------------------------- vec:N

@@ -51,6 +51,15 @@ void with_passes(const Op& op, F&& f) {
     f(std::integral_constant<int, 1>{});
 }
 
+// A 4-byte word of copies of v: a row of a constant border, as words.
+template <class T>
+__device__ __forceinline__ std::uint32_t repeat_word(const T& v) {
+    std::uint32_t w = 0;
+#pragma unroll
+    for (int b = 0; b < 4 / static_cast<int>(sizeof(T)); ++b) memcpy(reinterpret_cast<unsigned char*>(&w) + b * sizeof(T), &v, sizeof(T));
+    return w;
+}
+
 // --------------------------------------------------------------- word loads
 // Runs of samples in registers, moved as the widest aligned words that fit:
 // 16, 8 or 4 bytes when the address allows, sample by sample otherwise.
@@ -212,9 +221,7 @@ __global__ void stream_stencil(const __grid_constant__ Op op, const __grid_const
     // Word loads when the touched words lie inside the row (so no padding byte is read).
     const bool words = first >= 0 && first * sz - lead + used_words * 4 <= width * C * sz && (view.stride & 3) == 0 &&
                        (reinterpret_cast<std::uintptr_t>(view.data) & 3) == 0;
-    std::uint32_t const_word = 0;                    // a row of a constant border, as words
-#pragma unroll
-    for (int b = 0; b < 4 / sz; ++b) memcpy(reinterpret_cast<unsigned char*>(&const_word) + b * sz, &op.src.constant, sz);
+    const std::uint32_t const_word = repeat_word(op.src.constant);  // a row of a constant border, as words
 
     const auto fetch = [&](int r, std::uint32_t (&w)[NW]) {
         const T* row = op.src.row(r);

@@ -21,6 +21,9 @@
 //    through offsets resolved once per kernel.
 // Integer sums are exact in any order, so outputs equal the per-pixel path
 // (rows first) bit for bit; finish() is the op's own.
+// The kernel's steps per batch of K rows: stream8_fetch (stage a row),
+// stream8_column_sums and stream8_store_columns (column pass), then per row
+// stream8_row_sums (row pass) and stream8_finish.
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -53,9 +56,17 @@ constexpr int stream8_halo_lanes(int k, int channels) {
 // Bytes of a row that one warp outputs.
 constexpr int stream8_chunk_bytes(int k, int channels) { return (32 - 2 * stream8_halo_lanes(k, channels)) * kStream8Bytes; }
 
-// Shared memory per warp, in 16-byte words: K rows of 32 lanes' column sums
-// per pass, and 8 byte offsets per lane for the edge lanes' loads.
-constexpr int stream8_warp_words(int k, int passes) { return 32 * k * passes + 32 * kStream8Bytes * 4 / 16; }
+// Strip columns of a row of row_bytes: `warps` chunks of it each (host and device).
+CBI_HOST_DEVICE constexpr int stream8_strips_x(int row_bytes, int chunk, int warps) {
+    return ((row_bytes + chunk - 1) / chunk + warps - 1) / warps;
+}
+
+// The shared memory of one warp; a block's warps take consecutive ones.
+template <int K, int P>
+struct Stream8WarpStorage {
+    uint4 sums[P][K][32];                 // each pass's column sums of K rows per lane: samples 0..7, two per word
+    int edge_offsets[32][kStream8Bytes];  // per lane: each byte's offset in its row (-1: the constant), see stream8_fetch
+};
 
 // Each pass's weights (unused by box), as kernel parameters: constant
 // indices after unrolling. Arithmetic is modulo 2^32 (see above).
@@ -84,203 +95,274 @@ __device__ __forceinline__ void with_slots(F&& f) {
     [&]<int... J>(std::integer_sequence<int, J...>) { (f(std::integral_constant<int, J>{}), ...); }(std::make_integer_sequence<int, K>{});
 }
 
+// One lane's share of a row: bytes [b, b + 8).
+struct Stream8Lane {
+    int b;
+    bool outputs;     // not a halo lane, and inside the row
+    bool needed;      // some output reads this lane's columns
+    bool fast_load;   // one aligned 8-byte load per row
+    bool fast_store;  // one aligned 8-byte store per row
+};
+
+// Lanes without 8-byte loads (at the image's left and right edges, or on
+// unaligned rows) read byte by byte: the border rule across x is the same
+// for every row, so each byte's offset in its row (-1: the constant) is
+// resolved once, kept in shared memory, and the 8 loads of a row are
+// independent (one after another, they made the edge warps 8 memory
+// round trips per row slower than the rest).
+template <int K, int C, class Op>
+__device__ __forceinline__ void stream8_resolve_edges(const Op& op, const Stream8Lane& ln, int (&offsets)[kStream8Bytes]) {
+    constexpr int HL = stream8_halo_lanes(K, C);
+#pragma unroll 1
+    for (int i = 0; i < kStream8Bytes; ++i) {
+        const int q = ln.b + i;
+        const int px = (q + HL * kStream8Bytes * C) / C - HL * kStream8Bytes;  // floor(q / C): q >= -HL * 8
+        const int x = border_index(op.src.mode, px, op.src.view.width);
+        offsets[i] = x < 0 ? -1 : x * C + (q - px * C);
+    }
+}
+
+// Stage: the lane's 8 bytes of row r, border-resolved.
+template <class Op>
+__device__ __forceinline__ unsigned long long stream8_fetch(const Op& op, const Stream8Lane& ln, const int (&offsets)[kStream8Bytes],
+                                                            unsigned long long const_bytes, int r) {
+    constexpr int G = kStream8Bytes;
+    const std::uint8_t* row = op.src.row(r);
+    if (row == nullptr) return const_bytes;
+    if (ln.fast_load) return __ldg(reinterpret_cast<const unsigned long long*>(row + ln.b));
+    if (!ln.needed) return 0;
+    int at[G];
+    *reinterpret_cast<int4*>(at) = reinterpret_cast<const int4*>(offsets)[0];
+    *reinterpret_cast<int4*>(at + 4) = reinterpret_cast<const int4*>(offsets)[1];
+    unsigned long long v = 0;
+#pragma unroll
+    for (int i = 0; i < G; ++i)
+        v |= static_cast<unsigned long long>(at[i] < 0 ? static_cast<std::uint8_t>(op.src.constant) : row[at[i]]) << (8 * i);
+    return v;
+}
+
+// A lane's last K rows in registers. Row r lives in ring slot
+// (r - y0 - h) mod K. Gaussian and Sobel: lanes[slot][i], the rows as
+// 16-bit lanes (i: even and odd bytes of word 0, then of word 1). Box: the
+// rows' bytes in `bytes` (half the registers) and their column sums in
+// `running`.
+template <int K, bool kBox>
+struct Stream8Ring {
+    std::uint32_t lanes[kBox ? 1 : K][4];
+    unsigned long long bytes[kBox ? K : 1];
+    std::uint32_t running[4];
+};
+
+// Column pass: row `bytes` into slot J, and each pass's column sums of the
+// K-row window ending at it as 16-bit lanes.
+template <int J, bool kBiased, int K, int P, bool kBox>
+__device__ __forceinline__ void stream8_column_sums(Stream8Ring<K, kBox>& ring, unsigned long long bytes, const Stream8Taps<P, K>& taps,
+                                                    std::uint32_t (&col)[P][4]) {
+    std::uint32_t lanes[4];
+    to_lanes(bytes, lanes);
+    if constexpr (kBox) {
+        std::uint32_t leaving[4];
+        to_lanes(ring.bytes[J], leaving);
+        ring.bytes[J] = bytes;
+#pragma unroll
+        for (int i = 0; i < 4; ++i) {
+            ring.running[i] = ring.running[i] + lanes[i] - leaving[i];  // per lane non-negative: exact
+            col[0][i] = ring.running[i];
+        }
+    } else {
+#pragma unroll
+        for (int i = 0; i < 4; ++i) ring.lanes[J][i] = lanes[i];
+        // Slot (J + 1 + t) % K holds tap t (the oldest row first).
+#pragma unroll
+        for (int p = 0; p < P; ++p)
+#pragma unroll
+            for (int i = 0; i < 4; ++i) {
+                std::uint32_t s = kBiased ? taps.bias[p] * 0x00010001u : 0u;
+#pragma unroll
+                for (int t = 0; t < K; ++t) s += taps.y[p][t] * ring.lanes[(J + 1 + t) % K][i];
+                col[p][i] = s;
+            }
+    }
+}
+
+// The lane's column sums into the warp's shared-memory row j: samples 0..7 in order, two per word.
+// (sums: the warp's Stream8WarpStorage::sums, flat.)
+template <int K, int P>
+__device__ __forceinline__ void stream8_store_columns(uint4* sums, int j, int lane, const std::uint32_t (&col)[P][4]) {
+#pragma unroll
+    for (int p = 0; p < P; ++p)
+        sums[(p * K + j) * 32 + lane] = make_uint4(__byte_perm(col[p][0], col[p][1], 0x5410), __byte_perm(col[p][0], col[p][1], 0x7632),
+                                         __byte_perm(col[p][2], col[p][3], 0x5410), __byte_perm(col[p][2], col[p][3], 0x7632));
+}
+
+// Row pass: each pass's row sums of the lane's 8 outputs from the column
+// sums of samples b - HL * 8 .. b + 8 + HL * 8 in the warp's row j (lanes
+// lane - HL .. lane + HL).
+template <bool kBox, bool kBiased, int K, int C, int P>
+__device__ __forceinline__ void stream8_row_sums(const uint4* sums, int j, int lane, const Stream8Taps<P, K>& taps,
+                                                 std::uint32_t (&acc)[P][kStream8Bytes]) {
+    constexpr int G = kStream8Bytes;
+    constexpr int h = K / 2;
+    constexpr int HL = stream8_halo_lanes(K, C);
+#pragma unroll
+    for (int p = 0; p < P; ++p) {
+        uint4 near[2 * HL + 1];
+#pragma unroll
+        for (int n = 0; n < 2 * HL + 1; ++n) near[n] = sums[(p * K + j) * 32 + lane - HL + n];
+        const auto column = [&](int at) -> std::uint32_t {  // sample b + at, `at` a constant
+            const int q = at + HL * G;
+            const uint4& v = near[q / G];
+            const std::uint32_t w = (q / 2) % 4 == 0 ? v.x : (q / 2) % 4 == 1 ? v.y : (q / 2) % 4 == 2 ? v.z : v.w;
+            return q % 2 == 0 ? (w & 0xffffu) : (w >> 16);
+        };
+#pragma unroll
+        for (int o = 0; o < G; ++o) {
+            if (kBox && o >= C) {  // slide: one column enters, one leaves
+                acc[p][o] = acc[p][o - C] + column(o + h * C) - column(o - C - h * C);
+            } else {
+                std::uint32_t s = kBiased ? 0u - taps.bias_out[p] : 0u;
+#pragma unroll
+                for (int i = 0; i < K; ++i) s += (kBox ? 1u : taps.x[p][i]) * column(o + (i - h) * C);
+                acc[p][o] = s;
+            }
+        }
+    }
+}
+
+// Finish: the op's finish of the lane's 8 outputs of row y, stored.
+template <class Op, int P>
+__device__ __forceinline__ void stream8_finish(const Op& op, const Stream8Lane& ln, const std::uint32_t (&acc)[P][kStream8Bytes], int y,
+                                               int row_bytes) {
+    constexpr int G = kStream8Bytes;
+    unsigned long long out = 0;
+#pragma unroll
+    for (int o = 0; o < G; ++o) {
+        typename Op::Acc a[Op::kMaxPasses] = {};
+#pragma unroll
+        for (int p = 0; p < P; ++p) a[p] = static_cast<typename Op::Acc>(acc[p][o]);
+        out |= static_cast<unsigned long long>(op.finish(a)) << (8 * o);
+    }
+    std::uint8_t* const dst = op.dst.template row<std::uint8_t>(y) + ln.b;
+    if (ln.fast_store) {
+        *reinterpret_cast<unsigned long long*>(dst) = out;
+    } else {
+#pragma unroll
+        for (int o = 0; o < G; ++o)
+            if (ln.b + o < row_bytes) dst[o] = static_cast<std::uint8_t>(out >> (8 * o));
+    }
+}
+
 // Strips: row-major, block (bx, by) walks strip column bx (its warps' chunks)
 // and strip rows by, + the grid's rows, ...; in a TileOrder, the one strip
 // order.map(b) of its linear index b (cuda_order.cuh).
 template <class Op, int K, int C, int P>
 __global__ void stream8_stencil(const __grid_constant__ Op op, const __grid_constant__ Stream8Taps<P, K> taps, int strip_h,
                                 int strips_y, const TileOrder order) {
-    constexpr int G = kStream8Bytes;
     constexpr int h = K / 2;
-    constexpr int HL = stream8_halo_lanes(K, C);
-    constexpr int chunk = stream8_chunk_bytes(K, C);
     constexpr bool box = UnitWeightOp<Op>;
     constexpr bool biased = requires { op.mode; };  // Sobel: negative weights
     extern __shared__ __align__(16) uint4 stream8_smem[];
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-    uint4* const sums = stream8_smem + warp * stream8_warp_words(K, P);  // [pass][K rows][lane]: column sums
-    int* const edge_offsets = reinterpret_cast<int*>(sums + 32 * K * P) + lane * kStream8Bytes;  // see fetch
+    // The warp's storage; its offset and the sums' indices in int
+    // arithmetic, as 64-bit subscripts cost the kernel registers.
+    constexpr int warp_words = sizeof(Stream8WarpStorage<K, P>) / sizeof(uint4);
+    Stream8WarpStorage<K, P>& ws = *reinterpret_cast<Stream8WarpStorage<K, P>*>(stream8_smem + warp * warp_words);
+    uint4* const sums = &ws.sums[0][0][0];  // [pass][K rows][lane], flat
+    int (&edge_offsets)[kStream8Bytes] = ws.edge_offsets[lane];
     const int height = op.dst.height;
     const int row_bytes = op.dst.width * C;
     int strip_x = blockIdx.x, sy_first = blockIdx.y, sy_end = strips_y, sy_step = gridDim.y;
     if (!order.row_major()) {
-        const int warps = blockDim.x >> 5;
-        const int strips_x = ((row_bytes + chunk - 1) / chunk + warps - 1) / warps;
+        const int strips_x = stream8_strips_x(row_bytes, stream8_chunk_bytes(K, C), blockDim.x >> 5);
         const std::uint64_t work = linear_block();
         if (work >= static_cast<std::uint64_t>(strips_x) * strips_y) return;  // the whole block
         const Pixel t = order.map(static_cast<std::uint32_t>(work), strips_x, strips_y);
         strip_x = t.x, sy_first = t.y, sy_end = t.y + 1;
     }
     // This lane's bytes of a row: [b, b + 8); the warp outputs [b of lane HL, + chunk).
-    const int b = (strip_x * (blockDim.x >> 5) + warp) * chunk + (lane - HL) * G;
+    constexpr int HL = stream8_halo_lanes(K, C);
+    const int b = (strip_x * (blockDim.x >> 5) + warp) * stream8_chunk_bytes(K, C) + (lane - HL) * kStream8Bytes;
     const bool outputs = lane >= HL && lane < 32 - HL && b < row_bytes;
     const bool needed = b < row_bytes + h * C;  // some output reads this lane's columns
     const auto& src = op.src.view;
-    const bool fast_load = b >= 0 && b + G <= row_bytes && ((reinterpret_cast<std::uintptr_t>(src.data) | src.stride) & 7) == 0;
-    const bool fast_store = b + G <= row_bytes && ((reinterpret_cast<std::uintptr_t>(op.dst.data) | op.dst.stride) & 7) == 0;
+    const bool fast_load = b >= 0 && b + kStream8Bytes <= row_bytes && ((reinterpret_cast<std::uintptr_t>(src.data) | src.stride) & 7) == 0;
+    const bool fast_store = b + kStream8Bytes <= row_bytes && ((reinterpret_cast<std::uintptr_t>(op.dst.data) | op.dst.stride) & 7) == 0;
+    const Stream8Lane ln{b, outputs, needed, fast_load, fast_store};
     const unsigned long long const_bytes = 0x0101010101010101ull * static_cast<std::uint8_t>(op.src.constant);
-
-    // Lanes without 8-byte loads (at the image's left and right edges, or on
-    // unaligned rows) read byte by byte: the border rule across x is the same
-    // for every row, so each byte's offset in its row (-1: the constant) is
-    // resolved once, kept in shared memory, and the 8 loads of a row are
-    // independent (one after another, they made the edge warps 8 memory
-    // round trips per row slower than the rest).
-    if (!fast_load && needed)
-#pragma unroll 1
-        for (int i = 0; i < G; ++i) {
-            const int q = b + i;
-            const int px = (q + HL * G * C) / C - HL * G;  // floor(q / C): q >= -HL * G
-            const int x = border_index(op.src.mode, px, op.src.view.width);
-            edge_offsets[i] = x < 0 ? -1 : x * C + (q - px * C);
-        }
-    // Row r's 8 bytes, border-resolved.
-    const auto fetch = [&](int r) -> unsigned long long {
-        const std::uint8_t* row = op.src.row(r);
-        if (row == nullptr) return const_bytes;
-        if (fast_load) return __ldg(reinterpret_cast<const unsigned long long*>(row + b));
-        if (!needed) return 0;
-        int at[G];
-        *reinterpret_cast<int4*>(at) = reinterpret_cast<const int4*>(edge_offsets)[0];
-        *reinterpret_cast<int4*>(at + 4) = reinterpret_cast<const int4*>(edge_offsets)[1];
-        unsigned long long v = 0;
-#pragma unroll
-        for (int i = 0; i < G; ++i)
-            v |= static_cast<unsigned long long>(at[i] < 0 ? static_cast<std::uint8_t>(op.src.constant) : row[at[i]]) << (8 * i);
-        return v;
-    };
-
+    if (!ln.fast_load && ln.needed) stream8_resolve_edges<K, C>(op, ln, edge_offsets);
     // A lane's bytes of row r inside the image, for strips whose rows are all inside.
-    const unsigned char* const direct = fast_load ? reinterpret_cast<const unsigned char*>(src.data) + b : nullptr;
+    const unsigned char* const direct = ln.fast_load ? reinterpret_cast<const unsigned char*>(op.src.view.data) + ln.b : nullptr;
 
     for (int sy = sy_first; sy < sy_end; sy += sy_step) {
         const int y0 = sy * strip_h, y_end = min(y0 + strip_h, height);
         const int r_end = y_end + h;  // input rows y0 - h .. r_end - 1
         const bool rows_inside = y0 - h >= 0 && r_end <= height;
-        // Row r lives in ring slot (r - y0 - h) mod K: the K - 1 rows before
-        // the first output's centre row take slots 1 .. K - 1, and every batch
-        // of K rows from y0 + h on starts at slot 0.
-        // Gaussian: ring[slot][i], the last K rows as 16-bit lanes (i: even and
-        // odd bytes of word 0, then of word 1). Box: the last K rows' bytes in
-        // ring_bytes (half the registers) and their column sums in running.
-        std::uint32_t ring[box ? 1 : K][4];
-        unsigned long long ring_bytes[box ? K : 1];
-        std::uint32_t running[4] = {};
-#pragma unroll
-        for (int s = 0; s < K; ++s) {
-            if constexpr (box) ring_bytes[s] = 0;
-            else
-#pragma unroll
-                for (int i = 0; i < 4; ++i) ring[s][i] = 0;
-        }
+        // The K - 1 rows before the first output's centre row take slots
+        // 1 .. K - 1, and every batch of K rows from y0 + h on starts at slot 0.
+        Stream8Ring<K, box> ring{};
         // Row bytes into slot j; with `output`, also the column sums of the
         // row's K-row window into the warp's shared-memory row j.
         const auto push = [&](auto slot, unsigned long long bytes, bool output) {
-            constexpr int j = slot();
-            std::uint32_t lanes[4], col[P][4];  // a row's samples and each pass's column sums as 16-bit lanes
-            to_lanes(bytes, lanes);
-            if constexpr (box) {
-                std::uint32_t leaving[4];
-                to_lanes(ring_bytes[j], leaving);
-                ring_bytes[j] = bytes;
-#pragma unroll
-                for (int i = 0; i < 4; ++i) {
-                    running[i] = running[i] + lanes[i] - leaving[i];  // per lane non-negative: exact
-                    col[0][i] = running[i];
-                }
-            } else {
-#pragma unroll
-                for (int i = 0; i < 4; ++i) ring[j][i] = lanes[i];
-                // Slot (j + 1 + t) % K holds tap t (the oldest row first).
-#pragma unroll
-                for (int p = 0; p < P; ++p)
-#pragma unroll
-                    for (int i = 0; i < 4; ++i) {
-                        std::uint32_t s = biased ? taps.bias[p] * 0x00010001u : 0u;
-#pragma unroll
-                        for (int t = 0; t < K; ++t) s += taps.y[p][t] * ring[(j + 1 + t) % K][i];
-                        col[p][i] = s;
-                    }
-            }
-            // Samples 0..7 of the lane's columns in order, two per word.
-            if (output)
-#pragma unroll
-                for (int p = 0; p < P; ++p)
-                    sums[(p * K + j) * 32 + lane] =
-                        make_uint4(__byte_perm(col[p][0], col[p][1], 0x5410), __byte_perm(col[p][0], col[p][1], 0x7632),
-                                   __byte_perm(col[p][2], col[p][3], 0x5410), __byte_perm(col[p][2], col[p][3], 0x7632));
+            std::uint32_t col[P][4];  // each pass's column sums as 16-bit lanes
+            stream8_column_sums<slot(), biased>(ring, bytes, taps, col);
+            if (output) stream8_store_columns<K>(sums, slot(), lane, col);
         };
         // Warm-up: rows y0 - h .. y0 + h - 1 (all below r_end).
         with_slots<K>([&](auto slot) {
-            if constexpr (slot() > 0) push(slot, fetch(y0 - h + slot() - 1), false);
+            if constexpr (slot() > 0) push(slot, stream8_fetch(op, ln, edge_offsets, const_bytes, y0 - h + slot() - 1), false);
         });
         for (int base = y0 + h; base < r_end; base += K) {
-            // 1. Column sums of rows base .. base + K - 1 into the warp's rows.
-            if (base + K <= r_end && rows_inside && fast_load) {  // the common case: no checks, K loads in flight
+            // Stage and column pass: rows base .. base + K - 1 into the warp's rows.
+            if (base + K <= r_end && rows_inside && ln.fast_load) {  // the common case: no checks, K loads in flight
                 unsigned long long rows[K];
                 with_slots<K>([&](auto slot) {
-                    rows[slot()] = __ldg(reinterpret_cast<const unsigned long long*>(direct + static_cast<std::size_t>(base + slot()) * src.stride));
+                    rows[slot()] = __ldg(reinterpret_cast<const unsigned long long*>(direct + static_cast<std::size_t>(base + slot()) * op.src.view.stride));
                 });
                 with_slots<K>([&](auto slot) { push(slot, rows[slot()], true); });
             } else {
                 with_slots<K>([&](auto slot) {
-                    if (base + slot() < r_end) push(slot, fetch(base + slot()), true);
+                    if (base + slot() < r_end) push(slot, stream8_fetch(op, ln, edge_offsets, const_bytes, base + slot()), true);
                 });
             }
             __syncwarp();
-            // 2. Row sums from the neighbours' columns, finish, store: one output row per slot
-            // (a rolled loop: one copy of this code).
-            if (outputs) {
+            // Row pass and finish: one output row per slot (a rolled loop: one copy of this code).
+            if (ln.outputs) {
 #pragma unroll 1
                 for (int j = 0; j < K && base + j < r_end; ++j) {
-                    // Each pass's row sums of the column sums of samples b - HL * 8 .. b + 8 + HL * 8
-                    // (lanes lane - HL .. lane + HL).
-                    std::uint32_t acc[P][G];
-#pragma unroll
-                    for (int p = 0; p < P; ++p) {
-                        uint4 near[2 * HL + 1];
-#pragma unroll
-                        for (int n = 0; n < 2 * HL + 1; ++n) near[n] = sums[(p * K + j) * 32 + lane - HL + n];
-                        const auto column = [&](int at) -> std::uint32_t {  // sample b + at, `at` a constant
-                            const int q = at + HL * G;
-                            const uint4& v = near[q / G];
-                            const std::uint32_t w = (q / 2) % 4 == 0 ? v.x : (q / 2) % 4 == 1 ? v.y : (q / 2) % 4 == 2 ? v.z : v.w;
-                            return q % 2 == 0 ? (w & 0xffffu) : (w >> 16);
-                        };
-#pragma unroll
-                        for (int o = 0; o < G; ++o) {
-                            if (box && o >= C) {  // slide: one column enters, one leaves
-                                acc[p][o] = acc[p][o - C] + column(o + h * C) - column(o - C - h * C);
-                            } else {
-                                std::uint32_t s = biased ? 0u - taps.bias_out[p] : 0u;
-#pragma unroll
-                                for (int i = 0; i < K; ++i) s += (box ? 1u : taps.x[p][i]) * column(o + (i - h) * C);
-                                acc[p][o] = s;
-                            }
-                        }
-                    }
-                    unsigned long long out = 0;
-#pragma unroll
-                    for (int o = 0; o < G; ++o) {
-                        typename Op::Acc a[Op::kMaxPasses] = {};
-#pragma unroll
-                        for (int p = 0; p < P; ++p) a[p] = static_cast<typename Op::Acc>(acc[p][o]);
-                        out |= static_cast<unsigned long long>(op.finish(a)) << (8 * o);
-                    }
-                    std::uint8_t* const dst = op.dst.template row<std::uint8_t>(base + j - h) + b;
-                    if (fast_store) {
-                        *reinterpret_cast<unsigned long long*>(dst) = out;
-                    } else {
-#pragma unroll
-                        for (int o = 0; o < G; ++o)
-                            if (b + o < row_bytes) dst[o] = static_cast<std::uint8_t>(out >> (8 * o));
-                    }
+                    std::uint32_t acc[P][kStream8Bytes];
+                    stream8_row_sums<box, biased, K, C>(sums, j, lane, taps, acc);
+                    stream8_finish(op, ln, acc, base + j - h, row_bytes);
                 }
             }
             __syncwarp();  // the next rows reuse the warp's shared-memory rows
         }
     }
 }
+
+// The launch shape of stream8_stencil<Op, K, C, P>: warps per block (each a
+// chunk of the row; results do not depend on it), strips and grid.
+template <int K, int C, int P>
+struct Stream8Shape {
+    int warps, strip_h, strips_y;
+    dim3 grid;
+
+    static Stream8Shape of(const StreamSchedule& strip, int width, int height, int block, const TileOrder& order) {
+        constexpr int chunk = stream8_chunk_bytes(K, C);
+        const int chunks = (width * C + chunk - 1) / chunk;
+        // At most 48 KiB of shared memory per block (more needs an opt-in per kernel).
+        const int max_warps = std::clamp(std::min(block / 32, static_cast<int>(48 * 1024 / sizeof(Stream8WarpStorage<K, P>))), 1, 16);
+        Stream8Shape s;
+        s.warps = std::clamp((strip.tile_width * C + chunk - 1) / chunk, 1, std::min(max_warps, chunks));
+        s.strip_h = std::min(strip.tile_height, height);
+        s.strips_y = (height + s.strip_h - 1) / s.strip_h;
+        const int strips_x = stream8_strips_x(width * C, chunk, s.warps);
+        s.grid = order.row_major() ? dim3(strips_x, std::min(s.strips_y, 65535))
+                                   : ordered_grid(static_cast<std::uint64_t>(strips_x) * s.strips_y);
+        return s;
+    }
+    int threads() const { return warps * 32; }
+    std::size_t shared_bytes() const { return static_cast<std::size_t>(warps) * sizeof(Stream8WarpStorage<K, P>); }
+};
 
 // Runs op on this kernel when it can take it (false: the caller runs the
 // generic stream kernel): kernel sizes 1..9, equal across passes and axes,
@@ -304,7 +386,6 @@ bool launch_stream8(const StreamSchedule& strip, const Op& op, cudaStream_t stre
                 constexpr int C = cc();
                 const auto go = [&](auto pc) {
                     constexpr int P = pc();
-                    constexpr int chunk = stream8_chunk_bytes(K, C);
                     Stream8Taps<P, K> taps{};
                     if constexpr (!box) {
                         for (int p = 0; p < P; ++p) {
@@ -320,19 +401,8 @@ bool launch_stream8(const StreamSchedule& strip, const Op& op, cudaStream_t stre
                             taps.bias_out[p] = taps.bias[p] * x_sum;
                         }
                     }
-                    const int row_bytes = op.dst.width * C;
-                    const int chunks = (row_bytes + chunk - 1) / chunk;
-                    // The strip width sets the warps per block (each warp a chunk of the row); results do not depend on it.
-                    // At most 48 KiB of shared memory per block (more needs an opt-in per kernel).
-                    const int max_warps = std::clamp(std::min(block / 32, 48 * 1024 / (stream8_warp_words(K, P) * 16)), 1, 16);
-                    const int warps = std::clamp((strip.tile_width * C + chunk - 1) / chunk, 1, std::min(max_warps, chunks));
-                    const int strip_h = std::min(strip.tile_height, op.dst.height);
-                    const int strips_y = (op.dst.height + strip_h - 1) / strip_h;
-                    const int strips_x = (chunks + warps - 1) / warps;
-                    const dim3 grid = order.row_major() ? dim3(strips_x, std::min(strips_y, 65535))
-                                                        : ordered_grid(static_cast<std::uint64_t>(strips_x) * strips_y);
-                    const std::size_t smem = static_cast<std::size_t>(warps) * stream8_warp_words(K, P) * sizeof(uint4);
-                    stream8_stencil<Op, K, C, P><<<grid, warps * 32, smem, stream>>>(op, taps, strip_h, strips_y, order);
+                    const auto s = Stream8Shape<K, C, P>::of(strip, op.dst.width, op.dst.height, block, order);
+                    stream8_stencil<Op, K, C, P><<<s.grid, s.threads(), s.shared_bytes(), stream>>>(op, taps, s.strip_h, s.strips_y, order);
                     launched = true;
                 };
                 with_passes(op, go);
