@@ -162,6 +162,9 @@ struct Options {
     std::string input_dir, output_dir, pattern, format = "same", shard;
     bool recursive = false, skip_existing = false, in_place = false, no_overlap = false, stats = false, quiet = false;
     int jobs = 0, in_flight = 0;
+    // Output encoding and metadata (single image and batch alike).
+    int quality = 0, png_compression = -1;
+    bool strip = false;
 };
 
 // Flags that only batch mode takes.
@@ -317,6 +320,36 @@ fs::path default_output(const fs::path& input) {
     return input.parent_path() / (input.stem().string() + ".cbi" + input.extension().string());
 }
 
+cbi::WriteOptions write_options(const CLI::App& app, const Options& o) {
+    if (app.count("--quality") && (o.quality < 1 || o.quality > 100))
+        throw UsageError{"--quality", std::to_string(o.quality) + " is outside 1..100"};
+    if (app.count("--png-compression") && (o.png_compression < 0 || o.png_compression > 9))
+        throw UsageError{"--png-compression", std::to_string(o.png_compression) + " is outside 0..9"};
+    cbi::WriteOptions w;
+    w.quality = o.quality;
+    w.png_compression = o.png_compression;
+    w.strip = o.strip;
+    return w;
+}
+
+// An encoding flag that no output uses is a mistake (a --quality meant for
+// a PNG, say), refused before any work.
+void check_encoding_flags(const CLI::App& app, const std::vector<fs::path>& outputs) {
+    if (outputs.empty()) return;
+    auto refuse = [&](const char* flag, const char* takes, auto uses) {
+        if (!app.count(flag)) return;
+        for (const fs::path& out : outputs)
+            if (uses(cbi::output_format(out))) return;
+        const std::string_view format = cbi::output_format(outputs.front());
+        throw UsageError{flag, std::string("applies to ") + takes + " outputs only; " +
+                                   (outputs.size() == 1 ? outputs.front().string() + " is " +
+                                                              (format.empty() ? std::string("of an unknown format") : std::string(format))
+                                                        : std::string("no output of this batch is one"))};
+    };
+    refuse("--quality", "JPEG and WebP", [](std::string_view f) { return f == "JPEG" || f == "WebP"; });
+    refuse("--png-compression", "PNG", [](std::string_view f) { return f == "PNG"; });
+}
+
 // Progress on stderr: a bar redrawn in place on a terminal, a plain line
 // every few seconds otherwise, nothing with --quiet. Failures always get
 // their one-line error as they happen.
@@ -328,6 +361,9 @@ public:
         if (p.item->status == cbi::ItemStatus::failed) {
             clear_bar();
             say("error: ", p.item->error);
+        } else if (!p.item->warning.empty()) {
+            clear_bar();
+            say("warning: ", p.item->warning);
         }
         if (quiet_) return;
         const auto now = std::chrono::steady_clock::now();
@@ -438,7 +474,7 @@ std::vector<cbi::BatchDevice> batch_devices(const cbi::RunOptions& run_options, 
     return devices;
 }
 
-int run_batch_mode(const Options& o, const cbi::Graph& graph, const cbi::DeviceSpec& device_spec,
+int run_batch_mode(const CLI::App& app, const Options& o, const cbi::WriteOptions& write, const cbi::Graph& graph, const cbi::DeviceSpec& device_spec,
                    const std::vector<cbi::DeviceSpec>& device_specs) {
     if (!o.input_dir.empty() && !o.inputs.empty())
         throw UsageError{"IN", "give either --input-dir or input files, not both"};
@@ -492,6 +528,10 @@ int run_batch_mode(const Options& o, const cbi::Graph& graph, const cbi::DeviceS
         return agreed_exit(kExitUsage, plan.conflicts.back());
     }
 
+    std::vector<fs::path> outputs;
+    for (const cbi::BatchJob& job : plan.jobs) outputs.push_back(job.output);
+    check_encoding_flags(app, outputs);
+
     // After the plan: its usage errors come before any notice.
     const cbi::RunOptions run_options = resolve_run_options(o, device_spec, graph);
     cbi::BatchOptions batch;
@@ -501,6 +541,7 @@ int run_batch_mode(const Options& o, const cbi::Graph& graph, const cbi::DeviceS
     batch.skip_existing = o.skip_existing;
     batch.max_pixels = o.max_pixels;
     batch.max_bytes = o.max_memory;
+    batch.write = write;
     batch.cancel = &g_cancel;
     const bool reports = !g_ranks || g_ranks->rank() == 0;  // progress and summary: rank 0's, for all ranks
     ProgressReporter reporter(o.quiet || !reports);
@@ -600,6 +641,7 @@ int run(const CLI::App& app, Options& o) {
         throw UsageError{"--device", "a device list (" + o.device + ") applies to batch mode; give one device for one image"};
     const cbi::DeviceSpec device_spec = devices.front().index == cbi::kAllDevices ? cbi::DeviceSpec{cbi::DeviceSpec::Kind::cuda} : devices.front();
     const cbi::Graph graph = build_graph(app, o);
+    const cbi::WriteOptions write = write_options(app, o);
 
     // The limit must cover --jobs too: an arena asking for more workers than
     // the limit gets fewer (and TBB warns).
@@ -607,7 +649,7 @@ int run(const CLI::App& app, Options& o) {
     if (o.threads > 0 || o.jobs > 0)
         thread_limit.emplace(tbb::global_control::max_allowed_parallelism, static_cast<std::size_t>(std::max(o.threads, o.jobs)));
 
-    if (batch) return run_batch_mode(o, graph, device_spec, devices);
+    if (batch) return run_batch_mode(app, o, write, graph, device_spec, devices);
     if (o.print_pipeline) return print_pipeline(o, graph, device_spec);
 
     const fs::path input = o.input;
@@ -616,7 +658,23 @@ int run(const CLI::App& app, Options& o) {
         throw UsageError{"-o " + output.string(), "is the input file; cbi never overwrites its input"};
     const cbi::RunOptions run_options = resolve_run_options(o, device_spec, graph);
 
-    const cv::Mat image = cbi::read_image(input, o.max_pixels, o.max_memory);
+    std::vector<fs::path> outputs;
+    for (std::size_t i = 0; i < graph.outputs().size(); ++i) outputs.push_back(output_path(output, graph, i));
+    check_encoding_flags(app, outputs);
+
+    cv::Mat image;
+    cbi::ImageMetadata metadata;
+    {
+        const std::vector<std::uint8_t> bytes = cbi::read_file(input);
+        image = cbi::decode_image(bytes, input.string(), o.max_pixels, o.max_memory);
+        if (!write.strip) {
+            try {
+                metadata = cbi::read_metadata(bytes, input.string());
+            } catch (const cbi::Error& e) {
+                say("warning: ", e.what());  // the pixels go on without it
+            }
+        }
+    }
     cbi::GraphExecutor executor(graph, run_options);
     const cbi::ImageView in = cbi::view_of(image);
     try {
@@ -635,8 +693,10 @@ int run(const CLI::App& app, Options& o) {
     const auto results = executor.run(in);
     // A killed earlier run's temporaries (none that a live write holds).
     cbi::remove_stale_temporaries(output.has_parent_path() ? output.parent_path() : fs::path("."));
-    for (std::size_t i = 0; i < results.size(); ++i)
-        cbi::write_image_atomic(output_path(output, graph, i), cbi::as_mat(results[i]));
+    for (std::size_t i = 0; i < results.size(); ++i) {
+        const std::string warning = cbi::write_image_atomic(output_path(output, graph, i), cbi::as_mat(results[i]), write, metadata);
+        if (!warning.empty()) say("warning: ", warning);
+    }
     print_tuning_notice(run_options);
     return 0;
 }
@@ -715,6 +775,19 @@ int main(int argc, char** argv) {
     batch->add_flag("--no-overlap", o.no_overlap, "run the stages one image at a time (for comparison)");
     batch->add_flag("--stats", o.stats, "print per-stage busy time, wall time and images/s on stdout");
     batch->add_flag("--quiet", o.quiet, "no progress and no summary; errors only");
+    auto* output = app.add_option_group("Output", "encoding and metadata of every output (single image and batch)");
+    output->add_option("--quality", o.quality, "JPEG and WebP quality 1..100 (default: JPEG 95, WebP lossless)")
+        ->type_name("Q");
+    output->add_option("--png-compression", o.png_compression,
+                       "PNG zlib level 0 (none) .. 9 (smallest, slowest); pixels are the same at every level (default: "
+                       "OpenCV's fast level 1)")
+        ->type_name("L");
+    output->add_flag("--strip", o.strip,
+                     cbi::metadata_supported()
+                         ? "write no metadata; by default the input's EXIF (Orientation set to 1 where the pixels were "
+                           "turned), ICC profile and XMP are kept in JPEG, PNG, TIFF and WebP outputs (exiv2)"
+                         : "write no metadata (this build has no exiv2: outputs never carry the input's EXIF, ICC "
+                           "profile or XMP)");
     app.set_version_flag("--version", std::string("cbi-filter ") + CBI_VERSION +
                                           (cbi::built_with_cuda() ? " (CUDA backend)" : " (CPU backend only)"));
 

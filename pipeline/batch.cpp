@@ -375,6 +375,7 @@ public:
 private:
     struct Slot {
         cv::Mat input;
+        ImageMetadata metadata;
         Image output;
     };
 
@@ -415,8 +416,17 @@ private:
             item.error = job.input.string() + ": is also the output " + job.output.string() +
                          "; cbi never overwrites its input";
         } else {
-            attempt(item, job.input,
-                    [&] { slots_[i].input = read_image(job.input, options_.max_pixels, options_.max_bytes); });
+            attempt(item, job.input, [&] {
+                const std::vector<std::uint8_t> bytes = read_file(job.input);
+                slots_[i].input = decode_image(bytes, job.input.string(), options_.max_pixels, options_.max_bytes);
+                if (!options_.write.strip) {
+                    try {
+                        slots_[i].metadata = read_metadata(bytes, job.input.string());
+                    } catch (const Error& e) {
+                        item.warning = e.what();  // the pixels go on without it
+                    }
+                }
+            });
         }
         item.read_s = seconds_since(t0);
         return i;
@@ -449,7 +459,9 @@ private:
                 std::error_code ec;
                 if (out.has_parent_path()) fs::create_directories(out.parent_path(), ec);
                 if (ec) throw Error(out.parent_path().string(), "cannot create the folder: " + ec.message());
-                write_image_atomic(out, as_mat(slots_[i].output.view()));
+                const std::string warning =
+                    write_image_atomic(out, as_mat(slots_[i].output.view()), options_.write, slots_[i].metadata);
+                if (item.warning.empty()) item.warning = warning;
             });
             if (item.status == ItemStatus::failed && cancelled()) {  // cut short by the interrupt
                 item.status = ItemStatus::cancelled;
@@ -458,6 +470,7 @@ private:
             item.write_s = seconds_since(t0);
         }
         slots_[i].output = Image();
+        slots_[i].metadata = ImageMetadata();
         finished(item);
     }
 
@@ -559,6 +572,7 @@ BatchSummary run_batch(const BatchPlan& plan, const std::vector<BatchDevice>& de
     if (options.jobs < 0) throw std::invalid_argument("jobs must be at least 1 (0: all cores)");
     if (options.in_flight < 0) throw std::invalid_argument("in-flight must be at least 1 (0: twice the jobs)");
     if (!plan.conflicts.empty()) throw std::invalid_argument(plan.conflicts.front());
+    check_write_options(options.write);
     const int jobs = options.jobs > 0 ? options.jobs : tbb::info::default_concurrency();
     const int k = !options.overlap ? 1 : options.in_flight > 0 ? options.in_flight : 2 * jobs;
     const auto locks = lock_outputs(plan, options.lock_output_roots);

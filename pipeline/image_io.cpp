@@ -15,6 +15,7 @@
 #include <optional>
 #include <utility>
 #include <set>
+#include <stdexcept>
 #include <system_error>
 
 #include <opencv2/imgcodecs.hpp>
@@ -22,6 +23,13 @@
 #include "pipeline/error.hpp"
 
 namespace cbi {
+namespace detail {
+// pipeline/metadata.cpp: adds `metadata` to the encoded bytes of a `format`
+// image with `channels` channels; on failure leaves them as they were and
+// returns a warning naming `subject`.
+std::string embed_metadata(std::vector<std::uint8_t>& encoded, std::string_view format, int channels,
+                           const ImageMetadata& metadata, const std::string& subject);
+}  // namespace detail
 namespace {
 
 namespace fs = std::filesystem;
@@ -910,15 +918,36 @@ void check_output_format(const fs::path& out, int cv_type) {
                                  (ch == 4 ? " (alpha would be lost); " : "; ") + formats_for(depth, ch));
 }
 
-void write_image_atomic(const fs::path& out, const cv::Mat& image) {
+std::string_view output_format(const fs::path& out) {
+    const FormatRule* r = rule_for(lower_extension(out));
+    return r ? r->name : "";
+}
+
+void check_write_options(const WriteOptions& options) {
+    if (options.quality != 0 && (options.quality < 1 || options.quality > 100))
+        throw std::invalid_argument("quality " + std::to_string(options.quality) + " is outside 1..100");
+    if (options.png_compression < -1 || options.png_compression > 9)
+        throw std::invalid_argument("PNG compression " + std::to_string(options.png_compression) + " is outside 0..9");
+}
+
+std::string write_image_atomic(const fs::path& out, const cv::Mat& image, const WriteOptions& options,
+                               const ImageMetadata& metadata) {
     const std::string subject = out.string();
     if (image.empty()) throw Error(subject, "cannot write an empty image");
     check_output_format(out, image.type());
+    try {
+        check_write_options(options);
+    } catch (const std::invalid_argument& e) {
+        throw Error(subject, e.what());
+    }
 
     std::vector<int> params;
     const std::string ext = lower_extension(out);
     const std::string_view format = rule_for(ext)->name;
-    if (format == "JPEG") params = {cv::IMWRITE_JPEG_QUALITY, 95};
+    if (format == "JPEG") params = {cv::IMWRITE_JPEG_QUALITY, options.quality ? options.quality : 95};
+    // Without a quality OpenCV writes lossless WebP.
+    if (format == "WebP" && options.quality) params = {cv::IMWRITE_WEBP_QUALITY, options.quality};
+    if (format == "PNG" && options.png_compression >= 0) params = {cv::IMWRITE_PNG_COMPRESSION, options.png_compression};
     // OpenCV 4.6 writes 3-channel float TIFF as lossy SGILOG (LogLuv) unless a
     // compression is given (1.0 came back as 1.0268); any explicit one is exact.
     if (format == "TIFF") params = {cv::IMWRITE_TIFF_COMPRESSION, 5 /* LZW */};
@@ -928,6 +957,9 @@ void write_image_atomic(const fs::path& out, const cv::Mat& image) {
     } catch (const cv::Exception& e) {
         throw Error(subject, "encoding failed: " + cv_reason(e));
     }
+    // In memory, before the temporary exists: a failure leaves the plain encoding.
+    std::string warning;
+    if (!options.strip && !metadata.empty()) warning = detail::embed_metadata(encoded, format, image.channels(), metadata, subject);
 
     struct stat st;
     mode_t mode;
@@ -960,6 +992,7 @@ void write_image_atomic(const fs::path& out, const cv::Mat& image) {
         ::fsync(dfd);
         ::close(dfd);
     }
+    return warning;
 }
 
 std::size_t remove_stale_temporaries(const fs::path& dir) {

@@ -1,0 +1,216 @@
+// EXIF, ICC and XMP carried from inputs to outputs through exiv2 (OpenCV
+// reads none of it and writes none). Built without exiv2, no metadata is
+// read or written.
+#include <cstring>
+#include <exception>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "pipeline/error.hpp"
+#include "pipeline/image_io.hpp"
+
+#if CBI_HAVE_EXIV2
+#include <mutex>
+// exiv2 0.27's headers use std::auto_ptr.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
+#include <exiv2/exiv2.hpp>
+#pragma GCC diagnostic pop
+#endif
+
+namespace cbi {
+namespace detail {
+std::string embed_metadata(std::vector<std::uint8_t>& encoded, std::string_view format, int channels,
+                           const ImageMetadata& metadata, const std::string& subject);
+}  // namespace detail
+
+namespace {
+
+using Bytes = std::span<const std::uint8_t>;
+
+// Each part is refused above this size: no camera or editor writes more, and
+// a batch holds the metadata of every image in flight.
+constexpr std::size_t max_part_bytes = std::size_t{16} << 20;
+
+// The formats whose metadata exiv2 reads and writes, by their magic; "" for
+// others (BigTIFF included: exiv2 0.27 does not read it).
+std::string_view metadata_format(Bytes b) {
+    auto starts = [&](std::string_view m) { return b.size() >= m.size() && std::memcmp(b.data(), m.data(), m.size()) == 0; };
+    using namespace std::string_view_literals;
+    if (starts("\xFF\xD8\xFF"sv)) return "JPEG";
+    if (starts("\x89PNG\r\n\x1A\n"sv)) return "PNG";
+    if (starts("II*\0"sv) || starts("MM\0*"sv)) return "TIFF";
+    if (starts("RIFF"sv) && b.size() >= 12 && std::memcmp(b.data() + 8, "WEBP", 4) == 0) return "WebP";
+    return "";
+}
+
+#if CBI_HAVE_EXIV2
+
+// The XMP toolkit is thread-safe only with a lock, and batches read and
+// write metadata on several threads at once.
+std::recursive_mutex xmp_mutex;
+void xmp_lock(void*, bool lock) {
+    if (lock) xmp_mutex.lock();
+    else xmp_mutex.unlock();
+}
+void init_exiv2() {
+    static std::once_flag once;
+    std::call_once(once, [] { Exiv2::XmpParser::initialize(xmp_lock, nullptr); });
+}
+
+// ICC header: the data colour space at byte 16.
+bool icc_fits(const std::vector<std::uint8_t>& icc, int channels) {
+    if (icc.size() < 20) return false;
+    const std::string_view space(reinterpret_cast<const char*>(icc.data() + 16), 4);
+    return channels == 1 ? space == "GRAY" : space == "RGB ";
+}
+
+// JPEG pixels come out of decode_image already turned: say so in the EXIF.
+void mark_turned(Exiv2::ExifData& exif) {
+    const auto o = exif.findKey(Exiv2::ExifKey("Exif.Image.Orientation"));
+    if (o == exif.end()) return;
+    const long turn = o->count() > 0 ? o->toLong() : 1;
+    o->setValue("1");
+    if (turn < 5 || turn > 8) return;  // 5-8 swap width and height
+    const auto x = exif.findKey(Exiv2::ExifKey("Exif.Photo.PixelXDimension"));
+    const auto y = exif.findKey(Exiv2::ExifKey("Exif.Photo.PixelYDimension"));
+    if (x == exif.end() || y == exif.end()) return;
+    const std::string w = x->toString(), h = y->toString();
+    x->setValue(h);
+    y->setValue(w);
+}
+
+std::string what_of(const std::exception& e) {
+    std::string w = e.what();
+    // exiv2 ends some messages with a newline: one line each.
+    while (!w.empty() && (w.back() == '\n' || w.back() == '.')) w.pop_back();
+    return w.empty() ? "exiv2 error" : w;
+}
+
+#endif
+
+}  // namespace
+
+bool metadata_supported() { return CBI_HAVE_EXIV2 != 0; }
+
+#if CBI_HAVE_EXIV2
+
+ImageMetadata read_metadata(Bytes bytes, const std::string& subject) {
+    const std::string_view format = metadata_format(bytes);
+    if (format.empty() || bytes.size() > static_cast<std::size_t>(INT32_MAX)) return {};
+    ImageMetadata m;
+    try {
+        init_exiv2();
+        auto image = Exiv2::ImageFactory::open(bytes.data(), static_cast<long>(bytes.size()));
+        if (!image.get()) throw Error(subject, "metadata not kept: exiv2 cannot open it");
+        image->readMetadata();
+
+        Exiv2::ExifData exif = image->exifData();
+        if (!exif.empty()) {
+            Exiv2::ExifThumb(exif).erase();  // the unfiltered picture, in the old orientation
+            // Carried separately.
+            for (const char* key : {"Exif.Image.InterColorProfile", "Exif.Image.XMLPacket"}) {
+                const auto it = exif.findKey(Exiv2::ExifKey(key));
+                if (it != exif.end()) exif.erase(it);
+            }
+            if (format == "JPEG") mark_turned(exif);
+            // Leaves out the TIFF layout tags (strips, tiles, sample format) a
+            // TIFF input has among its EXIF: the output has its own.
+            Exiv2::Blob blob;
+            Exiv2::ExifParser::encode(blob, image->byteOrder() == Exiv2::invalidByteOrder ? Exiv2::littleEndian : image->byteOrder(),
+                                      exif);
+            if (blob.size() > max_part_bytes) throw Error(subject, "metadata not kept: EXIF of " + std::to_string(blob.size()) + " bytes is too large");
+            // A header alone carries nothing.
+            Exiv2::ExifData check;
+            if (!blob.empty() && (Exiv2::ExifParser::decode(check, blob.data(), static_cast<std::uint32_t>(blob.size())), !check.empty()))
+                m.exif.assign(blob.begin(), blob.end());
+        }
+
+        if (image->iccProfileDefined()) {
+            const Exiv2::DataBuf* icc = image->iccProfile();
+            if (static_cast<std::size_t>(icc->size_) > max_part_bytes)
+                throw Error(subject, "metadata not kept: ICC profile of " + std::to_string(icc->size_) + " bytes is too large");
+            m.icc.assign(icc->pData_, icc->pData_ + icc->size_);
+        }
+
+        std::string xmp = image->xmpPacket();
+        if (!xmp.empty() && format == "JPEG") {
+            Exiv2::XmpData& data = image->xmpData();
+            const auto o = data.findKey(Exiv2::XmpKey("Xmp.tiff.Orientation"));
+            if (o != data.end()) {
+                o->setValue("1");
+                if (Exiv2::XmpParser::encode(xmp, data, Exiv2::XmpParser::useCompactFormat) != 0)
+                    throw Error(subject, "metadata not kept: its XMP cannot be rewritten");
+            }
+        }
+        if (xmp.size() > max_part_bytes)
+            throw Error(subject, "metadata not kept: XMP of " + std::to_string(xmp.size()) + " bytes is too large");
+        m.xmp = std::move(xmp);
+    } catch (const Error&) {
+        throw;
+    } catch (const std::exception& e) {  // Exiv2::Error, std::bad_alloc, ...
+        throw Error(subject, "metadata not kept: " + what_of(e));
+    }
+    return m;
+}
+
+namespace detail {
+
+std::string embed_metadata(std::vector<std::uint8_t>& encoded, std::string_view format, int channels,
+                           const ImageMetadata& metadata, const std::string& subject) {
+    if (format != "JPEG" && format != "PNG" && format != "TIFF" && format != "WebP") return {};
+    const bool icc = !metadata.icc.empty() && icc_fits(metadata.icc, channels);
+    if (metadata.exif.empty() && metadata.xmp.empty() && !icc) return {};
+    if (encoded.size() > static_cast<std::size_t>(INT32_MAX)) return subject + ": metadata not kept: the image is too large for exiv2";
+    try {
+        init_exiv2();
+        auto image = Exiv2::ImageFactory::open(encoded.data(), static_cast<long>(encoded.size()));
+        if (!image.get()) return subject + ": metadata not kept: exiv2 cannot open the encoded image";
+        image->readMetadata();
+        if (!metadata.exif.empty()) {
+            Exiv2::ExifData carried;
+            Exiv2::ExifParser::decode(carried, metadata.exif.data(), static_cast<std::uint32_t>(metadata.exif.size()));
+            // A TIFF's own tags (its layout) stay as the encoder wrote them.
+            Exiv2::ExifData exif = format == "TIFF" ? image->exifData() : Exiv2::ExifData();
+            for (const auto& d : carried)
+                if (exif.findKey(Exiv2::ExifKey(d.key())) == exif.end()) exif.add(d);
+            image->setExifData(exif);
+        }
+        if (icc) {
+            Exiv2::DataBuf buf(metadata.icc.data(), static_cast<long>(metadata.icc.size()));
+            image->setIccProfile(buf, true);
+        }
+        if (!metadata.xmp.empty()) {
+            image->setXmpPacket(metadata.xmp);
+            image->writeXmpFromPacket(true);
+        }
+        image->writeMetadata();
+        Exiv2::BasicIo& io = image->io();
+        io.open();
+        io.seek(0, Exiv2::BasicIo::beg);
+        const Exiv2::DataBuf out = io.read(static_cast<long>(io.size()));
+        io.close();
+        if (out.size_ <= 0) return subject + ": metadata not kept: exiv2 wrote nothing";
+        encoded.assign(out.pData_, out.pData_ + out.size_);
+    } catch (const std::exception& e) {
+        return subject + ": metadata not kept: " + what_of(e);
+    }
+    return {};
+}
+
+}  // namespace detail
+
+#else
+
+ImageMetadata read_metadata(Bytes, const std::string&) { return {}; }
+
+namespace detail {
+std::string embed_metadata(std::vector<std::uint8_t>&, std::string_view, int, const ImageMetadata&, const std::string&) {
+    return {};
+}
+}  // namespace detail
+
+#endif
+
+}  // namespace cbi
