@@ -930,8 +930,8 @@ void check_write_options(const WriteOptions& options) {
         throw std::invalid_argument("PNG compression " + std::to_string(options.png_compression) + " is outside 0..9");
 }
 
-std::string write_image_atomic(const fs::path& out, const cv::Mat& image, const WriteOptions& options,
-                               const ImageMetadata& metadata) {
+EncodedImage encode_image(const fs::path& out, const cv::Mat& image, const WriteOptions& options,
+                          const ImageMetadata& metadata) {
     const std::string subject = out.string();
     if (image.empty()) throw Error(subject, "cannot write an empty image");
     check_output_format(out, image.type());
@@ -957,9 +957,18 @@ std::string write_image_atomic(const fs::path& out, const cv::Mat& image, const 
     } catch (const cv::Exception& e) {
         throw Error(subject, "encoding failed: " + cv_reason(e));
     }
-    // In memory, before the temporary exists: a failure leaves the plain encoding.
+    // A failure leaves the plain encoding.
     std::string warning;
     if (!options.strip && !metadata.empty()) warning = detail::embed_metadata(encoded, format, image.channels(), metadata, subject);
+    return {std::move(encoded), std::move(warning)};
+}
+
+std::string write_image_atomic(const fs::path& out, const cv::Mat& image, const WriteOptions& options,
+                               const ImageMetadata& metadata) {
+    const std::string subject = out.string();
+    // In memory, before the temporary exists: no file ever holds a half-written image.
+    EncodedImage encoded_image = encode_image(out, image, options, metadata);
+    const std::vector<std::uint8_t>& encoded = encoded_image.bytes;
 
     struct stat st;
     mode_t mode;
@@ -992,7 +1001,7 @@ std::string write_image_atomic(const fs::path& out, const cv::Mat& image, const 
         ::fsync(dfd);
         ::close(dfd);
     }
-    return warning;
+    return std::move(encoded_image.warning);
 }
 
 std::size_t remove_stale_temporaries(const fs::path& dir) {

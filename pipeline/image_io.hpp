@@ -151,7 +151,20 @@ std::string_view output_format(const std::filesystem::path& out);
 // this OpenCV type exactly. Cheap: apps call it before doing any work.
 void check_output_format(const std::filesystem::path& out, int cv_type);
 
-// Encodes by extension and writes atomically: a temporary `.cbi-tmp-XXXXXX`
+// An image encoded in memory, and the metadata warning (see write_image_atomic).
+struct EncodedImage {
+    std::vector<std::uint8_t> bytes;
+    std::string warning;
+};
+
+// Encodes `image` in the format of `out`'s extension, with `metadata` where
+// the format holds it (see write_image_atomic). Throws cbi::Error naming
+// `out` when the format cannot store the image or encoding fails; metadata
+// never throws.
+EncodedImage encode_image(const std::filesystem::path& out, const cv::Mat& image, const WriteOptions& options = {},
+                          const ImageMetadata& metadata = {});
+
+// encode_image, then writes atomically: a temporary `.cbi-tmp-XXXXXX`
 // in the target directory is written, fsync'ed, closed and renamed over
 // `out`. On any failure the temporary is removed, `out` is untouched and
 // cbi::Error names `out` and the reason. A replaced file keeps its mode;

@@ -29,6 +29,8 @@ namespace {
 
 using Bytes = std::span<const std::uint8_t>;
 
+#if CBI_HAVE_EXIV2
+
 // Each part is refused above this size: no camera or editor writes more, and
 // a batch holds the metadata of every image in flight.
 constexpr std::size_t max_part_bytes = std::size_t{16} << 20;
@@ -45,7 +47,41 @@ std::string_view metadata_format(Bytes b) {
     return "";
 }
 
-#if CBI_HAVE_EXIV2
+std::uint32_t be16(const std::uint8_t* p) { return (std::uint32_t{p[0]} << 8) | p[1]; }
+std::uint32_t be32(const std::uint8_t* p) { return (be16(p) << 16) | be16(p + 2); }
+std::uint32_t le32(const std::uint8_t* p) { return (std::uint32_t{p[3]} << 24) | (std::uint32_t{p[2]} << 16) | (std::uint32_t{p[1]} << 8) | p[0]; }
+
+// Whether the file has an EXIF block where exiv2 looks for one: exiv2 drops
+// an EXIF block it cannot parse without telling, and a dropped block must
+// be reported.
+bool has_exif_block(Bytes b, std::string_view format) {
+    using namespace std::string_view_literals;
+    auto at = [&](std::uint64_t i, std::string_view s) {
+        return i <= b.size() && b.size() - i >= s.size() && std::memcmp(b.data() + i, s.data(), s.size()) == 0;
+    };
+    if (format == "JPEG") {
+        for (std::uint64_t i = 2; i + 4 <= b.size();) {
+            if (b[i] != 0xFF) return false;
+            const std::uint8_t m = b[i + 1];
+            if (m == 0xFF) { ++i; continue; }
+            if (m == 0x01 || (m >= 0xD0 && m <= 0xD7)) { i += 2; continue; }
+            if (m == 0xD9 || m == 0xDA) return false;  // EOI, SOS: no metadata after them
+            if (m == 0xE1 && at(i + 4, "Exif\0\0"sv)) return true;
+            i += 2 + std::uint64_t{be16(b.data() + i + 2)};
+        }
+    } else if (format == "PNG") {
+        for (std::uint64_t i = 8; i + 8 <= b.size(); i += 12 + std::uint64_t{be32(b.data() + i)}) {
+            if (at(i + 4, "eXIf"sv)) return true;
+            if ((at(i + 4, "zTXt"sv) || at(i + 4, "tEXt"sv) || at(i + 4, "iTXt"sv)) &&
+                (at(i + 8, "Raw profile type exif\0"sv) || at(i + 8, "Raw profile type APP1\0"sv)))
+                return true;
+        }
+    } else if (format == "WebP") {
+        for (std::uint64_t i = 12; i + 8 <= b.size(); i += 8 + (std::uint64_t{le32(b.data() + i + 4)} + 1) / 2 * 2)
+            if (at(i, "EXIF"sv)) return true;
+    }
+    return false;
+}
 
 // The XMP toolkit is thread-safe only with a lock, and batches read and
 // write metadata on several threads at once.
@@ -81,6 +117,50 @@ void mark_turned(Exiv2::ExifData& exif) {
     y->setValue(w);
 }
 
+void put_be32(std::uint8_t* p, std::uint32_t v) {
+    p[0] = static_cast<std::uint8_t>(v >> 24), p[1] = static_cast<std::uint8_t>(v >> 16);
+    p[2] = static_cast<std::uint8_t>(v >> 8), p[3] = static_cast<std::uint8_t>(v);
+}
+
+std::uint32_t crc32(const std::uint8_t* p, std::size_t n) {
+    std::uint32_t c = 0xFFFFFFFFu;
+    for (std::size_t i = 0; i < n; ++i) {
+        c ^= p[i];
+        for (int k = 0; k < 8; ++k) c = (c >> 1) ^ (0xEDB88320u & (0u - (c & 1)));
+    }
+    return ~c;
+}
+
+// exiv2 0.27 writes a PNG's iCCP chunk with an empty profile name, which
+// PNG forbids and libpng rejects (the profile is then ignored): name it.
+void name_png_icc(std::vector<std::uint8_t>& png) {
+    for (std::size_t i = 8; i + 12 <= png.size();) {
+        const std::size_t len = be32(png.data() + i);
+        if (len > png.size() - i - 12) return;
+        if (std::memcmp(png.data() + i + 4, "iCCP", 4) == 0) {
+            if (len == 0 || png[i + 8] != 0) return;
+            static constexpr std::string_view name = "ICC profile";
+            png.insert(png.begin() + static_cast<std::ptrdiff_t>(i + 8), name.begin(), name.end());
+            put_be32(png.data() + i, static_cast<std::uint32_t>(len + name.size()));
+            put_be32(png.data() + i + 8 + len + name.size(), crc32(png.data() + i + 4, 4 + len + name.size()));
+            return;
+        }
+        if (std::memcmp(png.data() + i + 4, "IDAT", 4) == 0) return;
+        i += 12 + len;
+    }
+}
+
+// exiv2 0.27 writes a WebP's ICC profile under the chunk name VP8X instead
+// of ICCP (readers then skip it, and libwebp may reject the file): the
+// chunk after the real VP8X holding exactly the profile is renamed.
+void name_webp_icc(std::vector<std::uint8_t>& webp, const std::vector<std::uint8_t>& icc) {
+    constexpr std::size_t second = 12 + 8 + 10;  // after RIFF header and a 10-byte VP8X
+    if (webp.size() < second + 8 + icc.size() || std::memcmp(webp.data() + 12, "VP8X", 4) != 0) return;
+    if (std::memcmp(webp.data() + second, "VP8X", 4) == 0 && le32(webp.data() + second + 4) == icc.size() &&
+        std::memcmp(webp.data() + second + 8, icc.data(), icc.size()) == 0)
+        std::memcpy(webp.data() + second, "ICCP", 4);
+}
+
 std::string what_of(const std::exception& e) {
     std::string w = e.what();
     // exiv2 ends some messages with a newline: one line each.
@@ -107,6 +187,7 @@ ImageMetadata read_metadata(Bytes bytes, const std::string& subject) {
         image->readMetadata();
 
         Exiv2::ExifData exif = image->exifData();
+        if (exif.empty() && has_exif_block(bytes, format)) throw Error(subject, "metadata not kept: its EXIF block is corrupt");
         if (!exif.empty()) {
             Exiv2::ExifThumb(exif).erase();  // the unfiltered picture, in the old orientation
             // Carried separately.
@@ -131,6 +212,9 @@ ImageMetadata read_metadata(Bytes bytes, const std::string& subject) {
             const Exiv2::DataBuf* icc = image->iccProfile();
             if (static_cast<std::size_t>(icc->size_) > max_part_bytes)
                 throw Error(subject, "metadata not kept: ICC profile of " + std::to_string(icc->size_) + " bytes is too large");
+            // An ICC profile starts with its own size.
+            if (icc->size_ < 128 || be32(icc->pData_) != static_cast<std::uint32_t>(icc->size_))
+                throw Error(subject, "metadata not kept: its ICC profile is corrupt");
             m.icc.assign(icc->pData_, icc->pData_ + icc->size_);
         }
 
@@ -192,7 +276,17 @@ std::string embed_metadata(std::vector<std::uint8_t>& encoded, std::string_view 
         const Exiv2::DataBuf out = io.read(static_cast<long>(io.size()));
         io.close();
         if (out.size_ <= 0) return subject + ": metadata not kept: exiv2 wrote nothing";
-        encoded.assign(out.pData_, out.pData_ + out.size_);
+        std::vector<std::uint8_t> result(out.pData_, out.pData_ + out.size_);
+        if (icc && format == "PNG") name_png_icc(result);
+        if (icc && format == "WebP") name_webp_icc(result, metadata.icc);
+        // The pixels must be untouched: the header must still say the same image.
+        const ImageHeader before = probe_image(encoded, subject), after = probe_image(result, subject);
+        if (std::string_view(before.format) != after.format || before.width != after.width || before.height != after.height ||
+            before.channels != after.channels || before.bytes_per_sample != after.bytes_per_sample)
+            return subject + ": metadata not kept: exiv2 changed the image's header";
+        encoded = std::move(result);
+    } catch (const Error& e) {
+        return subject + ": metadata not kept: " + e.what();
     } catch (const std::exception& e) {
         return subject + ": metadata not kept: " + what_of(e);
     }
