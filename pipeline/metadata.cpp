@@ -83,6 +83,20 @@ bool has_exif_block(Bytes b, std::string_view format) {
     return false;
 }
 
+// exiv2 inflates a PNG's compressed text and iCCP chunks whole, and deflate
+// expands up to 1032:1: larger compressed chunks are refused unread.
+constexpr std::uint64_t max_png_compressed_chunk = std::uint64_t{256} << 10;
+
+bool png_has_large_compressed_chunk(Bytes b) {
+    for (std::uint64_t i = 8; i + 8 <= b.size(); i += 12 + std::uint64_t{be32(b.data() + i)}) {
+        const std::uint64_t len = be32(b.data() + i);
+        const bool compressed = std::memcmp(b.data() + i + 4, "zTXt", 4) == 0 || std::memcmp(b.data() + i + 4, "iCCP", 4) == 0 ||
+                                std::memcmp(b.data() + i + 4, "iTXt", 4) == 0;
+        if (compressed && len > max_png_compressed_chunk) return true;
+    }
+    return false;
+}
+
 // The XMP toolkit is thread-safe only with a lock, and batches read and
 // write metadata on several threads at once.
 std::recursive_mutex xmp_mutex;
@@ -179,6 +193,8 @@ bool metadata_supported() { return CBI_HAVE_EXIV2 != 0; }
 ImageMetadata read_metadata(Bytes bytes, const std::string& subject) {
     const std::string_view format = metadata_format(bytes);
     if (format.empty() || bytes.size() > static_cast<std::size_t>(INT32_MAX)) return {};
+    if (format == "PNG" && png_has_large_compressed_chunk(bytes))
+        throw Error(subject, "metadata not kept: a compressed PNG metadata chunk is over 256 KiB");
     ImageMetadata m;
     try {
         init_exiv2();
