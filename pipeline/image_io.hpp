@@ -11,7 +11,7 @@
 // the image, and uncompressed (or bounded-ratio) data that the file is too
 // short to hold. Files whose header cbi cannot read are refused rather than
 // handed to a decoder unchecked. Decoding keeps 16-bit samples and alpha
-// (cv::IMREAD_UNCHANGED); JPEGs are turned as their EXIF orientation says,
+// (cv::IMREAD_UNCHANGED); JPEGs (and TIFFs: OpenCV applies their orientation tag whatever the flags) are turned as their EXIF orientation says,
 // as viewers show them (OpenCV 4.6 applies a PNG's eXIf orientation only in
 // modes that drop alpha, so PNG orientation is not applied). Results
 // are 8u, 16u or 32f with 1, 3 or 4 channels (BGR(A) order); 64-bit and
@@ -120,7 +120,8 @@ bool metadata_supported();
 
 // The EXIF, ICC profile and XMP of a JPEG, PNG, TIFF or WebP file (other
 // formats, and builds without exiv2: empty). Where decode_image turns the
-// pixels as the EXIF orientation says (JPEG), the EXIF and XMP Orientation
+// pixels as the orientation says (JPEG, and TIFF, whose orientation OpenCV's
+// reader applies whatever the flags), the EXIF and XMP Orientation
 // become 1 and the EXIF pixel dimensions follow the turn, so that viewers
 // do not turn the output a second time. Throws cbi::Error(subject, ...) when
 // the metadata cannot be read (corrupt, or too large to keep); callers

@@ -195,6 +195,9 @@ ImageMetadata read_metadata(Bytes bytes, const std::string& subject) {
     if (format.empty() || bytes.size() > static_cast<std::size_t>(INT32_MAX)) return {};
     if (format == "PNG" && png_has_large_compressed_chunk(bytes))
         throw Error(subject, "metadata not kept: a compressed PNG metadata chunk is over 256 KiB");
+    // The pixels decode_image turns as the orientation says: JPEG's and
+    // TIFF's (OpenCV's TIFF reader applies it whatever the read flags).
+    const bool turned = format == "JPEG" || format == "TIFF";
     ImageMetadata m;
     try {
         init_exiv2();
@@ -211,7 +214,7 @@ ImageMetadata read_metadata(Bytes bytes, const std::string& subject) {
                 const auto it = exif.findKey(Exiv2::ExifKey(key));
                 if (it != exif.end()) exif.erase(it);
             }
-            if (format == "JPEG") mark_turned(exif);
+            if (turned) mark_turned(exif);
             // Leaves out the TIFF layout tags (strips, tiles, sample format) a
             // TIFF input has among its EXIF: the output has its own.
             Exiv2::Blob blob;
@@ -235,7 +238,7 @@ ImageMetadata read_metadata(Bytes bytes, const std::string& subject) {
         }
 
         std::string xmp = image->xmpPacket();
-        if (!xmp.empty() && format == "JPEG") {
+        if (!xmp.empty() && turned) {
             Exiv2::XmpData& data = image->xmpData();
             const auto o = data.findKey(Exiv2::XmpKey("Xmp.tiff.Orientation"));
             if (o != data.end()) {
