@@ -117,6 +117,14 @@ bool icc_fits(const std::vector<std::uint8_t>& icc, int channels) {
 }
 
 // JPEG pixels come out of decode_image already turned: say so in the EXIF.
+// Orientation outside 1..8 means nothing; readers differ on what they do with it.
+void drop_bad_orientation(Exiv2::ExifData& exif) {
+    const auto o = exif.findKey(Exiv2::ExifKey("Exif.Image.Orientation"));
+    if (o == exif.end()) return;
+    const long v = o->count() == 1 && o->typeId() == Exiv2::unsignedShort ? o->toLong() : 0;
+    if (v < 1 || v > 8) exif.erase(o);
+}
+
 void mark_turned(Exiv2::ExifData& exif) {
     const auto o = exif.findKey(Exiv2::ExifKey("Exif.Image.Orientation"));
     if (o == exif.end()) return;
@@ -175,6 +183,35 @@ void name_webp_icc(std::vector<std::uint8_t>& webp, const std::vector<std::uint8
         std::memcpy(webp.data() + second, "ICCP", 4);
 }
 
+// The IFD0 tags carried into a TIFF output, with the type each must have:
+// libtiff reads IFD0 as the image's own, so anything else there (a layout
+// tag, a known tag of another type) could make the output unreadable.
+bool tiff_ifd0_tag_ok(const Exiv2::Exifdatum& d) {
+    struct Allowed {
+        std::uint16_t tag;
+        Exiv2::TypeId type;
+    };
+    static constexpr Allowed allowed[] = {
+        {0x010E, Exiv2::asciiString},  // ImageDescription
+        {0x010F, Exiv2::asciiString},  // Make
+        {0x0110, Exiv2::asciiString},  // Model
+        {0x0112, Exiv2::unsignedShort},  // Orientation
+        {0x011A, Exiv2::unsignedRational},  // XResolution
+        {0x011B, Exiv2::unsignedRational},  // YResolution
+        {0x0128, Exiv2::unsignedShort},  // ResolutionUnit
+        {0x0131, Exiv2::asciiString},  // Software
+        {0x0132, Exiv2::asciiString},  // DateTime
+        {0x013B, Exiv2::asciiString},  // Artist
+        {0x8298, Exiv2::asciiString},  // Copyright
+        {0x8769, Exiv2::unsignedLong},  // ExifTag (the Photo sub-IFD)
+        {0x8825, Exiv2::unsignedLong},  // GPSTag
+    };
+    if (d.groupName() != "Image") return true;  // sub-IFDs: not read as the image's
+    for (const Allowed& a : allowed)
+        if (d.tag() == a.tag) return d.typeId() == a.type && d.count() >= 1 && (a.type == Exiv2::asciiString || d.count() == 1);
+    return false;
+}
+
 std::string what_of(const std::exception& e) {
     std::string w = e.what();
     // exiv2 ends some messages with a newline: one line each.
@@ -214,6 +251,7 @@ ImageMetadata read_metadata(Bytes bytes, const std::string& subject) {
                 const auto it = exif.findKey(Exiv2::ExifKey(key));
                 if (it != exif.end()) exif.erase(it);
             }
+            drop_bad_orientation(exif);
             if (turned) mark_turned(exif);
             // Leaves out the TIFF layout tags (strips, tiles, sample format) a
             // TIFF input has among its EXIF: the output has its own.
@@ -277,7 +315,7 @@ std::string embed_metadata(std::vector<std::uint8_t>& encoded, std::string_view 
             // A TIFF's own tags (its layout) stay as the encoder wrote them.
             Exiv2::ExifData exif = format == "TIFF" ? image->exifData() : Exiv2::ExifData();
             for (const auto& d : carried)
-                if (exif.findKey(Exiv2::ExifKey(d.key())) == exif.end()) exif.add(d);
+                if (exif.findKey(Exiv2::ExifKey(d.key())) == exif.end() && (format != "TIFF" || tiff_ifd0_tag_ok(d))) exif.add(d);
             image->setExifData(exif);
         }
         if (icc) {
