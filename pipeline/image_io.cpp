@@ -158,6 +158,7 @@ ImageHeader probe_tiff(Bytes b) {
         return size == 2 ? u16(at) : size == 4 ? u32(at) : u64(at);
     };
     std::optional<std::uint64_t> width, height, bits, photometric, samples, rows_per_strip, tile_width, tile_length;
+    std::set<const std::optional<std::uint64_t>*> seen;
     for (std::uint64_t k = 0; k < n; ++k) {
         const std::uint64_t e = ifd + count_size + k * entry_size;
         std::optional<std::uint64_t>* field = nullptr;
@@ -172,6 +173,9 @@ ImageHeader probe_tiff(Bytes b) {
             case 323: field = &tile_length; break;
             default: continue;
         }
+        // libtiff keeps a tag's first entry and ignores repeats: so does the probe.
+        if (seen.contains(field)) continue;
+        seen.insert(field);
         *field = first_value(e);
         if ((field == &width || field == &height) && !*field) malformed("TIFF image size tag has an unexpected type");
     }
