@@ -72,7 +72,9 @@ TEST(WriteOptions, JpegQualityChangesSizeMonotonicallyAndDecodes) {
         last = size;
         const cv::Mat back = cv::imread(out.string(), cv::IMREAD_UNCHANGED);
         ASSERT_EQ(back.size(), image.size());
-        if (q >= 90) EXPECT_LT(cv::norm(back, image, cv::NORM_L1) / image.total() / 3, 4.0) << "quality " << q;
+        if (q >= 90) {
+            EXPECT_LT(cv::norm(back, image, cv::NORM_L1) / image.total() / 3, 4.0) << "quality " << q;
+        }
     }
     // The default stays 95.
     cbi::WriteOptions q95;
