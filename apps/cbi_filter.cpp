@@ -163,6 +163,9 @@ struct Options {
     std::string input_dir, output_dir, pattern, format = "same", shard;
     bool recursive = false, skip_existing = false, in_place = false, no_overlap = false, stats = false, quiet = false;
     int jobs = 0, in_flight = 0;
+    // Output encoding and metadata (single image and batch alike).
+    int quality = 0, png_compression = -1;
+    bool strip = false;
 };
 
 // Flags that only batch mode takes.
@@ -321,6 +324,36 @@ fs::path default_output(const fs::path& input) {
     return input.parent_path() / (input.stem().string() + ".cbi" + input.extension().string());
 }
 
+cbi::WriteOptions write_options(const CLI::App& app, const Options& o) {
+    if (app.count("--quality") && (o.quality < 1 || o.quality > 100))
+        throw UsageError{"--quality", std::to_string(o.quality) + " is outside 1..100"};
+    if (app.count("--png-compression") && (o.png_compression < 0 || o.png_compression > 9))
+        throw UsageError{"--png-compression", std::to_string(o.png_compression) + " is outside 0..9"};
+    cbi::WriteOptions w;
+    w.quality = o.quality;
+    w.png_compression = o.png_compression;
+    w.strip = o.strip;
+    return w;
+}
+
+// An encoding flag that no output uses is a mistake (a --quality meant for
+// a PNG, say), refused before any work.
+void check_encoding_flags(const CLI::App& app, const std::vector<fs::path>& outputs) {
+    if (outputs.empty()) return;
+    auto refuse = [&](const char* flag, const char* takes, auto uses) {
+        if (!app.count(flag)) return;
+        for (const fs::path& out : outputs)
+            if (uses(cbi::output_format(out))) return;
+        const std::string_view format = cbi::output_format(outputs.front());
+        throw UsageError{flag, std::string("applies to ") + takes + " outputs only; " +
+                                   (outputs.size() == 1 ? outputs.front().string() + " is " +
+                                                              (format.empty() ? std::string("of an unknown format") : std::string(format))
+                                                        : std::string("no output of this batch is one"))};
+    };
+    refuse("--quality", "JPEG and WebP", [](std::string_view f) { return f == "JPEG" || f == "WebP"; });
+    refuse("--png-compression", "PNG", [](std::string_view f) { return f == "PNG"; });
+}
+
 // Progress on stderr: a bar redrawn in place on a terminal, a plain line
 // every few seconds otherwise, nothing with --quiet. Failures always get
 // their one-line error as they happen.
@@ -332,6 +365,9 @@ public:
         if (p.item->status == cbi::ItemStatus::failed) {
             clear_bar();
             say("error: ", p.item->error);
+        } else if (!p.item->warning.empty()) {
+            clear_bar();
+            say("warning: ", p.item->warning);
         }
         if (quiet_) return;
         const auto now = std::chrono::steady_clock::now();
@@ -453,7 +489,7 @@ void require_codec(const Options& o, const cbi::RunOptions& run_options) {
         throw cbi::Unsupported("--codec gpu", "needs a CUDA device (--device cuda); use --codec auto or cpu");
 }
 
-int run_batch_mode(const Options& o, const cbi::Graph& graph, const cbi::DeviceSpec& device_spec,
+int run_batch_mode(const CLI::App& app, const Options& o, const cbi::WriteOptions& write, const cbi::Graph& graph, const cbi::DeviceSpec& device_spec,
                    const std::vector<cbi::DeviceSpec>& device_specs) {
     if (!o.input_dir.empty() && !o.inputs.empty())
         throw UsageError{"IN", "give either --input-dir or input files, not both"};
@@ -507,6 +543,10 @@ int run_batch_mode(const Options& o, const cbi::Graph& graph, const cbi::DeviceS
         return agreed_exit(kExitUsage, plan.conflicts.back());
     }
 
+    std::vector<fs::path> outputs;
+    for (const cbi::BatchJob& job : plan.jobs) outputs.push_back(job.output);
+    check_encoding_flags(app, outputs);
+
     // After the plan: its usage errors come before any notice.
     const cbi::RunOptions run_options = resolve_run_options(o, device_spec, graph);
     require_codec(o, run_options);
@@ -520,6 +560,7 @@ int run_batch_mode(const Options& o, const cbi::Graph& graph, const cbi::DeviceS
     batch.jpeg = o.codec == "cpu"   ? cbi::BatchOptions::JpegCodec::cpu
                  : o.codec == "gpu" ? cbi::BatchOptions::JpegCodec::device
                                     : cbi::BatchOptions::JpegCodec::automatic;
+    batch.write = write;
     batch.cancel = &g_cancel;
     const bool reports = !g_ranks || g_ranks->rank() == 0;  // progress and summary: rank 0's, for all ranks
     ProgressReporter reporter(o.quiet || !reports);
@@ -619,6 +660,7 @@ int run(const CLI::App& app, Options& o) {
         throw UsageError{"--device", "a device list (" + o.device + ") applies to batch mode; give one device for one image"};
     const cbi::DeviceSpec device_spec = devices.front().index == cbi::kAllDevices ? cbi::DeviceSpec{cbi::DeviceSpec::Kind::cuda} : devices.front();
     const cbi::Graph graph = build_graph(app, o);
+    const cbi::WriteOptions write = write_options(app, o);
 
     // The limit must cover --jobs too: an arena asking for more workers than
     // the limit gets fewer (and TBB warns).
@@ -626,7 +668,7 @@ int run(const CLI::App& app, Options& o) {
     if (o.threads > 0 || o.jobs > 0)
         thread_limit.emplace(tbb::global_control::max_allowed_parallelism, static_cast<std::size_t>(std::max(o.threads, o.jobs)));
 
-    if (batch) return run_batch_mode(o, graph, device_spec, devices);
+    if (batch) return run_batch_mode(app, o, write, graph, device_spec, devices);
     if (o.print_pipeline) return print_pipeline(o, graph, device_spec);
 
     const fs::path input = o.input;
@@ -635,6 +677,10 @@ int run(const CLI::App& app, Options& o) {
         throw UsageError{"-o " + output.string(), "is the input file; cbi never overwrites its input"};
     const cbi::RunOptions run_options = resolve_run_options(o, device_spec, graph);
     require_codec(o, run_options);
+
+    std::vector<fs::path> outputs;
+    for (std::size_t i = 0; i < graph.outputs().size(); ++i) outputs.push_back(output_path(output, graph, i));
+    check_encoding_flags(app, outputs);
 
     // The device starts while the file is read and decoded (an error there
     // comes back when the run uses the device).
@@ -652,6 +698,18 @@ int run(const CLI::App& app, Options& o) {
     } joiner{warm_up};
     const std::vector<std::uint8_t> bytes = cbi::read_file(input);
     const cbi::ImageHeader header = cbi::check_image(bytes, input.string(), o.max_pixels, o.max_memory);
+    // Read once the pixels are: a file that fails gets its one error line only.
+    const auto read_metadata = [&] {
+        cbi::ImageMetadata metadata;
+        if (!write.strip) {
+            try {
+                metadata = cbi::read_metadata(bytes, input.string());
+            } catch (const cbi::Error& e) {
+                say("warning: ", e.what());  // the pixels go on without it
+            }
+        }
+        return metadata;
+    };
     cbi::GraphExecutor executor(graph, run_options);
     // Plans for the input's format (allocating nothing yet), then refuses
     // outputs that would overwrite the input or that their format cannot
@@ -673,6 +731,9 @@ int run(const CLI::App& app, Options& o) {
     const auto clear_temporaries = [&] {
         cbi::remove_stale_temporaries(output.has_parent_path() ? output.parent_path() : fs::path("."));
     };
+    const auto warn = [](const std::string& warning) {
+        if (!warning.empty()) say("warning: ", warning);
+    };
 
     // --codec gpu: a JPEG decoded (and a JPEG output encoded) on the GPU;
     // what its decoder refuses is decoded with OpenCV below. Not `auto` for
@@ -682,10 +743,12 @@ int run(const CLI::App& app, Options& o) {
         executor.decodes_jpeg()) {
         check_outputs(static_cast<int>(header.width), static_cast<int>(header.height), header.channels == 1 ? 1 : 3,
                       cbi::Depth::u8, CV_8U);
-        if (auto r = executor.process_jpeg(bytes, cbi::is_jpeg_path(output) ? cbi::default_jpeg_quality : 0, true)) {
+        const int quality = cbi::output_format(output) == "JPEG" ? cbi::jpeg_quality(write) : 0;
+        if (auto r = executor.process_jpeg(bytes, quality, true)) {
+            const cbi::ImageMetadata metadata = read_metadata();
             clear_temporaries();
-            if (!r->encoded.empty()) cbi::write_encoded_atomic(output, r->encoded);
-            else cbi::write_image_atomic(output, cbi::as_mat(r->image.view()));
+            if (!r->encoded.empty()) warn(cbi::write_encoded_atomic(output, std::move(r->encoded), r->channels, write, metadata));
+            else warn(cbi::write_image_atomic(output, cbi::as_mat(r->image.view()), write, metadata));
             print_tuning_notice(run_options);
             return 0;
         }
@@ -695,9 +758,10 @@ int run(const CLI::App& app, Options& o) {
     check_outputs(in.width, in.height, in.channels, in.depth, image.depth());
     warm_up.join();
     const auto results = executor.run(in);
+    const cbi::ImageMetadata metadata = read_metadata();
     clear_temporaries();
     for (std::size_t i = 0; i < results.size(); ++i)
-        cbi::write_image_atomic(output_path(output, graph, i), cbi::as_mat(results[i]));
+        warn(cbi::write_image_atomic(output_path(output, graph, i), cbi::as_mat(results[i]), write, metadata));
     print_tuning_notice(run_options);
     return 0;
 }
@@ -783,6 +847,19 @@ int main(int argc, char** argv) {
     batch->add_flag("--no-overlap", o.no_overlap, "run the stages one image at a time (for comparison)");
     batch->add_flag("--stats", o.stats, "print per-stage busy time, wall time and images/s on stdout");
     batch->add_flag("--quiet", o.quiet, "no progress and no summary; errors only");
+    auto* output = app.add_option_group("Output", "encoding and metadata of every output (single image and batch)");
+    output->add_option("--quality", o.quality, "JPEG and WebP quality 1..100 (default: JPEG 95, WebP lossless)")
+        ->type_name("Q");
+    output->add_option("--png-compression", o.png_compression,
+                       "PNG zlib level 0 (none) .. 9 (smallest, slowest); pixels are the same at every level (default: "
+                       "OpenCV's fast level 1)")
+        ->type_name("L");
+    output->add_flag("--strip", o.strip,
+                     cbi::metadata_supported()
+                         ? "write no metadata; by default the input's EXIF (Orientation set to 1 where the pixels were "
+                           "turned), ICC profile and XMP are kept in JPEG, PNG, TIFF and WebP outputs (exiv2)"
+                         : "write no metadata (this build has no exiv2: outputs never carry the input's EXIF, ICC "
+                           "profile or XMP)");
     app.set_version_flag("--version", std::string("cbi-filter ") + CBI_VERSION +
                                           (cbi::built_with_cuda() ? " (CUDA backend)" : " (CPU backend only)"));
 

@@ -385,8 +385,10 @@ private:
     struct Slot {
         cv::Mat input;
         std::vector<std::uint8_t> jpeg;  // an input left for the device's decoder
+        ImageMetadata metadata;
         Image output;
         std::vector<std::uint8_t> encoded;  // the output, encoded on the device
+        int encoded_channels = 0;
     };
 
     bool cancelled() const { return options_.cancel && options_.cancel->load(); }
@@ -427,15 +429,20 @@ private:
                          "; cbi never overwrites its input";
         } else {
             attempt(item, job.input, [&] {
-                if (!jpeg_on_device_) {
-                    slots_[i].input = read_image(job.input, options_.max_pixels, options_.max_bytes);
-                    return;
-                }
                 std::vector<std::uint8_t> bytes = read_file(job.input);
                 const std::string subject = job.input.string();
-                const ImageHeader h = check_image(bytes, subject, options_.max_pixels, options_.max_bytes);
-                if (std::string_view(h.format) == "JPEG") slots_[i].jpeg = std::move(bytes);
-                else slots_[i].input = decode_image(bytes, subject, options_.max_pixels, options_.max_bytes);
+                const bool leave_to_device =
+                    jpeg_on_device_ &&
+                    std::string_view(check_image(bytes, subject, options_.max_pixels, options_.max_bytes).format) == "JPEG";
+                if (!leave_to_device) slots_[i].input = decode_image(bytes, subject, options_.max_pixels, options_.max_bytes);
+                if (!options_.write.strip) {
+                    try {
+                        slots_[i].metadata = read_metadata(bytes, subject);
+                    } catch (const Error& e) {
+                        item.warning = e.what();  // the pixels go on without it
+                    }
+                }
+                if (leave_to_device) slots_[i].jpeg = std::move(bytes);
             });
         }
         item.read_s = seconds_since(t0);
@@ -466,9 +473,11 @@ private:
         if (!slot.jpeg.empty()) {
             const fs::path& out = plan_.jobs[i].output;
             const bool wait = options_.jpeg == BatchOptions::JpegCodec::device;
-            if (auto r = processor.process_jpeg(slot.jpeg, is_jpeg_path(out) ? default_jpeg_quality : 0, wait)) {
+            if (auto r = processor.process_jpeg(slot.jpeg, output_format(out) == "JPEG" ? jpeg_quality(options_.write) : 0,
+                                                wait)) {
                 slot.output = std::move(r->image);
                 slot.encoded = std::move(r->encoded);
+                slot.encoded_channels = r->channels;
                 return;
             }
             // The device's decoder refused it (or is starting): OpenCV reports a corrupt file.
@@ -487,8 +496,13 @@ private:
                 std::error_code ec;
                 if (out.has_parent_path()) fs::create_directories(out.parent_path(), ec);
                 if (ec) throw Error(out.parent_path().string(), "cannot create the folder: " + ec.message());
-                if (!slots_[i].encoded.empty()) write_encoded_atomic(out, slots_[i].encoded);
-                else write_image_atomic(out, as_mat(slots_[i].output.view()));
+                Slot& slot = slots_[i];
+                const std::string warning =
+                    slot.encoded.empty()
+                        ? write_image_atomic(out, as_mat(slot.output.view()), options_.write, slot.metadata)
+                        : write_encoded_atomic(out, std::move(slot.encoded), slot.encoded_channels, options_.write,
+                                               slot.metadata);
+                if (item.warning.empty()) item.warning = warning;
             });
             if (item.status == ItemStatus::failed && cancelled()) {  // cut short by the interrupt
                 item.status = ItemStatus::cancelled;
@@ -498,6 +512,7 @@ private:
         }
         slots_[i].output = Image();
         slots_[i].encoded = {};
+        slots_[i].metadata = ImageMetadata();
         finished(item);
     }
 
@@ -600,6 +615,7 @@ BatchSummary run_batch(const BatchPlan& plan, const std::vector<BatchDevice>& de
     if (options.jobs < 0) throw std::invalid_argument("jobs must be at least 1 (0: all cores)");
     if (options.in_flight < 0) throw std::invalid_argument("in-flight must be at least 1 (0: twice the jobs)");
     if (!plan.conflicts.empty()) throw std::invalid_argument(plan.conflicts.front());
+    check_write_options(options.write);
     const int jobs = options.jobs > 0 ? options.jobs : tbb::info::default_concurrency();
     const int k = !options.overlap ? 1 : options.in_flight > 0 ? options.in_flight : 2 * jobs;
     const auto locks = lock_outputs(plan, options.lock_output_roots);

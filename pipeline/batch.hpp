@@ -51,6 +51,9 @@ struct BatchItem {
     std::filesystem::path output;  // empty when the file never got one
     ItemStatus status = ItemStatus::failed;
     std::string error;  // failed: the reason, naming the file (a name may hold control characters: apps escape them)
+    // processed: metadata that could not be read or written (one line naming
+    // the file); the pixels were written without it.
+    std::string warning;
     // Seconds spent in each stage on this item (0 for stages not reached).
     double read_s = 0, process_s = 0, write_s = 0;
 };
@@ -117,6 +120,9 @@ struct BatchOptions {
     bool skip_existing = false;  // an existing output (complete: writes are atomic) is kept
     std::uint64_t max_pixels = default_max_pixels;
     std::uint64_t max_bytes = default_max_image_bytes;
+    // Encoding of every output (quality, PNG compression); metadata is read
+    // from each input and written to its output unless write.strip.
+    WriteOptions write;
     // Called once per finished item, never concurrently, from worker threads.
     std::function<void(const BatchProgress&)> on_progress;
     // Set (e.g. by a signal-handling thread) to stop: no new image is read,

@@ -366,6 +366,7 @@ std::optional<Processor::FileResult> GraphExecutor::process_jpeg(std::span<const
     const ImageView out = view_of(graph_.outputs().front());
     if (jpeg_quality > 0 && out.depth == Depth::u8 && (out.channels == 1 || out.channels == 3)) {
         result.encoded = backend_->encode_jpeg(out, jpeg_quality);
+        result.channels = out.channels;
         return result;
     }
     const ImageView host = backend_->download(out, 0);

@@ -15,6 +15,7 @@
 #include <optional>
 #include <utility>
 #include <set>
+#include <stdexcept>
 #include <system_error>
 
 #include <opencv2/imgcodecs.hpp>
@@ -22,6 +23,13 @@
 #include "pipeline/error.hpp"
 
 namespace cbi {
+namespace detail {
+// pipeline/metadata.cpp: adds `metadata` to the encoded bytes of a `format`
+// image with `channels` channels; on failure leaves them as they were and
+// returns a warning naming `subject`.
+std::string embed_metadata(std::vector<std::uint8_t>& encoded, std::string_view format, int channels,
+                           const ImageMetadata& metadata, const std::string& subject);
+}  // namespace detail
 namespace {
 
 namespace fs = std::filesystem;
@@ -150,6 +158,7 @@ ImageHeader probe_tiff(Bytes b) {
         return size == 2 ? u16(at) : size == 4 ? u32(at) : u64(at);
     };
     std::optional<std::uint64_t> width, height, bits, photometric, samples, rows_per_strip, tile_width, tile_length;
+    std::set<const std::optional<std::uint64_t>*> seen;
     for (std::uint64_t k = 0; k < n; ++k) {
         const std::uint64_t e = ifd + count_size + k * entry_size;
         std::optional<std::uint64_t>* field = nullptr;
@@ -164,6 +173,9 @@ ImageHeader probe_tiff(Bytes b) {
             case 323: field = &tile_length; break;
             default: continue;
         }
+        // libtiff keeps a tag's first entry and ignores repeats: so does the probe.
+        if (seen.contains(field)) continue;
+        seen.insert(field);
         *field = first_value(e);
         if ((field == &width || field == &height) && !*field) malformed("TIFF image size tag has an unexpected type");
     }
@@ -378,12 +390,17 @@ ImageHeader probe_exr(Bytes b) {
     bool ended = false;
     for (int part = 0; !ended && i < b.size(); ++part) {
         bool empty = true, closed = false;  // a multi-part file's headers end with an empty one
+        // OpenEXR reads a repeated attribute into the first (a repeated
+        // channel list adds its channels to the first's): refused, as no
+        // writer repeats one.
+        std::set<std::string> names;
         while (i < b.size()) {
             const std::string name = cstr();
             if (name.empty()) {
                 closed = true;
                 break;
             }
+            if (!names.insert(name).second) malformed("OpenEXR header repeats its attribute '" + name + "'");
             empty = false;
             const std::string type = cstr();
             if (i + 4 > b.size()) malformed("OpenEXR header is truncated");
@@ -894,11 +911,6 @@ cv::Mat read_image(const fs::path& path, std::uint64_t max_pixels, std::uint64_t
     return decode_image(bytes, path.string(), max_pixels, max_bytes);
 }
 
-bool is_jpeg_path(const fs::path& out) {
-    const FormatRule* r = rule_for(lower_extension(out));
-    return r && std::string_view(r->name) == "JPEG";
-}
-
 void check_output_format(const fs::path& out, int cv_type) {
     const std::string subject = out.string();
     const std::string ext = lower_extension(out);
@@ -922,29 +934,22 @@ void check_output_format(const fs::path& out, int cv_type) {
                                  (ch == 4 ? " (alpha would be lost); " : "; ") + formats_for(depth, ch));
 }
 
-void write_image_atomic(const fs::path& out, const cv::Mat& image) {
-    const std::string subject = out.string();
-    if (image.empty()) throw Error(subject, "cannot write an empty image");
-    check_output_format(out, image.type());
-
-    std::vector<int> params;
-    const std::string ext = lower_extension(out);
-    const std::string_view format = rule_for(ext)->name;
-    if (format == "JPEG") params = {cv::IMWRITE_JPEG_QUALITY, default_jpeg_quality};
-    // OpenCV 4.6 writes 3-channel float TIFF as lossy SGILOG (LogLuv) unless a
-    // compression is given (1.0 came back as 1.0268); any explicit one is exact.
-    if (format == "TIFF") params = {cv::IMWRITE_TIFF_COMPRESSION, 5 /* LZW */};
-    std::vector<std::uint8_t> encoded;
-    try {
-        if (!cv::imencode(ext, image, encoded, params)) throw Error(subject, "encoding failed");
-    } catch (const cv::Exception& e) {
-        throw Error(subject, "encoding failed: " + cv_reason(e));
-    }
-
-    write_encoded_atomic(out, encoded);
+std::string_view output_format(const fs::path& out) {
+    const FormatRule* r = rule_for(lower_extension(out));
+    return r ? r->name : "";
 }
 
-void write_encoded_atomic(const fs::path& out, std::span<const std::uint8_t> encoded) {
+void check_write_options(const WriteOptions& options) {
+    if (options.quality != 0 && (options.quality < 1 || options.quality > 100))
+        throw std::invalid_argument("quality " + std::to_string(options.quality) + " is outside 1..100");
+    if (options.png_compression < -1 || options.png_compression > 9)
+        throw std::invalid_argument("PNG compression " + std::to_string(options.png_compression) + " is outside 0..9");
+}
+
+namespace {
+
+// The bytes written to a temporary beside `out`, fsync'ed and renamed over it.
+void write_bytes_atomic(const fs::path& out, std::span<const std::uint8_t> encoded) {
     const std::string subject = out.string();
     struct stat st;
     mode_t mode;
@@ -978,6 +983,60 @@ void write_encoded_atomic(const fs::path& out, std::span<const std::uint8_t> enc
         ::close(dfd);
     }
 }
+
+}  // namespace
+
+EncodedImage encode_image(const fs::path& out, const cv::Mat& image, const WriteOptions& options,
+                          const ImageMetadata& metadata) {
+    const std::string subject = out.string();
+    if (image.empty()) throw Error(subject, "cannot write an empty image");
+    check_output_format(out, image.type());
+    try {
+        check_write_options(options);
+    } catch (const std::invalid_argument& e) {
+        throw Error(subject, e.what());
+    }
+
+    std::vector<int> params;
+    const std::string ext = lower_extension(out);
+    const std::string_view format = rule_for(ext)->name;
+    if (format == "JPEG") params = {cv::IMWRITE_JPEG_QUALITY, jpeg_quality(options)};
+    // Without a quality OpenCV writes lossless WebP.
+    if (format == "WebP" && options.quality) params = {cv::IMWRITE_WEBP_QUALITY, options.quality};
+    if (format == "PNG" && options.png_compression >= 0) params = {cv::IMWRITE_PNG_COMPRESSION, options.png_compression};
+    // OpenCV 4.6 writes 3-channel float TIFF as lossy SGILOG (LogLuv) unless a
+    // compression is given (1.0 came back as 1.0268); any explicit one is exact.
+    if (format == "TIFF") params = {cv::IMWRITE_TIFF_COMPRESSION, 5 /* LZW */};
+    std::vector<std::uint8_t> encoded;
+    try {
+        if (!cv::imencode(ext, image, encoded, params)) throw Error(subject, "encoding failed");
+    } catch (const cv::Exception& e) {
+        throw Error(subject, "encoding failed: " + cv_reason(e));
+    }
+    // A failure leaves the plain encoding.
+    std::string warning;
+    if (!options.strip && !metadata.empty()) warning = detail::embed_metadata(encoded, format, image.channels(), metadata, subject);
+    return {std::move(encoded), std::move(warning)};
+}
+
+std::string write_image_atomic(const fs::path& out, const cv::Mat& image, const WriteOptions& options,
+                               const ImageMetadata& metadata) {
+    const std::string subject = out.string();
+    // In memory, before the temporary exists: no file ever holds a half-written image.
+    EncodedImage encoded_image = encode_image(out, image, options, metadata);
+    write_bytes_atomic(out, encoded_image.bytes);
+    return std::move(encoded_image.warning);
+}
+
+std::string write_encoded_atomic(const fs::path& out, std::vector<std::uint8_t> encoded, int channels,
+                                 const WriteOptions& options, const ImageMetadata& metadata) {
+    std::string warning;
+    if (!options.strip && !metadata.empty())
+        warning = detail::embed_metadata(encoded, output_format(out), channels, metadata, out.string());
+    write_bytes_atomic(out, encoded);
+    return warning;
+}
+
 
 std::size_t remove_stale_temporaries(const fs::path& dir) {
     std::size_t removed = 0;

@@ -11,7 +11,7 @@
 // the image, and uncompressed (or bounded-ratio) data that the file is too
 // short to hold. Files whose header cbi cannot read are refused rather than
 // handed to a decoder unchecked. Decoding keeps 16-bit samples and alpha
-// (cv::IMREAD_UNCHANGED); JPEGs are turned as their EXIF orientation says,
+// (cv::IMREAD_UNCHANGED); JPEGs (and TIFFs: OpenCV applies their orientation tag whatever the flags) are turned as their EXIF orientation says,
 // as viewers show them (OpenCV 4.6 applies a PNG's eXIf orientation only in
 // modes that drop alpha, so PNG orientation is not applied). Results
 // are 8u, 16u or 32f with 1, 3 or 4 channels (BGR(A) order); 64-bit and
@@ -23,14 +23,19 @@
 // format cannot store exactly is an error (OpenCV itself would silently
 // convert 16u/32f to 8u or drop alpha):
 //   .png                 8u 16u      1 3 4
-//   .jpg .jpeg .jpe      8u          1 3      (lossy, quality 95)
+//   .jpg .jpeg .jpe      8u          1 3      (lossy, WriteOptions::quality, default 95)
 //   .tif .tiff           8u 16u 32f  1 3 4
 //   .bmp                 8u          1 3
 //   .webp                8u          3 4      (lossless, except that the colour of
-//                                             fully transparent pixels is not kept)
+//                                             fully transparent pixels is not kept;
+//                                             lossy with WriteOptions::quality)
 //   .pgm / .ppm / .pnm   8u 16u      1 / 3 / 1 3
 //   .pfm                 32f         1 3
 //   .exr                 32f         1 3 4
+//
+// Metadata (EXIF, ICC profile, XMP) is read from JPEG, PNG, TIFF and WebP
+// inputs and written into JPEG, PNG, TIFF and WebP outputs through exiv2,
+// when cbi is built with it (metadata_supported()); other formats carry none.
 #include <cstdint>
 #include <filesystem>
 #include <span>
@@ -102,26 +107,93 @@ cv::Mat decode_image(std::span<const std::uint8_t> bytes, const std::string& sub
 cv::Mat read_image(const std::filesystem::path& path, std::uint64_t max_pixels = default_max_pixels,
                    std::uint64_t max_bytes = default_max_image_bytes);
 
-// The quality JPEG outputs are written with.
+// The metadata cbi carries from an input to its outputs, as bytes (so that
+// this header does not depend on exiv2): empty parts are absent.
+struct ImageMetadata {
+    // TIFF-structured EXIF (what follows "Exif\0\0" in a JPEG's APP1), without
+    // its thumbnail (it shows the unfiltered picture) and without the TIFF
+    // layout tags of a TIFF input.
+    std::vector<std::uint8_t> exif;
+    std::vector<std::uint8_t> icc;  // the ICC profile
+    std::string xmp;                // the XMP packet
+    bool empty() const { return exif.empty() && icc.empty() && xmp.empty(); }
+};
+
+// True when cbi was built with exiv2 (CBI_WITH_EXIV2): read_metadata reads
+// and write_image_atomic writes metadata. Without it neither does anything.
+bool metadata_supported();
+
+// The EXIF, ICC profile and XMP of a JPEG, PNG, TIFF or WebP file (other
+// formats, and builds without exiv2: empty). Where decode_image turns the
+// pixels as the orientation says (JPEG, and TIFF, whose orientation OpenCV's
+// reader applies whatever the flags), the EXIF and XMP Orientation
+// become 1 and the EXIF pixel dimensions follow the turn, so that viewers
+// do not turn the output a second time. Throws cbi::Error(subject, ...) when
+// the metadata cannot be read (corrupt, or too large to keep); callers
+// write the pixels without metadata and warn.
+ImageMetadata read_metadata(std::span<const std::uint8_t> bytes, const std::string& subject);
+
+// How write_image_atomic encodes.
+struct WriteOptions {
+    // JPEG and WebP quality, 1..100 (lossy); 0: the defaults, JPEG 95 and
+    // lossless WebP. Other formats ignore it.
+    int quality = 0;
+    // PNG zlib level 0 (none) .. 9 (smallest, slowest); -1: OpenCV's default
+    // (fast, level 1). Other formats ignore it. Pixels are the same at every level.
+    int png_compression = -1;
+    // Write no metadata, whatever is passed (like ImageMagick's -strip).
+    bool strip = false;
+};
+
+// Throws std::invalid_argument naming the field when a WriteOptions value is
+// out of range.
+void check_write_options(const WriteOptions& options);
+
+// The format write_image_atomic writes for `out`'s extension ("PNG",
+// "JPEG", "TIFF", "WebP", ...), or "" for an extension it does not know.
+std::string_view output_format(const std::filesystem::path& out);
+
+// The JPEG quality `options` ask for: 95 when they ask for none.
 inline constexpr int default_jpeg_quality = 95;
-// Whether `out`'s extension makes it a JPEG (.jpg .jpeg .jpe, any case).
-bool is_jpeg_path(const std::filesystem::path& out);
+inline int jpeg_quality(const WriteOptions& options) { return options.quality ? options.quality : default_jpeg_quality; }
 
 // Throws cbi::Error naming `out` unless its extension can store an image of
 // this OpenCV type exactly. Cheap: apps call it before doing any work.
 void check_output_format(const std::filesystem::path& out, int cv_type);
 
-// Encodes by extension and writes atomically: a temporary `.cbi-tmp-XXXXXX`
+// An image encoded in memory, and the metadata warning (see write_image_atomic).
+struct EncodedImage {
+    std::vector<std::uint8_t> bytes;
+    std::string warning;
+};
+
+// Encodes `image` in the format of `out`'s extension, with `metadata` where
+// the format holds it (see write_image_atomic). Throws cbi::Error naming
+// `out` when the format cannot store the image or encoding fails; metadata
+// never throws.
+EncodedImage encode_image(const std::filesystem::path& out, const cv::Mat& image, const WriteOptions& options = {},
+                          const ImageMetadata& metadata = {});
+
+// encode_image, then writes atomically: a temporary `.cbi-tmp-XXXXXX`
 // in the target directory is written, fsync'ed, closed and renamed over
 // `out`. On any failure the temporary is removed, `out` is untouched and
 // cbi::Error names `out` and the reason. A replaced file keeps its mode;
 // a new one gets 0666 & ~umask. If `out` is a symlink, the link itself is
 // replaced by the new file (its target is not written through).
-void write_image_atomic(const std::filesystem::path& out, const cv::Mat& image);
+// `metadata` is added to the encoded bytes in memory, before the temporary
+// is written, where the format can hold it (JPEG, PNG, TIFF, WebP; an ICC
+// profile only where its colour space fits the channels: RGB for 3/4, gray
+// for 1) and options.strip is false. Metadata never fails the write: when
+// it cannot be added the image is written without it and the returned
+// warning (one line naming `out`) says so; otherwise the result is empty.
+std::string write_image_atomic(const std::filesystem::path& out, const cv::Mat& image, const WriteOptions& options = {},
+                               const ImageMetadata& metadata = {});
 
-// Writes already encoded bytes (a JPEG encoded on the GPU) atomically, as
-// write_image_atomic does.
-void write_encoded_atomic(const std::filesystem::path& out, std::span<const std::uint8_t> encoded);
+// Writes an encoding made elsewhere (a JPEG of `channels` channels encoded
+// on the GPU) atomically, with `metadata` added as encode_image adds it; the
+// result as write_image_atomic's.
+std::string write_encoded_atomic(const std::filesystem::path& out, std::vector<std::uint8_t> encoded, int channels,
+                                 const WriteOptions& options = {}, const ImageMetadata& metadata = {});
 
 // The name prefix of write_image_atomic's temporaries: never inputs.
 inline constexpr std::string_view temp_prefix = ".cbi-tmp-";

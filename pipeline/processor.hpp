@@ -37,6 +37,7 @@ public:
     struct FileResult {
         Image image;
         std::vector<std::uint8_t> encoded;
+        int channels = 0;  // of the encoded image
     };
     virtual std::optional<FileResult> process_jpeg(std::span<const std::uint8_t> /*jpeg*/, int /*jpeg_quality*/,
                                                    bool /*wait*/) {
