@@ -3,15 +3,13 @@
 # AFTER, alternating (B A B A) so that clock and temperature drift fall on
 # both, over the fast schedules and the default table; prints per
 # configuration the median of each build's two medians and AFTER / BEFORE.
-#   apps/bench/before_after.sh DIR    (on the GPU host)
-# DIR holds libs.tar.xz (a bundle's) and bin.tar.xz with bin/cbi-bench-before
-# and bin/cbi-bench-after; CSVs land in $OUT (or /tmp/cbi-before-after).
+#   apps/bench/before_after.sh BEFORE/cbi-bench AFTER/cbi-bench   (on the GPU host)
+# LD_LIBRARY_PATH must reach both binaries' libraries (an unpacked bundle's
+# lib/, as run.sh makes). CSVs land in $OUT (or /tmp/cbi-before-after).
 set -uo pipefail
-dir=$1
+before=$1 after=$2
 out=${OUT:-/tmp/cbi-before-after}
-mkdir -p "$out" /tmp/cbi-ba
-tar -C /tmp/cbi-ba -xJf "$dir/libs.tar.xz" && tar -C /tmp/cbi-ba -xJf "$dir/bin.tar.xz" || exit 1
-export LD_LIBRARY_PATH=/tmp/cbi-ba/lib:/usr/local/cuda/lib64${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+mkdir -p "$out"
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,temperature.gpu --format=csv,noheader
 args=(--suite filters --border replicate --image 32f:1 --image 8u:3 --image 32f:3 --size 4096x4096
       --filter blur:9 --filter gaussian:9 --filter sobel:mag:3 --filter color:sepia --filter blur:31)
@@ -19,7 +17,8 @@ for s in default sep:128x32 sep:64x32 sep:32x32 stream:256x16 stream:128x16 vec:
 status=0
 for round in 1 2; do
   for build in before after; do
-    "/tmp/cbi-ba/bin/cbi-bench-$build" "${args[@]}" --csv "$out/$build-$round.csv" > "$out/$build-$round.txt" 2>&1 || status=1
+    bin=$before; [ $build = after ] && bin=$after
+    "$bin" "${args[@]}" --csv "$out/$build-$round.csv" > "$out/$build-$round.txt" 2>&1 || status=1
     echo "$build round $round: $(grep -c . "$out/$build-$round.csv") rows"
   done
 done
