@@ -21,15 +21,9 @@
 #include <opencv2/imgcodecs.hpp>
 
 #include "pipeline/error.hpp"
+#include "pipeline/metadata.hpp"
 
 namespace cbi {
-namespace detail {
-// pipeline/metadata.cpp: adds `metadata` to the encoded bytes of a `format`
-// image with `channels` channels; on failure leaves them as they were and
-// returns a warning naming `subject`.
-std::string embed_metadata(std::vector<std::uint8_t>& encoded, std::string_view format, int channels,
-                           const ImageMetadata& metadata, const std::string& subject);
-}  // namespace detail
 namespace {
 
 namespace fs = std::filesystem;

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "pipeline/error.hpp"
+#include "pipeline/metadata.hpp"
 #include "pipeline/image_io.hpp"
 
 #if CBI_HAVE_EXIV2
@@ -20,10 +21,6 @@
 #endif
 
 namespace cbi {
-namespace detail {
-std::string embed_metadata(std::vector<std::uint8_t>& encoded, std::string_view format, int channels,
-                           const ImageMetadata& metadata, const std::string& subject);
-}  // namespace detail
 
 namespace {
 

@@ -18,21 +18,13 @@
 #include "pipeline/cuda_runtime.hpp"
 #include "pipeline/error.hpp"
 #include "pipeline/executor.hpp"
+#include "gpu.hpp"
 #include "reference.hpp"
 
 namespace cbi {
 namespace {
 
 using namespace test;
-
-// Skips the calling test when no CUDA device is visible.
-#define REQUIRE_GPU()                                                              \
-    do {                                                                           \
-        std::string why;                                                           \
-        if (cuda_device_count(why) == 0) GTEST_SKIP() << "no CUDA device: " << why; \
-        use_device(0);                                                             \
-    } while (0)
-
 
 // Runs one node on the GPU into a poisoned device buffer and returns the
 // downloaded result.

@@ -18,6 +18,7 @@
 #include "pipeline/cuda_runtime.hpp"
 #include "pipeline/image_io.hpp"
 #include "pipeline/opencv.hpp"
+#include "gpu.hpp"
 #include "reference.hpp"
 
 namespace cbi {
@@ -37,13 +38,6 @@ Tolerance tolerance(const cv::Mat& img) {
     if (img.channels() == 1 || std::min(img.cols, img.rows) >= 16) return {3, 0.1};
     return {16, 6};
 }
-
-#define REQUIRE_GPU()                                                              \
-    do {                                                                           \
-        std::string why;                                                           \
-        if (cuda_device_count(why) == 0) GTEST_SKIP() << "no CUDA device: " << why; \
-        use_device(0);                                                             \
-    } while (0)
 
 std::vector<std::uint8_t> encode_cpu(const cv::Mat& img, std::vector<int> params) {
     std::vector<std::uint8_t> out;
