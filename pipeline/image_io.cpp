@@ -362,6 +362,52 @@ std::optional<std::uint32_t> exr_fixed_size(std::string_view type) {
     return std::nullopt;
 }
 
+// Checks that OpenEXR reads exactly the declared bytes `v` of an attribute
+// of `type` and allocates no more than the file holds; returns the number of
+// channels of a chlist. The variable-size types OpenEXR parses itself
+// (chlist, preview, floatvector, stringvector, idmanifest) are walked here as
+// OpenEXR walks them: a channel list ends at its empty name and a string
+// vector at its declared size, whatever the size says, and either read past
+// the attribute would have OpenEXR read the next one from another byte
+// (fuzz/regressions/fuzz_image).
+struct ExrChannelList {
+    std::uint32_t count = 0;
+    bool alpha = false;  // a channel named "A"
+};
+ExrChannelList check_exr_value(const std::string& name, const std::string& type, Bytes v) {
+    const auto refuse = [&](const std::string& why) { malformed("OpenEXR attribute '" + name + "' (" + type + "): " + why); };
+    if (const auto fixed = exr_fixed_size(type); fixed && v.size() != *fixed)
+        refuse("declares " + std::to_string(v.size()) + " bytes, not " + std::to_string(*fixed));
+    if (type == "preview" && (v.size() < 8 || std::uint64_t{le32(v.data())} * le32(v.data() + 4) * 4 != v.size() - 8))
+        refuse("its size does not match its pixels");
+    if (type == "floatvector" && v.size() % 4 != 0) refuse("its size is not a whole number of floats");
+    if (type == "idmanifest" && v.size() < 4) refuse("it is shorter than its 4-byte length");
+    if (type == "stringvector") {
+        // Entries: int32 length, then that many bytes, up to the declared size.
+        for (std::size_t j = 0; j < v.size();) {
+            if (v.size() - j < 4) refuse("a string's length runs past the attribute");
+            const std::uint32_t n = le32(v.data() + j);
+            j += 4;
+            if (n > v.size() - j) refuse("a string runs past the attribute");
+            j += n;
+        }
+    }
+    ExrChannelList list;
+    if (type == "chlist") {
+        // Entries: name\0 (at most 255 bytes), then 16 bytes (type, linear,
+        // reserved, sampling); an empty name ends it, exactly at the size.
+        std::size_t j = 0;
+        for (; j < v.size() && v[j] != 0; ++list.count) {
+            const auto* z = static_cast<const std::uint8_t*>(std::memchr(v.data() + j, 0, v.size() - j));
+            if (!z || z - (v.data() + j) > 255) refuse("a channel name runs past the list");
+            list.alpha = list.alpha || (z - (v.data() + j) == 1 && v[j] == 'A');
+            j = z - v.data() + 1 + 16;
+        }
+        if (j + 1 != v.size() || v[j] != 0) refuse("the channel list does not end where its size says");
+    }
+    return list;
+}
+
 ImageHeader probe_exr(Bytes b) {
     // Attributes: name\0 type\0 size(int32) value, until an empty name.
     std::size_t i = 8;
@@ -401,35 +447,17 @@ ImageHeader probe_exr(Bytes b) {
             const std::uint32_t size = le32(b.data() + i);
             i += 4;
             if (size > b.size() - i) malformed("OpenEXR header is truncated (an attribute is larger than the file)");
-            if (const auto fixed = exr_fixed_size(type); fixed && size != *fixed)
-                malformed("OpenEXR attribute '" + name + "' of type " + type + " declares " + std::to_string(size) +
-                          " bytes, not " + std::to_string(*fixed));
-            if (type == "preview" &&
-                (size < 8 || std::uint64_t{le32(b.data() + i)} * le32(b.data() + i + 4) * 4 != size - 8))
-                malformed("OpenEXR preview attribute's size does not match its pixels");
-            if (part == 0 && name == "dataWindow" && type == "box2i" && size == 16) {
-                const auto x0 = static_cast<std::int32_t>(le32(b.data() + i)), y0 = static_cast<std::int32_t>(le32(b.data() + i + 4));
-                const auto x1 = static_cast<std::int32_t>(le32(b.data() + i + 8)), y1 = static_cast<std::int32_t>(le32(b.data() + i + 12));
+            const Bytes value = b.subspan(i, size);
+            const ExrChannelList listed = check_exr_value(name, type, value);
+            if (part == 0 && name == "dataWindow" && type == "box2i") {
+                const auto x0 = static_cast<std::int32_t>(le32(value.data())), y0 = static_cast<std::int32_t>(le32(value.data() + 4));
+                const auto x1 = static_cast<std::int32_t>(le32(value.data() + 8)), y1 = static_cast<std::int32_t>(le32(value.data() + 12));
                 const std::int64_t w = std::int64_t{x1} - x0 + 1, h = std::int64_t{y1} - y0 + 1;
                 found = ImageHeader{"OpenEXR", static_cast<std::uint64_t>(std::max<std::int64_t>(w, 0)),
                                     static_cast<std::uint64_t>(std::max<std::int64_t>(h, 0))};
             } else if (part == 0 && name == "channels" && type == "chlist") {
-                // Entries: name\0, then 16 bytes (type, linear, reserved, sampling); an empty name ends it.
-                // OpenEXR reads entries up to the empty name whatever size the
-                // file declares: they must end exactly at the declared size.
-                std::uint32_t n = 0;
-                bool alpha = false;
-                std::size_t j = i;
-                const std::size_t end = i + size;
-                for (; j < end && b[j] != 0; ++n) {
-                    const auto* z = static_cast<const std::uint8_t*>(std::memchr(b.data() + j, 0, end - j));
-                    if (!z) break;
-                    alpha = alpha || (z - (b.data() + j) == 1 && b[j] == 'A');
-                    j = z - b.data() + 1 + 16;
-                }
-                if (j + 1 != end || b[j] != 0) malformed("OpenEXR channel list does not end where its size says");
                 // OpenCV decodes one channel as gray, luminance/chroma or RGB as BGR, and adds alpha if present.
-                channels = n == 1 ? 1 : n == 3 && !alpha ? 3 : 4;
+                channels = listed.count == 1 ? 1 : listed.count == 3 && !listed.alpha ? 3 : 4;
             }
             i += size;
         }
