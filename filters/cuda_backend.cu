@@ -336,6 +336,26 @@ __device__ __forceinline__ void sep_resolve_rows(const Op& op, const SepLayout& 
     for (int r = threadIdx.x; r < L.rows; r += blockDim.x) st.row_ptrs[r] = op.src.row(y0 - L.halo + r);
 }
 
+// A block's flat copy of `total` items: load(i, v) reads item i into v and
+// returns where it goes, store(at, v) puts it there; each thread issues kU
+// loads before it stores any (one DRAM round trip for kU items).
+template <int kU, class V, class Load, class Store>
+__device__ __forceinline__ void copy_in_flight(int total, Load load, Store store) {
+    const int tid = threadIdx.x, nthreads = blockDim.x;
+    for (int base = tid; base < total; base += kU * nthreads) {
+        V v[kU];
+        int at[kU];
+#pragma unroll
+        for (int u = 0; u < kU; ++u) {
+            const int idx = base + u * nthreads;
+            at[u] = idx < total ? load(idx, v[u]) : -1;
+        }
+#pragma unroll
+        for (int u = 0; u < kU; ++u)
+            if (at[u] >= 0) store(at[u], v[u]);
+    }
+}
+
 // Step 1: the tile at x0 and its halo into the stage from st.row_ptrs, a
 // flat loop over the tile's words (or samples), kU loads per thread issued
 // before any is stored.
@@ -346,53 +366,26 @@ __device__ __forceinline__ void sep_stage_tile(const Op& op, const SepLayout& L,
     constexpr int kU = 8;
     const std::size_t sz = sizeof(T);
     const int C = op.src.view.channels;
-    const int tid = threadIdx.x, nthreads = blockDim.x;
     if (column.words) {
         std::uint32_t* const stage_words = reinterpret_cast<std::uint32_t*>(st.stage);
         const int stride_words = static_cast<int>(L.stage_stride * sz / 4);
         const int row_words = column.row_words;
-        const int total = L.rows * row_words;
         const long long first_word = (column.a_off & ~3ll) / 4;
-        for (int base = tid; base < total; base += kU * nthreads) {
-            std::uint32_t v[kU];
-            int at[kU];
-#pragma unroll
-            for (int u = 0; u < kU; ++u) {
-                const int idx = base + u * nthreads;
-                at[u] = -1;
-                if (idx < total) {
-                    const int r = divide(idx, column.by_row_words);
-                    const int w = idx - r * row_words;
-                    const T* row = st.row_ptrs[r];
-                    v[u] = row == nullptr ? const_word : __ldg(reinterpret_cast<const std::uint32_t*>(row) + first_word + w);
-                    at[u] = r * stride_words + w;
-                }
-            }
-#pragma unroll
-            for (int u = 0; u < kU; ++u)
-                if (at[u] >= 0) stage_words[at[u]] = v[u];
-        }
+        copy_in_flight<kU, std::uint32_t>(L.rows * row_words, [&](int idx, std::uint32_t& v) {
+            const int r = divide(idx, column.by_row_words);
+            const int w = idx - r * row_words;
+            const T* row = st.row_ptrs[r];
+            v = row == nullptr ? const_word : __ldg(reinterpret_cast<const std::uint32_t*>(row) + first_word + w);
+            return r * stride_words + w;
+        }, [&](int at, std::uint32_t v) { stage_words[at] = v; });
     } else {
-        const int total = L.rows * L.row_samples;
-        for (int base = tid; base < total; base += kU * nthreads) {
-            T v[kU];
-            int at[kU];
-#pragma unroll
-            for (int u = 0; u < kU; ++u) {
-                const int idx = base + u * nthreads;
-                at[u] = -1;
-                if (idx < total) {
-                    const int r = divide(idx, by_row_samples);
-                    const int s = idx - r * L.row_samples;
-                    const int px = div_channels(s, C);
-                    v[u] = op.src.at(st.row_ptrs[r], x0 - L.halo + px, s - px * C);
-                    at[u] = r * L.stage_stride + s;
-                }
-            }
-#pragma unroll
-            for (int u = 0; u < kU; ++u)
-                if (at[u] >= 0) st.stage[at[u]] = v[u];
-        }
+        copy_in_flight<kU, T>(L.rows * L.row_samples, [&](int idx, T& v) {
+            const int r = divide(idx, by_row_samples);
+            const int s = idx - r * L.row_samples;
+            const int px = div_channels(s, C);
+            v = op.src.at(st.row_ptrs[r], x0 - L.halo + px, s - px * C);
+            return r * L.stage_stride + s;
+        }, [&](int at, T v) { st.stage[at] = v; });
     }
 }
 
@@ -532,8 +525,8 @@ __device__ __forceinline__ void sep_column_pass(const Op& op, const SepLayout& L
 // gaussian 32f, one block fewer per SM): blocks take L.per_block
 // consecutive tiles of L.order from their linear index instead of tile
 // column blockIdx.x, tile rows blockIdx.y, + gridDim.y, ...
-template <class Op, bool kOrdered = false>
-__global__ void sep_stencil(const __grid_constant__ Op op, const SepLayout L) {
+template <class Op, bool kOrdered>
+__device__ __forceinline__ void sep_tiles(const Op& op, const SepLayout& L) {
     extern __shared__ __align__(16) unsigned char smem[];
     const SepStorage<Op> st = SepStorage<Op>::carve(smem, L.smem);
     if constexpr (!UnitWeightOp<Op>) sep_load_weights(op, L, st);
@@ -568,6 +561,27 @@ __global__ void sep_stencil(const __grid_constant__ Op op, const SepLayout L) {
         sep_column_pass(op, L, st, x0, y0, column.lead);
         __syncthreads();  // the next tile reuses the stage and the sums
     }
+}
+
+template <class Op, bool kOrdered>
+__global__ void sep_stencil(const __grid_constant__ Op op, const SepLayout L) {
+    sep_tiles<Op, kOrdered>(op, L);
+}
+
+// 8-bit box filters keep their running sums in 48 registers, room for five
+// blocks of the default 256 threads per SM; left to itself ptxas gave the
+// row-major kernel 56 (four blocks) once the kernel was split into steps,
+// measurably slower (apps/bench/README.md, "Kernels from parts"). A bound
+// on every sep kernel would change the others' registers too.
+template <class Op, bool kOrdered>
+__global__ void __launch_bounds__(256, 5) sep_stencil_five_blocks(const __grid_constant__ Op op, const SepLayout L) {
+    sep_tiles<Op, kOrdered>(op, L);
+}
+
+template <class Op, bool kOrdered>
+constexpr auto sep_kernel() {
+    if constexpr (UnitWeightOp<Op> && sizeof(typename Op::Sample) == 1) return sep_stencil_five_blocks<Op, kOrdered>;
+    else return sep_stencil<Op, kOrdered>;
 }
 
 template <class Op>
@@ -609,8 +623,8 @@ void launch_sep(const SepTileSchedule& tile, const TileOrder& order, const Op& o
     const int device = cuda::current_device();
     cuda::require_shared_memory(L.smem.bytes, device, tile_text("sep", L.tile_w, L.tile_h, L.halo), "use a smaller tile");
     const bool ordered = !order.row_major();
-    constexpr auto row_major_kernel = sep_stencil<Op, false>;
-    constexpr auto ordered_kernel = sep_stencil<Op, true>;
+    constexpr auto row_major_kernel = sep_kernel<Op, false>();
+    constexpr auto ordered_kernel = sep_kernel<Op, true>();
     const auto kernel = ordered ? ordered_kernel : row_major_kernel;
     if (L.smem.bytes > 48 * 1024) {
         if (ordered) cuda::allow_shared_memory<ordered_kernel>(device);

@@ -2,6 +2,9 @@
 
 #include <utility>
 
+#include <oneapi/tbb/task.h>
+#include <oneapi/tbb/task_arena.h>
+
 #include "pipeline/error.hpp"
 
 namespace cbi {
@@ -64,7 +67,27 @@ Stream::Stream() { CBI_CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStream
 Stream::~Stream() {
     if (stream_) cudaStreamDestroy(stream_);
 }
-void Stream::synchronize(const char* what) const { CBI_CUDA_CHECK(cudaStreamSynchronize(stream_), what); }
+void Stream::synchronize(const char* what) const { wait_for_stream(stream_, what); }
+
+void wait_for_stream(cudaStream_t stream, const char* what) {
+    if (tbb::this_task_arena::current_thread_index() != tbb::task_arena::not_initialized) {
+        int device = 0;
+        CBI_CUDA_CHECK(cudaGetDevice(&device), "cudaGetDevice");
+        cudaError_t enqueued = cudaSuccess;
+        // A stream callback, not cudaLaunchHostFunc: a host function is not
+        // called after a device error, which would leave the task suspended
+        // for ever; a callback runs exactly once, with the error.
+        tbb::task::suspend([&](tbb::task::suspend_point task) {
+            enqueued = cudaStreamAddCallback(
+                stream, [](cudaStream_t, cudaError_t, void* t) { tbb::task::resume(static_cast<tbb::task::suspend_point>(t)); },
+                task, 0);
+            if (enqueued != cudaSuccess) tbb::task::resume(task);
+        });
+        use_device(device);
+        CBI_CUDA_CHECK(enqueued, what);
+    }
+    CBI_CUDA_CHECK(cudaStreamSynchronize(stream), what);  // done by now (after a resume); reports the stream's errors
+}
 
 EventTimer::EventTimer() {
     CBI_CUDA_CHECK(cudaEventCreate(&start_), "cudaEventCreate");

@@ -46,6 +46,14 @@ private:
     std::size_t bytes_ = 0;
 };
 
+// Waits until the work enqueued on `stream` is done; errors as CBI_CUDA_CHECK
+// (`what`). Inside a TBB task (a batch's process stage) the task is
+// suspended until a host function enqueued on the stream resumes it: the
+// worker thread meanwhile runs other tasks (other images' decode and encode)
+// instead of spinning in cudaStreamSynchronize. The task may resume on
+// another thread; the calling thread's current device is made current there.
+void wait_for_stream(cudaStream_t stream, const char* what);
+
 class Stream {
 public:
     Stream();

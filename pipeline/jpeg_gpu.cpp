@@ -16,6 +16,7 @@
 
 #include "filters/cuda_check.hpp"
 #include "filters/error.hpp"
+#include "pipeline/cuda_runtime.hpp"
 
 namespace cbi {
 namespace {
@@ -303,9 +304,13 @@ bool GpuJpegCodec::decode(std::span<const std::uint8_t> jpeg, const ImageView& d
         const std::size_t length = jpeg.size();
         st = nvjpegDecodeBatched(c.hw, b.state, &data, &length, &out, stream);
         // The state's buffers serve the next decode: free it once this one is done.
-        const cudaError_t done = cudaStreamSynchronize(stream);
+        try {
+            wait_for_stream(stream, "cudaStreamSynchronize after nvjpegDecodeBatched");
+        } catch (...) {
+            c.give_back(b.index, true);
+            throw;
+        }
         c.give_back(b.index, st != NVJPEG_STATUS_SUCCESS);  // a failed state is initialised again
-        CBI_CUDA_CHECK(done, "cudaStreamSynchronize after nvjpegDecodeBatched");
     } else if (s.chosen) {
         Decoder& d = *s.chosen;
         st = nvjpegDecodeJpegHost(s.handle, d.decoder, d.state, s.params, s.stream);
@@ -350,11 +355,14 @@ std::vector<std::uint8_t> GpuJpegCodec::encode(const ImageView& src, int quality
     else
         check(nvjpegEncodeYUV(s.handle, s.enc, s.enc_params, &in, NVJPEG_CSS_GRAY, src.width, src.height, stream),
               "nvjpegEncodeYUV");
+    // Waited for here, where the task can be suspended: the retrieval below
+    // would otherwise wait for the encode inside nvJPEG.
+    wait_for_stream(stream, "cudaStreamSynchronize after nvjpegEncodeImage");
     std::size_t length = 0;
     check(nvjpegEncodeRetrieveBitstream(s.handle, s.enc, nullptr, &length, stream), "nvjpegEncodeRetrieveBitstream");
     std::vector<std::uint8_t> bytes(length);
     check(nvjpegEncodeRetrieveBitstream(s.handle, s.enc, bytes.data(), &length, stream), "nvjpegEncodeRetrieveBitstream");
-    CBI_CUDA_CHECK(cudaStreamSynchronize(stream), "cudaStreamSynchronize after nvjpegEncodeRetrieveBitstream");
+    wait_for_stream(stream, "cudaStreamSynchronize after nvjpegEncodeRetrieveBitstream");
     bytes.resize(length);
     return bytes;
 }

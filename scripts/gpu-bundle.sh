@@ -23,7 +23,7 @@ export PATH=$PATH:/usr/local/cuda/bin
 # bundle (the host's toolkit has it).
 cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release -DCBI_WITH_CUDA=ON -DCBI_WITH_MPI="${CBI_WITH_MPI:-AUTO}" \
   -DCBI_NVJPEG_ROOT="${CBI_NVJPEG_ROOT:-}" -DCMAKE_CUDA_ARCHITECTURES="$arch" >/dev/null
-targets=(cbi-filter cbi-bench test_filters_cuda test_cuda_errors test_filters_cpu test_schedules test_graph test_tuning
+targets=(cbi-filter cbi-bench test_filters_cuda test_cuda_errors test_cuda_wait test_filters_cpu test_schedules test_graph test_tuning
          test_fusion test_defaults test_devices)
 [[ $(cmake --build "$build" --target help) == *test_jpeg_gpu* ]] && targets+=(test_jpeg_gpu)
 cmake --build "$build" -j"$(nproc)" --target "${targets[@]}"

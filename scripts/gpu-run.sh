@@ -40,7 +40,7 @@ status=0
 run_tests() {
   nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
   # test_tuning's CLI test needs the build tree's cbi-filter: left out here.
-  for t in test_schedules test_filters_cpu test_graph test_tuning test_fusion test_defaults test_devices test_filters_cuda test_cuda_errors test_jpeg_gpu; do
+  for t in test_schedules test_filters_cpu test_graph test_tuning test_fusion test_defaults test_devices test_filters_cuda test_cuda_errors test_cuda_wait test_jpeg_gpu; do
     [ -x "$bin/$t" ] || { echo "$t: not in this bundle"; continue; }
     "$bin/$t" --gtest_brief=1 --gtest_filter=-*Cli* > "$out/$t.log" 2>&1 || status=1
     echo "$t: $(grep -E '^\[  PASSED  \]|^\[  FAILED  \]|^\[  SKIPPED \]' "$out/$t.log" | tr '\n' ' ')"

@@ -2,8 +2,11 @@
 // it with CUDA's error name, marks the device unusable and refuses later
 // work on it instead of retrying. Its own executable, since the poisoned
 // context lasts for the rest of the process; not run under memcheck (the
-// illegal access is deliberate).
+// illegal access is deliberate). The wait runs inside a TBB task, as in a
+// batch: the suspended wait (wait_for_stream) must resume with the error,
+// not hang.
 #include <gtest/gtest.h>
+#include <oneapi/tbb/task_arena.h>
 
 #include "filters/cuda_backend.hpp"
 #include "pipeline/cuda_runtime.hpp"
@@ -22,7 +25,7 @@ TEST(CudaErrors, IllegalAddressMarksTheDeviceUnusable) {
     const FilterRun node{parse_filter("blur:3"), Border{}, ScheduleSpec{}};
     try {
         run_node_cuda(node, bogus, bogus, stream.get(), 256);
-        stream.synchronize("after a kernel on a bogus pointer");
+        tbb::task_arena(1).execute([&] { stream.synchronize("after a kernel on a bogus pointer"); });
         FAIL() << "no error reported";
     } catch (const Error& e) {
         const std::string what = e.what();
