@@ -48,7 +48,7 @@ private:
 
 // Waits until the work enqueued on `stream` is done; errors as CBI_CUDA_CHECK
 // (`what`). Inside a TBB task (a batch's process stage) the task is
-// suspended until a host function enqueued on the stream resumes it: the
+// suspended until a callback enqueued on the stream resumes it: the
 // worker thread meanwhile runs other tasks (other images' decode and encode)
 // instead of spinning in cudaStreamSynchronize. The task may resume on
 // another thread; the calling thread's current device is made current there.

@@ -363,8 +363,8 @@ std::optional<std::uint32_t> exr_fixed_size(std::string_view type) {
 }
 
 // Checks that OpenEXR reads exactly the declared bytes `v` of an attribute
-// of `type` and allocates no more than the file holds; returns the number of
-// channels of a chlist. The variable-size types OpenEXR parses itself
+// of `type` and allocates no more than the file holds; returns a chlist's
+// channels (nothing for other types). The variable-size types OpenEXR parses itself
 // (chlist, preview, floatvector, stringvector, idmanifest) are walked here as
 // OpenEXR walks them: a channel list ends at its empty name and a string
 // vector at its declared size, whatever the size says, and either read past
