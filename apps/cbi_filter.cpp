@@ -20,7 +20,10 @@
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
+#include <future>
+#include <fstream>
 #include <iomanip>
 #include <iostream>
 #include <limits>
@@ -170,7 +173,7 @@ struct Options {
 
 // Flags that only batch mode takes.
 constexpr const char* kBatchFlags[] = {"--recursive", "--pattern", "--format", "--jobs", "--in-flight",
-                                       "--skip-existing", "--in-place", "--no-overlap", "--stats", "--quiet",
+                                       "--skip-existing", "--in-place", "--no-overlap", "--quiet",
                                        "--shard"};
 
 // A usage error tied to one option: exit 2.
@@ -443,6 +446,61 @@ void print_stats(const cbi::BatchSummary& s, int ranks) {
     std::cout << out.str();
 }
 
+// Set once a CUDA device is in use: main then ends the process without the
+// CUDA runtime's teardown (~0.15 s on a GPU host), every output written and
+// synced by then.
+std::atomic<bool> g_quick_exit{false};
+
+// --stats for one image: how long each step took, and the time before main
+// (loading libraries), read from /proc at 10 ms resolution. The exit after
+// the last step (the device's teardown) is not counted here.
+using Clock = std::chrono::steady_clock;
+Clock::time_point g_main_start;
+
+double seconds_before_main() {
+    std::ifstream stat("/proc/self/stat"), uptime("/proc/uptime");
+    std::string line;
+    double up = 0;
+    if (!std::getline(stat, line) || !(uptime >> up)) return 0;
+    // Field 22 (starttime, clock ticks since boot) counts from after the ")" of the name.
+    std::istringstream fields(line.substr(line.rfind(')') + 2));
+    std::string field;
+    for (int i = 3; i <= 22 && fields >> field; ++i) {
+    }
+    const double started = std::stod(field) / static_cast<double>(::sysconf(_SC_CLK_TCK));
+    const double since_main = std::chrono::duration<double>(Clock::now() - g_main_start).count();
+    return std::max(0.0, up - started - since_main);
+}
+
+class Steps {
+public:
+    explicit Steps(bool on) : on_(on), last_(g_main_start) {}
+    // The step that ends now.
+    void operator()(const char* name) {
+        if (!on_) return;
+        const Clock::time_point now = Clock::now();
+        rows_.emplace_back(name, std::chrono::duration<double>(now - last_).count());
+        last_ = now;
+    }
+    void print() const {
+        if (!on_) return;
+        std::ostringstream out;
+        out << std::fixed << std::setprecision(3) << "step                  s\n";
+        const auto row = [&](std::string_view name, double s) {
+            out << std::left << std::setw(17) << name << std::right << std::setw(6) << s << "\n";
+        };
+        row("before main", seconds_before_main());
+        for (const auto& [name, s] : rows_) row(name, s);
+        row("main to here", std::chrono::duration<double>(last_ - g_main_start).count());
+        std::cout << out.str();
+    }
+
+private:
+    bool on_;
+    Clock::time_point last_;
+    std::vector<std::pair<const char*, double>> rows_;
+};
+
 void print_tuning_notice(const cbi::RunOptions& run_options) {
     if (run_options.tuning && !run_options.tuning->write_error().empty())
         say("notice: ", run_options.tuning->write_error());
@@ -550,6 +608,7 @@ int run_batch_mode(const CLI::App& app, const Options& o, const cbi::WriteOption
     // After the plan: its usage errors come before any notice.
     const cbi::RunOptions run_options = resolve_run_options(o, device_spec, graph);
     require_codec(o, run_options);
+    if (run_options.device.cuda) g_quick_exit = true;
     cbi::BatchOptions batch;
     batch.jobs = o.jobs > 0 ? o.jobs : o.threads;
     batch.in_flight = o.in_flight;
@@ -675,29 +734,36 @@ int run(const CLI::App& app, Options& o) {
     const fs::path output = o.output.empty() ? default_output(input) : fs::path(o.output);
     if (cbi::same_file(input, output))
         throw UsageError{"-o " + output.string(), "is the input file; cbi never overwrites its input"};
-    const cbi::RunOptions run_options = resolve_run_options(o, device_spec, graph);
-    require_codec(o, run_options);
-
     std::vector<fs::path> outputs;
     for (std::size_t i = 0; i < graph.outputs().size(); ++i) outputs.push_back(output_path(output, graph, i));
     check_encoding_flags(app, outputs);
+    Steps steps(o.stats);
+    steps("options");
 
-    // The device starts while the file is read and decoded (an error there
-    // comes back when the run uses the device).
-    std::thread warm_up([device = run_options.device] {
+    // The device is found and started (on a GPU host the driver's start and
+    // the context take ~0.4 s) while the file is read and decoded; its errors
+    // come back from get(), a failed start's when the run uses the device.
+    std::future<cbi::RunOptions> device = std::async(std::launch::async, [&o, &device_spec, &graph] {
+        cbi::RunOptions r = resolve_run_options(o, device_spec, graph);
+        if (r.device.cuda) g_quick_exit = true;
         try {
-            cbi::warm_up(device);
+            cbi::warm_up(r.device);
         } catch (const std::exception&) {
         }
+        return r;
     });
-    struct Joiner {
-        std::thread& t;
-        ~Joiner() {
-            if (t.joinable()) t.join();
-        }
-    } joiner{warm_up};
     const std::vector<std::uint8_t> bytes = cbi::read_file(input);
     const cbi::ImageHeader header = cbi::check_image(bytes, input.string(), o.max_pixels, o.max_memory);
+    steps("read+check");
+    // --codec gpu needs the device now; else it is waited for after the decode.
+    std::optional<cbi::RunOptions> run_options;
+    std::optional<cbi::GraphExecutor> executor;
+    const auto device_ready = [&] {
+        run_options = device.get();
+        require_codec(o, *run_options);
+        executor.emplace(graph, *run_options);
+    };
+    if (o.codec == "gpu") device_ready();
     // Read once the pixels are: a file that fails gets its one error line only.
     const auto read_metadata = [&] {
         cbi::ImageMetadata metadata;
@@ -710,13 +776,12 @@ int run(const CLI::App& app, Options& o) {
         }
         return metadata;
     };
-    cbi::GraphExecutor executor(graph, run_options);
     // Plans for the input's format (allocating nothing yet), then refuses
     // outputs that would overwrite the input or that their format cannot
     // hold, before any work.
     const auto check_outputs = [&](int width, int height, int channels, cbi::Depth depth, int cv_depth) {
         try {
-            executor.plan(width, height, channels, depth);
+            executor->plan(width, height, channels, depth);
         } catch (const cbi::Error& e) {
             throw cbi::Error(input.string(), e.what());  // name the file the pipeline cannot take
         }
@@ -724,7 +789,7 @@ int run(const CLI::App& app, Options& o) {
             const fs::path out = output_path(output, graph, i);
             if (i > 0 && cbi::same_file(input, out))
                 throw UsageError{out.string(), "is the input file; cbi never overwrites its input"};
-            cbi::check_output_format(out, CV_MAKETYPE(cv_depth, executor.channels_of(graph.outputs()[i])));
+            cbi::check_output_format(out, CV_MAKETYPE(cv_depth, executor->channels_of(graph.outputs()[i])));
         }
     };
     // A killed earlier run's temporaries (none that a live write holds).
@@ -740,35 +805,44 @@ int run(const CLI::App& app, Options& o) {
     // one image: starting nvJPEG costs more than libjpeg-turbo takes
     // (apps/bench/README.md, GPU codecs).
     if (o.codec == "gpu" && std::string_view(header.format) == "JPEG" && graph.outputs().size() == 1 &&
-        executor.decodes_jpeg()) {
+        executor->decodes_jpeg()) {
         check_outputs(static_cast<int>(header.width), static_cast<int>(header.height), header.channels == 1 ? 1 : 3,
                       cbi::Depth::u8, CV_8U);
         const int quality = cbi::output_format(output) == "JPEG" ? cbi::jpeg_quality(write) : 0;
-        if (auto r = executor.process_jpeg(bytes, quality, true)) {
+        if (auto r = executor->process_jpeg(bytes, quality, true)) {
+            steps("GPU codec+run");
             const cbi::ImageMetadata metadata = read_metadata();
             clear_temporaries();
             if (!r->encoded.empty()) warn(cbi::write_encoded_atomic(output, std::move(r->encoded), r->channels, write, metadata));
             else warn(cbi::write_image_atomic(output, cbi::as_mat(r->image.view()), write, metadata));
-            print_tuning_notice(run_options);
+            steps("write");
+            print_tuning_notice(*run_options);
+            steps.print();
             return 0;
         }
     }
     const cv::Mat image = cbi::decode_image(bytes, input.string(), o.max_pixels, o.max_memory);
+    steps("decode");
+    if (!executor) device_ready();
+    steps("device wait");
     const cbi::ImageView in = cbi::view_of(image);
     check_outputs(in.width, in.height, in.channels, in.depth, image.depth());
-    warm_up.join();
-    const auto results = executor.run(in);
+    const auto results = executor->run(in);
+    steps("run");
     const cbi::ImageMetadata metadata = read_metadata();
     clear_temporaries();
     for (std::size_t i = 0; i < results.size(); ++i)
         warn(cbi::write_image_atomic(output_path(output, graph, i), cbi::as_mat(results[i]), write, metadata));
-    print_tuning_notice(run_options);
+    steps("encode+write");
+    print_tuning_notice(*run_options);
+    steps.print();
     return 0;
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
+    g_main_start = Clock::now();
     silence_library_stderr();
     start_signal_thread();  // before any other thread exists
     std::unique_ptr<cbi_app::MpiRanks> ranks;  // under an MPI launcher: this rank (after the signal thread: MPI's threads inherit its mask)
@@ -829,6 +903,9 @@ int main(int argc, char** argv) {
         ->excludes("--no-fuse");
     app.add_flag("--print-pipeline", o.print_pipeline,
                  "print the resolved graph (nodes, schedules, borders, buffer reuse for IN's size) and exit");
+    app.add_flag("--stats", o.stats,
+                 "print where the time went on stdout: per step for one image, per stage (busy time, wall time, "
+                 "images/s) in batch mode");
     auto* batch = app.add_option_group("Batch mode", "a folder (--input-dir) or several inputs");
     batch->add_option("--input-dir", o.input_dir, "process the images in this folder");
     batch->add_option("--output-dir", o.output_dir, "write the outputs here, sub-folders mirrored (not the input folder)");
@@ -845,7 +922,6 @@ int main(int argc, char** argv) {
     batch->add_flag("--skip-existing", o.skip_existing, "keep outputs that already exist (resumes a killed run)");
     batch->add_flag("--in-place", o.in_place, "allow the output folder to be the input folder (outputs NAME.cbi.EXT)");
     batch->add_flag("--no-overlap", o.no_overlap, "run the stages one image at a time (for comparison)");
-    batch->add_flag("--stats", o.stats, "print per-stage busy time, wall time and images/s on stdout");
     batch->add_flag("--quiet", o.quiet, "no progress and no summary; errors only");
     auto* output = app.add_option_group("Output", "encoding and metadata of every output (single image and batch)");
     output->add_option("--quality", o.quality, "JPEG and WebP quality 1..100 (default: JPEG 95, WebP lossless)")
@@ -873,7 +949,13 @@ int main(int argc, char** argv) {
         return fail(kExitUsage, "", std::string(e.what()) + " (see --help)");
     }
     try {
-        return run(app, o);
+        const int code = run(app, o);
+        if (g_quick_exit && !g_ranks) {  // MPI must still finalise
+            std::cout.flush();
+            std::fflush(nullptr);
+            std::_Exit(code);
+        }
+        return code;
     } catch (const UsageError& e) {
         return fail(kExitUsage, e.subject, e.reason);
     } catch (const cbi::Unsupported& e) {  // a cbi::Error: before it, and never a usage error

@@ -73,16 +73,20 @@ public:
     virtual void finish() = 0;
 
     // JPEG on the device (the CUDA backend in builds with nvJPEG; the others
-    // decode nothing). parse_jpeg: the input format a JPEG decodes to (a
+    // decode nothing). jpeg_codec_ready: whether the device's codec has
+    // started (unless `wait`, the first call starts it in the background);
+    // jpeg_decoder_ready: whether its decoder has too (it starts later).
+    // parse_jpeg: the input format a JPEG decodes to (a
     // view without data), or nullopt when the device's decoder does not take
-    // it or, unless `wait`, has not started yet (it starts in the
-    // background on the first call). decode_input,
+    // it or, unless `wait`, has not started yet. decode_input,
     // after allocate for that format: decodes the JPEG last parsed into the
     // input buffer and returns the view nodes read it through, or nullopt
     // when the decoder refused the data; the bytes must live until finish.
     // encode_jpeg: a result encoded as JPEG (8-bit, 1 or 3 channels), after
     // everything started before it.
     virtual bool decodes_jpeg() const { return false; }
+    virtual bool jpeg_codec_ready(bool /*wait*/) { return false; }
+    virtual bool jpeg_decoder_ready() { return false; }
     virtual std::optional<ImageView> parse_jpeg(std::span<const std::uint8_t> /*jpeg*/, bool /*wait*/) {
         return std::nullopt;
     }

@@ -68,13 +68,17 @@ public:
 
 #if CBI_HAVE_NVJPEG
     bool decodes_jpeg() const override { return true; }
-    std::optional<ImageView> parse_jpeg(std::span<const std::uint8_t> jpeg, bool wait) override {
+    bool jpeg_codec_ready(bool wait) override {
+        // Starting nvJPEG does not wait for this thread's device context.
+        if (!codec_ && !wait && !GpuJpegCodec::started(device_)) return false;
         use_device(device_);
-        if (!codec_) {
-            if (!wait && !GpuJpegCodec::started(device_)) return std::nullopt;
-            codec_.emplace(device_);  // once per backend: its nvJPEG states
-        }
-        const auto info = codec_->parse(jpeg);
+        if (!codec_) codec_.emplace(device_);  // once per backend: its nvJPEG states
+        return true;
+    }
+    bool jpeg_decoder_ready() override { return jpeg_codec_ready(false) && GpuJpegCodec::decoder_started(device_); }
+    std::optional<ImageView> parse_jpeg(std::span<const std::uint8_t> jpeg, bool wait) override {
+        if (!jpeg_codec_ready(wait)) return std::nullopt;
+        const auto info = codec_->parse(jpeg, wait);
         if (!info) return std::nullopt;
         return contiguous_view(nullptr, info->width, info->height, info->channels, Depth::u8);
     }

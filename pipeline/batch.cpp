@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cctype>
 #include <cerrno>
 #include <chrono>
@@ -275,6 +276,14 @@ public:
         }
     }
 
+    // auto: starts the devices' JPEG codecs in the background now (the
+    // first processor of each device asks), not at the first image's process stage.
+    void start_jpeg_codecs() {
+        std::lock_guard lock(mutex_);
+        for (auto& d : devices_)
+            if (!d.free.empty()) d.free.front()->jpeg_codec_ready();
+    }
+
     // Whether the processors decode JPEG on their device (the first
     // processor of each device answers for its device).
     bool decodes_jpeg() const {
@@ -363,6 +372,7 @@ public:
 
     BatchSummary run() {
         start_ = Clock::now();
+        if (jpeg_on_device_ && options_.jpeg == BatchOptions::JpegCodec::automatic) pool_.start_jpeg_codecs();
         for (std::size_t i = 0; i < first_job_; ++i) finished(summary_.items[i]);
         using tbb::make_filter;
         constexpr auto in_order = tbb::filter_mode::serial_in_order, parallel = tbb::filter_mode::parallel;
@@ -385,6 +395,7 @@ private:
     struct Slot {
         cv::Mat input;
         std::vector<std::uint8_t> jpeg;  // an input left for the device's decoder
+        bool counted = false;            // in device_jpegs_
         ImageMetadata metadata;
         Image output;
         std::vector<std::uint8_t> encoded;  // the output, encoded on the device
@@ -431,9 +442,16 @@ private:
             attempt(item, job.input, [&] {
                 std::vector<std::uint8_t> bytes = read_file(job.input);
                 const std::string subject = job.input.string();
-                const bool leave_to_device =
-                    jpeg_on_device_ &&
+                const bool jpeg =
                     std::string_view(check_image(bytes, subject, options_.max_pixels, options_.max_bytes).format) == "JPEG";
+                bool leave_to_device = jpeg && jpeg_on_device_ && options_.jpeg == BatchOptions::JpegCodec::device;
+                // auto: to the device's decoder once it has started and while
+                // it has few JPEGs waiting; the CPU's decoders take the rest.
+                if (jpeg && jpeg_on_device_ && options_.jpeg == BatchOptions::JpegCodec::automatic && device_decoder_ready_) {
+                    leave_to_device = device_jpegs_.fetch_add(1) < kDeviceJpegs;
+                    if (leave_to_device) slots_[i].counted = true;
+                    else --device_jpegs_;
+                }
                 if (!leave_to_device) slots_[i].input = decode_image(bytes, subject, options_.max_pixels, options_.max_bytes);
                 if (!options_.write.strip) {
                     try {
@@ -450,6 +468,13 @@ private:
     }
 
     std::size_t process_stage(std::size_t i) {
+        struct Uncount {  // however the stage ends
+            Slot& slot;
+            std::atomic<int>& count;
+            ~Uncount() {
+                if (std::exchange(slot.counted, false)) --count;
+            }
+        } uncount{slots_[i], device_jpegs_};
         if (!live(i)) return i;
         const Clock::time_point t0 = Clock::now();
         BatchItem& item = result_of(i);
@@ -484,7 +509,19 @@ private:
             slot.input = decode_image(slot.jpeg, plan_.jobs[i].input.string(), options_.max_pixels, options_.max_bytes);
             slot.jpeg = {};
         }
-        slot.output = processor.process(view_of(slot.input));
+        // auto: once the device's codec has started, it also encodes what the CPU decoded.
+        int quality = 0;
+        const bool jpeg_output = output_format(plan_.jobs[i].output) == "JPEG";
+        if (jpeg_on_device_ && options_.jpeg == BatchOptions::JpegCodec::automatic &&
+            (jpeg_output || output_format(plan_.jobs[i].input) == "JPEG")) {
+            if (!device_codec_ready_ && processor.jpeg_codec_ready()) device_codec_ready_ = true;
+            if (device_codec_ready_ && !device_decoder_ready_ && processor.jpeg_decoder_ready()) device_decoder_ready_ = true;
+            if (device_codec_ready_ && jpeg_output) quality = jpeg_quality(options_.write);
+        }
+        Processor::FileResult r = processor.process_file(view_of(slot.input), quality);
+        slot.output = std::move(r.image);
+        slot.encoded = std::move(r.encoded);
+        slot.encoded_channels = r.channels;
     }
 
     void write_stage(std::size_t i) {
@@ -549,6 +586,13 @@ private:
     std::size_t first_job_ = 0;
     std::vector<Slot> slots_;
     const bool jpeg_on_device_;
+    // auto: whether the device's codec (encoder) and decoder have started,
+    // and how many JPEGs wait for its decoder. A few keep its hardware
+    // decoders busy (two states); more would hold worker threads that the
+    // CPU's decoders can use.
+    static constexpr int kDeviceJpegs = 6;
+    std::atomic<bool> device_codec_ready_{false}, device_decoder_ready_{false};
+    std::atomic<int> device_jpegs_{0};
     std::mutex progress_mutex_;
     BatchProgress progress_;
     Clock::time_point start_;

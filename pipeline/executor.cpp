@@ -362,6 +362,23 @@ std::optional<Processor::FileResult> GraphExecutor::process_jpeg(std::span<const
     input_ = *input;
     run_nodes();
     ran_ = true;
+    return file_result(jpeg_quality);
+}
+
+bool GraphExecutor::jpeg_codec_ready() { return backend_->decodes_jpeg() && backend_->jpeg_codec_ready(false); }
+
+bool GraphExecutor::jpeg_decoder_ready() { return backend_->decodes_jpeg() && backend_->jpeg_decoder_ready(); }
+
+Processor::FileResult GraphExecutor::process_file(const ImageView& input, int jpeg_quality) {
+    if (jpeg_quality <= 0 || !jpeg_codec_ready()) return Processor::process_file(input, jpeg_quality);
+    prepare_for(input);
+    input_ = backend_->upload(input);
+    run_nodes();
+    ran_ = true;
+    return file_result(jpeg_quality);
+}
+
+Processor::FileResult GraphExecutor::file_result(int jpeg_quality) {
     FileResult result;
     const ImageView out = view_of(graph_.outputs().front());
     if (jpeg_quality > 0 && out.depth == Depth::u8 && (out.channels == 1 || out.channels == 3)) {

@@ -110,6 +110,9 @@ public:
     // the backend can (CUDA with nvJPEG).
     bool decodes_jpeg() const override;
     std::optional<FileResult> process_jpeg(std::span<const std::uint8_t> jpeg, int jpeg_quality, bool wait) override;
+    bool jpeg_codec_ready() override;
+    bool jpeg_decoder_ready() override;
+    FileResult process_file(const ImageView& input, int jpeg_quality) override;
 
     // Output channels of node `id` for the planned format.
     int channels_of(NodeId id) const;
@@ -134,6 +137,9 @@ private:
     ImageView view_of(NodeId id) const;  // the image node `id` writes (the input: what nodes read it through)
     void run_node(NodeId id, const ScheduleSpec& schedule, int first_row, int rows);
     void run_nodes();
+    // After run_nodes: the first output, encoded as JPEG on the device when
+    // jpeg_quality > 0 and it can be one, else downloaded.
+    FileResult file_result(int jpeg_quality);
     // Times the candidates of auto node `id` (or takes another executor's
     // fresh choice from the cache) and records the winner.
     void tune(NodeId id);

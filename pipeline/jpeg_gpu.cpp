@@ -13,6 +13,7 @@
 #include <map>
 #include <mutex>
 #include <string>
+#include <thread>
 
 #include "filters/cuda_check.hpp"
 #include "filters/error.hpp"
@@ -89,16 +90,43 @@ struct Decoder {
 // What the codecs of one device share: nvJPEG's handles (each takes
 // ~0.3 s to create) and the hardware decoder's states (~0.4 s each), made
 // once per process and device; a codec borrows a hardware state for one
-// decode call.
+// decode call. Made in two steps, so that encoding can start while the
+// hardware decoder is still being made: the default handle (encoder,
+// parser, the GPU's other decoders), then the hardware handle and its first
+// state.
 class DeviceContext {
 public:
-    explicit DeviceContext(int device) {
+    explicit DeviceContext(int device) : device_(device) {
         use_device(device);
         // Chroma upsampled by interpolation, as libjpeg does ("fancy
         // upsampling"), not by replication: closer to the CPU decoder.
         check(nvjpegCreateEx(NVJPEG_BACKEND_DEFAULT, nullptr, nullptr, kFlags, &handle), "nvjpegCreateEx");
+    }
+    // The second step, on the thread that made the context.
+    void start_hardware() {
+        use_device(device_);
+        nvjpegHandle_t h = nullptr;
         // A GPU without hardware decoders refuses this handle: not an error.
-        if (nvjpegCreateEx(NVJPEG_BACKEND_HARDWARE, nullptr, nullptr, kFlags, &hw) != NVJPEG_STATUS_SUCCESS) hw = nullptr;
+        if (nvjpegCreateEx(NVJPEG_BACKEND_HARDWARE, nullptr, nullptr, kFlags, &h) == NVJPEG_STATUS_SUCCESS) {
+            hw = h;
+            try {
+                give_back(borrow(NVJPEG_OUTPUT_BGRI).index, false);
+            } catch (const Error&) {  // no state: the other decoders serve
+                nvjpegDestroy(hw);
+                hw = nullptr;
+            }
+        }
+        {
+            std::lock_guard lock(mutex_);
+            hardware_started_ = true;
+        }
+        freed_.notify_all();
+    }
+    // Whether start_hardware has ended; with wait, waits for it.
+    bool hardware_started(bool wait) {
+        std::unique_lock lock(mutex_);
+        if (wait) freed_.wait(lock, [&] { return hardware_started_; });
+        return hardware_started_;
     }
     ~DeviceContext() {
         for (HwState& s : hw_states_) nvjpegJpegStateDestroy(s.state);
@@ -109,11 +137,12 @@ public:
     DeviceContext& operator=(const DeviceContext&) = delete;
 
     // The context of `device`, made on a thread of its own from the first
-    // call on (nvJPEG's first handle and state in a process take ~0.5 s,
-    // the hardware decoder's ~0.1 s more): with wait, blocks until it is
-    // made (rethrowing its error); else nullptr while it is being made.
-    // Never destroyed: at exit, static destructors run after CUDA may have
-    // torn the device's context down; the process's end frees it all.
+    // call on (the default handle ~0.3 s after the CUDA context; then the
+    // hardware handle and state, ~0.7 s more: hardware_started): with wait,
+    // blocks until the default handle is made (rethrowing its error); else
+    // nullptr while it is being made. Never destroyed: at exit, static
+    // destructors run after CUDA may have torn the device's context down;
+    // the process's end frees it all.
     static DeviceContext* of(int device, bool wait) {
         static std::mutex mutex;
         static auto* contexts = new std::map<int, std::shared_future<DeviceContext*>>;
@@ -121,12 +150,21 @@ public:
         {
             std::lock_guard lock(mutex);
             auto it = contexts->find(device);
-            if (it == contexts->end())
-                it = contexts->emplace(device, std::async(std::launch::async, [device] {
-                                                   auto c = std::make_unique<DeviceContext>(device);
-                                                   if (c->hw) c->give_back(c->borrow(NVJPEG_OUTPUT_BGRI).index, false);
-                                                   return c.release();
-                                               }).share()).first;
+            if (it == contexts->end()) {
+                auto made = std::make_shared<std::promise<DeviceContext*>>();
+                it = contexts->emplace(device, made->get_future().share()).first;
+                std::thread([device, made] {
+                    DeviceContext* c = nullptr;
+                    try {
+                        c = new DeviceContext(device);
+                    } catch (...) {
+                        made->set_exception(std::current_exception());
+                        return;
+                    }
+                    made->set_value(c);
+                    c->start_hardware();
+                }).detach();
+            }
             f = it->second;
         }
         if (!wait && f.wait_for(std::chrono::seconds(0)) != std::future_status::ready) return nullptr;
@@ -168,9 +206,12 @@ public:
         freed_.notify_one();
     }
 
-    nvjpegHandle_t handle = nullptr, hw = nullptr;
+    nvjpegHandle_t handle = nullptr;
+    nvjpegHandle_t hw = nullptr;  // read once hardware_started
 
 private:
+    int device_;
+    bool hardware_started_ = false;
     // Two keep the hardware decoders busy from several threads (measured
     // on an H100: one state decodes ~550 2048x2048 images/s).
     static constexpr std::size_t kHwStates = 2;
@@ -232,17 +273,25 @@ GpuJpegCodec::GpuJpegCodec(int device) : s_(std::make_unique<State>()) {
     s_->handle = s_->context->handle;
     check(nvjpegJpegStreamCreate(s_->handle, &s_->stream), "nvjpegJpegStreamCreate");
     check(nvjpegDecodeParamsCreate(s_->handle, &s_->params), "nvjpegDecodeParamsCreate");
-    if (s_->context->hw) check(nvjpegJpegStreamCreate(s_->context->hw, &s_->hw_stream), "nvjpegJpegStreamCreate (hardware)");
 }
 
 GpuJpegCodec::~GpuJpegCodec() = default;
 
-bool GpuJpegCodec::hardware_decoder() const { return s_->context->hw != nullptr; }
+bool GpuJpegCodec::hardware_decoder() const { return s_->context->hardware_started(true) && s_->context->hw; }
 
 bool GpuJpegCodec::started(int device) { return DeviceContext::of(device, false) != nullptr; }
 
-std::optional<GpuJpegInfo> GpuJpegCodec::parse(std::span<const std::uint8_t> jpeg) {
+bool GpuJpegCodec::decoder_started(int device) {
+    DeviceContext* c = DeviceContext::of(device, false);
+    return c && c->hardware_started(false);
+}
+
+std::optional<GpuJpegInfo> GpuJpegCodec::parse(std::span<const std::uint8_t> jpeg, bool wait) {
     State& s = *s_;
+    // Until the hardware decoder has started: the CPU decodes (auto), or wait for it.
+    if (!s.context->hardware_started(wait)) return std::nullopt;
+    if (s.context->hw && !s.hw_stream)
+        check(nvjpegJpegStreamCreate(s.context->hw, &s.hw_stream), "nvjpegJpegStreamCreate (hardware)");
     s.chosen = nullptr;
     s.use_hw = false;
     if (nvjpegJpegStreamParse(s.handle, jpeg.data(), jpeg.size(), 0, 0, s.stream) != NVJPEG_STATUS_SUCCESS)
@@ -303,9 +352,12 @@ bool GpuJpegCodec::decode(std::span<const std::uint8_t> jpeg, const ImageView& d
         const unsigned char* data = jpeg.data();
         const std::size_t length = jpeg.size();
         st = nvjpegDecodeBatched(c.hw, b.state, &data, &length, &out, stream);
-        // The state's buffers serve the next decode: free it once this one is done.
+        // The state's buffers serve the next decode: free it once this one is
+        // done. A blocking wait (a few ms), not wait_for_stream: a suspended
+        // task holding a state could need a worker thread to resume while
+        // every worker waits in borrow() for a state, a deadlock.
         try {
-            wait_for_stream(stream, "cudaStreamSynchronize after nvjpegDecodeBatched");
+            CBI_CUDA_CHECK(cudaStreamSynchronize(stream), "cudaStreamSynchronize after nvjpegDecodeBatched");
         } catch (...) {
             c.give_back(b.index, true);
             throw;

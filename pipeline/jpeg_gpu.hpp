@@ -29,10 +29,12 @@ struct GpuJpegInfo {
 class GpuJpegCodec {
 public:
     // Whether the codecs of `device` can be made without waiting: the first
-    // call starts nvJPEG there on a thread of its own (~0.6 s, once per
-    // process and device), so a batch can decode its first images on the
-    // CPU meanwhile.
+    // call starts nvJPEG there on a thread of its own (~0.3 s after the CUDA
+    // context, once per process and device), so a batch can decode and
+    // encode its first images on the CPU meanwhile. The hardware decoder
+    // starts after that (~0.7 s more): decoder_started.
     static bool started(int device);
+    static bool decoder_started(int device);
     // Takes nvJPEG's handles on `device` (waiting for them to start) and
     // makes this codec's states. Throws cbi::Error when nvJPEG cannot start
     // there.
@@ -42,8 +44,9 @@ public:
     GpuJpegCodec& operator=(const GpuJpegCodec&) = delete;
 
     // Parses the stream's headers: nullopt when no nvJPEG decoder takes it
-    // (the caller decodes on the CPU).
-    std::optional<GpuJpegInfo> parse(std::span<const std::uint8_t> jpeg);
+    // or, unless `wait`, the hardware decoder has not started yet (the
+    // caller decodes on the CPU).
+    std::optional<GpuJpegInfo> parse(std::span<const std::uint8_t> jpeg, bool wait = true);
     // Decodes the stream last parsed into `dst` (device memory of
     // info.width x info.height x info.channels, 8u) on `stream`. False when
     // nvJPEG fails on the data (the caller decodes on the CPU); throws
@@ -58,7 +61,8 @@ public:
     std::vector<std::uint8_t> encode(const ImageView& src, int quality, cudaStream_t stream,
                                      Chroma chroma = Chroma::s420);
 
-    // Whether this GPU has hardware JPEG decoders nvJPEG uses.
+    // Whether this GPU has hardware JPEG decoders nvJPEG uses (waits until
+    // they have started).
     bool hardware_decoder() const;
 
 private:

@@ -43,6 +43,20 @@ public:
                                                    bool /*wait*/) {
         return std::nullopt;
     }
+    // Whether the device's JPEG codec has started (the first call starts it
+    // in the background): process_file then encodes on the device; and
+    // whether its decoder has (later): process_jpeg then decodes without
+    // waiting.
+    virtual bool jpeg_codec_ready() { return false; }
+    virtual bool jpeg_decoder_ready() { return false; }
+    // process, for an image decoded on the CPU; with jpeg_quality > 0 and the
+    // device's codec started, the output is encoded on the device as
+    // process_jpeg does.
+    virtual FileResult process_file(const ImageView& input, int /*jpeg_quality*/) {
+        FileResult r;
+        r.image = process(input);
+        return r;
+    }
 };
 
 using ProcessorFactory = std::function<std::unique_ptr<Processor>()>;

@@ -25,12 +25,13 @@ cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release -DCBI_WITH_CUDA=ON -DCBI_WITH_
   -DCBI_NVJPEG_ROOT="${CBI_NVJPEG_ROOT:-}" -DCMAKE_CUDA_ARCHITECTURES="$arch" >/dev/null
 targets=(cbi-filter cbi-bench test_filters_cuda test_cuda_errors test_cuda_wait test_filters_cpu test_schedules test_graph test_tuning
          test_fusion test_defaults test_devices)
-[[ $(cmake --build "$build" --target help) == *test_jpeg_gpu* ]] && targets+=(test_jpeg_gpu)
+[[ $(cmake --build "$build" --target help) == *test_jpeg_gpu* ]] && targets+=(test_jpeg_gpu cbi-codec-bench)
 cmake --build "$build" -j"$(nproc)" --target "${targets[@]}"
 
 # CBI_BUNDLE_CPU_SUITES=0 leaves out the suites that test only the CPU (CI
 # runs them), when the bundle must fit the 64 MiB a device call carries.
 binaries=("$build/cbi-filter" "$build/cbi-bench")
+[ -x "$build/cbi-codec-bench" ] && binaries+=("$build/cbi-codec-bench")
 for t in "${targets[@]}"; do
   [ "${CBI_BUNDLE_CPU_SUITES:-1}" = 0 ] && [[ " test_filters_cpu test_schedules test_graph " == *" $t "* ]] && continue
   [ -x "$build/tests/$t" ] && binaries+=("$build/tests/$t")

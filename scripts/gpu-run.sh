@@ -7,11 +7,14 @@
 #   run.sh cli        cbi-filter on a photo, CUDA vs CPU
 #   run.sh batch      batch mode: 200 generated 2048x2048 RGB PNGs, --device cuda, overlap vs --no-overlap
 #   run.sh scale      issue-19 checks: 400 generated 2048x2048 JPEGs (q90) with
+#                     --codec cpu, auto and gpu (CBI_SCALE_QUICK=1: only these),
 #                     --device cuda:0 and cuda:0,0, then mpirun -n 1 and -n 2;
 #                     outputs compared byte for byte, images/s beside
 #                     OpenCV's decode+encode alone on all cores
 #   run.sh single     one 24-megapixel JPEG, whole process: --codec cpu and gpu
 #                     against OpenCV (Python) doing the same
+#   run.sh codecs     cbi-codec-bench on 400 generated 2048x2048 JPEGs: OpenCV's
+#                     and nvJPEG's decode and encode alone, and start-up costs
 #   run.sh hostile    scripts/hostile-sweep.sh with --device cuda (from the
 #                     repository the bundle sits in)
 #   run.sh all        tests, cli, sanitize, bench
@@ -275,6 +278,8 @@ run_scale() {
   # --codec gpu: reproducible bytes (auto mixes in OpenCV while nvJPEG starts).
   filters+=(--codec gpu)
   timed scale-cuda0 "$bin/cbi-filter" --input-dir "$dir/in" --output-dir "$dir/cuda0" --device cuda:0 "${filters[@]}"
+  # CBI_SCALE_QUICK=1: the three codec choices only.
+  if [ -n "${CBI_SCALE_QUICK:-}" ]; then codec_bound "$dir/in"; rm -rf "$dir"; return; fi
   timed scale-cuda00 "$bin/cbi-filter" --input-dir "$dir/in" --output-dir "$dir/cuda00" --device cuda:0,0 "${filters[@]}"
   if diff -r -q "$dir/cuda0" "$dir/cuda00" >/dev/null; then echo "scale: cuda:0,0 wrote the same $n files as cuda:0, byte for byte"
   else echo "scale: cuda:0,0 and cuda:0 outputs DIFFER"; status=1; fi
@@ -319,7 +324,8 @@ PY
   for codec in cpu gpu; do
     for i in 1 2 3; do
       local t0 t1; t0=$(date +%s.%N)
-      "$bin/cbi-filter" "$dir/in.jpg" --gaussian 9 --sobel mag --device cuda --codec $codec -o "$dir/out-$codec.jpg" || status=1
+      "$bin/cbi-filter" "$dir/in.jpg" --gaussian 9 --sobel mag --device cuda --codec $codec -o "$dir/out-$codec.jpg" \
+        ${CBI_SINGLE_STATS:+--stats} || status=1
       t1=$(date +%s.%N)
       awk -v c="$codec" -v a="$t0" -v b="$t1" 'BEGIN { printf "single: cbi-filter --gaussian 9 --sobel mag --device cuda --codec %s: %.3f s\n", c, b - a }'
     done
@@ -345,6 +351,15 @@ PY
   rm -rf "$dir"
 }
 
+# The codecs alone (cbi-codec-bench), on the images `scale` uses.
+run_codecs() {
+  local dir=/tmp/cbi-codecs n=${CBI_SCALE_IMAGES:-400}
+  rm -rf "$dir"
+  make_images "$dir/in" "$n" jpg || { echo "codecs: cannot generate the images"; status=1; return; }
+  "$bin/cbi-codec-bench" "$dir/in" --threads "$(nproc)" || status=1
+  rm -rf "$dir"
+}
+
 # The hostile sweep on the GPU: the same one-line errors, exit codes and
 # untouched inputs as on the CPU, with JPEGs through the GPU decoder.
 run_hostile() {
@@ -361,10 +376,11 @@ case "${1:-all}" in
   batch) run_batch ;;
   scale) run_scale ;;
   single) run_single ;;
+  codecs) run_codecs ;;
   hostile) run_hostile ;;
   all) run_tests; run_cli; run_sanitize; run_bench ;;
   bench-all) shift; run_bench_all "$@" ;;
-  *) echo "usage: run.sh tests|sanitize|bench|cli|batch|scale|single|hostile|all|bench-all" >&2; exit 2 ;;
+  *) echo "usage: run.sh tests|sanitize|bench|cli|batch|scale|single|codecs|hostile|all|bench-all" >&2; exit 2 ;;
 esac
 if [ -n "${OUT:-}" ]; then
   tar -C "$out" -czf "$OUT/logs.tgz" .

@@ -484,8 +484,8 @@ TEST(BatchCli, UsageErrorsExit2) {
          "cbi-filter: error: --output-dir: " + in + " is the input folder; in-place mode writes NAME.cbi.EXT beside the inputs"},
         {{"--input-dir", in, "--device", "cpu"},
          "cbi-filter: error: --input-dir: --output-dir is required (or --in-place to write NAME.cbi.EXT beside the inputs)"},
-        {{a, "--stats", "--device", "cpu"},
-         "cbi-filter: error: --stats: applies to batch mode only (--input-dir, --output-dir or several inputs)"},
+        {{a, "--no-overlap", "--device", "cpu"},
+         "cbi-filter: error: --no-overlap: applies to batch mode only (--input-dir, --output-dir or several inputs)"},
         {{a, a, "-o", (dir / "file.png").string(), "--device", "cpu"},
          "cbi-filter: error: " + (dir / "file.png").string() +
              ": is not a folder; in batch mode -o/--output-dir names the output folder"},

@@ -4,9 +4,12 @@
 // nvJPEG exists; skips without a device.
 #include "pipeline/jpeg_gpu.hpp"
 
+#include <stdlib.h>
+
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
 #include <string>
 #include <vector>
 
@@ -15,11 +18,15 @@
 #include <opencv2/imgcodecs.hpp>
 
 #include "jpeg_bytes.hpp"
+#include "pipeline/batch.hpp"
 #include "pipeline/cuda_runtime.hpp"
+#include "pipeline/executor.hpp"
 #include "pipeline/image_io.hpp"
 #include "pipeline/opencv.hpp"
 #include "gpu.hpp"
 #include "reference.hpp"
+
+namespace fs = std::filesystem;
 
 namespace cbi {
 namespace {
@@ -183,6 +190,51 @@ TEST(JpegGpu, BrokenStreamsAreLeftToTheCpuDecoder) {
     }
     // The codec still works afterwards.
     expect_close_to_cpu(codec, good, "butterfly.jpg after the broken ones");
+}
+
+// A batch with the GPU codec on as many workers as a 16-core host has:
+// every worker may wait for one of the two hardware decoder states at once
+// (a decode that suspended its task while holding a state deadlocked this),
+// and auto mixes the CPU's codecs in. Every image comes out, close to what
+// the CPU codecs give.
+TEST(JpegGpu, BatchesWithTheGpuCodecOnSixteenWorkersFinish) {
+    REQUIRE_GPU();
+    std::string templ = (fs::temp_directory_path() / "cbi-jpeg-batch-XXXXXX").string();
+    ASSERT_NE(::mkdtemp(templ.data()), nullptr);
+    const fs::path dir = templ;
+    struct Remove {
+        fs::path p;
+        ~Remove() { fs::remove_all(p); }
+    } remove{dir};
+    fs::create_directories(dir / "in");
+    for (int i = 0; i < 48; ++i)
+        ASSERT_TRUE(cv::imwrite((dir / "in" / ("p" + std::to_string(i) + ".jpg")).string(), noisy_gradient(640 + i, 480, 3, i),
+                                {cv::IMWRITE_JPEG_QUALITY, 90}));
+    RunOptions run;
+    run.device = resolve_device(parse_device("cuda:0"));
+    for (const auto codec : {BatchOptions::JpegCodec::device, BatchOptions::JpegCodec::automatic, BatchOptions::JpegCodec::cpu}) {
+        const std::string out = "out" + std::to_string(static_cast<int>(codec));
+        SCOPED_TRACE(out);
+        FolderOptions folder;
+        folder.input_dir = dir / "in";
+        folder.output_dir = dir / out;
+        BatchOptions options;
+        options.jobs = 16;
+        options.in_flight = 32;
+        options.jpeg = codec;
+        const BatchSummary s = run_batch(plan_folder(folder), graph_processor_factory(parse_pipeline("blur:3"), run), options);
+        EXPECT_EQ(s.processed, 48u);
+        EXPECT_EQ(s.failed, 0u);
+    }
+    for (int i = 0; i < 48; ++i) {
+        const std::string name = "p" + std::to_string(i) + ".jpg";
+        const cv::Mat cpu = cv::imread((dir / "out2" / name).string());
+        for (const char* out : {"out0", "out1"}) {
+            const cv::Mat gpu = cv::imread((dir / out / name).string());
+            ASSERT_EQ(gpu.size(), cpu.size()) << out << "/" << name;
+            EXPECT_GT(cv::PSNR(gpu, cpu), 38) << out << "/" << name;  // two lossy encoders of the same pixels
+        }
+    }
 }
 
 }  // namespace
