@@ -446,11 +446,6 @@ void print_stats(const cbi::BatchSummary& s, int ranks) {
     std::cout << out.str();
 }
 
-// Set once a CUDA device is in use: main then ends the process without the
-// CUDA runtime's teardown (~0.15 s on a GPU host), every output written and
-// synced by then.
-std::atomic<bool> g_quick_exit{false};
-
 // --stats for one image: how long each step took, and the time before main
 // (loading libraries), read from /proc at 10 ms resolution. The exit after
 // the last step (the device's teardown) is not counted here.
@@ -608,7 +603,6 @@ int run_batch_mode(const CLI::App& app, const Options& o, const cbi::WriteOption
     // After the plan: its usage errors come before any notice.
     const cbi::RunOptions run_options = resolve_run_options(o, device_spec, graph);
     require_codec(o, run_options);
-    if (run_options.device.cuda) g_quick_exit = true;
     cbi::BatchOptions batch;
     batch.jobs = o.jobs > 0 ? o.jobs : o.threads;
     batch.in_flight = o.in_flight;
@@ -745,7 +739,6 @@ int run(const CLI::App& app, Options& o) {
     // come back from get(), a failed start's when the run uses the device.
     std::future<cbi::RunOptions> device = std::async(std::launch::async, [&o, &device_spec, &graph] {
         cbi::RunOptions r = resolve_run_options(o, device_spec, graph);
-        if (r.device.cuda) g_quick_exit = true;
         try {
             cbi::warm_up(r.device);
         } catch (const std::exception&) {
@@ -876,10 +869,10 @@ int main(int argc, char** argv) {
     app.add_option("--device", o.device,
                    "auto (default), cpu, cuda or cuda:N; in batch mode also several GPUs: cuda:all or cuda:0,2");
     app.add_option("--codec", o.codec,
-                   "where JPEG files are decoded and encoded: auto (default: in batch mode on the GPU when the device "
-                   "is CUDA and this build has nvJPEG, with OpenCV while nvJPEG starts, so bytes may differ from run "
-                   "to run; one image, and other devices: OpenCV), cpu, or gpu (reproducible; an error where nvJPEG or "
-                   "CUDA is missing); other formats always use the CPU")
+                   "where JPEG files are decoded and encoded: auto (default: in batch mode on a CUDA device with "
+                   "nvJPEG, OpenCV and the GPU at once, so bytes may differ from run to run; one image, and other "
+                   "devices: OpenCV), cpu, or gpu (reproducible; an error where nvJPEG or CUDA is missing); other "
+                   "formats always use the CPU")
         ->check(CLI::IsMember({"auto", "cpu", "gpu"}));
     app.add_option("--block", o.block, "CUDA threads per block")->check(CLI::Range(1, 1024));
     app.add_option("--threads", o.threads, "CPU worker threads (default: all cores)")->check(CLI::Range(1, 4096));
@@ -949,13 +942,7 @@ int main(int argc, char** argv) {
         return fail(kExitUsage, "", std::string(e.what()) + " (see --help)");
     }
     try {
-        const int code = run(app, o);
-        if (g_quick_exit && !g_ranks) {  // MPI must still finalise
-            std::cout.flush();
-            std::fflush(nullptr);
-            std::_Exit(code);
-        }
-        return code;
+        return run(app, o);
     } catch (const UsageError& e) {
         return fail(kExitUsage, e.subject, e.reason);
     } catch (const cbi::Unsupported& e) {  // a cbi::Error: before it, and never a usage error

@@ -139,10 +139,12 @@ struct BatchOptions {
     // Where JPEG inputs are decoded and JPEG outputs encoded: `cpu`, with
     // OpenCV; `device`, by the processors on their device where they can
     // (Processor::decodes_jpeg: CUDA with nvJPEG), waiting for its codec to
-    // start; `automatic`, the same but the images that arrive while the
-    // device's codec starts (~0.6 s) go through OpenCV, so which codec wrote
-    // an image depends on timing (outputs may differ from run to run within
-    // the codecs' difference: use `device` or `cpu` for reproducible bytes).
+    // start; `automatic`, both at once: OpenCV until the device's codec has
+    // started, then the device encodes every JPEG output and decodes the
+    // JPEG inputs it has room for (a few waiting), OpenCV the rest; which
+    // codec handled an image depends on timing (outputs may differ from run
+    // to run within the codecs' difference: use `device` or `cpu` for
+    // reproducible bytes).
     // With the device's codec the read stage only reads and checks a JPEG
     // (check_image: limits, truncation); what the device's decoder refuses
     // is decoded on the CPU, so a corrupt file fails with the CPU's error.

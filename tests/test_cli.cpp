@@ -81,6 +81,20 @@ TEST(Cli, ChainTextJsonFileAndFlagsGiveIdenticalOutputsEqualToOpenCV) {
 // --laplacian K, the pipeline stage laplacian:K and a JSON node give the
 // same file, within 1 of |cv::Laplacian| on the photo, for every KSIZE; a
 // bad KSIZE is a usage error, a schedule that cannot take KSIZE 1 exit 1.
+// --stats on one image: each step's seconds on stdout, the output as without it.
+TEST(Cli, StatsForOneImagePrintTheStepsAndWriteTheSameOutput) {
+    TempDir dir;
+    const auto plain = run_cli({kPhoto, "--device", "cpu", "--blur", "5", "-o", (dir / "plain.png").string()}, dir.path());
+    ASSERT_EQ(plain.code, 0) << plain.err;
+    const auto stats =
+        run_cli({kPhoto, "--device", "cpu", "--blur", "5", "--stats", "-o", (dir / "stats.png").string()}, dir.path());
+    ASSERT_EQ(stats.code, 0) << stats.err;
+    EXPECT_TRUE(plain.out.empty()) << plain.out;
+    for (const char* step : {"before main", "options", "read+check", "decode", "device wait", "run", "encode+write", "main to here"})
+        EXPECT_NE(stats.out.find(std::string("\n") + step + " "), std::string::npos) << step << " in:\n" << stats.out;
+    EXPECT_EQ(cbi::test::slurp(dir / "plain.png"), cbi::test::slurp(dir / "stats.png"));
+}
+
 TEST(Cli, LaplacianFlagTextAndJsonGiveIdenticalOutputsEqualToOpenCV) {
     TempDir dir;
     const cv::Mat photo = cbi::read_image(kPhoto);
