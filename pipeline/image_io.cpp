@@ -21,6 +21,7 @@
 #include <opencv2/imgcodecs.hpp>
 
 #include "pipeline/error.hpp"
+#include "pipeline/jpeg_bands.hpp"
 #include "pipeline/metadata.hpp"
 
 namespace cbi {
@@ -1031,7 +1032,12 @@ EncodedImage encode_image(const fs::path& out, const cv::Mat& image, const Write
     if (format == "TIFF") params = {cv::IMWRITE_TIFF_COMPRESSION, 5 /* LZW */};
     std::vector<std::uint8_t> encoded;
     try {
-        if (!cv::imencode(ext, image, encoded, params)) throw Error(subject, "encoding failed");
+        // A JPEG of more than one band is encoded on all cores (the same
+        // pixels as one encoding; pipeline/jpeg_bands.hpp).
+        if (auto bands = format == "JPEG" ? encode_jpeg_bands(image, jpeg_quality(options)) : std::nullopt)
+            encoded = std::move(*bands);
+        else if (!cv::imencode(ext, image, encoded, params))
+            throw Error(subject, "encoding failed");
     } catch (const cv::Exception& e) {
         throw Error(subject, "encoding failed: " + cv_reason(e));
     }

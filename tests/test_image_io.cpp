@@ -21,9 +21,11 @@
 
 #include <gtest/gtest.h>
 #include <opencv2/imgcodecs.hpp>
+#include <opencv2/imgproc.hpp>
 
 #include "jpeg_bytes.hpp"
 #include "pipeline/error.hpp"
+#include "pipeline/jpeg_bands.hpp"
 
 namespace fs = std::filesystem;
 using cbi::Error;
@@ -226,6 +228,39 @@ INSTANTIATE_TEST_SUITE_P(
         std::string e = std::get<0>(info.param).ext + 1;
         return e + "_" + type_name(std::get<1>(info.param));
     });
+
+// A JPEG taller than one band is encoded band by band on all cores: the
+// bytes are what libjpeg writes for the whole image with that restart
+// interval, and they decode to the pixels of OpenCV's one encoding.
+TEST(ImageIo, TallJpegsAreEncodedInBandsAsLibjpegWithRestartMarkers) {
+    cv::RNG rng(7);
+    for (const auto& [w, h, ch] : std::vector<std::tuple<int, int, int>>{
+             {1001, 517, 3}, {777, 1025, 1}, {31, 600, 3}, {100, 257, 3}, {100, 256, 3}, {4000, 8, 3}}) {
+        SCOPED_TRACE(std::to_string(w) + "x" + std::to_string(h) + "x" + std::to_string(ch));
+        cv::Mat img(h, w, CV_8UC(ch));
+        cv::randu(img, 0, 256);
+        cv::GaussianBlur(img, img, {5, 5}, 0);  // photo-like, not pure noise
+        for (const int quality : {95, 50}) {
+            cbi::WriteOptions options;
+            options.quality = quality;
+            const std::vector<std::uint8_t> ours = cbi::encode_image("x.jpg", img, options).bytes;
+            std::vector<std::uint8_t> whole, restarts;
+            ASSERT_TRUE(cv::imencode(".jpg", img, whole, {cv::IMWRITE_JPEG_QUALITY, quality}));
+            const int mcu = ch == 3 ? 16 : 8;
+            const int interval = (w + mcu - 1) / mcu * (cbi::kJpegBandRows / mcu);
+            ASSERT_TRUE(cv::imencode(".jpg", img, restarts,
+                                     {cv::IMWRITE_JPEG_QUALITY, quality, cv::IMWRITE_JPEG_RST_INTERVAL, interval}));
+            if (h <= cbi::kJpegBandRows) {
+                EXPECT_EQ(ours, whole);  // one band: OpenCV's own encoding
+            } else {
+                EXPECT_EQ(ours, restarts);
+            }
+            EXPECT_EQ(cv::norm(cv::imdecode(ours, cv::IMREAD_UNCHANGED), cv::imdecode(whole, cv::IMREAD_UNCHANGED),
+                               cv::NORM_INF),
+                      0.0);
+        }
+    }
+}
 
 TEST(ImageIo, SupportMatrixIsWhatTheHeaderDocuments) {
     auto ok = [](const char* name, int type) {
