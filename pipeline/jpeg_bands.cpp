@@ -29,6 +29,7 @@ Parts split(std::span<const std::uint8_t> jpeg) {
         if (length < 2 || at + 2 + length > n) return p;
         if (marker == 0xC0) p.sof_height = at + 5;  // FF C0, length (2), precision (1), height (2)
         if (marker == 0xDA) {
+            if (at + 2 + length > n - 2) return p;
             p.headers = jpeg.subspan(0, at);
             p.scan_header = jpeg.subspan(at, 2 + length);
             p.entropy = jpeg.subspan(at + 2 + length, n - 2 - (at + 2 + length));
