@@ -354,7 +354,11 @@ class BatchRun {
 public:
     BatchRun(const BatchPlan& plan, const std::vector<BatchDevice>& devices, const BatchOptions& options, int jobs, int k)
         : plan_(plan), options_(options), jobs_(jobs), k_(k), pool_(devices, k), slots_(plan.jobs.size()),
-          jpeg_on_device_(options.jpeg != BatchOptions::JpegCodec::cpu && pool_.decodes_jpeg()) {
+          jpeg_on_device_(options.jpeg != BatchOptions::JpegCodec::cpu && pool_.decodes_jpeg()),
+          mixed_codecs_(jpeg_on_device_ && options.jpeg == BatchOptions::JpegCodec::automatic &&
+                        std::any_of(plan.jobs.begin(), plan.jobs.end(), [](const BatchJob& job) {
+                            return output_format(job.input) == "JPEG" || output_format(job.output) == "JPEG";
+                        })) {
         summary_.jobs = jobs;
         summary_.in_flight = k;
         summary_.overlap = options.overlap;
@@ -372,7 +376,7 @@ public:
 
     BatchSummary run() {
         start_ = Clock::now();
-        if (jpeg_on_device_ && options_.jpeg == BatchOptions::JpegCodec::automatic) pool_.start_jpeg_codecs();
+        if (mixed_codecs_) pool_.start_jpeg_codecs();
         for (std::size_t i = 0; i < first_job_; ++i) finished(summary_.items[i]);
         using tbb::make_filter;
         constexpr auto in_order = tbb::filter_mode::serial_in_order, parallel = tbb::filter_mode::parallel;
@@ -447,7 +451,7 @@ private:
                 bool leave_to_device = jpeg && jpeg_on_device_ && options_.jpeg == BatchOptions::JpegCodec::device;
                 // auto: to the device's decoder once it has started and while
                 // it has few JPEGs waiting; the CPU's decoders take the rest.
-                if (jpeg && jpeg_on_device_ && options_.jpeg == BatchOptions::JpegCodec::automatic && device_decoder_ready_) {
+                if (jpeg && mixed_codecs_ && device_decoder_ready_) {
                     leave_to_device = device_jpegs_.fetch_add(1) < kDeviceJpegs;
                     if (leave_to_device) slots_[i].counted = true;
                     else --device_jpegs_;
@@ -511,12 +515,10 @@ private:
         }
         // auto: once the device's codec has started, it also encodes what the CPU decoded.
         int quality = 0;
-        const bool jpeg_output = output_format(plan_.jobs[i].output) == "JPEG";
-        if (jpeg_on_device_ && options_.jpeg == BatchOptions::JpegCodec::automatic &&
-            (jpeg_output || output_format(plan_.jobs[i].input) == "JPEG")) {
+        if (mixed_codecs_) {
             if (!device_codec_ready_ && processor.jpeg_codec_ready()) device_codec_ready_ = true;
             if (device_codec_ready_ && !device_decoder_ready_ && processor.jpeg_decoder_ready()) device_decoder_ready_ = true;
-            if (device_codec_ready_ && jpeg_output) quality = jpeg_quality(options_.write);
+            if (device_codec_ready_ && output_format(plan_.jobs[i].output) == "JPEG") quality = jpeg_quality(options_.write);
         }
         Processor::FileResult r = processor.process_file(view_of(slot.input), quality);
         slot.output = std::move(r.image);
@@ -586,6 +588,9 @@ private:
     std::size_t first_job_ = 0;
     std::vector<Slot> slots_;
     const bool jpeg_on_device_;
+    // auto with a JPEG among the inputs or outputs: OpenCV's codecs and the
+    // device's at once (nvJPEG is not started for a batch without JPEG).
+    const bool mixed_codecs_;
     // auto: whether the device's codec (encoder) and decoder have started,
     // and how many JPEGs wait for its decoder. A few keep its hardware
     // decoders busy (two states); more would hold worker threads that the

@@ -7,7 +7,6 @@
 // times; encodes at quality 95 as cbi-filter does. Also the start-up costs
 // a single image pays: the CUDA context and nvJPEG's handles.
 //   cbi-codec-bench DIR [--threads 16] [--rounds 2] [--device 0]
-//   cbi-codec-bench DIR --hardware 2x1 4x8 ...   the hardware decoder alone: threads x images per call
 //   cbi-codec-bench . --start serial|parallel    nvJPEG's start-up, call by call
 //   cbi-codec-bench . --copies BYTES             allocations and copies of one large image
 // Builds with nvJPEG only (CBI_WITH_NVJPEG).
@@ -161,59 +160,6 @@ void copies(int device, std::size_t bytes) {
     }
 }
 
-// The hardware decoder alone: `threads` threads, each with its own state
-// decoding `batch` images per nvjpegDecodeBatched call.
-void hardware_decode(int device, const std::vector<std::vector<std::uint8_t>>& files, int rounds, int threads, int batch) {
-    cbi::use_device(device);
-    static nvjpegHandle_t hw = [] {
-        nvjpegHandle_t h = nullptr;
-        nv(nvjpegCreateEx(NVJPEG_BACKEND_HARDWARE, nullptr, nullptr, NVJPEG_FLAGS_UPSAMPLING_WITH_INTERPOLATION, &h),
-           "nvjpegCreateEx hardware");
-        return h;
-    }();
-    struct Lane {
-        nvjpegJpegState_t state = nullptr;
-        cbi::Stream stream;
-        std::vector<cbi::DeviceImage> out;
-    };
-    std::vector<std::unique_ptr<Lane>> lanes;
-    unsigned w = 0, h = 0;
-    int c = 0;
-    nvjpegChromaSubsampling_t css;
-    int ws[NVJPEG_MAX_COMPONENT], hs[NVJPEG_MAX_COMPONENT];
-    nv(nvjpegGetImageInfo(hw, files[0].data(), files[0].size(), &c, &css, ws, hs), "nvjpegGetImageInfo");
-    w = static_cast<unsigned>(ws[0]);
-    h = static_cast<unsigned>(hs[0]);
-    for (int t = 0; t < threads; ++t) {
-        auto lane = std::make_unique<Lane>();
-        nv(nvjpegJpegStateCreate(hw, &lane->state), "nvjpegJpegStateCreate");
-        nv(nvjpegDecodeBatchedInitialize(hw, lane->state, batch, 1, NVJPEG_OUTPUT_BGRI), "nvjpegDecodeBatchedInitialize");
-        for (int b = 0; b < batch; ++b) lane->out.emplace_back(static_cast<int>(w), static_cast<int>(h), 3, cbi::Depth::u8);
-        lanes.push_back(std::move(lane));
-    }
-    const std::size_t calls = files.size() * static_cast<std::size_t>(rounds) / static_cast<std::size_t>(batch);
-    const auto work = [&](int t, std::size_t call) {
-        Lane& lane = *lanes[static_cast<std::size_t>(t)];
-        std::vector<const unsigned char*> data;
-        std::vector<std::size_t> lengths;
-        std::vector<nvjpegImage_t> dst(static_cast<std::size_t>(batch));
-        for (int b = 0; b < batch; ++b) {
-            const auto& f = files[(call * static_cast<std::size_t>(batch) + static_cast<std::size_t>(b)) % files.size()];
-            data.push_back(f.data());
-            lengths.push_back(f.size());
-            dst[static_cast<std::size_t>(b)].channel[0] = reinterpret_cast<unsigned char*>(lane.out[static_cast<std::size_t>(b)].view.data);
-            dst[static_cast<std::size_t>(b)].pitch[0] = lane.out[static_cast<std::size_t>(b)].view.stride;
-        }
-        nv(nvjpegDecodeBatched(hw, lane.state, data.data(), lengths.data(), dst.data(), lane.stream.get()), "nvjpegDecodeBatched");
-        lane.stream.synchronize("decode");
-    };
-    run_threads(threads, static_cast<std::size_t>(threads), work);  // warm
-    const double s = run_threads(threads, calls, work);
-    char what[64];
-    std::snprintf(what, sizeof what, "hardware decode, %d threads x batch %d", threads, batch);
-    report(what, calls * static_cast<std::size_t>(batch), s);
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -221,7 +167,6 @@ int main(int argc, char** argv) {
     std::string dir;
     int threads = static_cast<int>(std::thread::hardware_concurrency()), rounds = 2, device = 0;
     std::string start;
-    std::vector<std::string> hardware;
     std::size_t copy_bytes = 0;
     app.add_option("dir", dir, "a folder of JPEGs")->required();
     app.add_option("--threads", threads, "threads of each codec")->check(CLI::Range(1, 4096));
@@ -229,7 +174,6 @@ int main(int argc, char** argv) {
     app.add_option("--device", device, "CUDA device")->check(CLI::Range(0, 64));
     app.add_option("--start", start, "only time nvJPEG's start-up call by call: serial or parallel (two handles on two threads)")
         ->check(CLI::IsMember({"serial", "parallel"}));
-    app.add_option("--hardware", hardware, "only the hardware decoder alone: THREADSxBATCH ... (e.g. 2x1 4x8)");
     app.add_option("--copies", copy_bytes, "only time allocations and copies of this many bytes");
     CLI11_PARSE(app, argc, argv);
     try {
@@ -247,11 +191,6 @@ int main(int argc, char** argv) {
             if (e.path().extension() == ".jpg" || e.path().extension() == ".jpeg") files.push_back(cbi::read_file(e.path()));
         if (files.empty()) throw cbi::Error(dir, "holds no .jpg files");
         const std::size_t n = files.size() * static_cast<std::size_t>(rounds);
-        if (!hardware.empty()) {
-            for (const std::string& tb : hardware)
-                hardware_decode(device, files, rounds, std::stoi(tb), std::stoi(tb.substr(tb.find('x') + 1)));
-            return 0;
-        }
         std::printf("%zu JPEGs x %d rounds, %d threads\n", files.size(), rounds, threads);
 
         // Start-up, as one image meets it.
