@@ -41,6 +41,7 @@
 #include "filters/filter.hpp"
 #include "mpi_ranks.hpp"
 #include "pipeline/batch.hpp"
+#include "pipeline/defaults.hpp"
 #include "pipeline/error.hpp"
 #include "pipeline/executor.hpp"
 #include "pipeline/image_io.hpp"
@@ -477,10 +478,14 @@ public:
         rows_.emplace_back(name, std::chrono::duration<double>(now - last_).count());
         last_ = now;
     }
+    // The device the run used: the line above the steps.
+    void set_device(const cbi::ResolvedDevice& device) {
+        device_ = device.cuda ? "cuda:" + std::to_string(device.index) : "cpu";
+    }
     void print() const {
         if (!on_) return;
         std::ostringstream out;
-        out << std::fixed << std::setprecision(3) << "step                  s\n";
+        out << "device " << device_ << "\n" << std::fixed << std::setprecision(3) << "step                  s\n";
         const auto row = [&](std::string_view name, double s) {
             out << std::left << std::setw(17) << name << std::right << std::setw(6) << s << "\n";
         };
@@ -494,6 +499,7 @@ private:
     bool on_;
     Clock::time_point last_;
     std::vector<std::pair<const char*, double>> rows_;
+    std::string device_;
 };
 
 void print_tuning_notice(const cbi::RunOptions& run_options) {
@@ -515,6 +521,21 @@ cbi::RunOptions resolve_run_options(const Options& o, const cbi::DeviceSpec& dev
         run_options.tuning = std::make_shared<cbi::TuningCache>(
             o.tuning_cache.empty() ? cbi::default_tuning_cache_path() : fs::path(o.tuning_cache));
     return run_options;
+}
+
+// --device auto for one image: the CPU where its run is expected to take less
+// than starting a CUDA device (pipeline/defaults.hpp); --codec gpu asks for
+// the device.
+cbi::DeviceSpec device_for_one_image(const Options& o, const cbi::DeviceSpec& spec, const cbi::Graph& graph,
+                                     const cbi::ImageHeader& header) {
+    if (spec.kind != cbi::DeviceSpec::Kind::automatic || o.codec == "gpu" || !cbi::built_with_cuda()) return spec;
+    const cbi::Depth depth = header.bytes_per_sample == 1 ? cbi::Depth::u8
+                             : header.bytes_per_sample == 2 ? cbi::Depth::u16
+                                                            : cbi::Depth::f32;
+    const auto threads = static_cast<int>(tbb::global_control::active_value(tbb::global_control::max_allowed_parallelism));
+    if (!cbi::one_image_runs_on_cpu(graph, header.width, header.height, static_cast<int>(header.channels), depth, threads))
+        return spec;
+    return {cbi::DeviceSpec::Kind::cpu, 0};
 }
 
 // The devices a batch feeds, each with its own processors (executors).
@@ -669,15 +690,19 @@ int run_batch_mode(const CLI::App& app, const Options& o, const cbi::WriteOption
 // --print-pipeline: the resolved graph, and with an input image its buffer
 // plan for that image's format (read from the file); nothing is run.
 int print_pipeline(const Options& o, const cbi::Graph& graph, const cbi::DeviceSpec& device_spec) {
-    cbi::GraphExecutor executor(graph, resolve_run_options(o, device_spec, graph));
-    if (!o.input.empty()) {
-        const cv::Mat image = cbi::read_image(o.input, o.max_pixels, o.max_memory);
-        const cbi::ImageView in = cbi::view_of(image);
-        try {
-            executor.plan(in.width, in.height, in.channels, in.depth);  // allocates nothing
-        } catch (const cbi::Error& e) {
-            throw cbi::Error(o.input, e.what());
-        }
+    if (o.input.empty()) {
+        std::cout << cbi::GraphExecutor(graph, resolve_run_options(o, device_spec, graph)).describe();
+        return 0;
+    }
+    const std::vector<std::uint8_t> bytes = cbi::read_file(o.input);
+    const cbi::ImageHeader header = cbi::check_image(bytes, o.input, o.max_pixels, o.max_memory);
+    cbi::GraphExecutor executor(graph, resolve_run_options(o, device_for_one_image(o, device_spec, graph, header), graph));
+    const cv::Mat image = cbi::decode_image(bytes, o.input, o.max_pixels, o.max_memory);
+    const cbi::ImageView in = cbi::view_of(image);
+    try {
+        executor.plan(in.width, in.height, in.channels, in.depth);  // allocates nothing
+    } catch (const cbi::Error& e) {
+        throw cbi::Error(o.input, e.what());
     }
     std::cout << executor.describe();
     return 0;
@@ -734,25 +759,27 @@ int run(const CLI::App& app, Options& o) {
     Steps steps(o.stats);
     steps("options");
 
+    const std::vector<std::uint8_t> bytes = cbi::read_file(input);
+    const cbi::ImageHeader header = cbi::check_image(bytes, input.string(), o.max_pixels, o.max_memory);
+    steps("read+check");
+    const cbi::DeviceSpec spec = device_for_one_image(o, device_spec, graph, header);
     // The device is found and started (on a GPU host the driver's start and
-    // the context take ~0.4 s) while the file is read and decoded; its errors
-    // come back from get(), a failed start's when the run uses the device.
-    std::future<cbi::RunOptions> device = std::async(std::launch::async, [&o, &device_spec, &graph] {
-        cbi::RunOptions r = resolve_run_options(o, device_spec, graph);
+    // the context take ~0.4 s) while the file is decoded; its errors come
+    // back from get(), a failed start's when the run uses the device.
+    std::future<cbi::RunOptions> device = std::async(std::launch::async, [&o, spec, &graph] {
+        cbi::RunOptions r = resolve_run_options(o, spec, graph);
         try {
             cbi::warm_up(r.device);
         } catch (const std::exception&) {
         }
         return r;
     });
-    const std::vector<std::uint8_t> bytes = cbi::read_file(input);
-    const cbi::ImageHeader header = cbi::check_image(bytes, input.string(), o.max_pixels, o.max_memory);
-    steps("read+check");
     // --codec gpu needs the device now; else it is waited for after the decode.
     std::optional<cbi::RunOptions> run_options;
     std::optional<cbi::GraphExecutor> executor;
     const auto device_ready = [&] {
         run_options = device.get();
+        steps.set_device(run_options->device);
         require_codec(o, *run_options);
         executor.emplace(graph, *run_options);
     };

@@ -1,6 +1,7 @@
 #include "pipeline/defaults.hpp"
 
 #include <algorithm>
+#include <exception>
 
 namespace cbi {
 namespace {
@@ -97,7 +98,49 @@ void for_each_listed(const NodeOp& op, const NodeFormat& format, F&& f) {
     }
 }
 
+// Nanoseconds one core spends per sample of a node on the CPU rows above, for
+// 8-bit images: a base, plus a part growing with the kernel size (the box
+// slides its sums, so barely). Other depths take kWideDepth times as long.
+// Fitted, rounding up, to `cbi-filter --device cpu --stats` runs on the
+// 2-core development machine (apps/bench/README.md, "One image: the CPU or
+// the GPU").
+constexpr double kStencilNs = 1.5, kPerTapNs = 0.05, kBoxPerTapNs = 0.01, kPointwiseNs = 0.5, kWideDepth = 2.5;
+
+double sample_ns(const NodeOp& op, Depth depth) {
+    const OpKind kind = op_kind(op);
+    const double k = ksize_of(op);
+    const double ns = kind == OpKind::color || kind == OpKind::blend ? kPointwiseNs
+                      : kind == OpKind::box                          ? kStencilNs + kBoxPerTapNs * k
+                                                                     : kStencilNs + kPerTapNs * k;
+    return depth == Depth::u8 ? ns : ns * kWideDepth;
+}
+
 }  // namespace
+
+double cpu_run_seconds(const Graph& graph, std::uint64_t width, std::uint64_t height, int channels, Depth depth,
+                       int threads) {
+    std::vector<int> node_ch(graph.nodes().size(), channels);
+    try {
+        node_ch = node_channels(graph, channels);
+    } catch (const std::exception&) {
+        // channels is an upper bound the graph may not take; the estimate keeps it for every node
+    }
+    const double pixels = static_cast<double>(width) * static_cast<double>(height);
+    double ns = 0;
+    for (NodeId id = 1; id < static_cast<NodeId>(graph.nodes().size()); ++id) {
+        if (std::holds_alternative<ScheduleSpec>(graph.schedule_of(id))) return -1;
+        const GraphNode& node = graph.nodes()[id];
+        const int samples = std::max(node_ch[node.inputs[0]], node_ch[id]);
+        ns += pixels * samples * sample_ns(node.op, depth);
+    }
+    return ns * 1e-9 / std::max(threads, 1);
+}
+
+bool one_image_runs_on_cpu(const Graph& graph, std::uint64_t width, std::uint64_t height, int channels, Depth depth,
+                           int threads) {
+    const double s = cpu_run_seconds(graph, width, height, channels, depth, threads);
+    return s >= 0 && s <= kCudaStartSeconds;
+}
 
 OpKind op_kind(const NodeOp& op) {
     const auto* f = std::get_if<Filter>(&op);

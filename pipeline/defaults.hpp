@@ -4,6 +4,7 @@
 // @SCHEDULE), per backend, filter, kernel size, depth and channels, from
 // cbi-bench runs (the table in defaults.cpp names each run). `auto` starts
 // from the same rows: their schedules, fastest first, are its candidates.
+#include <cstdint>
 #include <span>
 #include <string_view>
 #include <vector>
@@ -41,5 +42,21 @@ ScheduleSpec default_schedule(const NodeOp& op, const Border& border, const Node
 // `auto`'s candidates: every schedule of every matching row that supports
 // the node, fastest first (the default first), without repeats.
 std::vector<ScheduleSpec> default_candidates(const NodeOp& op, const Border& border, const NodeFormat& format);
+
+// The default device for one image (`--device auto` outside a batch):
+// starting a CUDA device costs a one-image run more than the default CPU
+// schedules take for most images on a multicore CPU (apps/bench/README.md,
+// "One image: the CPU or the GPU"), so the image runs on the CPU when
+// cpu_run_seconds says it is done within kCudaStartSeconds. Batches keep
+// the GPU: they pay its start once.
+inline constexpr double kCudaStartSeconds = 0.4;
+// The CPU backend's expected seconds for one run of `graph` on a
+// width x height image of `channels` channels (an upper bound is fine) on
+// `threads` threads, from per-sample costs of its default schedules; -1
+// where a node has a named schedule, whose cost is not modelled.
+double cpu_run_seconds(const Graph& graph, std::uint64_t width, std::uint64_t height, int channels, Depth depth,
+                       int threads);
+bool one_image_runs_on_cpu(const Graph& graph, std::uint64_t width, std::uint64_t height, int channels, Depth depth,
+                           int threads);
 
 }  // namespace cbi

@@ -117,6 +117,31 @@ TEST(Routing, CpuNodesRunTheKernelTheirScheduleNames) {
     EXPECT_STREQ(to_string(KernelPath::cpu_separable_tiles), "cpu separable tiles");
 }
 
+// --device auto for one image: the CPU where the run is expected to be done
+// before a CUDA device has started; a named schedule keeps the device.
+TEST(OneImageDevice, TheCpuTakesWhatItFinishesBeforeCudaStarts) {
+    const Graph two = parse_pipeline("gaussian:9 | sobel:mag");
+    const Graph chain = parse_pipeline("blur:31 | blur:31 | blur:31 | gaussian:15 | sobel:mag");
+    // 24 and 48 MP photos on the GPU host's 16 cores: the CPU.
+    EXPECT_TRUE(one_image_runs_on_cpu(two, 6000, 4000, 3, Depth::u8, 16));
+    EXPECT_TRUE(one_image_runs_on_cpu(chain, 8000, 6000, 3, Depth::u8, 16));
+    // Float through five nodes, 24 MP on two threads: the GPU.
+    EXPECT_FALSE(one_image_runs_on_cpu(chain, 6000, 4000, 3, Depth::f32, 2));
+    // The estimate grows with pixels, kernel size and depth, and falls with threads.
+    const double base = cpu_run_seconds(two, 1000, 1000, 3, Depth::u8, 4);
+    EXPECT_GT(base, 0);
+    EXPECT_DOUBLE_EQ(cpu_run_seconds(two, 2000, 1000, 3, Depth::u8, 4), 2 * base);
+    EXPECT_DOUBLE_EQ(cpu_run_seconds(two, 1000, 1000, 3, Depth::u8, 8), base / 2);
+    EXPECT_GT(cpu_run_seconds(parse_pipeline("gaussian:31 | sobel:mag"), 1000, 1000, 3, Depth::u8, 4), base);
+    EXPECT_GT(cpu_run_seconds(two, 1000, 1000, 3, Depth::u16, 4), base);
+    // After a gray node the stencils see one channel.
+    EXPECT_LT(cpu_run_seconds(parse_pipeline("color:gray | gaussian:9 | sobel:mag"), 1000, 1000, 3, Depth::u8, 4), base);
+    // auto times the table's candidates: modelled; a named schedule is not.
+    EXPECT_GT(cpu_run_seconds(parse_pipeline("gaussian:9 | sobel:mag", AutoSchedule{}), 10, 10, 3, Depth::u8, 4), 0);
+    EXPECT_LT(cpu_run_seconds(parse_pipeline("gaussian:9@column:32 | sobel:mag"), 10, 10, 3, Depth::u8, 4), 0);
+    EXPECT_FALSE(one_image_runs_on_cpu(parse_pipeline("blur:3", ScheduleSpec{}), 10, 10, 3, Depth::u8, 16));
+}
+
 #if CBI_HAVE_CUDA
 KernelPath cuda_path(const char* filter, const char* schedule, Depth depth, int channels) {
     const cv::Mat src = test::random_image(70, 41, channels, depth, 9);

@@ -167,3 +167,27 @@ TEST(DevicesCli, ListsAreForBatchesAndNeedCuda) {
         EXPECT_NE(r.err.find("--device cuda"), std::string::npos) << r.err;
     }
 }
+
+// One image under --device auto runs on the CPU where that is done before a
+// CUDA device would have started; a named device or schedule keeps the GPU
+// where there is one.
+TEST(DevicesCli, OneSmallImageRunsOnTheCpuUnlessADeviceOrScheduleIsNamed) {
+    TempDir dir;
+    const std::string in = (dir / "a.png").string();
+    cv::imwrite(in, cbi::test::random_image(64, 48, 3, Depth::u8, 3));
+    const bool gpu = resolve_device(parse_device("auto")).cuda;
+    const auto device_line = [&](std::vector<std::string> args) {
+        args.insert(args.begin(), {in, "--blur", "3", "--stats", "-o", (dir / "out.png").string()});
+        const auto r = cbi::test::run_cli(args, dir.path());
+        EXPECT_EQ(r.code, 0) << r.err;
+        return r.out.substr(0, r.out.find('\n'));
+    };
+    EXPECT_EQ(device_line({}), "device cpu");
+    EXPECT_EQ(device_line({"--schedule", "column:32"}), gpu ? "device cuda:0" : "device cpu");
+    if (gpu) {
+        EXPECT_EQ(device_line({"--device", "cuda"}), "device cuda:0");
+    }
+    const auto plan = cbi::test::run_cli({in, "--blur", "3", "--print-pipeline"}, dir.path());
+    EXPECT_EQ(plan.code, 0) << plan.err;
+    EXPECT_EQ(plan.out.rfind("pipeline on cpu", 0), 0u) << plan.out;
+}
