@@ -115,31 +115,39 @@ double sample_ns(const NodeOp& op, Depth depth) {
     return depth == Depth::u8 ? ns : ns * kWideDepth;
 }
 
+std::vector<int> channels_of_nodes(const Graph& graph, int channels) {
+    try {
+        return node_channels(graph, channels);
+    } catch (const std::exception&) {
+        // channels is an upper bound the graph may not take: every node keeps it
+        return std::vector<int>(graph.nodes().size(), channels);
+    }
+}
+
 }  // namespace
 
 double cpu_run_seconds(const Graph& graph, std::uint64_t width, std::uint64_t height, int channels, Depth depth,
                        int threads) {
-    std::vector<int> node_ch(graph.nodes().size(), channels);
-    try {
-        node_ch = node_channels(graph, channels);
-    } catch (const std::exception&) {
-        // channels is an upper bound the graph may not take; the estimate keeps it for every node
-    }
+    const std::vector<int> node_ch = channels_of_nodes(graph, channels);
     const double pixels = static_cast<double>(width) * static_cast<double>(height);
     double ns = 0;
     for (NodeId id = 1; id < static_cast<NodeId>(graph.nodes().size()); ++id) {
         if (std::holds_alternative<ScheduleSpec>(graph.schedule_of(id))) return -1;
         const GraphNode& node = graph.nodes()[id];
-        const int samples = std::max(node_ch[node.inputs[0]], node_ch[id]);
-        ns += pixels * samples * sample_ns(node.op, depth);
+        ns += pixels * std::max(node_ch[node.inputs[0]], node_ch[id]) * sample_ns(node.op, depth);
     }
     return ns * 1e-9 / std::max(threads, 1);
 }
 
 bool one_image_runs_on_cpu(const Graph& graph, std::uint64_t width, std::uint64_t height, int channels, Depth depth,
                            int threads) {
-    const double s = cpu_run_seconds(graph, width, height, channels, depth, threads);
-    return s >= 0 && s <= kCudaStartSeconds;
+    const double cpu = cpu_run_seconds(graph, width, height, channels, depth, threads);
+    if (cpu < 0) return false;
+    const std::vector<int> node_ch = channels_of_nodes(graph, channels);
+    double samples = channels;
+    for (const NodeId out : graph.outputs()) samples += node_ch[out];
+    const double bytes = static_cast<double>(width) * static_cast<double>(height) * samples * depth_bytes(depth);
+    return cpu <= kCudaStartSeconds + kCudaSecondsPerByte * bytes;
 }
 
 OpKind op_kind(const NodeOp& op) {

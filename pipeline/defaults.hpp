@@ -44,12 +44,15 @@ ScheduleSpec default_schedule(const NodeOp& op, const Border& border, const Node
 std::vector<ScheduleSpec> default_candidates(const NodeOp& op, const Border& border, const NodeFormat& format);
 
 // The default device for one image (`--device auto` outside a batch):
-// starting a CUDA device costs a one-image run more than the default CPU
-// schedules take for most images on a multicore CPU (apps/bench/README.md,
-// "One image: the CPU or the GPU"), so the image runs on the CPU when
-// cpu_run_seconds says it is done within kCudaStartSeconds. Batches keep
-// the GPU: they pay its start once.
+// starting a CUDA device, and staging and copying one image in and out,
+// cost a one-image run more than the default CPU schedules take for most
+// images on a multicore CPU (apps/bench/README.md, "One image: the CPU or
+// the GPU"). So the image runs on the CPU when cpu_run_seconds is within
+// what the device would add: kCudaStartSeconds plus kCudaSecondsPerByte for
+// each byte of the input and the outputs. Batches keep the GPU: they pay
+// its start once.
 inline constexpr double kCudaStartSeconds = 0.4;
+inline constexpr double kCudaSecondsPerByte = 0.75e-9;
 // The CPU backend's expected seconds for one run of `graph` on a
 // width x height image of `channels` channels (an upper bound is fine) on
 // `threads` threads, from per-sample costs of its default schedules; -1

@@ -13,6 +13,10 @@
 #                     OpenCV's decode+encode alone on all cores
 #   run.sh single     one 24-megapixel JPEG, whole process: --codec cpu and gpu
 #                     against OpenCV (Python) doing the same
+#   run.sh device     one image, --device auto (the default) against --device
+#                     cuda: which device auto picks (--stats) and the whole
+#                     process, best of 3, for 2/24/48 MP JPEGs and a 24 MP float
+#                     TIFF at 2, 4 and 16 threads
 #   run.sh codecs     cbi-codec-bench on 400 generated 2048x2048 JPEGs: OpenCV's
 #                     and nvJPEG's decode and encode alone, and start-up costs
 #   run.sh hostile    scripts/hostile-sweep.sh with --device cuda (from the
@@ -351,6 +355,48 @@ PY
   rm -rf "$dir"
 }
 
+# One image: where --device auto runs it, and how long the whole process
+# takes there and with --device cuda (and cpu for the float crossover).
+run_device() {
+  local dir=/tmp/cbi-device
+  rm -rf "$dir" && mkdir -p "$dir"
+  python3 - "$bundle/samples/butterfly.jpg" "$dir" <<'PY' || { echo "device: cannot make the images"; status=1; return; }
+import sys, numpy as np, cv2
+src = cv2.imread(sys.argv[1], cv2.IMREAD_COLOR)
+rng = np.random.default_rng(1)
+for name, (w, h) in {'p2': (1632, 1224), 'p24': (6000, 4000), 'p48': (9600, 5000)}.items():
+    img = cv2.resize(src, (w, h), interpolation=cv2.INTER_CUBIC)
+    img = np.clip(img + rng.normal(0, 6, img.shape), 0, 255).astype(np.uint8)
+    cv2.imwrite(f'{sys.argv[2]}/{name}.jpg', img, [cv2.IMWRITE_JPEG_QUALITY, 90])
+    if name == 'p24': cv2.imwrite(f'{sys.argv[2]}/{name}f.tif', img.astype(np.float32) / 255)
+PY
+  timed() {  # best of 3, whole process, and the device --stats names
+    local best=99 dev="" i t0 t1 log
+    for i in 1 2 3; do
+      t0=$(date +%s.%N)
+      log=$("$bin/cbi-filter" "$@" --stats 2>&1) || { echo "device: FAILED $*: $log"; status=1; }
+      t1=$(date +%s.%N)
+      best=$(awk -v a="$t0" -v b="$t1" -v c="$best" 'BEGIN { x = b - a; print (x < c) ? x : c }')
+      dev=$(echo "$log" | grep -m1 '^device')
+    done
+    printf "device: %-62s %-14s best of 3 %.3f s\n" "${*#"$dir/"}" "$dev" "$best"
+  }
+  local img p th d
+  local chain="blur:31|blur:31|blur:31|gaussian:15|sobel:mag"
+  for img in p2 p24 p48; do
+    for p in "--blur 9" "--gaussian 9 --sobel mag" "--pipeline $chain"; do
+      # shellcheck disable=SC2086
+      timed "$dir/$img.jpg" $p -o "$dir/out.jpg"
+      # shellcheck disable=SC2086
+      timed "$dir/$img.jpg" $p -o "$dir/out.jpg" --device cuda
+    done
+  done
+  for th in 2 4 16; do
+    for d in auto cpu cuda; do timed "$dir/p24f.tif" --pipeline "$chain" -o "$dir/out.tif" --threads $th --device $d; done
+  done
+  rm -rf "$dir"
+}
+
 # The codecs alone (cbi-codec-bench), on the images `scale` uses.
 run_codecs() {
   local dir=/tmp/cbi-codecs n=${CBI_SCALE_IMAGES:-400}
@@ -376,11 +422,12 @@ case "${1:-all}" in
   batch) run_batch ;;
   scale) run_scale ;;
   single) run_single ;;
+  device) run_device ;;
   codecs) run_codecs ;;
   hostile) run_hostile ;;
   all) run_tests; run_cli; run_sanitize; run_bench ;;
   bench-all) shift; run_bench_all "$@" ;;
-  *) echo "usage: run.sh tests|sanitize|bench|cli|batch|scale|single|codecs|hostile|all|bench-all" >&2; exit 2 ;;
+  *) echo "usage: run.sh tests|sanitize|bench|cli|batch|scale|single|device|codecs|hostile|all|bench-all" >&2; exit 2 ;;
 esac
 if [ -n "${OUT:-}" ]; then
   tar -C "$out" -czf "$OUT/logs.tgz" .

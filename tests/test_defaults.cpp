@@ -125,8 +125,10 @@ TEST(OneImageDevice, TheCpuTakesWhatItFinishesBeforeCudaStarts) {
     // 24 and 48 MP photos on the GPU host's 16 cores: the CPU.
     EXPECT_TRUE(one_image_runs_on_cpu(two, 6000, 4000, 3, Depth::u8, 16));
     EXPECT_TRUE(one_image_runs_on_cpu(chain, 8000, 6000, 3, Depth::u8, 16));
-    // Float through five nodes, 24 MP on two threads: the GPU.
-    EXPECT_FALSE(one_image_runs_on_cpu(chain, 6000, 4000, 3, Depth::f32, 2));
+    // Float through five nodes, 24 MP on one thread: the GPU; on four, where
+    // the device would also stage and copy 576 MB, the CPU.
+    EXPECT_FALSE(one_image_runs_on_cpu(chain, 6000, 4000, 3, Depth::f32, 1));
+    EXPECT_TRUE(one_image_runs_on_cpu(chain, 6000, 4000, 3, Depth::f32, 4));
     // The estimate grows with pixels, kernel size and depth, and falls with threads.
     const double base = cpu_run_seconds(two, 1000, 1000, 3, Depth::u8, 4);
     EXPECT_GT(base, 0);
