@@ -102,8 +102,7 @@ void for_each_listed(const NodeOp& op, const NodeFormat& format, F&& f) {
 // 8-bit images: a base, plus a part growing with the kernel size (the box
 // slides its sums, so barely). Other depths take kWideDepth times as long.
 // Fitted, rounding up, to `cbi-filter --device cpu --stats` runs on the
-// 2-core development machine (apps/bench/README.md, "One image: the CPU or
-// the GPU").
+// 2-core development machine (apps/bench/README.md, "One image's device").
 constexpr double kStencilNs = 1.5, kPerTapNs = 0.05, kBoxPerTapNs = 0.01, kPointwiseNs = 0.5, kWideDepth = 2.5;
 
 double sample_ns(const NodeOp& op, Depth depth) {
