@@ -9,6 +9,7 @@
 
 #include <chrono>
 #include <condition_variable>
+#include <cstdlib>
 #include <future>
 #include <map>
 #include <mutex>
@@ -102,19 +103,25 @@ public:
         // upsampling"), not by replication: closer to the CPU decoder.
         check(nvjpegCreateEx(NVJPEG_BACKEND_DEFAULT, nullptr, nullptr, kFlags, &handle), "nvjpegCreateEx");
     }
-    // The second step, on the thread that made the context.
-    void start_hardware() {
-        use_device(device_);
-        nvjpegHandle_t h = nullptr;
-        // A GPU without hardware decoders refuses this handle: not an error.
-        if (nvjpegCreateEx(NVJPEG_BACKEND_HARDWARE, nullptr, nullptr, kFlags, &h) == NVJPEG_STATUS_SUCCESS) {
-            hw = h;
-            try {
-                give_back(borrow(NVJPEG_OUTPUT_BGRI).index, false);
-            } catch (const Error&) {  // no state: the other decoders serve
-                nvjpegDestroy(hw);
-                hw = nullptr;
+    // The second step, on the thread that made the context. It throws
+    // nothing: a process that ends first (a batch of a few images) tears
+    // CUDA down under it, and an exception escaping this detached thread
+    // would abort the process.
+    void start_hardware() noexcept {
+        try {
+            use_device(device_);
+            nvjpegHandle_t h = nullptr;
+            // A GPU without hardware decoders refuses this handle: not an error.
+            if (nvjpegCreateEx(NVJPEG_BACKEND_HARDWARE, nullptr, nullptr, kFlags, &h) == NVJPEG_STATUS_SUCCESS) {
+                hw = h;
+                try {
+                    give_back(borrow(NVJPEG_OUTPUT_BGRI).index, false);
+                } catch (const Error&) {  // no state: the other decoders serve
+                    nvjpegDestroy(hw);
+                    hw = nullptr;
+                }
             }
+        } catch (...) {  // the other decoders serve
         }
         {
             std::lock_guard lock(mutex_);
@@ -144,13 +151,15 @@ public:
     // destructors run after CUDA may have torn the device's context down;
     // the process's end frees it all.
     static DeviceContext* of(int device, bool wait) {
-        static std::mutex mutex;
-        static auto* contexts = new std::map<int, std::shared_future<DeviceContext*>>;
         std::shared_future<DeviceContext*> f;
         {
-            std::lock_guard lock(mutex);
+            std::lock_guard lock(mutex());
+            auto* contexts = &starts();
             auto it = contexts->find(device);
             if (it == contexts->end()) {
+                // Registered after CUDA's own teardown, so run before it.
+                static const int registered = std::atexit(wait_for_starts);
+                (void)registered;
                 auto made = std::make_shared<std::promise<DeviceContext*>>();
                 it = contexts->emplace(device, made->get_future().share()).first;
                 std::thread([device, made] {
@@ -169,6 +178,32 @@ public:
         }
         if (!wait && f.wait_for(std::chrono::seconds(0)) != std::future_status::ready) return nullptr;
         return f.get();
+    }
+
+    // At exit: waits for the starts still under way. A process that ends
+    // first (a batch of a few images) would otherwise tear CUDA down under
+    // nvJPEG's start, which then hangs or aborts the process.
+    static void wait_for_starts() {
+        std::vector<std::shared_future<DeviceContext*>> all;
+        {
+            std::lock_guard lock(mutex());
+            for (const auto& [device, f] : starts()) all.push_back(f);
+        }
+        for (const auto& f : all) {
+            f.wait();
+            try {
+                f.get()->hardware_started(true);
+            } catch (...) {  // that start failed: nothing under way
+            }
+        }
+    }
+    static std::mutex& mutex() {
+        static auto* m = new std::mutex;  // never destroyed: used at exit
+        return *m;
+    }
+    static std::map<int, std::shared_future<DeviceContext*>>& starts() {
+        static auto* m = new std::map<int, std::shared_future<DeviceContext*>>;
+        return *m;
     }
 
     // A hardware decoder state, batched-initialised for `format`: a free one,
