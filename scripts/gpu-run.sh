@@ -17,6 +17,9 @@
 #                     cuda: which device auto picks (--stats) and the whole
 #                     process, best of 3, for 2/24/48 MP JPEGs and a 24 MP float
 #                     TIFF at 2, 4 and 16 threads
+#   run.sh small      small batches (2/8/32/128 generated 2048x2048 JPEGs,
+#                     --blur 9): --device cpu against the default, whole
+#                     process, best of 3; every run must exit 0
 #   run.sh codecs     cbi-codec-bench on 400 generated 2048x2048 JPEGs: OpenCV's
 #                     and nvJPEG's decode and encode alone, and start-up costs
 #   run.sh hostile    scripts/hostile-sweep.sh with --device cuda (from the
@@ -397,6 +400,30 @@ PY
   rm -rf "$dir"
 }
 
+# Small batches: the default device against the CPU, whole process. A run
+# that does not exit 0 (a crash at exit, a hang cut by timeout) fails.
+run_small() {
+  local dir=/tmp/cbi-small n dev i
+  rm -rf "$dir"
+  make_images "$dir/all" 128 jpg || { echo "small: cannot generate the images"; status=1; return; }
+  for n in ${CBI_SMALL_SIZES:-2 8 32 128}; do
+    mkdir -p "$dir/in$n"
+    find "$dir/all" -name '*.jpg' | sort | head -"$n" | xargs cp -t "$dir/in$n"
+    for dev in cpu auto; do
+      local best=99 t0 t1 rc
+      for i in 1 2 3; do
+        rm -rf "$dir/out"; t0=$(date +%s.%N)
+        timeout -k 5 60 "$bin/cbi-filter" --input-dir "$dir/in$n" --output-dir "$dir/out" --blur 9 --device $dev --quiet
+        rc=$?; t1=$(date +%s.%N)
+        [ $rc = 0 ] || { echo "small: $n JPEGs --device $dev run $i: exit $rc"; status=1; }
+        best=$(awk -v a="$t0" -v b="$t1" -v c="$best" 'BEGIN { x = b - a; print (x < c) ? x : c }')
+      done
+      awk -v n="$n" -v d="$dev" -v b="$best" 'BEGIN { printf "small: %3d JPEGs --blur 9 --device %-4s best of 3 %.3f s (%.1f images/s)\n", n, d, b, n / b }'
+    done
+  done
+  rm -rf "$dir"
+}
+
 # The codecs alone (cbi-codec-bench), on the images `scale` uses.
 run_codecs() {
   local dir=/tmp/cbi-codecs n=${CBI_SCALE_IMAGES:-400}
@@ -423,11 +450,12 @@ case "${1:-all}" in
   scale) run_scale ;;
   single) run_single ;;
   device) run_device ;;
+  small) run_small ;;
   codecs) run_codecs ;;
   hostile) run_hostile ;;
   all) run_tests; run_cli; run_sanitize; run_bench ;;
   bench-all) shift; run_bench_all "$@" ;;
-  *) echo "usage: run.sh tests|sanitize|bench|cli|batch|scale|single|device|codecs|hostile|all|bench-all" >&2; exit 2 ;;
+  *) echo "usage: run.sh tests|sanitize|bench|cli|batch|scale|single|device|small|codecs|hostile|all|bench-all" >&2; exit 2 ;;
 esac
 if [ -n "${OUT:-}" ]; then
   tar -C "$out" -czf "$OUT/logs.tgz" .
