@@ -123,12 +123,8 @@ std::vector<int> channels_of_nodes(const Graph& graph, int channels) {
     }
 }
 
-}  // namespace
-
-double cpu_run_seconds(const Graph& graph, std::uint64_t width, std::uint64_t height, int channels, Depth depth,
-                       int threads) {
-    const std::vector<int> node_ch = channels_of_nodes(graph, channels);
-    const double pixels = static_cast<double>(width) * static_cast<double>(height);
+// cpu_run_seconds for nodes of `node_ch` channels.
+double cpu_seconds(const Graph& graph, const std::vector<int>& node_ch, double pixels, Depth depth, int threads) {
     double ns = 0;
     for (NodeId id = 1; id < static_cast<NodeId>(graph.nodes().size()); ++id) {
         if (std::holds_alternative<ScheduleSpec>(graph.schedule_of(id))) return -1;
@@ -138,15 +134,23 @@ double cpu_run_seconds(const Graph& graph, std::uint64_t width, std::uint64_t he
     return ns * 1e-9 / std::max(threads, 1);
 }
 
+}  // namespace
+
+double cpu_run_seconds(const Graph& graph, std::uint64_t width, std::uint64_t height, int channels, Depth depth,
+                       int threads) {
+    return cpu_seconds(graph, channels_of_nodes(graph, channels), static_cast<double>(width) * static_cast<double>(height),
+                       depth, threads);
+}
+
 bool one_image_runs_on_cpu(const Graph& graph, std::uint64_t width, std::uint64_t height, int channels, Depth depth,
                            int threads) {
-    const double cpu = cpu_run_seconds(graph, width, height, channels, depth, threads);
-    if (cpu < 0) return false;
     const std::vector<int> node_ch = channels_of_nodes(graph, channels);
+    const double pixels = static_cast<double>(width) * static_cast<double>(height);
+    const double cpu = cpu_seconds(graph, node_ch, pixels, depth, threads);
+    if (cpu < 0) return false;
     double samples = channels;
     for (const NodeId out : graph.outputs()) samples += node_ch[out];
-    const double bytes = static_cast<double>(width) * static_cast<double>(height) * samples * depth_bytes(depth);
-    return cpu <= kCudaStartSeconds + kCudaSecondsPerByte * bytes;
+    return cpu <= kCudaStartSeconds + kCudaSecondsPerByte * pixels * samples * static_cast<double>(depth_bytes(depth));
 }
 
 OpKind op_kind(const NodeOp& op) {

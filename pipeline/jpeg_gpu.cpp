@@ -154,14 +154,14 @@ public:
         std::shared_future<DeviceContext*> f;
         {
             std::lock_guard lock(mutex());
-            auto* contexts = &starts();
-            auto it = contexts->find(device);
-            if (it == contexts->end()) {
+            auto& contexts = starts();
+            auto it = contexts.find(device);
+            if (it == contexts.end()) {
                 // Registered after CUDA's own teardown, so run before it.
                 static const int registered = std::atexit(wait_for_starts);
                 (void)registered;
                 auto made = std::make_shared<std::promise<DeviceContext*>>();
-                it = contexts->emplace(device, made->get_future().share()).first;
+                it = contexts.emplace(device, made->get_future().share()).first;
                 std::thread([device, made] {
                     DeviceContext* c = nullptr;
                     try {
