@@ -1,12 +1,14 @@
-// The CUDA side of fused stencil pairs (filters/chain.hpp): one block per
-// tile, the tile buffer in shared memory; blocks take tiles in the node's
-// TileOrder (cuda_order.cuh).
+// The CUDA side of fused stencil pairs. On smem:WxH and sep:WxH
+// (filters/chain.hpp): one block per tile, the tile buffer in shared
+// memory; blocks take tiles in the node's TileOrder (cuda_order.cuh). On
+// stream:WxH: strips walked through line buffers (cuda_chain_stream.cuh).
 #include "filters/kernel_path.hpp"
 #include "filters/cuda_backend.hpp"
 
 #include <string>
 
 #include "filters/chain.hpp"
+#include "filters/cuda_chain_stream.cuh"
 #include "filters/cuda_order.cuh"
 #include "filters/cuda_check.hpp"
 #include "filters/cuda_launch.cuh"
@@ -49,6 +51,16 @@ void launch_chain(int tile_w, int tile_h, const TileOrder& order, const Pre& pre
 }  // namespace
 
 void run_chain_cuda(const FilterRun& node, const ImageView& src, const ImageView& dst, cudaStream_t stream, int block) {
+    if (node.schedule.family == ScheduleFamily::stream) {
+        note_kernel_path(KernelPath::cuda_chain_stream);
+        const StreamSchedule strip = stream_schedule(node.schedule.width, node.schedule.height);
+        with_chain_ops(node, src, dst, [&](const auto& pre, const auto& op) {
+            if (!cuda::chain_stream_takes(pre, op)) throw std::logic_error("stream:WxH cannot fuse this stencil pair");
+            cuda::launch_chain_stream(strip, pre, op, stream, block, node.schedule.order);
+        });
+        CBI_CUDA_CHECK(cudaGetLastError(), "launch fused stencils");
+        return;
+    }
     const TileSchedule tile = chain_tile_size(node.schedule);
     note_kernel_path(KernelPath::cuda_chain);
     with_chain_ops(node, src, dst, [&](const auto& pre, const auto& op) {
@@ -57,6 +69,12 @@ void run_chain_cuda(const FilterRun& node, const ImageView& src, const ImageView
 }
 
 bool cuda_chain_fits(const FilterRun& node, Depth depth, int channels, int device) {
+    if (node.schedule.family == ScheduleFamily::stream) {
+        const ImageView probe{nullptr, 1, 1, channels, depth, 0};
+        bool takes = false;
+        with_chain_ops(node, probe, probe, [&](const auto& pre, const auto& op) { takes = cuda::chain_stream_takes(pre, op); });
+        return takes;
+    }
     return chain_buffer_bytes(node, depth, channels) <= static_cast<std::size_t>(cuda::shared_memory_limit(device));
 }
 

@@ -432,7 +432,7 @@ std::string why_unsupported(const ScheduleSpec& schedule, const Filter& filter, 
         return name + " runs stencils up to " + std::to_string(can.max_ksize) + "x" + std::to_string(can.max_ksize) +
                " (sobel, laplacian KSIZE 3 and up), not " + to_string(filter) + "; use " +
                forms_where([](const ScheduleEntry& e) { return e.can.stencil && e.can.max_ksize == 0; });
-    if (fusion.color && !can.fuses_color)
+    if (fusion.color && !can.fuses_color && !(fusion.stencil && can.fuses_stencil))
         return name + " reads stored images: it cannot compute a fused colour node; use " +
                forms_where([](const ScheduleEntry& e) { return e.can.fuses_color; });
     if (fusion.stencil && !can.fuses_stencil)

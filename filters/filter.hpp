@@ -146,7 +146,7 @@ StorageMatrix storage_matrix(const ColorFilter& f, Depth depth, int input_channe
 // What a node asks of its schedule beyond the filter: the fusions it runs.
 struct Fusion {
     bool color = false;    // a colour node computed in its loads, not stored
-    bool stencil = false;  // a stencil computed into it through shared memory (GPU)
+    bool stencil = false;  // a stencil computed into it in the same kernel (GPU)
 };
 
 // The one answer to "can `schedule` run this node?", from the registry's

@@ -19,6 +19,7 @@ const char* to_string(KernelPath path) {
         case KernelPath::cuda_stream8: return "cuda stream 8-bit";
         case KernelPath::cuda_vec: return "cuda vec";
         case KernelPath::cuda_chain: return "cuda fused pair";
+        case KernelPath::cuda_chain_stream: return "cuda fused pair, streamed";
         case KernelPath::none: break;
     }
     return "none";

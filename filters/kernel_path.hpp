@@ -18,7 +18,8 @@ enum class KernelPath {
     cuda_stream,          // the generic streaming kernel (cuda_stream.cuh)
     cuda_stream8,         // the 8-bit streaming kernel (cuda_stream8.cuh)
     cuda_vec,
-    cuda_chain,           // a fused stencil pair (cuda_chain.cu)
+    cuda_chain,           // a fused stencil pair, tile by tile (cuda_chain.cu)
+    cuda_chain_stream,    // a fused stencil pair, strips through line buffers (cuda_chain_stream.cuh)
 };
 
 const char* to_string(KernelPath path);

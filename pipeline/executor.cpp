@@ -55,7 +55,7 @@ struct GraphExecutor::Plan {
 
 private:
     void fuse_colour(const Graph& graph, const std::vector<int>& readers);
-    void fuse_stencil_pairs(const Graph& graph, const std::vector<int>& readers, const Backend& backend);
+    void fuse_stencil_pairs(const Graph& graph, const std::vector<int>& readers, bool tiles, const Backend& backend);
 };
 
 // Only nodes that feed an output run. Node ids are already topological:
@@ -108,7 +108,7 @@ void GraphExecutor::Plan::choose_schedules(const Graph& graph, const RunOptions&
 
 // Fusion, where the backend fuses (RunOptions::fuse), decided once the
 // schedules are chosen: a colour node into the stencil that reads it, then
-// stencil pairs (RunOptions::fuse_stencils). Nodes still to be timed are not
+// stencil pairs (on stream, and on smem/sep with RunOptions::fuse_stencils). Nodes still to be timed are not
 // fused: auto times each node on its own, and the executor plans again once
 // they are tuned (run()).
 void GraphExecutor::Plan::fuse(const Graph& graph, const RunOptions& options, const Backend& backend) {
@@ -124,7 +124,7 @@ void GraphExecutor::Plan::fuse(const Graph& graph, const RunOptions& options, co
         for (NodeId in : nodes[id].inputs) ++readers[in];
     for (NodeId o : graph.outputs()) ++readers[o];
     fuse_colour(graph, readers);
-    if (options.fuse_stencils) fuse_stencil_pairs(graph, readers, backend);
+    fuse_stencil_pairs(graph, readers, options.fuse_stencils, backend);
     std::erase_if(order, [&](NodeId id) { return fused_into[id] >= 0; });
 }
 
@@ -146,11 +146,14 @@ void GraphExecutor::Plan::fuse_colour(const Graph& graph, const std::vector<int>
     }
 }
 
-// A stencil read only by one stencil, both on smem/sep, fuses into it: one
-// kernel computes the first stencil's output tile by tile in shared memory
-// (chain.hpp, cuda_chain.cu). Pairs only; not with the wrap border; only
-// where the tile fits the device's shared memory.
-void GraphExecutor::Plan::fuse_stencil_pairs(const Graph& graph, const std::vector<int>& readers,
+// A stencil read only by one stencil fuses into it where the consumer's
+// schedule computes pairs (Capabilities::fuses_stencil) and the backend's
+// kernel takes them (Backend::chain_fits): stream walks strips through line
+// buffers (cuda_chain_stream.cuh); smem/sep, only with `tiles`, stage each
+// tile's intermediate in shared memory (chain.hpp). A colour node read only
+// by the first stencil runs in the same kernel. Pairs only; not with the
+// wrap border.
+void GraphExecutor::Plan::fuse_stencil_pairs(const Graph& graph, const std::vector<int>& readers, bool tiles,
                                              const Backend& backend) {
     const auto& nodes = graph.nodes();
     const auto stencil = [&](NodeId id) -> const Filter* {
@@ -163,13 +166,24 @@ void GraphExecutor::Plan::fuse_stencil_pairs(const Graph& graph, const std::vect
         const Filter* second = stencil(id);
         const Filter* first = stencil(in);
         if (!second || !first || readers[in] != 1 || fused_stencil[in] >= 0) continue;
+        if (schedule[id].family != ScheduleFamily::stream && !tiles) continue;
+        // The colour node before the first stencil, when that stencil did not take it on its own.
+        std::optional<ColorFilter> colour = fused_color[in];
+        const NodeId before = nodes[in].inputs[0];
+        const auto* pre = before == Graph::input() ? nullptr : std::get_if<Filter>(&nodes[before].op);
+        if (!colour && pre && readers[before] == 1 && std::holds_alternative<ColorFilter>(*pre))
+            colour = std::get<ColorFilter>(*pre);
         const Border b1 = graph.border_of(in), b2 = graph.border_of(id);
-        const Fusion fusion{fused_color[in].has_value(), true};
+        const Fusion fusion{colour.has_value(), true};
         if (!supports(schedule[id], *second, b2, fusion) || !supports(schedule[id], *second, b1, fusion)) continue;
-        const FilterRun chained{*second, b2, schedule[id], fused_color[in], FusedStencil{*first, b1}};
+        const FilterRun chained{*second, b2, schedule[id], colour, FusedStencil{*first, b1}};
         if (!backend.chain_fits(chained, depth, channels_of[in])) continue;
+        if (colour && !fused_color[in]) {
+            fused_into[before] = in;  // moved to this kernel below, with the first stencil's
+            reads[in] = nodes[before].inputs;
+        }
         fused_stencil[id] = in;
-        fused_color[id] = fused_color[in];
+        fused_color[id] = colour;
         for (NodeId& into : fused_into)
             if (into == in) into = id;  // a colour node fused into the first stencil now runs in this kernel
         fused_into[in] = id;
@@ -448,7 +462,9 @@ std::string GraphExecutor::describe() const {
         s << "  <- " << inputs;
         if (plan_ && plan_->fused_stencil[id] >= 0) {
             const NodeId first = plan_->fused_stencil[id];
-            s << "  (fused: computes " << nodes[first].name << " in shared memory, reading " << nodes[plan_->reads[id][0]].name;
+            const bool streamed = plan_->schedule[id].family == ScheduleFamily::stream;
+            s << "  (fused: computes " << nodes[first].name << (streamed ? " through line buffers" : " in shared memory")
+              << ", reading " << nodes[plan_->reads[id][0]].name;
             if (plan_->fused_color[id]) s << " through " << to_string(Filter(*plan_->fused_color[id]));
             s << ")";
         } else if (plan_ && plan_->fused_color[id]) {

@@ -46,7 +46,7 @@ struct Capabilities {
     bool stencil;        // blur, gaussian, sobel, laplacian
     int max_ksize;       // largest stencil size (0: any; Sobel, Laplacian KSIZE 1 count as larger than every size)
     bool fuses_color;    // computes a colour node inside its loads (the colour node is not stored)
-    bool fuses_stencil;  // computes a stencil pair through shared memory (GPU; not with the wrap border)
+    bool fuses_stencil;  // computes a stencil pair in one kernel, with a colour node before it (GPU; not with the wrap border)
     bool takes_order;    // walks its tiles or strips in a TileOrder (+ORDER)
 };
 
