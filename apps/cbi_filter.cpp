@@ -917,9 +917,9 @@ int main(int argc, char** argv) {
         ->type_name("TEXT");
     app.add_option("--pipeline-file", o.pipeline_file, "a DAG in JSON: named nodes, edges, outputs (README: Pipelines)")
         ->type_name("FILE.json");
-    app.add_flag("--no-fuse", o.no_fuse, "GPU: run every node as its own kernel (no colour node or stencil fused into a smem/sep stencil)");
+    app.add_flag("--no-fuse", o.no_fuse, "GPU: run every node as its own kernel (no colour node or stencil fused into the stencil that reads it)");
     app.add_flag("--fuse-stencils", o.fuse_stencils,
-                 "GPU: also fuse a stencil into the smem/sep stencil that reads it (one kernel; measured slower than two on an H100)")
+                 "GPU: also fuse a stencil into the smem/sep/stream stencil that reads it (one kernel; measured slower than two on an H100)")
         ->excludes("--no-fuse");
     app.add_flag("--print-pipeline", o.print_pipeline,
                  "print the resolved graph (nodes, schedules, borders, buffer reuse for IN's size) and exit");

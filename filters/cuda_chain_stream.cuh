@@ -26,9 +26,9 @@
 // rule applied to the intermediate image: threads at the image's edges
 // compute the first stencil at the column that rule maps to (or take the
 // constant), in a rolled loop through the sources.
-// Any stencil with every pass at most kChainK x kChainK fuses (Sobel and
-// Laplacian KSIZE 1 too): smaller kernels take the taps within their
-// radius, in weighted_sum's order; every sum goes through weighted_add, so
+// The first stencil is an 8-bit blur or Gaussian (kChainFirst), the
+// consumer any stencil; every pass at most kChainK x kChainK. Smaller
+// kernels take the taps within their radius, in weighted_sum's order; every sum goes through weighted_add, so
 // the outputs are bit-identical to running the two nodes.
 #include <cuda_runtime.h>
 
@@ -240,15 +240,24 @@ __global__ void chain_stream(const __grid_constant__ Pre pre, const __grid_const
     }
 }
 
-// Whether chain_stream takes the pair: 8-bit samples, 1 or 3 channels (3
-// with a one-pass first stencil: the register rings of two passes of a
-// 3-channel window spill), every pass at most kChainK x kChainK.
+// The first stencils chain_stream is built for: the smoothing filters that
+// usually come before another stencil (blur or Gaussian, then an edge
+// filter or a second blur). Each one adds kernels to every binary; a
+// derivative first (Sobel, then a blur) runs as two kernels.
+template <class Op>
+inline constexpr bool kChainFirst = false;
+template <BorderMode B, class Src>
+inline constexpr bool kChainFirst<BoxOp<std::uint8_t, B, Src>> = true;
+template <BorderMode B, class Src>
+inline constexpr bool kChainFirst<GaussianOp<std::uint8_t, B, Src>> = true;
+
+// Whether chain_stream takes the pair: an 8-bit blur or Gaussian first, 1
+// or 3 channels, every pass of both at most kChainK x kChainK.
 template <class Pre, class Op>
 bool chain_stream_takes(const Pre& pre, const Op& op) {
-    using T = typename Op::Sample;
-    if (!std::is_same_v<T, std::uint8_t>) return false;
+    if (!kChainFirst<Pre>) return false;
     const int c = op.dst.channels;
-    if (c != 1 && !(c == 3 && pre.passes() == 1)) return false;
+    if (c != 1 && c != 3) return false;
     for (int p = 0; p < pre.passes(); ++p)
         if (pre.kw(p) > kChainK || pre.kh(p) > kChainK) return false;
     for (int p = 0; p < op.passes(); ++p)
@@ -274,37 +283,33 @@ constexpr int chain_stream_bytes_per_thread() {
 template <class Pre, class Op>
 void launch_chain_stream(const StreamSchedule& strip, const Pre& pre, const Op& op, cudaStream_t stream, int block,
                          const TileOrder& order) {
-    if constexpr (std::is_same_v<typename Op::Sample, std::uint8_t>) {
+    if constexpr (kChainFirst<Pre>) {
         if (op.dst.empty()) return;
         with_one_of<1, 3>(op.dst.channels, [&](auto cc) {
             constexpr int C = cc();
-            with_passes(pre, [&](auto p1c) {
-                constexpr int P1 = p1c();
-                if constexpr (C == 1 || P1 == 1) {
-                    with_passes(op, [&](auto p2c) {
-                        constexpr int P2 = p2c();
-                        ChainTaps<typename Pre::W, P1, typename Op::W, P2> taps{};
-                        for (int p = 0; p < P1; ++p) centre_taps(pre, p, taps.x1[p], taps.y1[p], taps.hx1[p], taps.hy1[p]);
-                        for (int p = 0; p < P2; ++p) centre_taps(op, p, taps.x2[p], taps.y2[p], taps.hx2[p], taps.hy2[p]);
-                        constexpr auto kernel = chain_stream<Pre, Op, C, P1, P2>;
-                        constexpr int per_thread = chain_stream_bytes_per_thread<Op, P2>();
-                        const int device = current_device();
-                        allow_shared_memory<kernel>(device);
-                        const int max_threads = std::min(max_threads_per_block<kernel>(), shared_memory_limit(device) / per_thread);
-                        if (max_threads < 1) throw std::runtime_error("fused stencils: cannot read the kernel's attributes");
-                        const int strip_w = std::min({strip.tile_width, op.dst.width, std::max(1, max_threads * kChainRun / C)});
-                        const int strip_h = std::min(strip.tile_height, op.dst.height);
-                        const int tx = (strip_w * C + kChainRun - 1) / kChainRun;
-                        const int ty = std::max(1, std::min(std::min(block, max_threads) / tx, 64));
-                        const int strips_y = (op.dst.height + strip_h - 1) / strip_h;
-                        const int strips_x = (op.dst.width + strip_w - 1) / strip_w;
-                        const dim3 grid = order.row_major()
-                                              ? dim3(strips_x, std::min((strips_y + ty - 1) / ty, 65535))
-                                              : ordered_grid((static_cast<std::uint64_t>(strips_x) * strips_y + ty - 1) / ty);
-                        kernel<<<grid, dim3(tx, ty), static_cast<std::size_t>(per_thread) * tx * ty, stream>>>(
-                            pre, op, taps, strip_w, strip_h, strips_y, order);
-                    });
-                }
+            constexpr int P1 = 1;  // box and Gaussian
+            with_passes(op, [&](auto p2c) {
+                constexpr int P2 = p2c();
+                ChainTaps<typename Pre::W, P1, typename Op::W, P2> taps{};
+                for (int p = 0; p < P1; ++p) centre_taps(pre, p, taps.x1[p], taps.y1[p], taps.hx1[p], taps.hy1[p]);
+                for (int p = 0; p < P2; ++p) centre_taps(op, p, taps.x2[p], taps.y2[p], taps.hx2[p], taps.hy2[p]);
+                constexpr auto kernel = chain_stream<Pre, Op, C, P1, P2>;
+                constexpr int per_thread = chain_stream_bytes_per_thread<Op, P2>();
+                const int device = current_device();
+                allow_shared_memory<kernel>(device);
+                const int max_threads = std::min(max_threads_per_block<kernel>(), shared_memory_limit(device) / per_thread);
+                if (max_threads < 1) throw std::runtime_error("fused stencils: cannot read the kernel's attributes");
+                const int strip_w = std::min({strip.tile_width, op.dst.width, std::max(1, max_threads * kChainRun / C)});
+                const int strip_h = std::min(strip.tile_height, op.dst.height);
+                const int tx = (strip_w * C + kChainRun - 1) / kChainRun;
+                const int ty = std::max(1, std::min(std::min(block, max_threads) / tx, 64));
+                const int strips_y = (op.dst.height + strip_h - 1) / strip_h;
+                const int strips_x = (op.dst.width + strip_w - 1) / strip_w;
+                const dim3 grid = order.row_major()
+                                      ? dim3(strips_x, std::min((strips_y + ty - 1) / ty, 65535))
+                                      : ordered_grid((static_cast<std::uint64_t>(strips_x) * strips_y + ty - 1) / ty);
+                kernel<<<grid, dim3(tx, ty), static_cast<std::size_t>(per_thread) * tx * ty, stream>>>(
+                    pre, op, taps, strip_w, strip_h, strips_y, order);
             });
         });
     }

@@ -55,7 +55,7 @@ struct GraphExecutor::Plan {
 
 private:
     void fuse_colour(const Graph& graph, const std::vector<int>& readers);
-    void fuse_stencil_pairs(const Graph& graph, const std::vector<int>& readers, bool tiles, const Backend& backend);
+    void fuse_stencil_pairs(const Graph& graph, const std::vector<int>& readers, const Backend& backend);
 };
 
 // Only nodes that feed an output run. Node ids are already topological:
@@ -108,7 +108,7 @@ void GraphExecutor::Plan::choose_schedules(const Graph& graph, const RunOptions&
 
 // Fusion, where the backend fuses (RunOptions::fuse), decided once the
 // schedules are chosen: a colour node into the stencil that reads it, then
-// stencil pairs (on stream, and on smem/sep with RunOptions::fuse_stencils). Nodes still to be timed are not
+// stencil pairs (RunOptions::fuse_stencils). Nodes still to be timed are not
 // fused: auto times each node on its own, and the executor plans again once
 // they are tuned (run()).
 void GraphExecutor::Plan::fuse(const Graph& graph, const RunOptions& options, const Backend& backend) {
@@ -124,7 +124,7 @@ void GraphExecutor::Plan::fuse(const Graph& graph, const RunOptions& options, co
         for (NodeId in : nodes[id].inputs) ++readers[in];
     for (NodeId o : graph.outputs()) ++readers[o];
     fuse_colour(graph, readers);
-    fuse_stencil_pairs(graph, readers, options.fuse_stencils, backend);
+    if (options.fuse_stencils) fuse_stencil_pairs(graph, readers, backend);
     std::erase_if(order, [&](NodeId id) { return fused_into[id] >= 0; });
 }
 
@@ -149,11 +149,11 @@ void GraphExecutor::Plan::fuse_colour(const Graph& graph, const std::vector<int>
 // A stencil read only by one stencil fuses into it where the consumer's
 // schedule computes pairs (Capabilities::fuses_stencil) and the backend's
 // kernel takes them (Backend::chain_fits): stream walks strips through line
-// buffers (cuda_chain_stream.cuh); smem/sep, only with `tiles`, stage each
-// tile's intermediate in shared memory (chain.hpp). A colour node read only
+// buffers (cuda_chain_stream.cuh); smem/sep stage each tile's intermediate
+// in shared memory (chain.hpp). A colour node read only
 // by the first stencil runs in the same kernel. Pairs only; not with the
 // wrap border.
-void GraphExecutor::Plan::fuse_stencil_pairs(const Graph& graph, const std::vector<int>& readers, bool tiles,
+void GraphExecutor::Plan::fuse_stencil_pairs(const Graph& graph, const std::vector<int>& readers,
                                              const Backend& backend) {
     const auto& nodes = graph.nodes();
     const auto stencil = [&](NodeId id) -> const Filter* {
@@ -166,7 +166,6 @@ void GraphExecutor::Plan::fuse_stencil_pairs(const Graph& graph, const std::vect
         const Filter* second = stencil(id);
         const Filter* first = stencil(in);
         if (!second || !first || readers[in] != 1 || fused_stencil[in] >= 0) continue;
-        if (schedule[id].family != ScheduleFamily::stream && !tiles) continue;
         // The colour node before the first stencil, when that stencil did not take it on its own.
         std::optional<ColorFilter> colour = fused_color[in];
         const NodeId before = nodes[in].inputs[0];

@@ -58,16 +58,15 @@ struct RunOptions {
     // executors of a batch. Empty: each executor keeps its own, in memory.
     std::shared_ptr<TuningCache> tuning;
     // On the GPU: fuse a colour node into the stencil that reads it when
-    // that stencil stages tiles (smem/sep), and a stencil into the stream
-    // stencil that reads it (one kernel walking strips through line
-    // buffers, the colour node before the pair fused along with it): the
-    // intermediate images are never stored. The CPU executor does not fuse:
-    // slower there (measured: apps/bench/README.md).
+    // that stencil stages tiles (smem/sep): one kernel, the colour image
+    // never stored. The CPU executor does not fuse: slower there
+    // (measured: apps/bench/README.md).
     bool fuse = true;
-    // With fuse: also fuse stencil pairs whose consumer is on smem/sep (the
-    // first stencil's output computed per tile in shared memory). Off by
-    // default: that kernel was slower than the two stencil kernels it
-    // replaces (measured: apps/bench/README.md).
+    // With fuse: also fuse stencil pairs (one kernel, the first stencil's
+    // output never stored): on smem/sep per tile in shared memory, on
+    // stream through line buffers (with a colour node before the pair). Off
+    // by default: both kernels were slower than the two stencil kernels they
+    // replace (measured: apps/bench/README.md, "Fused chains").
     bool fuse_stencils = false;
 };
 

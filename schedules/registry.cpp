@@ -107,8 +107,8 @@ constexpr ScheduleEntry registry[] = {
      "(4 for float) plus halo as aligned words and keeps the row sums of the last K rows in a ring (registers for "
      "3x3, its own shared-memory slots above; no barriers); 8-bit images sum columns first, two samples per "
      "32-bit register, each warp a chunk of the row (W sets the warps per block); blur and gaussian with K <= 9, "
-     "sobel and laplacian with KSIZE 3, 5, 7; on the GPU a stencil read only by a stream stencil (8-bit, 1 or 3 "
-     "channels, both at most 5x5) runs in the same kernel through line buffers, with a colour node before it; "
+     "sobel and laplacian with KSIZE 3, 5, 7; with --fuse-stencils an 8-bit blur or gaussian read only by a stream stencil "
+     "(GPU; 1 or 3 channels, both at most 5x5) runs in the same kernel through line buffers, with a colour node before it; "
      "+ORDER sets the order blocks take strips in",
      "stream:1x1 stream:7x5 stream:13x40 stream:1024x8 stream:128x32 stream:128x32+column:2", kStrip, parse_stream},
     {"vec", "vec:N",

@@ -455,6 +455,8 @@ run_chain() {
   "$bin/cbi-bench" --suite filters --image 8u:3 --size 4096x4096 --size 8192x8192 --filter gaussian:5 \
     --schedule stream:256x16 --pipeline "color:gray | gaussian:5 | sobel:mag" \
     --pipeline "color:gray | gaussian:5@sep:64x32 | sobel:mag@sep:64x32" \
+    --pipeline "color:gray | gaussian:5@stream:128x32 | sobel:mag@stream:128x32" \
+    --pipeline "color:gray | gaussian:5@stream:256x64 | sobel:mag@stream:256x64" \
     --pipeline "gaussian:5 | sobel:mag" --pipeline "blur:3 | gaussian:5" \
     --csv "$out/chain.csv" > "$out/chain.txt" 2>&1 || status=1
   grep -E '^#|pipeline|DIFFERS|error' "$out/chain.txt" | head -60

@@ -258,7 +258,7 @@ TEST(Fusion, StencilPairsFuseOnTheGpuAndEqualTheUnfusedGraph) {
             }
 }
 
-// Stencil pairs on stream:WxH (cuda_chain_stream.cuh), fused by default:
+// Stencil pairs on stream:WxH (cuda_chain_stream.cuh), with --fuse-stencils:
 // the strip walk through line buffers, bit-identical to the unfused graph
 // and to the CPU backend. Strips shorter and narrower than the halos, every
 // border, edge threads, a colour node before the pair, 1 and 3 channels.
@@ -267,24 +267,25 @@ constexpr PairCase kStreamPairs[] = {
     {"color:gray | gaussian:5@stream:64x16 | sobel:mag@stream:64x16", "constant:9", 4},
     {"gaussian:5@stream:32x8 | sobel:mag@stream:32x8", "replicate", 1},
     {"blur:3@stream:7x5 | gaussian:5@stream:7x5", "reflect", 3},
-    {"sobel:x:5@stream:16x3 | blur:5@stream:16x3", "constant:200", 1},
-    {"sobel:mag@stream:9x2 | laplacian:3@stream:9x2", "reflect101", 1},
-    {"laplacian:5@stream:1x1 | sobel:y@stream:1x1", "replicate", 1},
+    {"blur:5@stream:16x3 | sobel:x:5@stream:16x3", "constant:200", 1},
+    {"gaussian:3@stream:9x2 | laplacian:3@stream:9x2", "reflect101", 1},
+    {"gaussian:5:0.8@stream:1x1 | sobel:y@stream:1x1", "replicate", 1},
+    {"blur:3@stream:33x5 | laplacian:5@stream:33x5", "constant:3", 3},
     {"color:sepia | blur:5@stream:128x32 | gaussian:3@stream:128x32", "reflect101", 3},
     {"color:gray | blur:5@stream:256x16 | gaussian:3@stream:256x16", "constant:0", 1},  // gray of gray: a copy
     {"gaussian:3 | sobel:mag", "reflect101", 3},  // no schedule given: the defaults
 };
 
-TEST(Fusion, StencilPairsOnStreamFuseThroughLineBuffersByDefaultOnTheGpu) {
+TEST(Fusion, StencilPairsOnStreamFuseThroughLineBuffersOnTheGpu) {
     std::string why;
     if (!has_gpu(why)) GTEST_SKIP() << "no CUDA device: " << why;
     const int sizes[][2] = {{131, 77}, {7, 3}, {1, 1}, {2, 9}, {300, 41}};
     for (const PairCase& c : kStreamPairs)
         for (const auto& size : sizes) {
             SCOPED_TRACE(std::string(c.pipeline) + " " + c.border + " " + std::to_string(size[0]) + "x" + std::to_string(size[1]));
-            const Graph g = parse_pipeline(c.pipeline, ScheduleSpec{}, parse_border(c.border));
+            const Graph g = parse_pipeline(c.pipeline, DefaultSchedule{}, parse_border(c.border));
             const cv::Mat src = random_image(size[0], size[1], c.input_channels, Depth::u8, 13);
-            GraphExecutor fused(g, options(true, true)), plain(g, options(false, true)), cpu(g, options(false));
+            GraphExecutor fused(g, options(true, true, true)), plain(g, options(false, true)), cpu(g, options(false));
             const cv::Mat a = first_output(fused, src), b = first_output(plain, src);
             EXPECT_NE(fused.describe().find("through line buffers"), std::string::npos) << fused.describe();
             EXPECT_NE(fused.describe().find("(1 stencil fused into the next)"), std::string::npos) << fused.describe();
@@ -298,19 +299,21 @@ TEST(Fusion, StreamPairsOutsideTheLineBufferKernelRunUnfusedOnTheGpu) {
     std::string why;
     if (!has_gpu(why)) GTEST_SKIP() << "no CUDA device: " << why;
     const auto describe = [](const char* pipeline, Depth depth, int channels, const char* border = "reflect101") {
-        GraphExecutor ex(parse_pipeline(pipeline, ScheduleSpec{}, parse_border(border)), options(true, true));
+        GraphExecutor ex(parse_pipeline(pipeline, ScheduleSpec{}, parse_border(border)), options(true, true, true));
         ex.plan(64, 48, channels, depth);
         return ex.describe();
     };
     EXPECT_EQ(describe("blur:3@stream:64x8 | blur:7@stream:64x8", Depth::u8, 1).find("fused"), std::string::npos);  // 7x7
     EXPECT_EQ(describe("blur:3@stream:64x8 | blur:5@stream:64x8", Depth::f32, 1).find("fused"), std::string::npos);  // float
-    EXPECT_EQ(describe("sobel:mag@stream:64x8 | blur:3@stream:64x8", Depth::u8, 3).find("fused"), std::string::npos);  // 2 passes x 3 channels
+    EXPECT_EQ(describe("sobel:mag@stream:64x8 | blur:3@stream:64x8", Depth::u8, 1).find("fused"), std::string::npos);  // not a blur first
     EXPECT_EQ(describe("blur:3@stream:64x8 | blur:5@stream:64x8", Depth::u8, 1, "wrap").find("fused"), std::string::npos);
     EXPECT_EQ(describe("blur:3@stream:64x8 | blur:5@stream:64x8", Depth::u8, 4).find("fused"), std::string::npos);  // 4 channels
-    // --no-fuse: every node its own kernel.
-    GraphExecutor off(parse_pipeline("color:gray | gaussian:5 | sobel:mag"), options(false, true));
-    off.plan(64, 48, 3, Depth::u8);
-    EXPECT_EQ(off.describe().find("fused"), std::string::npos) << off.describe();
+    // Not asked for (the default), or --no-fuse: every node its own kernel.
+    for (const bool fuse : {true, false}) {
+        GraphExecutor off(parse_pipeline("color:gray | gaussian:5 | sobel:mag", DefaultSchedule{}), options(fuse, true));
+        off.plan(64, 48, 3, Depth::u8);
+        EXPECT_EQ(off.describe().find("fused"), std::string::npos) << off.describe();
+    }
 }
 
 TEST(Fusion, StencilPairsWithTheirOwnBordersFuseOnTheGpu) {
