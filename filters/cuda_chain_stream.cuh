@@ -87,16 +87,9 @@ __global__ void chain_stream(const __grid_constant__ Pre pre, const __grid_const
     constexpr int N1 = N2 + 2 * H * C;  // input samples behind them
     constexpr bool unit1 = UnitWeightOp<Pre>, unit2 = UnitWeightOp<Op>;
     const int width = op.dst.width, height = op.dst.height;
-    int strip_x = blockIdx.x, sy_first = blockIdx.y * blockDim.y + threadIdx.y, sy_end = strips_y,
-        sy_step = gridDim.y * blockDim.y;
-    if (!order.row_major()) {
-        const int strips_x = (width + strip_w - 1) / strip_w;
-        const std::uint64_t work = linear_block() * blockDim.y + threadIdx.y;
-        if (work >= static_cast<std::uint64_t>(strips_x) * strips_y) return;  // no barriers below
-        const Pixel t = order.map(static_cast<std::uint32_t>(work), strips_x, strips_y);
-        strip_x = t.x, sy_first = t.y, sy_end = t.y + 1;
-    }
-    const int x0 = strip_x * strip_w;
+    StripWork strips;
+    if (!strip_work(width, strip_w, strips_y, order, strips)) return;  // no barriers below
+    const int x0 = strips.x * strip_w;
     const int s_end = min(x0 + strip_w, width) * C;
     const int s0 = x0 * C + threadIdx.x * R;
     if (s0 >= s_end) return;  // no barriers below
@@ -127,7 +120,7 @@ __global__ void chain_stream(const __grid_constant__ Pre pre, const __grid_const
             if ((x < 0 || x >= width) && border_index(op.src.mode, x, width) < 0) constant_mask |= 1u << i;
         }
 
-    for (int sy = sy_first; sy < sy_end; sy += sy_step) {
+    for (int sy = strips.first; sy < strips.end; sy += strips.step) {
         const int y0 = sy * strip_h, y_end = min(y0 + strip_h, height);
         const int m_first = max(0, y0 - hy2), m_last = min(height - 1, y_end - 1 + hy2);  // intermediate rows
         const int r_first = m_first - H, r_end = m_last + H + 1;                          // input rows
@@ -299,17 +292,9 @@ void launch_chain_stream(const StreamSchedule& strip, const Pre& pre, const Op& 
                 allow_shared_memory<kernel>(device);
                 const int max_threads = std::min(max_threads_per_block<kernel>(), shared_memory_limit(device) / per_thread);
                 if (max_threads < 1) throw std::runtime_error("fused stencils: cannot read the kernel's attributes");
-                const int strip_w = std::min({strip.tile_width, op.dst.width, std::max(1, max_threads * kChainRun / C)});
-                const int strip_h = std::min(strip.tile_height, op.dst.height);
-                const int tx = (strip_w * C + kChainRun - 1) / kChainRun;
-                const int ty = std::max(1, std::min(std::min(block, max_threads) / tx, 64));
-                const int strips_y = (op.dst.height + strip_h - 1) / strip_h;
-                const int strips_x = (op.dst.width + strip_w - 1) / strip_w;
-                const dim3 grid = order.row_major()
-                                      ? dim3(strips_x, std::min((strips_y + ty - 1) / ty, 65535))
-                                      : ordered_grid((static_cast<std::uint64_t>(strips_x) * strips_y + ty - 1) / ty);
-                kernel<<<grid, dim3(tx, ty), static_cast<std::size_t>(per_thread) * tx * ty, stream>>>(
-                    pre, op, taps, strip_w, strip_h, strips_y, order);
+                const StripLaunch l = strip_launch(strip, op.dst.width, op.dst.height, C, kChainRun, max_threads, block, order);
+                kernel<<<l.grid, l.threads, static_cast<std::size_t>(per_thread) * l.threads.x * l.threads.y, stream>>>(
+                    pre, op, taps, l.strip_w, l.strip_h, l.strips_y, order);
             });
         });
     }

@@ -187,6 +187,46 @@ __device__ __forceinline__ Acc word_sample(const std::uint32_t (&w)[NW], int i) 
     }
 }
 
+// The strips a thread walks (see the order above): strip column x, strip
+// rows first, first + step, ... below end. False: this thread has none.
+struct StripWork {
+    int x, first, end, step;
+};
+__device__ __forceinline__ bool strip_work(int width, int strip_w, int strips_y, const TileOrder& order, StripWork& w) {
+    w = {static_cast<int>(blockIdx.x), static_cast<int>(blockIdx.y * blockDim.y + threadIdx.y), strips_y,
+         static_cast<int>(gridDim.y * blockDim.y)};
+    if (order.row_major()) return true;
+    const int strips_x = (width + strip_w - 1) / strip_w;
+    const std::uint64_t work = linear_block() * blockDim.y + threadIdx.y;
+    if (work >= static_cast<std::uint64_t>(strips_x) * strips_y) return false;
+    const Pixel t = order.map(static_cast<std::uint32_t>(work), strips_x, strips_y);
+    w = {t.x, t.y, t.y + 1, 1};
+    return true;
+}
+
+// A strip kernel's launch: strips of the schedule's W x H (narrower when one
+// block's threads cannot cover W: strips are independent, the results are
+// the same), each `run` samples of a row per thread, strips stacked in a
+// block up to `block` threads.
+struct StripLaunch {
+    int strip_w, strip_h, strips_y;
+    dim3 grid, threads;
+};
+inline StripLaunch strip_launch(const TileSchedule& strip, int width, int height, int channels, int run, int max_threads,
+                                int block, const TileOrder& order) {
+    StripLaunch l{};
+    l.strip_w = std::min({strip.tile_width, width, std::max(1, max_threads * run / channels)});
+    l.strip_h = std::min(strip.tile_height, height);
+    const int tx = (l.strip_w * channels + run - 1) / run;                         // threads across a strip
+    const int ty = std::max(1, std::min(std::min(block, max_threads) / tx, 64));  // strips stacked in a block
+    l.strips_y = (height + l.strip_h - 1) / l.strip_h;
+    const int strips_x = (width + l.strip_w - 1) / l.strip_w;
+    l.threads = dim3(tx, ty);
+    l.grid = order.row_major() ? dim3(strips_x, std::min((l.strips_y + ty - 1) / ty, 65535))
+                               : ordered_grid((static_cast<std::uint64_t>(strips_x) * l.strips_y + ty - 1) / ty);
+    return l;
+}
+
 template <class Op, int K, int C, int P, int R = kStreamRun<typename Op::Sample>, int D = kStreamAhead>
 __global__ void stream_stencil(const __grid_constant__ Op op, const __grid_constant__ StreamTaps<typename Op::W, P, K> taps,
                                int strip_w, int strip_h, int strips_y, const TileOrder order) {
@@ -198,16 +238,9 @@ __global__ void stream_stencil(const __grid_constant__ Op op, const __grid_const
     constexpr int NW = (N * sz + 3) / 4 + (sz < 4 ? 1 : 0);  // words, one more for a start inside a word
     constexpr bool unit = UnitWeightOp<Op>;
     const int width = op.dst.width, height = op.dst.height;
-    int strip_x = blockIdx.x, sy_first = blockIdx.y * blockDim.y + threadIdx.y, sy_end = strips_y,
-        sy_step = gridDim.y * blockDim.y;
-    if (!order.row_major()) {
-        const int strips_x = (width + strip_w - 1) / strip_w;
-        const std::uint64_t work = linear_block() * blockDim.y + threadIdx.y;
-        if (work >= static_cast<std::uint64_t>(strips_x) * strips_y) return;  // no barriers below
-        const Pixel t = order.map(static_cast<std::uint32_t>(work), strips_x, strips_y);
-        strip_x = t.x, sy_first = t.y, sy_end = t.y + 1;
-    }
-    const int x0 = strip_x * strip_w;
+    StripWork strips;
+    if (!strip_work(width, strip_w, strips_y, order, strips)) return;  // no barriers below
+    const int x0 = strips.x * strip_w;
     const int s_end = min(x0 + strip_w, width) * C;
     const int s0 = x0 * C + threadIdx.x * R;
     if (s0 >= s_end) return;  // no barriers below
@@ -231,7 +264,7 @@ __global__ void stream_stencil(const __grid_constant__ Op op, const __grid_const
         for (int k = 0; k < NW; ++k) w[k] = p == nullptr ? const_word : k < used_words ? __ldg(p + k) : 0u;
     };
 
-    for (int sy = sy_first; sy < sy_end; sy += sy_step) {
+    for (int sy = strips.first; sy < strips.end; sy += strips.step) {
         const int y0 = sy * strip_h, y_end = min(y0 + strip_h, height);
         const int r_end = y_end + halo;  // input rows y0 - halo .. r_end - 1
         Acc ring_regs[kSharedRing<K> ? 1 : P][kSharedRing<K> ? 1 : K][R];
@@ -381,20 +414,9 @@ void launch_stream(const StreamSchedule& strip, const Op& op, cudaStream_t strea
                     max_threads = std::min(max_threads, shared_memory_limit(device) / per_thread);
                 }
                 if (max_threads < 1) throw std::runtime_error("stream:WxH: cannot read the kernel's attributes");
-                // A strip wider than one block's threads cover runs as narrower strips
-                // side by side (strips are independent: the results are the same).
-                const int strip_w = std::min({strip.tile_width, op.dst.width, std::max(1, max_threads * R / C)});
-                const int strip_h = std::min(strip.tile_height, op.dst.height);
-                const int tx = (strip_w * C + R - 1) / R;  // threads across a strip
-                const int ty = std::max(1, std::min(std::min(block, max_threads) / tx, 64));  // strips stacked in a block
-                const int strips_y = (op.dst.height + strip_h - 1) / strip_h;
-                const dim3 threads(tx, ty);
-                const int strips_x = (op.dst.width + strip_w - 1) / strip_w;
-                const dim3 grid = order.row_major()
-                                      ? dim3(strips_x, std::min((strips_y + ty - 1) / ty, 65535))
-                                      : ordered_grid((static_cast<std::uint64_t>(strips_x) * strips_y + ty - 1) / ty);
-                stream_stencil<Op, K, C, P, R, D>
-                    <<<grid, threads, per_thread * tx * ty, stream>>>(op, taps, strip_w, strip_h, strips_y, order);
+                const StripLaunch l = strip_launch(strip, op.dst.width, op.dst.height, C, R, max_threads, block, order);
+                stream_stencil<Op, K, C, P, R, D><<<l.grid, l.threads, per_thread * l.threads.x * l.threads.y, stream>>>(
+                    op, taps, l.strip_w, l.strip_h, l.strips_y, order);
             };
             with_passes(op, go);
         });
