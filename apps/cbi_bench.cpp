@@ -294,9 +294,9 @@ void time_pipeline(Gpu& gpu, Report& report, const std::string& text, const Bord
     const cv::Mat want = as_mat(cpu.run(view_of(input)).front()).clone();
     DeviceBuffer flush(2 * static_cast<std::size_t>(gpu.prop.l2CacheSize));
     cv::Mat first;
-    // "fused": every fusion, tile pairs on smem/sep too (--fuse-stencils);
-    // "default": what cbi-filter does without flags (colour nodes, and pairs
-    // on stream); "unfused": --no-fuse.
+    // "fused": stencil pairs too (--fuse-stencils); "default": what
+    // cbi-filter does without flags (colour nodes into smem/sep stencils);
+    // "unfused": --no-fuse.
     for (const auto [fuse, pairs] : {std::pair{true, true}, std::pair{true, false}, std::pair{false, false}}) {
         cuda.fuse = fuse;
         cuda.fuse_stencils = pairs;

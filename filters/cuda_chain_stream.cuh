@@ -68,11 +68,17 @@ __device__ __forceinline__ T chain_inside_at(const Src& src, const T* row, int x
     }
 }
 
-// sum + w * v for the tap at offset t, or sum when t lies outside the radius h.
-template <bool kUnit, class Acc, class W>
-__device__ __forceinline__ Acc chain_tap(Acc sum, int t, int h, W w, Acc v) {
-    if (t < -h || t > h) return sum;
-    return kUnit ? sum + v : weighted_add<Acc>(sum, w, v);
+// sum over the taps t = -h .. h of w[kChainHalo + t] * get(t) (sum + get(t)
+// for unit weights), in weighted_sum's order; taps beyond h are not read.
+template <bool kUnit, class Acc, class W, class Get>
+__device__ __forceinline__ Acc chain_sum(const W (&w)[kChainK], int h, Get&& get) {
+    Acc sum = 0;
+#pragma unroll
+    for (int t = -kChainHalo; t <= kChainHalo; ++t) {
+        if (t < -h || t > h) continue;
+        sum = kUnit ? sum + get(t) : weighted_add<Acc>(sum, w[kChainHalo + t], get(t));
+    }
+    return sum;
 }
 
 template <class Pre, class Op, int C, int P1, int P2>
@@ -88,12 +94,8 @@ __global__ void chain_stream(const __grid_constant__ Pre pre, const __grid_const
     constexpr bool unit1 = UnitWeightOp<Pre>, unit2 = UnitWeightOp<Op>;
     const int width = op.dst.width, height = op.dst.height;
     StripWork strips;
-    if (!strip_work(width, strip_w, strips_y, order, strips)) return;  // no barriers below
-    const int x0 = strips.x * strip_w;
-    const int s_end = min(x0 + strip_w, width) * C;
-    const int s0 = x0 * C + threadIdx.x * R;
-    if (s0 >= s_end) return;  // no barriers below
-    const int count = min(R, s_end - s0);
+    if (!strip_work(width, C, R, strip_w, strips_y, order, strips)) return;  // no barriers below
+    const int s0 = strips.s0, count = strips.count;
     const int f2 = s0 - H * C, f1 = f2 - H * C;  // window starts, in samples of a row
     const bool inside = f1 >= 0 && f1 + N1 <= width * C;
     extern __shared__ __align__(16) unsigned char chain_smem[];
@@ -106,10 +108,7 @@ __global__ void chain_stream(const __grid_constant__ Pre pre, const __grid_const
     int hy2 = 0;
 #pragma unroll
     for (int p = 0; p < P2; ++p) {
-        A2 sum = 0;
-#pragma unroll
-        for (int t = -H; t <= H; ++t) sum = chain_tap<unit2>(sum, t, taps.hx2[p], taps.x2[p][t + H], to_acc<A2>(op.src.constant));
-        const_row[p] = sum;
+        const_row[p] = chain_sum<unit2, A2>(taps.x2[p], taps.hx2[p], [&](int) { return to_acc<A2>(op.src.constant); });
         hy2 = max(hy2, taps.hy2[p]);
     }
     // Window samples outside the image that the consumer's constant border gives (edge threads).
@@ -145,13 +144,8 @@ __global__ void chain_stream(const __grid_constant__ Pre pre, const __grid_const
 #pragma unroll
                 for (int p = 0; p < P1; ++p)
 #pragma unroll
-                    for (int i = 0; i < N2; ++i) {
-                        A1 sum = 0;
-#pragma unroll
-                        for (int t = -H; t <= H; ++t)
-                            sum = chain_tap<unit1>(sum, t, taps.hx1[p], taps.x1[p][t + H], in[i + (H + t) * C]);
-                        ring1[p][K - 1][i] = sum;
-                    }
+                    for (int i = 0; i < N2; ++i)
+                        ring1[p][K - 1][i] = chain_sum<unit1, A1>(taps.x1[p], taps.hx1[p], [&](int t) { return in[i + (H + t) * C]; });
             } else {
                 // Edge threads: each window sample at the column the consumer's
                 // border maps it to, read through the first stencil's source.
@@ -161,14 +155,9 @@ __global__ void chain_stream(const __grid_constant__ Pre pre, const __grid_const
                     const int x = (f2 + i + H * C) / C - H, c = f2 + i - x * C;
                     const int col = x >= 0 && x < width ? x : max(0, border_index(op.src.mode, x, width));
 #pragma unroll
-                    for (int p = 0; p < P1; ++p) {
-                        A1 sum = 0;
-#pragma unroll
-                        for (int t = -H; t <= H; ++t)
-                            if (t >= -taps.hx1[p] && t <= taps.hx1[p])
-                                sum = chain_tap<unit1>(sum, t, taps.hx1[p], taps.x1[p][t + H], to_acc<A1>(pre.src.at(row, col + t, c)));
-                        sums[p][i] = sum;
-                    }
+                    for (int p = 0; p < P1; ++p)
+                        sums[p][i] = chain_sum<unit1, A1>(taps.x1[p], taps.hx1[p],
+                                                          [&](int t) { return to_acc<A1>(pre.src.at(row, col + t, c)); });
                 }
 #pragma unroll
                 for (int p = 0; p < P1; ++p)
@@ -183,13 +172,8 @@ __global__ void chain_stream(const __grid_constant__ Pre pre, const __grid_const
             for (int i = 0; i < N2; ++i) {
                 A1 v[Pre::kMaxPasses] = {};
 #pragma unroll
-                for (int p = 0; p < P1; ++p) {
-                    A1 sum = 0;
-#pragma unroll
-                    for (int d = -H; d <= H; ++d)
-                        sum = chain_tap<unit1>(sum, d, taps.hy1[p], taps.y1[p][d + H], ring1[p][H + d][i]);
-                    v[p] = sum;
-                }
+                for (int p = 0; p < P1; ++p)
+                    v[p] = chain_sum<unit1, A1>(taps.y1[p], taps.hy1[p], [&](int d) { return ring1[p][H + d][i]; });
                 mid[i] = (constant_mask >> i) & 1u ? op.src.constant : pre.finish(v);
             }
             // 3. The consumer's row sums of row m for the run.
@@ -197,34 +181,29 @@ __global__ void chain_stream(const __grid_constant__ Pre pre, const __grid_const
 #pragma unroll
             for (int p = 0; p < P2; ++p)
 #pragma unroll
-                for (int o = 0; o < R; ++o) {
-                    A2 sum = 0;
-#pragma unroll
-                    for (int t = -H; t <= H; ++t)
-                        sum = chain_tap<unit2>(sum, t, taps.hx2[p], taps.x2[p][t + H], to_acc<A2>(mid[o + (H + t) * C]));
-                    ring2(p, slot, o) = sum;
-                }
+                for (int o = 0; o < R; ++o)
+                    ring2(p, slot, o) = chain_sum<unit2, A2>(taps.x2[p], taps.hx2[p], [&](int t) { return to_acc<A2>(mid[o + (H + t) * C]); });
             // 4. Outputs whose rows below are in: y = m - hy2, and at the
             // image's last row every row left in the strip.
             const int ya = max(y0, m - hy2), yb = m < height - 1 ? min(y_end, m - hy2 + 1) : y_end;
 #pragma unroll 1
             for (int y = ya; y < yb; ++y) {
+                int slot_of[K];  // ring slot of row y + d, through the consumer's border rule (-1: the constant)
+#pragma unroll
+                for (int d = -H; d <= H; ++d) {
+                    const int yy = y + d;
+                    const int ry = yy >= 0 && yy < height ? yy : border_index(op.src.mode, yy, height);
+                    slot_of[H + d] = ry < 0 ? -1 : ry % K;
+                }
                 T out[R];
 #pragma unroll
                 for (int o = 0; o < R; ++o) {
                     A2 v[Op::kMaxPasses] = {};
 #pragma unroll
-                    for (int p = 0; p < P2; ++p) {
-                        A2 sum = 0;
-#pragma unroll
-                        for (int d = -H; d <= H; ++d) {
-                            if (d < -taps.hy2[p] || d > taps.hy2[p]) continue;
-                            const int yy = y + d;
-                            const int ry = yy >= 0 && yy < height ? yy : border_index(op.src.mode, yy, height);
-                            sum = chain_tap<unit2>(sum, d, taps.hy2[p], taps.y2[p][d + H], ry < 0 ? const_row[p] : ring2(p, ry % K, o));
-                        }
-                        v[p] = sum;
-                    }
+                    for (int p = 0; p < P2; ++p)
+                        v[p] = chain_sum<unit2, A2>(taps.y2[p], taps.hy2[p], [&](int d) {
+                            return slot_of[H + d] < 0 ? const_row[p] : ring2(p, slot_of[H + d], o);
+                        });
                     out[o] = op.finish(v);
                 }
                 store_run(op.dst.template row<T>(y) + s0, out, count);

@@ -188,20 +188,28 @@ __device__ __forceinline__ Acc word_sample(const std::uint32_t (&w)[NW], int i) 
 }
 
 // The strips a thread walks (see the order above): strip column x, strip
-// rows first, first + step, ... below end. False: this thread has none.
+// rows first, first + step, ... below end; in each row, its run of `count`
+// samples (at most `run`) from sample s0. False: this thread has none.
 struct StripWork {
     int x, first, end, step;
+    int s0, count;
 };
-__device__ __forceinline__ bool strip_work(int width, int strip_w, int strips_y, const TileOrder& order, StripWork& w) {
+__device__ __forceinline__ bool strip_work(int width, int channels, int run, int strip_w, int strips_y,
+                                           const TileOrder& order, StripWork& w) {
     w = {static_cast<int>(blockIdx.x), static_cast<int>(blockIdx.y * blockDim.y + threadIdx.y), strips_y,
-         static_cast<int>(gridDim.y * blockDim.y)};
-    if (order.row_major()) return true;
-    const int strips_x = (width + strip_w - 1) / strip_w;
-    const std::uint64_t work = linear_block() * blockDim.y + threadIdx.y;
-    if (work >= static_cast<std::uint64_t>(strips_x) * strips_y) return false;
-    const Pixel t = order.map(static_cast<std::uint32_t>(work), strips_x, strips_y);
-    w = {t.x, t.y, t.y + 1, 1};
-    return true;
+         static_cast<int>(gridDim.y * blockDim.y), 0, 0};
+    if (!order.row_major()) {
+        const int strips_x = (width + strip_w - 1) / strip_w;
+        const std::uint64_t work = linear_block() * blockDim.y + threadIdx.y;
+        if (work >= static_cast<std::uint64_t>(strips_x) * strips_y) return false;
+        const Pixel t = order.map(static_cast<std::uint32_t>(work), strips_x, strips_y);
+        w.x = t.x, w.first = t.y, w.end = t.y + 1, w.step = 1;
+    }
+    const int x0 = w.x * strip_w;
+    const int s_end = min(x0 + strip_w, width) * channels;
+    w.s0 = x0 * channels + threadIdx.x * run;
+    w.count = min(run, s_end - w.s0);
+    return w.count > 0;
 }
 
 // A strip kernel's launch: strips of the schedule's W x H (narrower when one
@@ -239,12 +247,8 @@ __global__ void stream_stencil(const __grid_constant__ Op op, const __grid_const
     constexpr bool unit = UnitWeightOp<Op>;
     const int width = op.dst.width, height = op.dst.height;
     StripWork strips;
-    if (!strip_work(width, strip_w, strips_y, order, strips)) return;  // no barriers below
-    const int x0 = strips.x * strip_w;
-    const int s_end = min(x0 + strip_w, width) * C;
-    const int s0 = x0 * C + threadIdx.x * R;
-    if (s0 >= s_end) return;  // no barriers below
-    const int count = min(R, s_end - s0);
+    if (!strip_work(width, C, R, strip_w, strips_y, order, strips)) return;  // no barriers below
+    const int s0 = strips.s0, count = strips.count;
     const int first = s0 - halo * C;  // window start, in samples of the row
     const auto& view = op.src.view;
     extern __shared__ __align__(16) unsigned char stream_smem[];
