@@ -16,7 +16,7 @@ void run_chain_cuda(const FilterRun& node, const ImageView& src, const ImageView
 // Whether that kernel's tile fits the shared memory of `device` for an
 // intermediate image of `channels` samples per pixel (the executor asks
 // before it fuses).
-bool cuda_chain_fits(const FilterRun& node, Depth depth, int channels, int device);
+bool cuda_chain_fits(const FilterRun& node, Depth depth, int src_channels, int channels, int device);
 
 void run_blend_cuda(const BlendFilter& blend, const ScheduleSpec& schedule, const ImageView& a, const ImageView& b,
                     const ImageView& dst, cudaStream_t stream, int block);

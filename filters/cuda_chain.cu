@@ -68,11 +68,11 @@ void run_chain_cuda(const FilterRun& node, const ImageView& src, const ImageView
     });
 }
 
-bool cuda_chain_fits(const FilterRun& node, Depth depth, int channels, int device) {
+bool cuda_chain_fits(const FilterRun& node, Depth depth, int src_channels, int channels, int device) {
     if (node.schedule.family == ScheduleFamily::stream) {
-        const ImageView probe{nullptr, 1, 1, channels, depth, 0};
+        const ImageView src{nullptr, 1, 1, src_channels, depth, 0}, dst{nullptr, 1, 1, channels, depth, 0};
         bool takes = false;
-        with_chain_ops(node, probe, probe, [&](const auto& pre, const auto& op) { takes = cuda::chain_stream_takes(pre, op); });
+        with_chain_ops(node, src, dst, [&](const auto& pre, const auto& op) { takes = cuda::chain_stream_takes(pre, op); });
         return takes;
     }
     return chain_buffer_bytes(node, depth, channels) <= static_cast<std::size_t>(cuda::shared_memory_limit(device));

@@ -1,35 +1,32 @@
 #pragma once
-// Fused stencil pairs on stream:WxH: one kernel walks strips top to bottom
-// and carries both stencils (and the colour node before the first, when one
-// is fused) through line buffers, so the intermediate image never leaves
-// the chip and each of its rows is computed once per strip.
+// Fused 8-bit stencil pairs on stream:WxH: one kernel walks strips top to
+// bottom and carries both stencils (and a gray conversion before the
+// first, when one is fused) through line buffers, so the intermediate image
+// never leaves the chip and each of its rows is computed once per strip.
 //
-// A thread owns a run of R consecutive output samples of a strip row and
-// keeps, for the window of intermediate samples its outputs read (the run
-// plus kChainHalo pixels on each side):
-//  1. per input row: the first stencil's row sums of the window, read
-//     through the first stencil's source (its border rule, and the colour
-//     matrix when fused), into a ring of the last kChainK rows in
-//     registers, shifted by one slot per row (one copy of the row body:
-//     unrolled kChainK times for constant slots, the build took minutes
-//     per kernel);
-//  2. kChainHalo rows later: the column sums and finish(): one intermediate
-//     row of the window, stored as the sample type T as the unfused graph
-//     stores it;
-//  3. the consumer's row sums of that row for the run, into a ring of the
-//     last kChainK intermediate rows in the thread's own shared-memory
-//     slots (run-time slots: rows above and below the image are read
-//     through the consumer's border rule from rows of the ring);
-//  4. each output row once the intermediate rows below it are in: the
-//     column sums, finish(), stored.
-// Intermediate samples outside the image (in x) are the consumer's border
-// rule applied to the intermediate image: threads at the image's edges
-// compute the first stencil at the column that rule maps to (or take the
-// constant), in a rolled loop through the sources.
-// The first stencil is an 8-bit blur or Gaussian (kChainFirst), the
-// consumer any stencil; every pass at most kChainK x kChainK. Smaller
-// kernels take the taps within their radius, in weighted_sum's order; every sum goes through weighted_add, so
-// the outputs are bit-identical to running the two nodes.
+// It is the stream8 kernel (cuda_stream8.cuh) twice over. A warp walks a
+// strip; each lane owns 8 consecutive samples of a row (any channels, taps
+// C samples apart), two samples per 32-bit register as 16-bit lanes. Per
+// input row:
+//  1. fetch: the lane's 8 samples of the first stencil's input (for a
+//     fused gray conversion, 24 bytes of BGR and ColorOp's arithmetic),
+//     through the first stencil's border rule;
+//  2. the first stencil's column sums over a ring of the last 5 input rows
+//     in registers, to shared memory; after a __syncwarp each lane forms its
+//     8 row sums from its neighbours' columns and finish()es them: one
+//     intermediate row, stored as the unfused graph stores it;
+//  3. intermediate samples outside the image: the consumer's border rule,
+//     copied from the lanes that hold the samples it maps to (edge warps
+//     only, offsets resolved once);
+//  4. the consumer's column sums over a ring of the last 5 intermediate
+//     rows, to shared memory, its row sums and finish(), stored.
+// The row loop is unrolled 5 times, so ring slots are constants. Output
+// rows whose window crosses the image's top or bottom read the rows that
+// the consumer's border rule maps to, picked from the ring at run time.
+// Lane 0 and 31 supply halo columns of the first stencil only, lanes 1 and
+// 30 those of the consumer: a warp outputs 28 * 8 samples of a row.
+// Integer sums are exact in any order and every finish() is the op's own,
+// so the outputs equal running the two nodes, bit for bit.
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -37,244 +34,309 @@
 #include <type_traits>
 
 #include "filters/cuda_order.cuh"
-#include "filters/cuda_stream.cuh"  // store_run, with_one_of
+#include "filters/cuda_stream8.cuh"
 #include "filters/ops.hpp"
 
 namespace cbi::cuda {
 
-inline constexpr int kChainHalo = 2;                  // the largest stencil radius the kernel takes
-inline constexpr int kChainK = 2 * kChainHalo + 1;   // ring slots, and the largest kernel size
-inline constexpr int kChainRun = 8;                   // output samples per thread
+inline constexpr int kChainRing = 5;  // rows in each stage's ring: the largest kernel size taken
+inline constexpr int kChainHaloLanes = 2;  // lanes at each end of a warp that only feed others (one per stencil)
+inline constexpr int kChainMaxWarps = 8;  // per block; two blocks of them per SM leave 128 registers a thread
+inline constexpr int kChainChunk = (32 - 2 * kChainHaloLanes) * kStream8Bytes;  // samples of a row a warp outputs
 
-// Each pass's taps centred in kChainK slots (slot kChainHalo + t for offset
-// t), and its radii across and down.
-template <class W1, int P1, class W2, int P2>
-struct ChainTaps {
-    W1 x1[P1][kChainK], y1[P1][kChainK];
-    W2 x2[P2][kChainK], y2[P2][kChainK];
-    int hx1[P1], hy1[P1], hx2[P2], hy2[P2];
+// The first stencils the kernel takes: the 8-bit stream kernel's smoothing
+// filters (blur and Gaussian: one pass, non-negative weights), which
+// usually come before another stencil.
+template <class Op>
+inline constexpr bool kChainFirst = kStream8Op<Op> && !MayRunTwoPasses<Op>;
+
+// A warp's shared memory.
+template <int P2>
+struct ChainWarpStorage {
+    uint4 col1[34];                 // the first stencil's column sums of a row; lane l at l + 1
+    uint4 col2[P2][34];             // the consumer's, per pass
+    unsigned long long mid[32];     // an intermediate row, for the border copies (edge warps)
+    int fetch_offsets[32][kStream8Bytes];  // per lane: each sample's offset in its input row (-1: the constant)
+    int copy_from[32][kStream8Bytes];      // per lane: each intermediate sample's source in `mid` (-1: the constant, -2: its own)
 };
 
-// Sample c of pixel x of an input row inside the image, as src.at gives
-// it (without its border checks: the caller's window lies inside the row).
-template <class Src, class T>
-__device__ __forceinline__ T chain_inside_at(const Src& src, const T* row, int x, int c) {
-    if (row == nullptr) return src.constant;
-    if constexpr (Src::kStored) {
-        return row[x * src.view.channels + c];
-    } else {
-        const T* in = row + x * src.input.channels;
-        return c < src.matrix.rows ? ColorOp<T>::sample(src.matrix, in, c) : in[3];
+// Gray of 8 BGR pixels (24 bytes, little-endian words) by ColorOp's arithmetic.
+__device__ __forceinline__ unsigned long long chain_gray8(const StorageMatrix& matrix, const unsigned long long (&w)[3]) {
+    std::uint8_t px[24];
+#pragma unroll
+    for (int i = 0; i < 24; ++i) px[i] = static_cast<std::uint8_t>(w[i / 8] >> (8 * (i % 8)));
+    unsigned long long out = 0;
+#pragma unroll
+    for (int i = 0; i < 8; ++i) out |= static_cast<unsigned long long>(ColorOp<std::uint8_t>::sample(matrix, px + 3 * i, 0, 1)) << (8 * i);
+    return out;
+}
+
+// v as 16-bit lanes picked from ring slot s (a run-time index: selects, not local memory).
+__device__ __forceinline__ void chain_pick(const std::uint32_t (&ring)[kChainRing][4], int s, std::uint32_t (&v)[4]) {
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+        v[i] = ring[0][i];
+#pragma unroll
+        for (int q = 1; q < kChainRing; ++q) v[i] = s == q ? ring[q][i] : v[i];
     }
 }
 
-// sum over the taps t = -h .. h of w[kChainHalo + t] * get(t) (sum + get(t)
-// for unit weights), in weighted_sum's order; taps beyond h are not read.
-template <bool kUnit, class Acc, class W, class Get>
-__device__ __forceinline__ Acc chain_sum(const W (&w)[kChainK], int h, Get&& get) {
-    Acc sum = 0;
-#pragma unroll
-    for (int t = -kChainHalo; t <= kChainHalo; ++t) {
-        if (t < -h || t > h) continue;
-        sum = kUnit ? sum + get(t) : weighted_add<Acc>(sum, w[kChainHalo + t], get(t));
+// The kernel. Pre: the first stencil (K1 = 5: smaller kernels take zero
+// taps at the ends); Op: the consumer, K2 x K2 with P2 passes; C:
+// intermediate channels; kGray: Pre's source converts 3-channel BGR to gray.
+template <class Pre, class Op, int K2, int C, int P2, bool kGray>
+__global__ void __launch_bounds__(kChainMaxWarps * 32, 2) chain_stream(const __grid_constant__ Pre pre, const __grid_constant__ Op op,
+                             const __grid_constant__ Stream8Taps<1, kChainRing> taps1, const __grid_constant__ Stream8Taps<P2, K2> taps2,
+                             int strip_h, int strips_y, const TileOrder order) {
+    constexpr int K1 = kChainRing, R = kChainRing, G = kStream8Bytes;
+    constexpr int h1 = K1 / 2, h2 = K2 / 2;
+    static_assert(stream8_halo_lanes(K1, C) == 1 && stream8_halo_lanes(K2, C) == 1);
+    constexpr bool biased = requires { op.mode; };  // Sobel: negative weights
+    constexpr int CI = kGray ? 3 : 1;  // input bytes per intermediate sample
+    extern __shared__ __align__(16) uint4 chain_smem[];
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    ChainWarpStorage<P2>& ws = reinterpret_cast<ChainWarpStorage<P2>*>(chain_smem)[warp];
+    const int width = op.dst.width, height = op.dst.height, row_bytes = width * C;
+    const int warps = blockDim.x >> 5;
+    int strip_x = blockIdx.x, sy_first = blockIdx.y, sy_end = strips_y, sy_step = gridDim.y;
+    if (!order.row_major()) {
+        const int strips_x = stream8_strips_x(row_bytes, kChainChunk, warps);
+        const std::uint64_t work = linear_block();
+        if (work >= static_cast<std::uint64_t>(strips_x) * strips_y) return;  // the whole block
+        const Pixel t = order.map(static_cast<std::uint32_t>(work), strips_x, strips_y);
+        strip_x = t.x, sy_first = t.y, sy_end = t.y + 1;
     }
-    return sum;
-}
-
-template <class Pre, class Op, int C, int P1, int P2>
-__global__ void chain_stream(const __grid_constant__ Pre pre, const __grid_constant__ Op op,
-                             const __grid_constant__ ChainTaps<typename Pre::W, P1, typename Op::W, P2> taps,
-                             int strip_w, int strip_h, int strips_y, const TileOrder order) {
-    using T = typename Op::Sample;
-    using A1 = typename Pre::Acc;
-    using A2 = typename Op::Acc;
-    constexpr int H = kChainHalo, K = kChainK, R = kChainRun;
-    constexpr int N2 = R + 2 * H * C;   // intermediate samples in a thread's window
-    constexpr int N1 = N2 + 2 * H * C;  // input samples behind them
-    constexpr bool unit1 = UnitWeightOp<Pre>, unit2 = UnitWeightOp<Op>;
-    const int width = op.dst.width, height = op.dst.height;
-    StripWork strips;
-    if (!strip_work(width, C, R, strip_w, strips_y, order, strips)) return;  // no barriers below
-    const int s0 = strips.s0, count = strips.count;
-    const int f2 = s0 - H * C, f1 = f2 - H * C;  // window starts, in samples of a row
-    const bool inside = f1 >= 0 && f1 + N1 <= width * C;
-    extern __shared__ __align__(16) unsigned char chain_smem[];
-    const int nthreads = blockDim.x * blockDim.y, me = threadIdx.y * blockDim.x + threadIdx.x;
-    A2* const ring2_smem = reinterpret_cast<A2*>(chain_smem);
-    const auto ring2 = [&](int p, int slot, int o) -> A2& { return ring2_smem[((p * K + slot) * R + o) * nthreads + me]; };
-
-    // The consumer's row sum of a row in its constant border, and its vertical radius.
-    A2 const_row[P2];
-    int hy2 = 0;
-#pragma unroll
-    for (int p = 0; p < P2; ++p) {
-        const_row[p] = chain_sum<unit2, A2>(taps.x2[p], taps.hx2[p], [&](int) { return to_acc<A2>(op.src.constant); });
-        hy2 = max(hy2, taps.hy2[p]);
-    }
-    // Window samples outside the image that the consumer's constant border gives (edge threads).
-    std::uint32_t constant_mask = 0;
-    if (!inside)
-        for (int i = 0; i < N2; ++i) {
-            const int x = (f2 + i + H * C) / C - H;  // floor((f2 + i) / C): f2 >= -H * C
-            if ((x < 0 || x >= width) && border_index(op.src.mode, x, width) < 0) constant_mask |= 1u << i;
+    // The warp's samples of a row: [b0, b0 + 256); this lane's [b, b + 8).
+    const int b0 = (strip_x * warps + warp) * kChainChunk - kChainHaloLanes * G;
+    const int b = b0 + lane * G;
+    const bool outputs = lane >= kChainHaloLanes && lane < 32 - kChainHaloLanes && b < row_bytes;
+    const bool needed = b < row_bytes + (h1 + h2) * C;  // some output reads this lane's input
+    const ImageView& in = [&]() -> const ImageView& {
+        if constexpr (kGray) return pre.src.input;
+        else return pre.src.view;
+    }();
+    const bool fast_load = b >= 0 && b + G <= row_bytes && ((reinterpret_cast<std::uintptr_t>(in.data) | in.stride) & 7) == 0;
+    const bool fast_store = b + G <= row_bytes && ((reinterpret_cast<std::uintptr_t>(op.dst.data) | op.dst.stride) & 7) == 0;
+    const bool edge_warp = b0 + G < 0 || b0 + 31 * G > row_bytes;  // its intermediate samples cross the image's sides
+    const unsigned long long const1 = 0x0101010101010101ull * static_cast<std::uint8_t>(pre.src.constant);
+    const unsigned long long const2 = 0x0101010101010101ull * static_cast<std::uint8_t>(op.src.constant);
+    int(&fetch_offsets)[G] = ws.fetch_offsets[lane];
+    int(&copy_from)[G] = ws.copy_from[lane];
+    if (!fast_load && needed)
+#pragma unroll 1
+        for (int i = 0; i < G; ++i) {  // through the first stencil's border rule
+            const int q = b + i;
+            const int px = (q + 4 * G * C) / C - 4 * G;  // floor(q / C): q >= -2 * G
+            const int x = border_index(pre.src.mode, px, width);
+            fetch_offsets[i] = x < 0 ? -1 : kGray ? x * 3 : x * C + (q - px * C);
         }
-
-    for (int sy = strips.first; sy < strips.end; sy += strips.step) {
-        const int y0 = sy * strip_h, y_end = min(y0 + strip_h, height);
-        const int m_first = max(0, y0 - hy2), m_last = min(height - 1, y_end - 1 + hy2);  // intermediate rows
-        const int r_first = m_first - H, r_end = m_last + H + 1;                          // input rows
-        A1 ring1[P1][K][N2];  // slot K - 1: the newest row
+    if (edge_warp)
 #pragma unroll 1
-        for (int r = r_first; r < r_end; ++r) {
-            // 1. The first stencil's row sums of input row r, into the newest slot.
-#pragma unroll
-            for (int p = 0; p < P1; ++p)
-#pragma unroll
-                for (int k = 0; k + 1 < K; ++k)
-#pragma unroll
-                    for (int i = 0; i < N2; ++i) ring1[p][k][i] = ring1[p][k + 1][i];
-            const auto* row = pre.src.row(r);
-            if (inside) {
-                A1 in[N1];
-#pragma unroll
-                for (int i = 0; i < N1; ++i) {
-                    const int x = (f1 + i) / C;
-                    in[i] = to_acc<A1>(chain_inside_at(pre.src, row, x, f1 + i - x * C));
-                }
-#pragma unroll
-                for (int p = 0; p < P1; ++p)
-#pragma unroll
-                    for (int i = 0; i < N2; ++i)
-                        ring1[p][K - 1][i] = chain_sum<unit1, A1>(taps.x1[p], taps.hx1[p], [&](int t) { return in[i + (H + t) * C]; });
+        for (int i = 0; i < G; ++i) {  // through the consumer's border rule, from the warp's row
+            const int q = b + i;
+            const int px = (q + 4 * G * C) / C - 4 * G;
+            const bool read = px >= -h2 && px < width + h2;  // an output reads it
+            const int x = border_index(op.src.mode, px, width);
+            copy_from[i] = (q >= 0 && q < row_bytes) || !read ? -2 : x < 0 ? -1 : x * C + (q - px * C) - b0;
+        }
+    // The lane's 8 samples of input row r (the gray of 8 pixels with kGray).
+    const auto fetch = [&](int r) -> unsigned long long {
+        const std::uint8_t* row = pre.src.row(r);
+        if (row == nullptr) return const1;
+        if (fast_load) {
+            const auto* p = reinterpret_cast<const unsigned long long*>(row + b * CI);
+            if constexpr (kGray) {
+                const unsigned long long w[3] = {__ldg(p), __ldg(p + 1), __ldg(p + 2)};
+                return chain_gray8(pre.src.matrix, w);
             } else {
-                // Edge threads: each window sample at the column the consumer's
-                // border maps it to, read through the first stencil's source.
-                A1 sums[P1][N2];
-#pragma unroll 1
-                for (int i = 0; i < N2; ++i) {
-                    const int x = (f2 + i + H * C) / C - H, c = f2 + i - x * C;
-                    const int col = x >= 0 && x < width ? x : max(0, border_index(op.src.mode, x, width));
-#pragma unroll
-                    for (int p = 0; p < P1; ++p)
-                        sums[p][i] = chain_sum<unit1, A1>(taps.x1[p], taps.hx1[p],
-                                                          [&](int t) { return to_acc<A1>(pre.src.at(row, col + t, c)); });
-                }
-#pragma unroll
-                for (int p = 0; p < P1; ++p)
-#pragma unroll
-                    for (int i = 0; i < N2; ++i) ring1[p][K - 1][i] = sums[p][i];
+                return __ldg(p);
             }
-            // 2. Intermediate row m: rows m - H .. m + H = r are in (slot H + d holds row m + d).
-            const int m = r - H;
-            if (m < m_first) continue;
-            T mid[N2];
+        }
+        if (!needed) return 0;
+        unsigned long long v = 0;
 #pragma unroll
-            for (int i = 0; i < N2; ++i) {
-                A1 v[Pre::kMaxPasses] = {};
+        for (int i = 0; i < G; ++i) {
+            const int at = fetch_offsets[i];
+            std::uint8_t s;
+            if constexpr (kGray) s = at < 0 ? static_cast<std::uint8_t>(pre.src.constant) : ColorOp<std::uint8_t>::sample(pre.src.matrix, row + at, 0, 1);
+            else s = at < 0 ? static_cast<std::uint8_t>(pre.src.constant) : row[at];
+            v |= static_cast<unsigned long long>(s) << (8 * i);
+        }
+        return v;
+    };
+
+    for (int sy = sy_first; sy < sy_end; sy += sy_step) {
+        const int y0 = sy * strip_h, y_end = min(y0 + strip_h, height);
+        // Intermediate rows m_first .. m_last; input rows from m_first - h1.
+        const int m_first = max(0, y0 - h2), m_last = min(height - 1, y_end - 1 + h2);
+        const int r_first = m_first - h1;
+        // Input row r in ring1 slot (r - r_first) % R, intermediate row m in ring2 slot (m - m_first) % R.
+        std::uint32_t ring1[R][4], ring2[R][4];
+        with_slots<2 * h1>([&](auto s) { to_lanes(fetch(r_first + s()), ring1[s()]); });
+        for (int m0 = m_first; m0 <= m_last; m0 += R) {
+            // Loads of the batch's input rows in flight together (rows inside the image, whole-word lanes).
+            const bool direct = fast_load && m0 + h1 + R - 1 < height && m0 + R - 1 <= m_last;
+            unsigned long long batch[R];
+            if (direct) {
+                unsigned long long words[R][CI];
+                with_slots<R>([&](auto j) {
+                    const auto* p = reinterpret_cast<const unsigned long long*>(in.template row<const std::uint8_t>(m0 + j() + h1) + b * CI);
 #pragma unroll
-                for (int p = 0; p < P1; ++p)
-                    v[p] = chain_sum<unit1, A1>(taps.y1[p], taps.hy1[p], [&](int d) { return ring1[p][H + d][i]; });
-                mid[i] = (constant_mask >> i) & 1u ? op.src.constant : pre.finish(v);
+                    for (int w = 0; w < CI; ++w) words[j()][w] = __ldg(p + w);
+                });
+                with_slots<R>([&](auto j) {
+                    if constexpr (kGray) batch[j()] = chain_gray8(pre.src.matrix, words[j()]);
+                    else batch[j()] = words[j()][0];
+                });
             }
-            // 3. The consumer's row sums of row m for the run.
-            const int slot = m % K;
-#pragma unroll
-            for (int p = 0; p < P2; ++p)
-#pragma unroll
-                for (int o = 0; o < R; ++o)
-                    ring2(p, slot, o) = chain_sum<unit2, A2>(taps.x2[p], taps.hx2[p], [&](int t) { return to_acc<A2>(mid[o + (H + t) * C]); });
-            // 4. Outputs whose rows below are in: y = m - hy2, and at the
-            // image's last row every row left in the strip.
-            const int ya = max(y0, m - hy2), yb = m < height - 1 ? min(y_end, m - hy2 + 1) : y_end;
-#pragma unroll 1
-            for (int y = ya; y < yb; ++y) {
-                int slot_of[K];  // ring slot of row y + d, through the consumer's border rule (-1: the constant)
-#pragma unroll
-                for (int d = -H; d <= H; ++d) {
-                    const int yy = y + d;
-                    const int ry = yy >= 0 && yy < height ? yy : border_index(op.src.mode, yy, height);
-                    slot_of[H + d] = ry < 0 ? -1 : ry % K;
+            with_slots<R>([&](auto jc) {
+                constexpr int j = jc();
+                const int m = m0 + j;
+                if (m > m_last) return;
+                // 1. + 2. Input row m + h1 into ring1, intermediate row m out.
+                unsigned long long bytes;
+                if (direct) {
+                    bytes = batch[j];
+                } else {
+                    bytes = fetch(m + h1);
                 }
-                T out[R];
+                to_lanes(bytes, ring1[(j + 2 * h1) % R]);
+                std::uint32_t col1[1][4];
 #pragma unroll
-                for (int o = 0; o < R; ++o) {
-                    A2 v[Op::kMaxPasses] = {};
+                for (int i = 0; i < 4; ++i) {
+                    std::uint32_t s = 0;
+#pragma unroll
+                    for (int t = 0; t < K1; ++t) s += taps1.y[0][t] * ring1[(j + t) % R][i];
+                    col1[0][i] = s;
+                }
+                stream8_store_columns(ws.col1 + 1, 0, lane, col1);
+                __syncwarp();
+                unsigned long long mid = 0;
+                if (lane > 0 && lane < 31) {
+                    std::uint32_t acc[1][G];
+                    stream8_row_sums<false, false, K1, C>(ws.col1 + 1, 0, lane, taps1, acc);
+#pragma unroll
+                    for (int o = 0; o < G; ++o) mid |= static_cast<unsigned long long>(pre.finish(acc[0] + o)) << (8 * o);
+                }
+                __syncwarp();
+                // 3. The consumer's border across x.
+                if (edge_warp) {
+                    ws.mid[lane] = mid;
+                    __syncwarp();
+                    const auto* row = reinterpret_cast<const std::uint8_t*>(ws.mid);
+                    unsigned long long fixed = 0;
+#pragma unroll
+                    for (int i = 0; i < G; ++i) {
+                        const int from = copy_from[i];
+                        const unsigned long long s = from == -2 ? (mid >> (8 * i)) & 0xff : from < 0 ? const2 & 0xff : row[from];
+                        fixed |= s << (8 * i);
+                    }
+                    mid = fixed;
+                    __syncwarp();
+                }
+                to_lanes(mid, ring2[j]);
+                // 4. Output rows whose rows below are in: y = m - h2, and at the
+                // image's last row every row left in the strip.
+                const int ya = max(y0, m - h2), yb = m < height - 1 ? min(y_end, m - h2 + 1) : y_end;
+#pragma unroll 1
+                for (int y = ya; y < yb; ++y) {
+                    std::uint32_t col2[P2][4];
 #pragma unroll
                     for (int p = 0; p < P2; ++p)
-                        v[p] = chain_sum<unit2, A2>(taps.y2[p], taps.hy2[p], [&](int d) {
-                            return slot_of[H + d] < 0 ? const_row[p] : ring2(p, slot_of[H + d], o);
-                        });
-                    out[o] = op.finish(v);
+#pragma unroll
+                        for (int i = 0; i < 4; ++i) col2[p][i] = biased ? taps2.bias[p] * 0x00010001u : 0u;
+                    if (y - h2 >= 0 && y + h2 == m) {  // rows y - h2 .. m: the ring's newest, constant slots
+#pragma unroll
+                        for (int t = 0; t < K2; ++t)
+#pragma unroll
+                            for (int p = 0; p < P2; ++p)
+#pragma unroll
+                                for (int i = 0; i < 4; ++i) col2[p][i] += taps2.y[p][t] * ring2[(j + R + t - (K2 - 1)) % R][i];
+                    } else {  // rows through the border rule (within the ring's last R rows of m)
+                        std::uint32_t c2[4];
+                        to_lanes(const2, c2);
+#pragma unroll
+                        for (int t = 0; t < K2; ++t) {
+                            const int mm = border_index(op.src.mode, y + t - h2, height);
+                            std::uint32_t v[4];
+                            chain_pick(ring2, (j + 2 * R - (m - max(mm, 0))) % R, v);
+#pragma unroll
+                            for (int p = 0; p < P2; ++p)
+#pragma unroll
+                                for (int i = 0; i < 4; ++i) col2[p][i] += taps2.y[p][t] * (mm < 0 ? c2[i] : v[i]);
+                        }
+                    }
+                    stream8_store_columns(ws.col2[0] + 1, 34, lane, col2);
+                    __syncwarp();
+                    if (outputs) {
+                        std::uint32_t acc[P2][G];
+                        stream8_row_sums<false, biased, K2, C>(ws.col2[0] + 1, 34, lane, taps2, acc);
+                        stream8_finish(op, Stream8Lane{b, outputs, needed, fast_load, fast_store}, acc, y, row_bytes);
+                    }
+                    __syncwarp();
                 }
-                store_run(op.dst.template row<T>(y) + s0, out, count);
-            }
+            });
         }
     }
 }
 
-// The first stencils chain_stream is built for: the smoothing filters that
-// usually come before another stencil (blur or Gaussian, then an edge
-// filter or a second blur). Each one adds kernels to every binary; a
-// derivative first (Sobel, then a blur) runs as two kernels.
-template <class Op>
-inline constexpr bool kChainFirst = false;
-template <BorderMode B, class Src>
-inline constexpr bool kChainFirst<BoxOp<std::uint8_t, B, Src>> = true;
-template <BorderMode B, class Src>
-inline constexpr bool kChainFirst<GaussianOp<std::uint8_t, B, Src>> = true;
-
-// Whether chain_stream takes the pair: an 8-bit blur or Gaussian first, 1
-// or 3 channels, every pass of both at most kChainK x kChainK.
+// Whether chain_stream takes the pair: an 8-bit blur or Gaussian of at
+// most 5x5 first, then an 8-bit blur, Gaussian or Sobel of 3x3 or 5x5
+// (equal sizes across passes and axes, column sums within 16-bit lanes);
+// 1 or 3 channels, or gray of 3-channel BGR before the first; not wrap.
 template <class Pre, class Op>
 bool chain_stream_takes(const Pre& pre, const Op& op) {
-    if (!kChainFirst<Pre>) return false;
-    const int c = op.dst.channels;
-    if (c != 1 && c != 3) return false;
-    for (int p = 0; p < pre.passes(); ++p)
-        if (pre.kw(p) > kChainK || pre.kh(p) > kChainK) return false;
-    for (int p = 0; p < op.passes(); ++p)
-        if (op.kw(p) > kChainK || op.kh(p) > kChainK) return false;
-    return true;
+    if constexpr (!kChainFirst<Pre> || !kStream8Op<Op>) {
+        return false;
+    } else {
+        const int k1 = square_kernel_size(pre), k2 = square_kernel_size(op);
+        if (k1 < 1 || k1 > kChainRing || (k2 != 3 && k2 != 5)) return false;
+        if (!stream8_lanes_fit(pre) || !stream8_lanes_fit(op)) return false;
+        const int c = op.dst.channels;
+        if constexpr (!std::remove_cvref_t<decltype(pre.src)>::kStored) {
+            if (c != 1 || pre.src.matrix.rows != 1 || pre.src.input.channels != 3) return false;
+        }
+        return c == 1 || c == 3;
+    }
 }
 
-// Each pass's weights centred in kChainK slots (1 for unit weights).
-template <class W, class S>
-void centre_taps(const S& s, int p, W (&x)[kChainK], W (&y)[kChainK], int& hx, int& hy) {
-    hx = s.kw(p) / 2, hy = s.kh(p) / 2;
-    for (int i = 0; i < kChainK; ++i) x[i] = y[i] = W(0);
-    for (int i = 0; i < s.kw(p); ++i) x[kChainHalo - hx + i] = s.wx(p) ? s.wx(p)[i] : W(1);
-    for (int i = 0; i < s.kh(p); ++i) y[kChainHalo - hy + i] = s.wy(p) ? s.wy(p)[i] : W(1);
-}
-
-// Bytes of shared memory per thread: the consumer's ring.
-template <class Op, int P2>
-constexpr int chain_stream_bytes_per_thread() {
-    return P2 * kChainK * kChainRun * static_cast<int>(sizeof(typename Op::Acc));
+// Pre's taps centred in kChainRing slots: zero at the ends of smaller kernels.
+template <class Pre>
+Stream8Taps<1, kChainRing> chain_first_taps(const Pre& pre) {
+    const int k = square_kernel_size(pre), lead = (kChainRing - k) / 2;
+    Stream8Taps<1, kChainRing> taps{};
+    for (int i = 0; i < k; ++i) {
+        taps.x[0][lead + i] = pre.wx(0) ? static_cast<std::uint32_t>(pre.wx(0)[i]) : 1u;
+        taps.y[0][lead + i] = pre.wy(0) ? static_cast<std::uint32_t>(pre.wy(0)[i]) : 1u;
+    }
+    return taps;
 }
 
 template <class Pre, class Op>
 void launch_chain_stream(const StreamSchedule& strip, const Pre& pre, const Op& op, cudaStream_t stream, int block,
                          const TileOrder& order) {
-    if constexpr (kChainFirst<Pre>) {
+    if constexpr (kChainFirst<Pre> && kStream8Op<Op>) {
         if (op.dst.empty()) return;
-        with_one_of<1, 3>(op.dst.channels, [&](auto cc) {
-            constexpr int C = cc();
-            constexpr int P1 = 1;  // box and Gaussian
-            with_passes(op, [&](auto p2c) {
-                constexpr int P2 = p2c();
-                ChainTaps<typename Pre::W, P1, typename Op::W, P2> taps{};
-                for (int p = 0; p < P1; ++p) centre_taps(pre, p, taps.x1[p], taps.y1[p], taps.hx1[p], taps.hy1[p]);
-                for (int p = 0; p < P2; ++p) centre_taps(op, p, taps.x2[p], taps.y2[p], taps.hx2[p], taps.hy2[p]);
-                constexpr auto kernel = chain_stream<Pre, Op, C, P1, P2>;
-                constexpr int per_thread = chain_stream_bytes_per_thread<Op, P2>();
-                const int device = current_device();
-                allow_shared_memory<kernel>(device);
-                const int max_threads = std::min(max_threads_per_block<kernel>(), shared_memory_limit(device) / per_thread);
-                if (max_threads < 1) throw std::runtime_error("fused stencils: cannot read the kernel's attributes");
-                const StripLaunch l = strip_launch(strip, op.dst.width, op.dst.height, C, kChainRun, max_threads, block, order);
-                kernel<<<l.grid, l.threads, static_cast<std::size_t>(per_thread) * l.threads.x * l.threads.y, stream>>>(
-                    pre, op, taps, l.strip_w, l.strip_h, l.strips_y, order);
-            });
+        constexpr bool gray = !std::remove_cvref_t<decltype(pre.src)>::kStored;
+        const auto taps1 = chain_first_taps(pre);
+        const auto go = [&](auto kc, auto cc, auto pc) {
+            constexpr int K2 = kc(), C = cc(), P2 = pc();
+            const auto taps2 = stream8_taps<P2, K2>(op);
+            const int width = op.dst.width, height = op.dst.height;
+            const int chunks = (width * C + kChainChunk - 1) / kChainChunk;
+            const int warps = std::clamp((strip.tile_width * C + kChainChunk - 1) / kChainChunk, 1, 
+                                         std::max(1, std::min({block / 32, kChainMaxWarps, chunks})));
+            const int strip_h = std::min(strip.tile_height, height), strips_y = (height + strip_h - 1) / strip_h;
+            const int strips_x = stream8_strips_x(width * C, kChainChunk, warps);
+            const dim3 grid = order.row_major() ? dim3(strips_x, std::min(strips_y, 65535))
+                                                : ordered_grid(static_cast<std::uint64_t>(strips_x) * strips_y);
+            chain_stream<Pre, Op, K2, C, P2, gray><<<grid, warps * 32, warps * sizeof(ChainWarpStorage<P2>), stream>>>(
+                pre, op, taps1, taps2, strip_h, strips_y, order);
+        };
+        with_one_of<3, 5>(square_kernel_size(op), [&](auto kc) {
+            const auto with_c = [&](auto cc) { with_passes(op, [&](auto pc) { go(kc, cc, pc); }); };
+            if constexpr (gray) with_c(std::integral_constant<int, 1>{});
+            else with_one_of<1, 3>(op.dst.channels, with_c);
         });
     }
 }

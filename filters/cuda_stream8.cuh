@@ -185,21 +185,22 @@ __device__ __forceinline__ void stream8_column_sums(Stream8Ring<K, kBox>& ring, 
     }
 }
 
-// The lane's column sums into the warp's shared-memory row j: samples 0..7 in order, two per word.
-// (sums: the warp's Stream8WarpStorage::sums, flat.)
-template <int K, int P>
-__device__ __forceinline__ void stream8_store_columns(uint4* sums, int j, int lane, const std::uint32_t (&col)[P][4]) {
+// The lane's column sums into a shared-memory row: samples 0..7 in order,
+// two per word; pass p's row at row + p * pass_stride, the lane's word at
+// [lane].
+template <int P>
+__device__ __forceinline__ void stream8_store_columns(uint4* row, int pass_stride, int lane, const std::uint32_t (&col)[P][4]) {
 #pragma unroll
     for (int p = 0; p < P; ++p)
-        sums[(p * K + j) * 32 + lane] = make_uint4(__byte_perm(col[p][0], col[p][1], 0x5410), __byte_perm(col[p][0], col[p][1], 0x7632),
+        row[p * pass_stride + lane] = make_uint4(__byte_perm(col[p][0], col[p][1], 0x5410), __byte_perm(col[p][0], col[p][1], 0x7632),
                                          __byte_perm(col[p][2], col[p][3], 0x5410), __byte_perm(col[p][2], col[p][3], 0x7632));
 }
 
 // Row pass: each pass's row sums of the lane's 8 outputs from the column
-// sums of samples b - HL * 8 .. b + 8 + HL * 8 in the warp's row j (lanes
-// lane - HL .. lane + HL).
+// sums of samples b - HL * 8 .. b + 8 + HL * 8 in a row stored by
+// stream8_store_columns (lanes lane - HL .. lane + HL).
 template <bool kBox, bool kBiased, int K, int C, int P>
-__device__ __forceinline__ void stream8_row_sums(const uint4* sums, int j, int lane, const Stream8Taps<P, K>& taps,
+__device__ __forceinline__ void stream8_row_sums(const uint4* row, int pass_stride, int lane, const Stream8Taps<P, K>& taps,
                                                  std::uint32_t (&acc)[P][kStream8Bytes]) {
     constexpr int G = kStream8Bytes;
     constexpr int h = K / 2;
@@ -208,7 +209,7 @@ __device__ __forceinline__ void stream8_row_sums(const uint4* sums, int j, int l
     for (int p = 0; p < P; ++p) {
         uint4 near[2 * HL + 1];
 #pragma unroll
-        for (int n = 0; n < 2 * HL + 1; ++n) near[n] = sums[(p * K + j) * 32 + lane - HL + n];
+        for (int n = 0; n < 2 * HL + 1; ++n) near[n] = row[p * pass_stride + lane - HL + n];
         const auto column = [&](int at) -> std::uint32_t {  // sample b + at, `at` a constant
             const int q = at + HL * G;
             const uint4& v = near[q / G];
@@ -305,7 +306,7 @@ __global__ void stream8_stencil(const __grid_constant__ Op op, const __grid_cons
         const auto push = [&](auto slot, unsigned long long bytes, bool output) {
             std::uint32_t col[P][4];  // each pass's column sums as 16-bit lanes
             stream8_column_sums<slot(), biased>(ring, bytes, taps, col);
-            if (output) stream8_store_columns<K>(sums, slot(), lane, col);
+            if (output) stream8_store_columns(sums + slot() * 32, K * 32, lane, col);
         };
         // Warm-up: rows y0 - h .. y0 + h - 1 (all below r_end).
         with_slots<K>([&](auto slot) {
@@ -330,7 +331,7 @@ __global__ void stream8_stencil(const __grid_constant__ Op op, const __grid_cons
 #pragma unroll 1
                 for (int j = 0; j < K && base + j < r_end; ++j) {
                     std::uint32_t acc[P][kStream8Bytes];
-                    stream8_row_sums<box, biased, K, C>(sums, j, lane, taps, acc);
+                    stream8_row_sums<box, biased, K, C>(sums + j * 32, K * 32, lane, taps, acc);
                     stream8_finish(op, ln, acc, base + j - h, row_bytes);
                 }
             }
@@ -364,6 +365,38 @@ struct Stream8Shape {
     std::size_t shared_bytes() const { return static_cast<std::size_t>(warps) * sizeof(Stream8WarpStorage<K, P>); }
 };
 
+// Whether each pass's column sums fit 16-bit lanes: 255 * the magnitude of
+// its vertical weights below 2^16 (unit weights: k <= 257).
+template <class Op>
+bool stream8_lanes_fit(const Op& op) {
+    for (int p = 0; p < op.passes(); ++p) {
+        unsigned magnitude = 0;
+        for (int i = 0; i < op.kh(p); ++i) magnitude += op.wy(p) ? static_cast<unsigned>(std::abs(static_cast<int>(op.wy(p)[i]))) : 1u;
+        if (magnitude > 257) return false;
+    }
+    return true;
+}
+
+// Each pass's weights as Stream8Taps (1 for unit weights), and the bias
+// that keeps a pass with negative vertical weights in range.
+template <int P, int K, class Op>
+Stream8Taps<P, K> stream8_taps(const Op& op) {
+    Stream8Taps<P, K> taps{};
+    for (int p = 0; p < P; ++p) {
+        std::uint32_t negative = 0, x_sum = 0;
+        for (int i = 0; i < K; ++i) {
+            const int wx = op.wx(p) ? static_cast<int>(op.wx(p)[i]) : 1, wy = op.wy(p) ? static_cast<int>(op.wy(p)[i]) : 1;
+            taps.x[p][i] = static_cast<std::uint32_t>(wx);
+            taps.y[p][i] = static_cast<std::uint32_t>(wy);
+            if (wy < 0) negative += static_cast<std::uint32_t>(-wy);
+            x_sum += static_cast<std::uint32_t>(wx);
+        }
+        taps.bias[p] = 255 * negative;
+        taps.bias_out[p] = taps.bias[p] * x_sum;
+    }
+    return taps;
+}
+
 // Runs op on this kernel when it can take it (false: the caller runs the
 // generic stream kernel): kernel sizes 1..9, equal across passes and axes,
 // with column sums that fit 16-bit lanes.
@@ -372,13 +405,8 @@ bool launch_stream8(const StreamSchedule& strip, const Op& op, cudaStream_t stre
     if constexpr (!kStream8Op<Op>) {
         return false;
     } else {
-        constexpr bool box = UnitWeightOp<Op>;
+        if (!stream8_lanes_fit(op)) return false;
         const int k = square_kernel_size(op);
-        for (int p = 0; p < op.passes() && !box; ++p) {
-            unsigned magnitude = 0;
-            for (int i = 0; i < k; ++i) magnitude += static_cast<unsigned>(std::abs(static_cast<int>(op.wy(p)[i])));
-            if (magnitude > 257) return false;  // 255 * magnitude must stay below 2^16
-        }
         bool launched = false;
         with_one_of<1, 3, 5, 7, 9>(k, [&](auto kc) {
             constexpr int K = kc();
@@ -386,21 +414,7 @@ bool launch_stream8(const StreamSchedule& strip, const Op& op, cudaStream_t stre
                 constexpr int C = cc();
                 const auto go = [&](auto pc) {
                     constexpr int P = pc();
-                    Stream8Taps<P, K> taps{};
-                    if constexpr (!box) {
-                        for (int p = 0; p < P; ++p) {
-                            std::uint32_t negative = 0, x_sum = 0;
-                            for (int i = 0; i < K; ++i) {
-                                const int wx = static_cast<int>(op.wx(p)[i]), wy = static_cast<int>(op.wy(p)[i]);
-                                taps.x[p][i] = static_cast<std::uint32_t>(wx);
-                                taps.y[p][i] = static_cast<std::uint32_t>(wy);
-                                if (wy < 0) negative += static_cast<std::uint32_t>(-wy);
-                                x_sum += static_cast<std::uint32_t>(wx);
-                            }
-                            taps.bias[p] = 255 * negative;
-                            taps.bias_out[p] = taps.bias[p] * x_sum;
-                        }
-                    }
+                    const auto taps = stream8_taps<P, K>(op);
                     const auto s = Stream8Shape<K, C, P>::of(strip, op.dst.width, op.dst.height, block, order);
                     stream8_stencil<Op, K, C, P><<<s.grid, s.threads(), s.shared_bytes(), stream>>>(op, taps, s.strip_h, s.strips_y, order);
                     launched = true;

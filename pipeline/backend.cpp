@@ -128,7 +128,7 @@ public:
     // loads, slower than the vectorised matrix on its own (measured:
     // apps/bench/README.md).
     bool fuses() const override { return false; }
-    bool chain_fits(const FilterRun&, Depth, int) const override { return false; }
+    bool chain_fits(const FilterRun&, Depth, int, int) const override { return false; }
 
     std::size_t allocate(const BufferPlan& plan) override {
         buffers_.clear();

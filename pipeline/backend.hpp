@@ -49,10 +49,10 @@ public:
     virtual std::string device_name() const = 0;
     virtual TuningMethod tuning() const = 0;
     // Whether the executor fuses nodes here (RunOptions::fuse), and whether
-    // a stencil pair `node` fits one kernel for an intermediate image of
-    // `channels` samples per pixel.
+    // a stencil pair `node` fits one kernel for an input of `src_channels`
+    // and an intermediate image of `channels` samples per pixel.
     virtual bool fuses() const = 0;
-    virtual bool chain_fits(const FilterRun& node, Depth depth, int channels) const = 0;
+    virtual bool chain_fits(const FilterRun& node, Depth depth, int src_channels, int channels) const = 0;
 
     // Frees what an earlier allocate made, allocates for `plan`; returns how
     // many allocations it made. release(): frees everything.

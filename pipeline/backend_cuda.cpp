@@ -23,8 +23,8 @@ public:
     // The first timed run decides: a kernel's first launch also loads its module.
     TuningMethod tuning() const override { return {5, false, false}; }
     bool fuses() const override { return true; }
-    bool chain_fits(const FilterRun& node, Depth depth, int channels) const override {
-        return cuda_chain_fits(node, depth, channels, device_);
+    bool chain_fits(const FilterRun& node, Depth depth, int src_channels, int channels) const override {
+        return cuda_chain_fits(node, depth, src_channels, channels, device_);
     }
 
     std::size_t allocate(const BufferPlan& plan) override {

@@ -176,7 +176,8 @@ void GraphExecutor::Plan::fuse_stencil_pairs(const Graph& graph, const std::vect
         const Fusion fusion{colour.has_value(), true};
         if (!supports(schedule[id], *second, b2, fusion) || !supports(schedule[id], *second, b1, fusion)) continue;
         const FilterRun chained{*second, b2, schedule[id], colour, FusedStencil{*first, b1}};
-        if (!backend.chain_fits(chained, depth, channels_of[in])) continue;
+        const NodeId source = colour && !fused_color[in] ? nodes[before].inputs[0] : reads[in][0];
+        if (!backend.chain_fits(chained, depth, channels_of[source], channels_of[in])) continue;
         if (colour && !fused_color[in]) {
             fused_into[before] = in;  // moved to this kernel below, with the first stencil's
             reads[in] = nodes[before].inputs;
