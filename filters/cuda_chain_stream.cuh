@@ -41,7 +41,7 @@ namespace cbi::cuda {
 
 inline constexpr int kChainRing = 5;  // rows in each stage's ring: the largest kernel size taken
 inline constexpr int kChainHaloLanes = 2;  // lanes at each end of a warp that only feed others (one per stencil)
-inline constexpr int kChainMaxWarps = 8;  // per block; two blocks of them per SM leave 128 registers a thread
+inline constexpr int kChainMaxWarps = 8;  // per block; three blocks of them per SM leave 85 registers a thread
 inline constexpr int kChainChunk = (32 - 2 * kChainHaloLanes) * kStream8Bytes;  // samples of a row a warp outputs
 
 // The first stencils the kernel takes: the 8-bit stream kernel's smoothing
@@ -85,7 +85,7 @@ __device__ __forceinline__ void chain_pick(const std::uint32_t (&ring)[kChainRin
 // taps at the ends); Op: the consumer, K2 x K2 with P2 passes; C:
 // intermediate channels; kGray: Pre's source converts 3-channel BGR to gray.
 template <class Pre, class Op, int K2, int C, int P2, bool kGray>
-__global__ void __launch_bounds__(kChainMaxWarps * 32, 2) chain_stream(const __grid_constant__ Pre pre, const __grid_constant__ Op op,
+__global__ void __launch_bounds__(kChainMaxWarps * 32, 3) chain_stream(const __grid_constant__ Pre pre, const __grid_constant__ Op op,
                              const __grid_constant__ Stream8Taps<1, kChainRing> taps1, const __grid_constant__ Stream8Taps<P2, K2> taps2,
                              int strip_h, int strips_y, const TileOrder order) {
     constexpr int K1 = kChainRing, R = kChainRing, G = kStream8Bytes;
