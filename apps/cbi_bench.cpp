@@ -297,7 +297,7 @@ void time_pipeline(Gpu& gpu, Report& report, const std::string& text, const Bord
     // "fused": stencil pairs too (--fuse-stencils); "default": what
     // cbi-filter does without flags (colour nodes into smem/sep stencils);
     // "unfused": --no-fuse.
-    for (const auto [fuse, pairs] : {std::pair{true, true}, std::pair{true, false}, std::pair{false, false}}) {
+    for (const auto& [fuse, pairs] : {std::pair{true, true}, std::pair{true, false}, std::pair{false, false}}) {
         cuda.fuse = fuse;
         cuda.fuse_stencils = pairs;
         GraphExecutor ex(graph, cuda);

@@ -97,17 +97,10 @@ __global__ void __launch_bounds__(kChainMaxWarps * 32, 3) chain_stream(const __g
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
     ChainWarpStorage<P2>& ws = reinterpret_cast<ChainWarpStorage<P2>*>(chain_smem)[warp];
     const int width = op.dst.width, height = op.dst.height, row_bytes = width * C;
-    const int warps = blockDim.x >> 5;
-    int strip_x = blockIdx.x, sy_first = blockIdx.y, sy_end = strips_y, sy_step = gridDim.y;
-    if (!order.row_major()) {
-        const int strips_x = stream8_strips_x(row_bytes, kChainChunk, warps);
-        const std::uint64_t work = linear_block();
-        if (work >= static_cast<std::uint64_t>(strips_x) * strips_y) return;  // the whole block
-        const Pixel t = order.map(static_cast<std::uint32_t>(work), strips_x, strips_y);
-        strip_x = t.x, sy_first = t.y, sy_end = t.y + 1;
-    }
+    Stream8Strips strips;
+    if (!stream8_strips(row_bytes, kChainChunk, strips_y, order, strips)) return;  // the whole block
     // The warp's samples of a row: [b0, b0 + 256); this lane's [b, b + 8).
-    const int b0 = (strip_x * warps + warp) * kChainChunk - kChainHaloLanes * G;
+    const int b0 = (strips.x * (blockDim.x >> 5) + warp) * kChainChunk - kChainHaloLanes * G;
     const int b = b0 + lane * G;
     const bool outputs = lane >= kChainHaloLanes && lane < 32 - kChainHaloLanes && b < row_bytes;
     const bool needed = b < row_bytes + (h1 + h2) * C;  // some output reads this lane's input
@@ -117,6 +110,7 @@ __global__ void __launch_bounds__(kChainMaxWarps * 32, 3) chain_stream(const __g
     }();
     const bool fast_load = b >= 0 && b + G <= row_bytes && ((reinterpret_cast<std::uintptr_t>(in.data) | in.stride) & 7) == 0;
     const bool fast_store = b + G <= row_bytes && ((reinterpret_cast<std::uintptr_t>(op.dst.data) | op.dst.stride) & 7) == 0;
+    const Stream8Lane ln{b, outputs, needed, fast_load, fast_store};
     const bool edge_warp = b0 + G < 0 || b0 + 31 * G > row_bytes;  // its intermediate samples cross the image's sides
     const unsigned long long const1 = 0x0101010101010101ull * static_cast<std::uint8_t>(pre.src.constant);
     const unsigned long long const2 = 0x0101010101010101ull * static_cast<std::uint8_t>(op.src.constant);
@@ -165,7 +159,7 @@ __global__ void __launch_bounds__(kChainMaxWarps * 32, 3) chain_stream(const __g
         return v;
     };
 
-    for (int sy = sy_first; sy < sy_end; sy += sy_step) {
+    for (int sy = strips.first; sy < strips.end; sy += strips.step) {
         const int y0 = sy * strip_h, y_end = min(y0 + strip_h, height);
         // Intermediate rows m_first .. m_last; input rows from m_first - h1.
         const int m_first = max(0, y0 - h2), m_last = min(height - 1, y_end - 1 + h2);
@@ -271,7 +265,7 @@ __global__ void __launch_bounds__(kChainMaxWarps * 32, 3) chain_stream(const __g
                     if (outputs) {
                         std::uint32_t acc[P2][G];
                         stream8_row_sums<false, biased, K2, C>(ws.col2[0] + 1, 34, lane, taps2, acc);
-                        stream8_finish(op, Stream8Lane{b, outputs, needed, fast_load, fast_store}, acc, y, row_bytes);
+                        stream8_finish(op, ln, acc, y, row_bytes);
                     }
                     __syncwarp();
                 }
@@ -321,17 +315,10 @@ void launch_chain_stream(const StreamSchedule& strip, const Pre& pre, const Op& 
         const auto taps1 = chain_first_taps(pre);
         const auto go = [&](auto kc, auto cc, auto pc) {
             constexpr int K2 = kc(), C = cc(), P2 = pc();
-            const auto taps2 = stream8_taps<P2, K2>(op);
-            const int width = op.dst.width, height = op.dst.height;
-            const int chunks = (width * C + kChainChunk - 1) / kChainChunk;
-            const int warps = std::clamp((strip.tile_width * C + kChainChunk - 1) / kChainChunk, 1, 
-                                         std::max(1, std::min({block / 32, kChainMaxWarps, chunks})));
-            const int strip_h = std::min(strip.tile_height, height), strips_y = (height + strip_h - 1) / strip_h;
-            const int strips_x = stream8_strips_x(width * C, kChainChunk, warps);
-            const dim3 grid = order.row_major() ? dim3(strips_x, std::min(strips_y, 65535))
-                                                : ordered_grid(static_cast<std::uint64_t>(strips_x) * strips_y);
-            chain_stream<Pre, Op, K2, C, P2, gray><<<grid, warps * 32, warps * sizeof(ChainWarpStorage<P2>), stream>>>(
-                pre, op, taps1, taps2, strip_h, strips_y, order);
+            const auto s = Stream8Shape::of(strip, op.dst.width, op.dst.height, C, kChainChunk, sizeof(ChainWarpStorage<P2>),
+                                            kChainMaxWarps, block, order);
+            chain_stream<Pre, Op, K2, C, P2, gray><<<s.grid, s.threads(), s.shared_bytes(), stream>>>(
+                pre, op, taps1, stream8_taps<P2, K2>(op), s.strip_h, s.strips_y, order);
         };
         with_one_of<3, 5>(square_kernel_size(op), [&](auto kc) {
             const auto with_c = [&](auto cc) { with_passes(op, [&](auto pc) { go(kc, cc, pc); }); };

@@ -104,6 +104,25 @@ struct Stream8Lane {
     bool fast_store;  // one aligned 8-byte store per row
 };
 
+// The strips a block's warps walk: strip column x (the warps' chunks of
+// `chunk` bytes) and strip rows first, first + step, ... below end.
+// Row-major: block (bx, by) takes column bx and rows by, + the grid's rows,
+// ...; in a TileOrder, the one strip order.map(b) of its linear index b
+// (cuda_order.cuh). False: none for this block.
+struct Stream8Strips {
+    int x, first, end, step;
+};
+__device__ __forceinline__ bool stream8_strips(int row_bytes, int chunk, int strips_y, const TileOrder& order, Stream8Strips& s) {
+    s = {static_cast<int>(blockIdx.x), static_cast<int>(blockIdx.y), strips_y, static_cast<int>(gridDim.y)};
+    if (order.row_major()) return true;
+    const int strips_x = stream8_strips_x(row_bytes, chunk, blockDim.x >> 5);
+    const std::uint64_t work = linear_block();
+    if (work >= static_cast<std::uint64_t>(strips_x) * strips_y) return false;
+    const Pixel t = order.map(static_cast<std::uint32_t>(work), strips_x, strips_y);
+    s = {t.x, t.y, t.y + 1, 1};
+    return true;
+}
+
 // Lanes without 8-byte loads (at the image's left and right edges, or on
 // unaligned rows) read byte by byte: the border rule across x is the same
 // for every row, so each byte's offset in its row (-1: the constant) is
@@ -253,9 +272,7 @@ __device__ __forceinline__ void stream8_finish(const Op& op, const Stream8Lane& 
     }
 }
 
-// Strips: row-major, block (bx, by) walks strip column bx (its warps' chunks)
-// and strip rows by, + the grid's rows, ...; in a TileOrder, the one strip
-// order.map(b) of its linear index b (cuda_order.cuh).
+// Strips: see stream8_strips.
 template <class Op, int K, int C, int P>
 __global__ void stream8_stencil(const __grid_constant__ Op op, const __grid_constant__ Stream8Taps<P, K> taps, int strip_h,
                                 int strips_y, const TileOrder order) {
@@ -272,17 +289,11 @@ __global__ void stream8_stencil(const __grid_constant__ Op op, const __grid_cons
     int (&edge_offsets)[kStream8Bytes] = ws.edge_offsets[lane];
     const int height = op.dst.height;
     const int row_bytes = op.dst.width * C;
-    int strip_x = blockIdx.x, sy_first = blockIdx.y, sy_end = strips_y, sy_step = gridDim.y;
-    if (!order.row_major()) {
-        const int strips_x = stream8_strips_x(row_bytes, stream8_chunk_bytes(K, C), blockDim.x >> 5);
-        const std::uint64_t work = linear_block();
-        if (work >= static_cast<std::uint64_t>(strips_x) * strips_y) return;  // the whole block
-        const Pixel t = order.map(static_cast<std::uint32_t>(work), strips_x, strips_y);
-        strip_x = t.x, sy_first = t.y, sy_end = t.y + 1;
-    }
+    Stream8Strips strips;
+    if (!stream8_strips(row_bytes, stream8_chunk_bytes(K, C), strips_y, order, strips)) return;  // the whole block
     // This lane's bytes of a row: [b, b + 8); the warp outputs [b of lane HL, + chunk).
     constexpr int HL = stream8_halo_lanes(K, C);
-    const int b = (strip_x * (blockDim.x >> 5) + warp) * stream8_chunk_bytes(K, C) + (lane - HL) * kStream8Bytes;
+    const int b = (strips.x * (blockDim.x >> 5) + warp) * stream8_chunk_bytes(K, C) + (lane - HL) * kStream8Bytes;
     const bool outputs = lane >= HL && lane < 32 - HL && b < row_bytes;
     const bool needed = b < row_bytes + h * C;  // some output reads this lane's columns
     const auto& src = op.src.view;
@@ -294,7 +305,7 @@ __global__ void stream8_stencil(const __grid_constant__ Op op, const __grid_cons
     // A lane's bytes of row r inside the image, for strips whose rows are all inside.
     const unsigned char* const direct = ln.fast_load ? reinterpret_cast<const unsigned char*>(op.src.view.data) + ln.b : nullptr;
 
-    for (int sy = sy_first; sy < sy_end; sy += sy_step) {
+    for (int sy = strips.first; sy < strips.end; sy += strips.step) {
         const int y0 = sy * strip_h, y_end = min(y0 + strip_h, height);
         const int r_end = y_end + h;  // input rows y0 - h .. r_end - 1
         const bool rows_inside = y0 - h >= 0 && r_end <= height;
@@ -340,29 +351,32 @@ __global__ void stream8_stencil(const __grid_constant__ Op op, const __grid_cons
     }
 }
 
-// The launch shape of stream8_stencil<Op, K, C, P>: warps per block (each a
-// chunk of the row; results do not depend on it), strips and grid.
-template <int K, int C, int P>
+// The launch shape of a kernel on warp chunks (stream8_stencil, and the
+// fused pairs of cuda_chain_stream.cuh): warps per block (each a chunk of
+// `chunk` bytes of the row, `warp_bytes` of shared memory; results do not
+// depend on their number), strips and grid.
 struct Stream8Shape {
     int warps, strip_h, strips_y;
+    std::size_t warp_bytes;
     dim3 grid;
 
-    static Stream8Shape of(const StreamSchedule& strip, int width, int height, int block, const TileOrder& order) {
-        constexpr int chunk = stream8_chunk_bytes(K, C);
-        const int chunks = (width * C + chunk - 1) / chunk;
+    static Stream8Shape of(const StreamSchedule& strip, int width, int height, int channels, int chunk, std::size_t warp_bytes,
+                           int max_warps, int block, const TileOrder& order) {
+        const int chunks = (width * channels + chunk - 1) / chunk;
         // At most 48 KiB of shared memory per block (more needs an opt-in per kernel).
-        const int max_warps = std::clamp(std::min(block / 32, static_cast<int>(48 * 1024 / sizeof(Stream8WarpStorage<K, P>))), 1, 16);
+        const int limit = std::clamp(std::min({block / 32, static_cast<int>(48 * 1024 / warp_bytes), max_warps}), 1, 16);
         Stream8Shape s;
-        s.warps = std::clamp((strip.tile_width * C + chunk - 1) / chunk, 1, std::min(max_warps, chunks));
+        s.warps = std::clamp((strip.tile_width * channels + chunk - 1) / chunk, 1, std::min(limit, chunks));
         s.strip_h = std::min(strip.tile_height, height);
         s.strips_y = (height + s.strip_h - 1) / s.strip_h;
-        const int strips_x = stream8_strips_x(width * C, chunk, s.warps);
+        s.warp_bytes = warp_bytes;
+        const int strips_x = stream8_strips_x(width * channels, chunk, s.warps);
         s.grid = order.row_major() ? dim3(strips_x, std::min(s.strips_y, 65535))
                                    : ordered_grid(static_cast<std::uint64_t>(strips_x) * s.strips_y);
         return s;
     }
     int threads() const { return warps * 32; }
-    std::size_t shared_bytes() const { return static_cast<std::size_t>(warps) * sizeof(Stream8WarpStorage<K, P>); }
+    std::size_t shared_bytes() const { return static_cast<std::size_t>(warps) * warp_bytes; }
 };
 
 // Whether each pass's column sums fit 16-bit lanes: 255 * the magnitude of
@@ -415,7 +429,8 @@ bool launch_stream8(const StreamSchedule& strip, const Op& op, cudaStream_t stre
                 const auto go = [&](auto pc) {
                     constexpr int P = pc();
                     const auto taps = stream8_taps<P, K>(op);
-                    const auto s = Stream8Shape<K, C, P>::of(strip, op.dst.width, op.dst.height, block, order);
+                    const auto s = Stream8Shape::of(strip, op.dst.width, op.dst.height, C, stream8_chunk_bytes(K, C),
+                                                    sizeof(Stream8WarpStorage<K, P>), 16, block, order);
                     stream8_stencil<Op, K, C, P><<<s.grid, s.threads(), s.shared_bytes(), stream>>>(op, taps, s.strip_h, s.strips_y, order);
                     launched = true;
                 };
