@@ -274,14 +274,20 @@ ScheduleSpec tuned_schedule(const Filter& filter, const Border& border, const cv
     return executor.schedule_of(1);
 }
 
+// --pipeline: the pipeline language, or a JSON pipeline file (a DAG, with its own border).
+Graph bench_graph(const std::string& text, const Border& border) {
+    if (text.ends_with(".json")) return load_pipeline_file(text);
+    return parse_pipeline(text, DefaultSchedule{}, border);
+}
+
 // A whole pipeline (--pipeline), fused and with --no-fuse: the kernels of
 // one run between CUDA events (GraphExecutor::time_kernels_ms), the L2
 // flushed before each run (the graph's buffers stay the same, so they
 // cannot rotate). Validated first: fused == unfused exactly, and against the
-// CPU executor. The floor is the pipeline's own input and output.
+// CPU executor, every output. The floor is the pipeline's own input and outputs.
 void time_pipeline(Gpu& gpu, Report& report, const std::string& text, const Border& border, const cv::Mat& input,
                    const std::string& depth_text, int block) {
-    const Graph graph = parse_pipeline(text, DefaultSchedule{}, border);
+    const Graph graph = bench_graph(text, border);
     try {
         node_channels(graph, input.channels());
     } catch (const Error&) {
@@ -290,21 +296,32 @@ void time_pipeline(Gpu& gpu, Report& report, const std::string& text, const Bord
     RunOptions cuda;
     cuda.device = resolve_device(parse_device("cuda"));
     cuda.block = block;
+    const auto outputs = [](GraphExecutor& ex, const cv::Mat& in) {
+        std::vector<cv::Mat> out;
+        for (const ImageView& v : ex.run(view_of(in))) out.push_back(as_mat(v).clone());
+        return out;
+    };
     GraphExecutor cpu(graph, RunOptions{});
-    const cv::Mat want = as_mat(cpu.run(view_of(input)).front()).clone();
+    const std::vector<cv::Mat> want = outputs(cpu, input);
     DeviceBuffer flush(2 * static_cast<std::size_t>(gpu.prop.l2CacheSize));
-    cv::Mat first;
+    std::vector<cv::Mat> first;
     // "fused": stencil pairs too (--fuse-stencils); "default": what
-    // cbi-filter does without flags (colour nodes into smem/sep stencils);
-    // "unfused": --no-fuse.
+    // cbi-filter does without flags (colour nodes into smem/sep stencils,
+    // blends with their stencils); "unfused": --no-fuse.
     for (const auto& [fuse, pairs] : {std::pair{true, true}, std::pair{true, false}, std::pair{false, false}}) {
         cuda.fuse = fuse;
         cuda.fuse_stencils = pairs;
         GraphExecutor ex(graph, cuda);
-        const cv::Mat got = as_mat(ex.run(view_of(input)).front()).clone();
+        const std::vector<cv::Mat> got = outputs(ex, input);
         if (fuse && pairs) first = got;
         const std::string variant = !fuse ? "unfused" : pairs ? "fused" : "default";
-        if (!matches(got, want) || cv::norm(got, first, cv::NORM_INF) != 0) {
+        bool same = true;
+        double out_bytes = 0;
+        for (std::size_t i = 0; i < got.size(); ++i) {
+            same = same && matches(got[i], want[i]) && cv::norm(got[i], first[i], cv::NORM_INF) == 0;
+            out_bytes += static_cast<double>(got[i].total() * got[i].elemSize());
+        }
+        if (!same) {
             report.fail("pipeline '" + text + "' " + variant + " " + depth_text);
             continue;
         }
@@ -315,7 +332,7 @@ void time_pipeline(Gpu& gpu, Report& report, const std::string& text, const Bord
             const float t = ex.time_kernels_ms();
             if (i >= gpu.warmup) ms.push_back(t);
         }
-        const double bytes = static_cast<double>(input.total() * input.elemSize() + got.total() * got.elemSize());
+        const double bytes = static_cast<double>(input.total() * input.elemSize()) + out_bytes;
         report.add({"pipeline", text, variant, block, input.cols, input.rows, depth_text, input.channels(), summarize(ms),
                     bytes, 0, bytes / gpu.bandwidth * 1e3});
     }
@@ -649,6 +666,7 @@ void suite_cpu(const Options& o, Report& report) {
         }
         // Whole pipelines: cbi's CPU executor against the OpenCV calls in sequence.
         for (const std::string& text : o.pipelines) {
+            if (text.ends_with(".json")) continue;  // the OpenCV calls in sequence are for chains
             const Graph graph = parse_pipeline(text, DefaultSchedule{}, border);
             if (graph.outputs().size() != 1) continue;
             std::vector<int> node_ch;
@@ -745,7 +763,7 @@ int main(int argc, char** argv) {
     app.add_option("--cpu-schedule", o.cpu_schedules, "cpu suite: cbi schedules to time against OpenCV, e.g. sep:256x256")
         ->capture_default_str();
     app.add_option("--pipeline", o.pipelines,
-                   "filters suite: also time this pipeline fused and unfused on the GPU; cpu suite: against the OpenCV calls in sequence; e.g. \"color:gray | gaussian:5@sep:64x32 | sobel:mag@sep:64x32\"");
+                   "filters suite: also time this pipeline fused and unfused on the GPU; cpu suite: against the OpenCV calls in sequence; e.g. \"color:gray | gaussian:5@sep:64x32 | sobel:mag@sep:64x32\", or a JSON pipeline file (a DAG, filters suite only), e.g. apps/bench/pipelines/unsharp.json");
     app.add_option("--schedule", o.schedules, "filters suite: schedules (see cbi-filter --list-schedules), default: the default table's choice, labelled default=CHOICE, or auto: the tuner's choice, labelled auto=CHOICE")
         ->capture_default_str();
     app.add_option("--block", o.blocks, "filters suite: CUDA threads per block")->check(CLI::Range(1, 1024))

@@ -21,4 +21,10 @@ bool cuda_chain_fits(const FilterRun& node, Depth depth, int src_channels, int c
 void run_blend_cuda(const BlendFilter& blend, const ScheduleSpec& schedule, const ImageView& a, const ImageView& b,
                     const ImageView& dst, cudaStream_t stream, int block);
 
+// A blend with the stencils it reads in one kernel (cuda_blend.cu): src is
+// the stencils' input. cuda_blend_fits: whether that kernel takes the node
+// for an input of `channels` (the executor asks before it fuses).
+void run_blend_fused_cuda(const BlendRun& node, const ImageView& src, const ImageView& dst, cudaStream_t stream, int block);
+bool cuda_blend_fits(const BlendRun& node, Depth depth, int channels);
+
 }  // namespace cbi

@@ -294,25 +294,13 @@ bool chain_stream_takes(const Pre& pre, const Op& op) {
     }
 }
 
-// Pre's taps centred in kChainRing slots: zero at the ends of smaller kernels.
-template <class Pre>
-Stream8Taps<1, kChainRing> chain_first_taps(const Pre& pre) {
-    const int k = square_kernel_size(pre), lead = (kChainRing - k) / 2;
-    Stream8Taps<1, kChainRing> taps{};
-    for (int i = 0; i < k; ++i) {
-        taps.x[0][lead + i] = pre.wx(0) ? static_cast<std::uint32_t>(pre.wx(0)[i]) : 1u;
-        taps.y[0][lead + i] = pre.wy(0) ? static_cast<std::uint32_t>(pre.wy(0)[i]) : 1u;
-    }
-    return taps;
-}
-
 template <class Pre, class Op>
 void launch_chain_stream(const StreamSchedule& strip, const Pre& pre, const Op& op, cudaStream_t stream, int block,
                          const TileOrder& order) {
     if constexpr (kChainFirst<Pre> && kStream8Op<Op>) {
         if (op.dst.empty()) return;
         constexpr bool gray = !std::remove_cvref_t<decltype(pre.src)>::kStored;
-        const auto taps1 = chain_first_taps(pre);
+        const auto taps1 = stream8_taps<1, kChainRing>(pre);  // centred: zero at the ends of smaller kernels
         const auto go = [&](auto kc, auto cc, auto pc) {
             constexpr int K2 = kc(), C = cc(), P2 = pc();
             const auto s = Stream8Shape::of(strip, op.dst.width, op.dst.height, C, kChainChunk, sizeof(ChainWarpStorage<P2>),

@@ -46,6 +46,15 @@ template <BorderMode B, class Src>
 inline constexpr bool kStream8Op<GaussianOp<std::uint8_t, B, Src>> = true;
 template <BorderMode B, class Src>
 inline constexpr bool kStream8Op<SobelOp<std::uint8_t, B, Src>> = true;
+// A blend of stream8 stencils of one source, or of one and the source (ops.hpp).
+template <class A, class B>
+inline constexpr bool kStream8Op<BlendedStencils<A, B>> = kStream8Op<A> && (std::is_same_v<B, SourceSample> || kStream8Op<B>);
+
+// Ops with negative vertical weights (Sobel's derivative): their column sums carry a bias.
+template <class Op>
+inline constexpr bool kStream8Biased = requires(Op op) { op.mode; };
+template <class A, class B>
+inline constexpr bool kStream8Biased<BlendedStencils<A, B>> = kStream8Biased<A> || kStream8Biased<B>;
 
 inline constexpr int kStream8Bytes = 8;  // bytes of a row per lane: one 8-byte load
 
@@ -249,18 +258,38 @@ __device__ __forceinline__ void stream8_row_sums(const uint4* row, int pass_stri
     }
 }
 
-// Finish: the op's finish of the lane's 8 outputs of row y, stored.
+// The lane's 8 bytes of source row y (inside the image) at the lane's
+// outputs: a row the warp read a few rows ago, so mostly from L1.
+template <class Op>
+__device__ __forceinline__ unsigned long long stream8_source_bytes(const Op& op, const Stream8Lane& ln, int y, int row_bytes) {
+    const std::uint8_t* row = op.src.view.template row<const std::uint8_t>(y) + ln.b;
+    if (ln.fast_load) return __ldg(reinterpret_cast<const unsigned long long*>(row));
+    unsigned long long v = 0;
+#pragma unroll
+    for (int o = 0; o < kStream8Bytes; ++o)
+        if (ln.b + o < row_bytes) v |= static_cast<unsigned long long>(row[o]) << (8 * o);
+    return v;
+}
+
+// Finish: the op's finish of the lane's 8 outputs of row y, stored (a blend
+// with the source: with the source's samples).
 template <class Op, int P>
 __device__ __forceinline__ void stream8_finish(const Op& op, const Stream8Lane& ln, const std::uint32_t (&acc)[P][kStream8Bytes], int y,
                                                int row_bytes) {
     constexpr int G = kStream8Bytes;
+    constexpr bool reads_source = requires { requires Op::kReadsSource; };
+    unsigned long long source = 0;
+    if constexpr (reads_source) source = stream8_source_bytes(op, ln, y, row_bytes);
     unsigned long long out = 0;
 #pragma unroll
     for (int o = 0; o < G; ++o) {
         typename Op::Acc a[Op::kMaxPasses] = {};
 #pragma unroll
         for (int p = 0; p < P; ++p) a[p] = static_cast<typename Op::Acc>(acc[p][o]);
-        out |= static_cast<unsigned long long>(op.finish(a)) << (8 * o);
+        std::uint8_t v;
+        if constexpr (reads_source) v = op.finish(a, static_cast<std::uint8_t>(source >> (8 * o)));
+        else v = op.finish(a);
+        out |= static_cast<unsigned long long>(v) << (8 * o);
     }
     std::uint8_t* const dst = op.dst.template row<std::uint8_t>(y) + ln.b;
     if (ln.fast_store) {
@@ -278,7 +307,7 @@ __global__ void stream8_stencil(const __grid_constant__ Op op, const __grid_cons
                                 int strips_y, const TileOrder order) {
     constexpr int h = K / 2;
     constexpr bool box = UnitWeightOp<Op>;
-    constexpr bool biased = requires { op.mode; };  // Sobel: negative weights
+    constexpr bool biased = kStream8Biased<Op>;
     extern __shared__ __align__(16) uint4 stream8_smem[];
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
     // The warp's storage; its offset and the sums' indices in int
@@ -391,24 +420,50 @@ bool stream8_lanes_fit(const Op& op) {
     return true;
 }
 
-// Each pass's weights as Stream8Taps (1 for unit weights), and the bias
-// that keeps a pass with negative vertical weights in range.
+// The K of a kernel for op's passes: the largest, when each is square and
+// odd (smaller passes get zero taps at both ends); 0 otherwise.
+template <class Op>
+int stream8_kernel_size(const Op& op) {
+    int k = 0;
+    for (int p = 0; p < op.passes(); ++p) {
+        if (op.kw(p) != op.kh(p) || op.kw(p) % 2 == 0) return 0;
+        k = std::max(k, op.kw(p));
+    }
+    return k;
+}
+
+// Each pass's weights as Stream8Taps (1 for unit weights), centred in K
+// taps, and the bias that keeps a pass with negative vertical weights in
+// range.
 template <int P, int K, class Op>
 Stream8Taps<P, K> stream8_taps(const Op& op) {
     Stream8Taps<P, K> taps{};
     for (int p = 0; p < P; ++p) {
         std::uint32_t negative = 0, x_sum = 0;
-        for (int i = 0; i < K; ++i) {
-            const int wx = op.wx(p) ? static_cast<int>(op.wx(p)[i]) : 1, wy = op.wy(p) ? static_cast<int>(op.wy(p)[i]) : 1;
-            taps.x[p][i] = static_cast<std::uint32_t>(wx);
-            taps.y[p][i] = static_cast<std::uint32_t>(wy);
-            if (wy < 0) negative += static_cast<std::uint32_t>(-wy);
+        const int lead_x = (K - op.kw(p)) / 2, lead_y = (K - op.kh(p)) / 2;
+        for (int i = 0; i < op.kw(p); ++i) {
+            const int wx = op.wx(p) ? static_cast<int>(op.wx(p)[i]) : 1;
+            taps.x[p][lead_x + i] = static_cast<std::uint32_t>(wx);
             x_sum += static_cast<std::uint32_t>(wx);
+        }
+        for (int i = 0; i < op.kh(p); ++i) {
+            const int wy = op.wy(p) ? static_cast<int>(op.wy(p)[i]) : 1;
+            taps.y[p][lead_y + i] = static_cast<std::uint32_t>(wy);
+            if (wy < 0) negative += static_cast<std::uint32_t>(-wy);
         }
         taps.bias[p] = 255 * negative;
         taps.bias_out[p] = taps.bias[p] * x_sum;
     }
     return taps;
+}
+
+// Launches stream8_stencil<Op, K, C, P> for op over the strips of `strip`.
+template <int K, int C, int P, class Op>
+void launch_stream8_kernel(const StreamSchedule& strip, const Op& op, cudaStream_t stream, int block, const TileOrder& order) {
+    const auto taps = stream8_taps<P, K>(op);
+    const auto s = Stream8Shape::of(strip, op.dst.width, op.dst.height, C, stream8_chunk_bytes(K, C), sizeof(Stream8WarpStorage<K, P>), 16,
+                                    block, order);
+    stream8_stencil<Op, K, C, P><<<s.grid, s.threads(), s.shared_bytes(), stream>>>(op, taps, s.strip_h, s.strips_y, order);
 }
 
 // Runs op on this kernel when it can take it (false: the caller runs the
@@ -420,21 +475,13 @@ bool launch_stream8(const StreamSchedule& strip, const Op& op, cudaStream_t stre
         return false;
     } else {
         if (!stream8_lanes_fit(op)) return false;
-        const int k = square_kernel_size(op);
         bool launched = false;
-        with_one_of<1, 3, 5, 7, 9>(k, [&](auto kc) {
-            constexpr int K = kc();
+        with_one_of<1, 3, 5, 7, 9>(stream8_kernel_size(op), [&](auto kc) {
             with_channels(op.src.view.channels, [&](auto cc) {
-                constexpr int C = cc();
-                const auto go = [&](auto pc) {
-                    constexpr int P = pc();
-                    const auto taps = stream8_taps<P, K>(op);
-                    const auto s = Stream8Shape::of(strip, op.dst.width, op.dst.height, C, stream8_chunk_bytes(K, C),
-                                                    sizeof(Stream8WarpStorage<K, P>), 16, block, order);
-                    stream8_stencil<Op, K, C, P><<<s.grid, s.threads(), s.shared_bytes(), stream>>>(op, taps, s.strip_h, s.strips_y, order);
-                    launched = true;
-                };
-                with_passes(op, go);
+                with_passes(op, [&](auto pc) {
+                    launch_stream8_kernel<decltype(kc)::value, decltype(cc)::value, decltype(pc)::value>(strip, op, stream, block, order);
+                });
+                launched = true;
             });
         });
         return launched;

@@ -440,6 +440,9 @@ std::string why_unsupported(const ScheduleSpec& schedule, const Filter& filter, 
                forms_where([](const ScheduleEntry& e) { return e.can.fuses_stencil; });
     if (fusion.stencil && border.mode == BorderMode::wrap)
         return "a fused stencil pair cannot take the wrap border";
+    if (fusion.blend && !can.fuses_blend)
+        return name + " cannot compute the blend that reads it; use " +
+               forms_where([](const ScheduleEntry& e) { return e.can.fuses_blend; });
     return {};
 }
 

@@ -94,6 +94,18 @@ struct FilterRun {
     std::optional<FusedStencil> fused_stencil{};
 };
 
+// A blend computed in one kernel with the stencils it reads (fusion, CUDA
+// stream:WxH): its input a is `a` applied to the kernel's source, or that
+// source itself when `a` is empty; b likewise. The stencils run with
+// `border` and `schedule` (the stencil nodes', equal); a blend of two
+// sources is never fused.
+struct BlendRun {
+    BlendFilter blend;
+    std::optional<Filter> a, b;
+    Border border;
+    ScheduleSpec schedule;
+};
+
 // Parsers for the option syntax; throw std::invalid_argument naming the
 // option and the valid forms.
 //   box:      "K"                       gaussian: "K[:SIGMA]"
@@ -147,6 +159,7 @@ StorageMatrix storage_matrix(const ColorFilter& f, Depth depth, int input_channe
 struct Fusion {
     bool color = false;    // a colour node computed in its loads, not stored
     bool stencil = false;  // a stencil computed into it in the same kernel (GPU)
+    bool blend = false;    // the blend that reads it computed in the same kernel (GPU)
 };
 
 // The one answer to "can `schedule` run this node?", from the registry's

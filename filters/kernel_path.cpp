@@ -20,6 +20,7 @@ const char* to_string(KernelPath path) {
         case KernelPath::cuda_vec: return "cuda vec";
         case KernelPath::cuda_chain: return "cuda fused pair";
         case KernelPath::cuda_chain_stream: return "cuda fused pair, streamed";
+        case KernelPath::cuda_blend_stream8: return "cuda fused blend, stream 8-bit";
         case KernelPath::none: break;
     }
     return "none";

@@ -20,6 +20,7 @@ enum class KernelPath {
     cuda_vec,
     cuda_chain,           // a fused stencil pair, tile by tile (cuda_chain.cu)
     cuda_chain_stream,    // a fused stencil pair, strips through line buffers (cuda_chain_stream.cuh)
+    cuda_blend_stream8,   // a blend with its stencils, on the 8-bit streaming kernel (cuda_blend.cu)
 };
 
 const char* to_string(KernelPath path);

@@ -399,4 +399,63 @@ struct BlendOp {
     }
 };
 
+// A blend of two stencils of one image (the difference of Gaussians:
+// blend(gaussian:5(src), gaussian:9(src))), or of a stencil of an image and
+// that image (unsharp masking: blend(src, gaussian(src)); B = SourceSample),
+// computed in one pass over the image: the stencils' passes side by side
+// (a's, then b's), each side finished by its own op and the two by
+// BlendOp::sample, so the result equals the three nodes' bit for bit. Kernels
+// read `src` (the stencils' source, through a's border rule) and write
+// `dst`; the sides' own views are not used.
+struct SourceSample {
+    CBI_HOST_DEVICE static constexpr int passes() { return 0; }
+};
+
+// Whether stencils A and B sum and weigh in one type (the source: always).
+template <class A, class B>
+constexpr bool blend_sides_agree() {
+    if constexpr (std::is_same_v<B, SourceSample>) return true;
+    else return std::is_same_v<typename A::Acc, typename B::Acc> && std::is_same_v<typename A::W, typename B::W>;
+}
+
+template <class A, class B>
+struct BlendedStencils {
+    static constexpr bool kReadsSource = std::is_same_v<B, SourceSample>;
+    using Sample = typename A::Sample;
+    using Acc = typename A::Acc;
+    static_assert(blend_sides_agree<A, B>(), "both sides sum and weigh in one type");
+    static constexpr int kMaxPasses = 2;
+    decltype(A::src) src;
+    ImageView dst;
+    A a;
+    B b;
+    BlendOp<Sample> blend;  // blend.sample(a's sample, b's or the source's)
+
+    CBI_HOST_DEVICE int passes() const { return a.passes() + b.passes(); }
+    CBI_HOST_DEVICE bool in_a(int p) const { return p < a.passes(); }
+    CBI_HOST_DEVICE auto wx(int p) const { return in_a(p) ? a.wx(p) : side_b().wx(p - a.passes()); }
+    CBI_HOST_DEVICE auto wy(int p) const { return in_a(p) ? a.wy(p) : side_b().wy(p - a.passes()); }
+    CBI_HOST_DEVICE int kw(int p) const { return in_a(p) ? a.kw(p) : side_b().kw(p - a.passes()); }
+    CBI_HOST_DEVICE int kh(int p) const { return in_a(p) ? a.kh(p) : side_b().kh(p - a.passes()); }
+    // Two stencils: sums holds a's passes, then b's.
+    CBI_HOST_DEVICE Sample finish(const Acc* sums) const
+        requires(!kReadsSource)
+    {
+        return blend.sample(a.finish(sums), b.finish(sums + a.passes()));
+    }
+    // A stencil and the source: `source` is the source's sample at the output.
+    CBI_HOST_DEVICE Sample finish(const Acc* sums, Sample source) const
+        requires kReadsSource
+    {
+        return blend.sample(a.finish(sums), source);
+    }
+
+private:
+    // b as a stencil (a when b is the source: never asked, passes() is a's).
+    CBI_HOST_DEVICE const auto& side_b() const {
+        if constexpr (kReadsSource) return a;
+        else return b;
+    }
+};
+
 }  // namespace cbi

@@ -129,6 +129,7 @@ public:
     // apps/bench/README.md).
     bool fuses() const override { return false; }
     bool chain_fits(const FilterRun&, Depth, int, int) const override { return false; }
+    bool blend_fits(const BlendRun&, Depth, int) const override { return false; }
 
     std::size_t allocate(const BufferPlan& plan) override {
         buffers_.clear();
@@ -143,6 +144,9 @@ public:
     void run_blend(const BlendFilter& blend, const ScheduleSpec& schedule, const ImageView& a, const ImageView& b,
                    const ImageView& dst) override {
         run_blend_cpu(blend, schedule, a, b, dst);
+    }
+    void run_fused_blend(const BlendRun&, const ImageView&, const ImageView&) override {
+        throw std::logic_error("the CPU backend does not fuse blends");
     }
     ImageView download(const ImageView& result, std::size_t) override { return result; }
     void finish() override {}

@@ -53,6 +53,9 @@ public:
     // and an intermediate image of `channels` samples per pixel.
     virtual bool fuses() const = 0;
     virtual bool chain_fits(const FilterRun& node, Depth depth, int src_channels, int channels) const = 0;
+    // Whether a blend and the stencils it reads fit one kernel for an input
+    // of `channels` (fused blends run through run_fused_blend).
+    virtual bool blend_fits(const BlendRun& node, Depth depth, int channels) const = 0;
 
     // Frees what an earlier allocate made, allocates for `plan`; returns how
     // many allocations it made. release(): frees everything.
@@ -66,6 +69,8 @@ public:
     virtual void run_node(const FilterRun& node, const ImageView& src, const ImageView& dst) = 0;
     virtual void run_blend(const BlendFilter& blend, const ScheduleSpec& schedule, const ImageView& a,
                            const ImageView& b, const ImageView& dst) = 0;
+    // src: the input of the blend's stencils.
+    virtual void run_fused_blend(const BlendRun& node, const ImageView& src, const ImageView& dst) = 0;
     // A host view that holds graph output `index`, computed into `result`,
     // once finish() returns.
     virtual ImageView download(const ImageView& result, std::size_t index) = 0;

@@ -26,6 +26,9 @@ public:
     bool chain_fits(const FilterRun& node, Depth depth, int src_channels, int channels) const override {
         return cuda_chain_fits(node, depth, src_channels, channels, device_);
     }
+    bool blend_fits(const BlendRun& node, Depth depth, int channels) const override {
+        return cuda_blend_fits(node, depth, channels);
+    }
 
     std::size_t allocate(const BufferPlan& plan) override {
         use_device(device_);
@@ -57,6 +60,9 @@ public:
     void run_blend(const BlendFilter& blend, const ScheduleSpec& schedule, const ImageView& a, const ImageView& b,
                    const ImageView& dst) override {
         run_blend_cuda(blend, schedule, a, b, dst, stream(), block_);
+    }
+    void run_fused_blend(const BlendRun& node, const ImageView& src, const ImageView& dst) override {
+        run_blend_fused_cuda(node, src, dst, stream(), block_);
     }
     ImageView download(const ImageView& result, std::size_t index) override {
         const ImageView host = contiguous_view(state_->output_staging[index].data(), result.width, result.height,

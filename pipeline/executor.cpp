@@ -1,6 +1,7 @@
 #include "pipeline/executor.hpp"
 
 #include <algorithm>
+#include <array>
 #include <iomanip>
 #include <optional>
 #include <sstream>
@@ -41,6 +42,7 @@ struct GraphExecutor::Plan {
     std::vector<std::optional<ColorFilter>> fused_color; // per stencil node: a colour node fused into its loads
     std::vector<NodeId> fused_into;                      // per fused node: the stencil that computes it, or -1
     std::vector<NodeId> fused_stencil;                   // per stencil node: the stencil fused into it, or -1
+    std::vector<std::optional<BlendRun>> fused_blend;    // per blend node: run with its stencils in one kernel
     std::vector<int> buffer_of;         // per node; -1: the graph input
     std::vector<int> buffer_channels;   // capacity of each buffer, in channels
 
@@ -56,6 +58,7 @@ struct GraphExecutor::Plan {
 private:
     void fuse_colour(const Graph& graph, const std::vector<int>& readers);
     void fuse_stencil_pairs(const Graph& graph, const std::vector<int>& readers, const Backend& backend);
+    void fuse_blends(const Graph& graph, const std::vector<int>& readers, const Backend& backend);
 };
 
 // Only nodes that feed an output run. Node ids are already topological:
@@ -108,7 +111,8 @@ void GraphExecutor::Plan::choose_schedules(const Graph& graph, const RunOptions&
 
 // Fusion, where the backend fuses (RunOptions::fuse), decided once the
 // schedules are chosen: a colour node into the stencil that reads it, then
-// stencil pairs (RunOptions::fuse_stencils). Nodes still to be timed are not
+// stencil pairs (RunOptions::fuse_stencils), then blends with the stencils
+// they read. Nodes still to be timed are not
 // fused: auto times each node on its own, and the executor plans again once
 // they are tuned (run()).
 void GraphExecutor::Plan::fuse(const Graph& graph, const RunOptions& options, const Backend& backend) {
@@ -117,6 +121,7 @@ void GraphExecutor::Plan::fuse(const Graph& graph, const RunOptions& options, co
     fused_color.assign(nodes.size(), std::nullopt);
     fused_into.assign(nodes.size(), -1);
     fused_stencil.assign(nodes.size(), -1);
+    fused_blend.assign(nodes.size(), std::nullopt);
     for (NodeId id : order) reads[id] = nodes[id].inputs;
     if (!options.fuse || !backend.fuses()) return;
     std::vector<int> readers(nodes.size(), 0);  // of each node's output
@@ -125,6 +130,7 @@ void GraphExecutor::Plan::fuse(const Graph& graph, const RunOptions& options, co
     for (NodeId o : graph.outputs()) ++readers[o];
     fuse_colour(graph, readers);
     if (options.fuse_stencils) fuse_stencil_pairs(graph, readers, backend);
+    fuse_blends(graph, readers, backend);
     std::erase_if(order, [&](NodeId id) { return fused_into[id] >= 0; });
 }
 
@@ -188,6 +194,52 @@ void GraphExecutor::Plan::fuse_stencil_pairs(const Graph& graph, const std::vect
             if (into == in) into = id;  // a colour node fused into the first stencil now runs in this kernel
         fused_into[in] = id;
         reads[id] = reads[in];
+    }
+}
+
+// A blend of a stencil of an image and that image (an unsharp mask), or of
+// two stencils of one image (a difference of Gaussians), runs in one kernel
+// with its stencils where their schedule computes blends
+// (Capabilities::fuses_blend) and the backend's kernel takes them
+// (Backend::blend_fits); the stencils, read by the blend only, are not
+// stored. The kernel runs with the first stencil's schedule; both sides
+// must have one border.
+void GraphExecutor::Plan::fuse_blends(const Graph& graph, const std::vector<int>& readers, const Backend& backend) {
+    const auto& nodes = graph.nodes();
+    const auto fusable = [&](NodeId s) {
+        return s != Graph::input() && is_stencil(nodes[s].op) && choice[s] != Choice::pending && readers[s] == 1 &&
+               fused_into[s] < 0 && fused_stencil[s] < 0 && !fused_color[s];
+    };
+    for (NodeId id : order) {
+        const auto* blend = std::get_if<BlendFilter>(&nodes[id].op);
+        if (!blend || choice[id] == Choice::pending) continue;
+        const std::array<NodeId, 2> in{nodes[id].inputs[0], nodes[id].inputs[1]};
+        std::array<bool, 2> side{fusable(in[0]), fusable(in[1])};
+        if (side[0] && side[1] && nodes[in[0]].inputs[0] == nodes[in[1]].inputs[0]) {
+            // two stencils of one image
+        } else if (side[0] && nodes[in[0]].inputs[0] == in[1]) {
+            side[1] = false;  // a stencil and its input
+        } else if (side[1] && nodes[in[1]].inputs[0] == in[0]) {
+            side[0] = false;
+        } else {
+            continue;
+        }
+        const NodeId first = side[0] ? in[0] : in[1];
+        BlendRun run{*blend, std::nullopt, std::nullopt, graph.border_of(first), schedule[first]};
+        bool fits = true;
+        for (int k = 0; k < 2; ++k) {
+            if (!side[k]) continue;
+            const Filter& f = std::get<Filter>(nodes[in[k]].op);
+            (k == 0 ? run.a : run.b) = f;
+            fits = fits && graph.border_of(in[k]) == run.border &&
+                   supports(schedule[in[k]], f, run.border, Fusion{.blend = true});
+        }
+        const NodeId source = nodes[first].inputs[0];
+        if (!fits || !backend.blend_fits(run, depth, channels_of[source])) continue;
+        for (int k = 0; k < 2; ++k)
+            if (side[k]) fused_into[in[k]] = id;
+        fused_blend[id] = run;
+        reads[id] = {source};
     }
 }
 
@@ -288,6 +340,8 @@ void GraphExecutor::run_node(NodeId id, const ScheduleSpec& schedule, int first_
         if (const NodeId first = plan_->fused_stencil[id]; first >= 0)
             node.fused_stencil = FusedStencil{std::get<Filter>(graph_.nodes()[first].op), graph_.border_of(first)};
         backend_->run_node(node, band(view_of(plan_->reads[id][0])), dst);
+    } else if (const auto& fused = plan_->fused_blend[id]) {
+        backend_->run_fused_blend(*fused, band(view_of(plan_->reads[id][0])), dst);
     } else {
         backend_->run_blend(std::get<BlendFilter>(n.op), schedule, band(view_of(n.inputs[0])), band(view_of(n.inputs[1])),
                             dst);
@@ -467,6 +521,12 @@ std::string GraphExecutor::describe() const {
               << ", reading " << nodes[plan_->reads[id][0]].name;
             if (plan_->fused_color[id]) s << " through " << to_string(Filter(*plan_->fused_color[id]));
             s << ")";
+        } else if (plan_ && plan_->fused_blend[id]) {
+            std::string sides;
+            for (NodeId in : n.inputs)
+                if (plan_->fused_into[in] == id) sides += (sides.empty() ? "" : " and ") + nodes[in].name;
+            s << "  (fused: computes " << sides << " in one kernel through line buffers, reading "
+              << nodes[plan_->reads[id][0]].name << ")";
         } else if (plan_ && plan_->fused_color[id]) {
             s << "  (fused: reads " << nodes[plan_->reads[id][0]].name << " through " << to_string(Filter(*plan_->fused_color[id]))
               << ")";
@@ -484,11 +544,18 @@ std::string GraphExecutor::describe() const {
         const std::size_t plane = static_cast<std::size_t>(plan_->width) * plan_->height * depth_bytes(plan_->depth);
         std::size_t bytes = 0;
         for (int ch : plan_->buffer_channels) bytes += plane * ch;
-        const auto stencils = std::count_if(plan_->fused_stencil.begin(), plan_->fused_stencil.end(), [](NodeId n) { return n >= 0; });
-        const auto colours = std::count_if(plan_->fused_into.begin(), plan_->fused_into.end(), [](NodeId n) { return n >= 0; }) - stencils;
+        std::ptrdiff_t colours = 0, stencils = 0, blended = 0;  // fused nodes, by what they are fused into
+        for (NodeId id = 1; id < static_cast<NodeId>(nodes.size()); ++id) {
+            const NodeId into = plan_->fused_into[id];
+            if (into < 0) continue;
+            if (!is_stencil(nodes[id].op)) ++colours;
+            else if (plan_->fused_blend[into]) ++blended;
+            else ++stencils;
+        }
         s << "  " << plan_->order.size() << " kernels run";
         if (colours > 0) s << " (" << colours << " colour node" << (colours > 1 ? "s" : "") << " fused)";
         if (stencils > 0) s << " (" << stencils << " stencil" << (stencils > 1 ? "s" : "") << " fused into the next)";
+        if (blended > 0) s << " (" << blended << " stencil" << (blended > 1 ? "s" : "") << " fused into a blend)";
         s << ", " << plan_->buffer_channels.size() << " buffers ("
           << std::fixed << std::setprecision(1) << bytes / 1048576.0 << " MiB) reused by lifetime\n";
     } else {

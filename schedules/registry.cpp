@@ -75,11 +75,11 @@ ScheduleSpec parse_vec(std::string_view p) {
     return {ScheduleFamily::vec, n, 0};
 }
 
-// Capabilities: pointwise, stencil, max_ksize, fuses_color, fuses_stencil, takes_order.
-constexpr Capabilities kPerPixel{true, true, 0, false, false, false};
-constexpr Capabilities kStagedTile{false, true, 0, true, true, true};
-constexpr Capabilities kStrip{false, true, 9, false, true, true};
-constexpr Capabilities kRun{true, false, 0, false, false, false};
+// Capabilities: pointwise, stencil, max_ksize, fuses_color, fuses_stencil, fuses_blend, takes_order.
+constexpr Capabilities kPerPixel{true, true, 0, false, false, false, false};
+constexpr Capabilities kStagedTile{false, true, 0, true, true, false, true};
+constexpr Capabilities kStrip{false, true, 9, false, true, true, true};
+constexpr Capabilities kRun{true, false, 0, false, false, false, false};
 
 constexpr ScheduleEntry registry[] = {
     {"naive", "naive", "thread i computes pixel i in row-major order", "naive", kPerPixel, parse_naive},

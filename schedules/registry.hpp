@@ -47,6 +47,7 @@ struct Capabilities {
     int max_ksize;       // largest stencil size (0: any; Sobel, Laplacian KSIZE 1 count as larger than every size)
     bool fuses_color;    // computes a colour node inside its loads (the colour node is not stored)
     bool fuses_stencil;  // computes a stencil pair in one kernel, with a colour node before it (GPU; not with the wrap border)
+    bool fuses_blend;    // computes the blend that reads its stencil (of its input and the stencil, or of two stencils of it) in one kernel (GPU)
     bool takes_order;    // walks its tiles or strips in a TileOrder (+ORDER)
 };
 

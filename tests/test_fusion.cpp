@@ -1,6 +1,7 @@
 // Fusion: a colour node read only by one stencil with a tile-staging
-// schedule (smem/sep) runs inside that stencil's loads, and a stencil read
-// only by such a stencil inside its kernel (filters/chain.hpp). Fused
+// schedule (smem/sep) runs inside that stencil's loads, a stencil read
+// only by such a stencil inside its kernel (filters/chain.hpp), and a blend
+// with the stencils it reads (cuda_blend.cu). Fused
 // results must equal the unfused graph exactly, on the CPU (which runs
 // fused nodes but whose executor does not fuse) and on the GPU; the plan
 // says what was fused; nodes that must stay stored are not fused.
@@ -12,6 +13,7 @@
 
 #include "filters/chain.hpp"
 #include "filters/cpu_backend.hpp"
+#include "filters/kernel_path.hpp"
 #include "pipeline/executor.hpp"
 #include "pipeline/graph.hpp"
 #include "pipeline/opencv.hpp"
@@ -79,11 +81,24 @@ TEST(Fusion, FusedColourNodesEqualTheTwoNodesOnTheCpu) {
     });
 }
 
+// Capabilities::fuses_blend, as the planner asks it (cbi::supports).
+TEST(Fusion, OnlyStreamComputesABlendWithItsStencils) {
+    EXPECT_TRUE(supports(parse_schedule("stream:8x8"), parse_filter("gaussian:5"), {}, Fusion{.blend = true}));
+    const std::string why = why_unsupported(parse_schedule("sep:32x8"), parse_filter("gaussian:5"), {}, Fusion{.blend = true});
+    EXPECT_NE(why.find("cannot compute the blend that reads it; use stream:WxH"), std::string::npos) << why;
+}
+
 TEST(Fusion, TheCpuExecutorDoesNotFuse) {
     GraphExecutor ex(parse_pipeline("color:gray | gaussian:5@sep:32x8 | sobel:mag@sep:32x8"), options(true));
     ex.plan(40, 30, 3, Depth::u8);
     EXPECT_EQ(ex.describe().find("fused"), std::string::npos) << ex.describe();
     EXPECT_NE(ex.describe().find("3 kernels run"), std::string::npos) << ex.describe();
+    Graph unsharp;
+    unsharp.add_output(unsharp.add_blend("sharp", parse_blend("1.5:-0.5"), Graph::input(),
+                                         unsharp.add_filter("blurred", parse_filter("gaussian:9"), Graph::input())));
+    GraphExecutor blend(unsharp, options(true));
+    blend.plan(40, 30, 3, Depth::u8);
+    EXPECT_NE(blend.describe().find("2 kernels run, 2 buffers"), std::string::npos) << blend.describe();
 }
 
 // Fused stencil pairs (filters/chain.hpp) run tile by tile on the CPU
@@ -394,6 +409,105 @@ TEST(Fusion, OnlyColourNodesReadOnceByATileStagingStencilAreFused) {
     GraphExecutor ex2(output, options(true, true));
     ex2.plan(40, 30, 3, Depth::u8);
     EXPECT_EQ(ex2.describe().find("fused"), std::string::npos) << ex2.describe();
+}
+
+// Blends with the stencils they read (cuda_blend.cu), by default: an
+// unsharp mask (a stencil of an image and that image) or a difference of
+// two stencils of one image in one kernel, bit-identical to the unfused
+// graph and to the CPU backend. Both orders of the sides, boxes and
+// Gaussians of 3x3 to 9x9, every border, strips narrower and shorter than
+// the halos, weights that saturate both ways, 1 and 3 channels, a stored
+// gray image as the source.
+struct BlendCase {
+    const char* json;
+    int input_channels;
+    int fused;  // stencils computed in the blend's kernel
+};
+constexpr BlendCase kBlends[] = {
+    {R"({"nodes": [{"name": "s", "filter": "gaussian:9:2", "input": "input"},
+                   {"name": "out", "blend": "blend:1.6:-0.6:0", "inputs": ["input", "s"]}], "outputs": ["out"]})", 3, 1},
+    {R"({"border": "replicate", "nodes": [{"name": "s", "filter": "gaussian:5", "input": "input"},
+                   {"name": "out", "blend": "blend:-0.5:1.5:3", "inputs": ["s", "input"]}], "outputs": ["out"]})", 1, 1},
+    {R"({"border": "constant:9", "nodes": [{"name": "fine", "filter": "gaussian:5:1", "input": "input"},
+                   {"name": "coarse", "filter": "gaussian:9:2", "input": "input"},
+                   {"name": "out", "blend": "blend:4:-4:128", "inputs": ["fine", "coarse"]}], "outputs": ["out"]})", 3, 2},
+    {R"({"border": "wrap", "schedule": "stream:16x3", "nodes": [{"name": "s", "filter": "blur:7", "input": "input"},
+                   {"name": "out", "blend": "blend:2:-1", "inputs": ["input", "s"]}], "outputs": ["out"]})", 1, 1},
+    {R"({"border": "reflect", "nodes": [{"name": "a", "filter": "blur:3", "input": "input", "schedule": "stream:7x5"},
+                   {"name": "b", "filter": "blur:9", "input": "input", "schedule": "stream:64x8"},
+                   {"name": "out", "blend": "blend:1:-1:127.5", "inputs": ["b", "a"]}], "outputs": ["out"]})", 3, 2},
+    {R"({"schedule": "stream:1x1", "nodes": [{"name": "a", "filter": "gaussian:3", "input": "input"},
+                   {"name": "b", "filter": "gaussian:7:3", "input": "input"},
+                   {"name": "out", "blend": "blend:0.25:0.75", "inputs": ["a", "b"]}], "outputs": ["out"]})", 1, 2},
+    {R"({"border": "reflect101", "nodes": [{"name": "gray", "filter": "color:gray", "input": "input"},
+                   {"name": "fine", "filter": "gaussian:5:1", "input": "gray"},
+                   {"name": "coarse", "filter": "gaussian:9:2", "input": "gray"},
+                   {"name": "out", "blend": "blend:4:-4:128", "inputs": ["fine", "coarse"]}], "outputs": ["out"]})", 3, 2},
+};
+
+TEST(Fusion, BlendsFuseWithTheirStencilsOnTheGpu) {
+    std::string why;
+    if (!has_gpu(why)) GTEST_SKIP() << "no CUDA device: " << why;
+    const int sizes[][2] = {{131, 77}, {7, 3}, {1, 1}, {2, 9}, {300, 41}, {509, 12}};
+    for (const BlendCase& c : kBlends)
+        for (const auto& size : sizes) {
+            SCOPED_TRACE(std::string(c.json) + " " + std::to_string(size[0]) + "x" + std::to_string(size[1]));
+            const Graph g = graph_from_json(c.json);
+            const cv::Mat src = random_image(size[0], size[1], c.input_channels, Depth::u8, 17);
+            GraphExecutor fused(g, options(true, true)), plain(g, options(false, true)), cpu(g, options(false));
+            const cv::Mat a = first_output(fused, src);
+            EXPECT_EQ(last_kernel_path(), KernelPath::cuda_blend_stream8);
+            const cv::Mat b = first_output(plain, src);
+            const std::string count = "(" + std::to_string(c.fused) + " stencil" + (c.fused > 1 ? "s" : "") + " fused into a blend)";
+            EXPECT_NE(fused.describe().find(count), std::string::npos) << fused.describe();
+            EXPECT_NE(fused.describe().find("in one kernel through line buffers"), std::string::npos) << fused.describe();
+            ASSERT_EQ(a.type(), b.type());
+            EXPECT_EQ(cv::norm(a, b, cv::NORM_INF), 0.0);
+            EXPECT_EQ(cv::norm(a, first_output(cpu, src), cv::NORM_INF), 0.0);
+        }
+}
+
+TEST(Fusion, BlendsOutsideTheKernelRunUnfusedOnTheGpu) {
+    std::string why;
+    if (!has_gpu(why)) GTEST_SKIP() << "no CUDA device: " << why;
+    // blend(A(input), B(input)) with the given filters, borders and options.
+    const auto describe = [](const char* a, const char* b, Depth depth, int channels, const char* border_b = "reflect101",
+                             RunOptions o = options(true, true)) {
+        Graph g;
+        const NodeId na = g.add_filter("a", parse_filter(a), Graph::input());
+        const NodeId nb = g.add_filter("b", parse_filter(b), Graph::input(), {std::nullopt, parse_border(border_b)});
+        g.add_output(g.add_blend("out", parse_blend("1:-1:128"), na, nb));
+        GraphExecutor ex(g, o);
+        ex.plan(64, 48, channels, depth);
+        return ex.describe();
+    };
+    EXPECT_NE(describe("gaussian:5", "gaussian:9", Depth::u8, 3).find("fused into a blend"), std::string::npos);
+    EXPECT_EQ(describe("gaussian:5", "gaussian:9", Depth::f32, 3).find("fused"), std::string::npos);  // float
+    EXPECT_EQ(describe("gaussian:5", "gaussian:9", Depth::u8, 4).find("fused"), std::string::npos);   // 4 channels
+    EXPECT_EQ(describe("gaussian:5", "gaussian:9", Depth::u8, 3, "replicate").find("fused"), std::string::npos);  // two borders
+    EXPECT_EQ(describe("gaussian:5", "blur:9", Depth::u8, 3).find("fused"), std::string::npos);       // a Gaussian and a box
+    EXPECT_EQ(describe("sobel:x", "gaussian:3", Depth::u8, 1).find("fused"), std::string::npos);     // a derivative
+    EXPECT_EQ(describe("gaussian:5", "gaussian:11", Depth::u8, 1).find("fused"), std::string::npos);  // 11x11: not on stream
+    EXPECT_EQ(describe("gaussian:5", "gaussian:9", Depth::u8, 3, "reflect101", options(false, true)).find("fused"),
+              std::string::npos);  // --no-fuse
+    // A side that something else reads too, or that is an output, is stored: the blend reads it.
+    Graph shared;
+    const NodeId s = shared.add_filter("s", parse_filter("gaussian:5"), Graph::input());
+    shared.add_output(shared.add_blend("out", parse_blend("2:-1"), Graph::input(), s));
+    shared.add_output(s);
+    GraphExecutor ex(shared, options(true, true));
+    ex.plan(64, 48, 3, Depth::u8);
+    EXPECT_EQ(ex.describe().find("fused"), std::string::npos) << ex.describe();
+    // A stencil of another image than the blend's other side.
+    Graph other;
+    const NodeId gray = other.add_filter("gray", parse_filter("color:gray"), Graph::input());
+    const NodeId blur = other.add_filter("blur", parse_filter("gaussian:5"), gray);
+    other.add_output(other.add_blend("out", parse_blend("2:-1"), gray, blur));
+    other.add_output(other.add_blend("odd", parse_blend("2:-1"), other.add_filter("g2", parse_filter("color:gray"), Graph::input()),
+                                     other.add_filter("b2", parse_filter("gaussian:3"), gray)));
+    GraphExecutor ex2(other, options(true, true));
+    ex2.plan(64, 48, 3, Depth::u8);
+    EXPECT_NE(ex2.describe().find("(1 stencil fused into a blend)"), std::string::npos) << ex2.describe();
 }
 
 TEST(Fusion, FusedEqualsUnfusedOnTheGpu) {

@@ -1,0 +1,95 @@
+// The CUDA side of blends fused with the stencils they read (BlendRun):
+// the 8-bit stream kernel (cuda_stream8.cuh) runs BlendedStencils (ops.hpp),
+// so an unsharp mask or a difference of Gaussians reads its input once and
+// writes its output once.
+#include "filters/kernel_path.hpp"
+#include "filters/cuda_backend.hpp"
+
+#include <optional>
+#include <stdexcept>
+#include <type_traits>
+
+#include "filters/cuda_check.hpp"
+#include "filters/cuda_stream8.cuh"
+#include "filters/dispatch.hpp"
+
+namespace cbi {
+namespace {
+
+using Source8 = AnyBorderSource<std::uint8_t>;
+constexpr BorderMode kAnyBorder = BorderMode::reflect101;  // the source carries the rule
+
+// The sides this kernel takes: an 8-bit box or Gaussian. Pairs of one kind
+// only (a Gaussian with a box would need their weights in one type).
+template <class Side>
+constexpr bool kBlendSide = std::is_same_v<Side, BoxOp<std::uint8_t, kAnyBorder, Source8>> ||
+                            std::is_same_v<Side, GaussianOp<std::uint8_t, kAnyBorder, Source8>>;
+
+// Builds the BlendedStencils op of `node` (8-bit) reading `src` and writing
+// `dst`, with the stencil side first, and calls f(op); does not call f when
+// the kernel does not take the node's sides. blend(x, s) with weights
+// (alpha, beta) is blend(s, x) with (beta, alpha) bit for bit: the two
+// products are added first, and addition commutes.
+template <class F>
+void with_blended_op(const BlendRun& node, const ImageView& src, const ImageView& dst, F&& f) {
+    if (!node.a && !node.b) return;
+    const Source8 source{src, saturate_round<std::uint8_t>(static_cast<float>(node.border.value)), node.border.mode};
+    const auto weights = [&](bool swap) {
+        const auto w = [](double v) { return static_cast<float>(v); };
+        const float alpha = w(swap ? node.blend.beta : node.blend.alpha), beta = w(swap ? node.blend.alpha : node.blend.beta);
+        return BlendOp<std::uint8_t>{{}, {}, {}, alpha, beta, w(node.blend.gamma)};
+    };
+    const Filter& first = node.a ? *node.a : *node.b;
+    with_stencil_op<std::uint8_t, kAnyBorder>(first, source, dst, [&](const auto& a) {
+        using A = std::remove_cvref_t<decltype(a)>;
+        if constexpr (kBlendSide<A>) {
+            if (!node.a || !node.b) {
+                f(BlendedStencils<A, SourceSample>{source, dst, a, {}, weights(!node.a)});
+                return;
+            }
+            with_stencil_op<std::uint8_t, kAnyBorder>(*node.b, source, dst, [&](const auto& b) {
+                if constexpr (std::is_same_v<std::remove_cvref_t<decltype(b)>, A>) f(BlendedStencils<A, A>{source, dst, a, b, weights(false)});
+            });
+        }
+    });
+}
+
+// Whether the kernel takes op: each side one pass, K of 3 to 9, column sums
+// within 16-bit lanes, 1 or 3 channels.
+template <class Op>
+bool blend_kernel_takes(const Op& op) {
+    const int k = cuda::stream8_kernel_size(op);
+    const int c = op.src.view.channels;
+    return op.a.passes() == 1 && op.b.passes() <= 1 && k >= 3 && k <= 9 && cuda::stream8_lanes_fit(op) && (c == 1 || c == 3);
+}
+
+}  // namespace
+
+bool cuda_blend_fits(const BlendRun& node, Depth depth, int channels) {
+    if (depth != Depth::u8 || node.schedule.family != ScheduleFamily::stream) return false;
+    const ImageView probe{nullptr, 1, 1, channels, depth, 0};
+    bool takes = false;
+    with_blended_op(node, probe, probe, [&](const auto& op) { takes = blend_kernel_takes(op); });
+    return takes;
+}
+
+void run_blend_fused_cuda(const BlendRun& node, const ImageView& src, const ImageView& dst, cudaStream_t stream, int block) {
+    if (!cuda_blend_fits(node, src.depth, src.channels))
+        throw std::logic_error("the 8-bit stream kernel cannot compute this blend with its stencils");
+    note_kernel_path(KernelPath::cuda_blend_stream8);
+    if (dst.empty()) return;
+    const StreamSchedule strip = stream_schedule(node.schedule.width, node.schedule.height);
+    with_blended_op(node, src, dst, [&](const auto& op) {
+        using Op = std::remove_cvref_t<decltype(op)>;
+        constexpr int P = Op::kReadsSource ? 1 : 2;
+        cuda::with_one_of<3, 5, 7, 9>(cuda::stream8_kernel_size(op), [&](auto kc) {
+            const auto with_c = [&](auto cc) {
+                cuda::launch_stream8_kernel<decltype(kc)::value, decltype(cc)::value, P>(strip, op, stream, block, node.schedule.order);
+            };
+            cuda::with_one_of<1, 3>(src.channels, with_c);
+        });
+    });
+    CBI_CUDA_CHECK(cudaGetLastError(), "launch fused blend (stream)");
+}
+
+}  // namespace cbi
