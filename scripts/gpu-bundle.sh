@@ -6,10 +6,17 @@
 # GDAL & co.), the samples and run.sh. See README "Testing on a GPU host".
 #   scripts/gpu-bundle.sh            # then, on the GPU host: bundle/run.sh all
 # CBI_BUILD_DIR / CBI_BUNDLE_DIR choose other folders (default build-gpu, bundle).
+# CBI_BUNDLE_BINARIES="test_fusion cbi-bench" bundles those binaries only, with
+# only the libraries they load: a device call carries 64 MiB with the working
+# tree, and every binary links all the kernels (test_fusion and cbi-bench load
+# 17 libraries, 7 MB compressed; cbi-filter and test_filters_cuda also load
+# OpenCV's imgcodecs and its GDAL & co., 47 MB).
+# CBI_CUDA_ARCH (default 90-real: machine code for the H100/H200 host, no PTX,
+# which would add its size again to every binary).
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 cd "$here"
-arch=${CBI_CUDA_ARCH:-90}
+arch=${CBI_CUDA_ARCH:-90-real}
 build=${CBI_BUILD_DIR:-build-gpu}
 out=${CBI_BUNDLE_DIR:-bundle}
 export PATH=$PATH:/usr/local/cuda/bin
@@ -26,12 +33,13 @@ cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release -DCBI_WITH_CUDA=ON -DCBI_WITH_
 targets=(cbi-filter cbi-bench test_filters_cuda test_cuda_errors test_cuda_wait test_filters_cpu test_schedules test_graph test_tuning
          test_fusion test_defaults test_devices)
 [[ $(cmake --build "$build" --target help) == *test_jpeg_gpu* ]] && targets+=(test_jpeg_gpu cbi-codec-bench)
+[ -n "${CBI_BUNDLE_BINARIES:-}" ] && read -r -a targets <<< "$CBI_BUNDLE_BINARIES"
 cmake --build "$build" -j"$(nproc)" --target "${targets[@]}"
 
 # CBI_BUNDLE_CPU_SUITES=0 leaves out the suites that test only the CPU (CI
 # runs them), when the bundle must fit the 64 MiB a device call carries.
-binaries=("$build/cbi-filter" "$build/cbi-bench")
-[ -x "$build/cbi-codec-bench" ] && binaries+=("$build/cbi-codec-bench")
+binaries=()
+for b in cbi-filter cbi-bench cbi-codec-bench; do [[ " ${targets[*]} " == *" $b "* ]] && [ -x "$build/$b" ] && binaries+=("$build/$b"); done
 for t in "${targets[@]}"; do
   [ "${CBI_BUNDLE_CPU_SUITES:-1}" = 0 ] && [[ " test_filters_cpu test_schedules test_graph " == *" $t "* ]] && continue
   [ -x "$build/tests/$t" ] && binaries+=("$build/tests/$t")

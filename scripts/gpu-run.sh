@@ -26,6 +26,9 @@
 #                     unfused; apps/bench/pipelines/*.json: unsharp mask and
 #                     difference of Gaussians) beside the floor; chain.csv to
 #                     $OUT. Each part runs when the bundle has its binary.
+#   run.sh blend      one 24-megapixel JPEG through apps/bench/pipelines/unsharp.json:
+#                     the default (fused) against --no-fuse, byte for byte, and
+#                     OpenCV (Python) doing the same; whole process, 3 runs each
 #   run.sh codecs     cbi-codec-bench on 400 generated 2048x2048 JPEGs: OpenCV's
 #                     and nvJPEG's decode and encode alone, and start-up costs
 #   run.sh hostile    scripts/hostile-sweep.sh with --device cuda (from the
@@ -364,6 +367,50 @@ PY
   rm -rf "$dir"
 }
 
+# One 24-megapixel JPEG through the unsharp mask (apps/bench/pipelines/unsharp.json),
+# whole process: the default (the blend fused with its Gaussian) against
+# --no-fuse, outputs byte for byte, and OpenCV (Python) doing the same.
+run_blend() {
+  local dir=/tmp/cbi-blend repo; repo=$(cd "$bundle/.." && pwd)
+  rm -rf "$dir" && mkdir -p "$dir"
+  python3 - "$repo/samples/butterfly.jpg" "$dir/in.jpg" <<'PY' || { echo "blend: cannot make the image"; status=1; return; }
+import sys, numpy as np, cv2
+img = cv2.resize(cv2.imread(sys.argv[1], cv2.IMREAD_COLOR), (6000, 4000), interpolation=cv2.INTER_CUBIC)
+noise = np.random.default_rng(1).normal(0, 6, img.shape)
+cv2.imwrite(sys.argv[2], np.clip(img + noise, 0, 255).astype(np.uint8), [cv2.IMWRITE_JPEG_QUALITY, 90])
+PY
+  local variant i
+  for variant in default no-fuse; do
+    local flag=""; [ "$variant" = no-fuse ] && flag=--no-fuse
+    for i in 1 2 3; do
+      local t0 t1; t0=$(date +%s.%N)
+      "$bin/cbi-filter" "$dir/in.jpg" --pipeline-file "$repo/apps/bench/pipelines/unsharp.json" --device cuda --codec cpu $flag \
+        -o "$dir/out-$variant.png" --png-compression 1 || status=1
+      t1=$(date +%s.%N)
+      awk -v v="$variant" -v a="$t0" -v b="$t1" 'BEGIN { printf "blend: cbi-filter unsharp.json --device cuda (%s): %.3f s\n", v, b - a }'
+    done
+  done
+  "$bin/cbi-filter" "$dir/in.jpg" --pipeline-file "$repo/apps/bench/pipelines/unsharp.json" --device cuda --print-pipeline | sed 's/^/blend: /'
+  cmp "$dir/out-default.png" "$dir/out-no-fuse.png" && echo "blend: default and --no-fuse outputs are byte-identical" || status=1
+  for i in 1 2 3; do
+    python3 - "$dir/in.jpg" "$dir/out-opencv.png" <<'PY'
+import sys, time
+t0 = time.time()
+import cv2
+img = cv2.imread(sys.argv[1], cv2.IMREAD_COLOR)
+sharp = cv2.addWeighted(img, 1.5, cv2.GaussianBlur(img, (9, 9), 0), -0.5, 0)
+cv2.imwrite(sys.argv[2], sharp, [cv2.IMWRITE_PNG_COMPRESSION, 1])
+print(f"blend: OpenCV (Python, imports included) GaussianBlur 9 + addWeighted: {time.time() - t0:.3f} s")
+PY
+  done
+  python3 - "$dir/out-default.png" "$dir/out-opencv.png" <<'PY'
+import sys, cv2
+a, b = cv2.imread(sys.argv[1]), cv2.imread(sys.argv[2])
+print(f"blend: cbi vs OpenCV: max |diff| {cv2.absdiff(a, b).max()}")
+PY
+  rm -rf "$dir"
+}
+
 # One image: where --device auto runs it, and how long the whole process
 # takes there and with --device cuda (and cpu for the float crossover).
 run_device() {
@@ -482,10 +529,11 @@ case "${1:-all}" in
   small) run_small ;;
   codecs) run_codecs ;;
   chain) run_chain ;;
+  blend) run_blend ;;
   hostile) run_hostile ;;
   all) run_tests; run_cli; run_sanitize; run_bench ;;
   bench-all) shift; run_bench_all "$@" ;;
-  *) echo "usage: run.sh tests|sanitize|bench|cli|batch|scale|single|device|small|chain|codecs|hostile|all|bench-all" >&2; exit 2 ;;
+  *) echo "usage: run.sh tests|sanitize|bench|cli|batch|scale|single|device|small|chain|blend|codecs|hostile|all|bench-all" >&2; exit 2 ;;
 esac
 if [ -n "${OUT:-}" ]; then
   tar -C "$out" -czf "$OUT/logs.tgz" .
