@@ -79,7 +79,7 @@ bool matches(const DefaultRow& row, const NodeOp& op, const NodeFormat& format) 
            (row.channels == 0 || row.channels == format.channels);
 }
 
-bool runs(const ScheduleSpec& s, const NodeOp& op, const Border& border, const NodeFormat& format) {
+bool runs(const ScheduleSpec& s, const NodeOp& op, const Border& border) {
     if (const auto* f = std::get_if<Filter>(&op)) return supports(s, *f, border);
     return supports(s, std::get<BlendFilter>(op));
 }
@@ -168,7 +168,7 @@ std::span<const DefaultRow> default_table() { return kTable; }
 ScheduleSpec default_schedule(const NodeOp& op, const Border& border, const NodeFormat& format) {
     ScheduleSpec chosen{};
     for_each_listed(op, format, [&](const ScheduleSpec& s) {
-        if (!runs(s, op, border, format)) return false;
+        if (!runs(s, op, border)) return false;
         chosen = s;
         return true;
     });
@@ -178,7 +178,7 @@ ScheduleSpec default_schedule(const NodeOp& op, const Border& border, const Node
 std::vector<ScheduleSpec> default_candidates(const NodeOp& op, const Border& border, const NodeFormat& format) {
     std::vector<ScheduleSpec> out;
     for_each_listed(op, format, [&](const ScheduleSpec& s) {
-        if (runs(s, op, border, format) && std::find(out.begin(), out.end(), s) == out.end()) out.push_back(s);
+        if (runs(s, op, border) && std::find(out.begin(), out.end(), s) == out.end()) out.push_back(s);
         return false;
     });
     if (out.empty()) out.push_back(ScheduleSpec{});

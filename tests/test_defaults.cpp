@@ -61,8 +61,9 @@ TEST(DefaultTable, EveryNodeGetsASupportedSchedule) {
                         const ScheduleSpec s = default_schedule(filter, Border{}, {depth, ch, cuda});
                         EXPECT_TRUE(supports(s, filter, Border{})) << f << " " << s.to_string() << (cuda ? " cuda" : " cpu");
                         // The CPU's stencils run the vectorised tiles, never the per-pixel path.
-                        if (!cuda && !std::holds_alternative<ColorFilter>(filter))
+                        if (!cuda && !std::holds_alternative<ColorFilter>(filter)) {
                             EXPECT_EQ(s.family, ScheduleFamily::sep) << f;
+                        }
                     }
     EXPECT_EQ(default_schedule(parse_filter("blur:9"), {}, {Depth::u8, 3, false}).to_string(), "sep:256x256");
     EXPECT_EQ(default_schedule(parse_filter("sobel:x:1"), {}, {Depth::f32, 1, false}).to_string(), "sep:256x256");

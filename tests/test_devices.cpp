@@ -132,8 +132,9 @@ TEST(Devices, WhenEveryDeviceIsLostTheRestFailAndTheRunEnds) {
     EXPECT_EQ(s.processed, 2u);
     EXPECT_EQ(s.failed, 4u);
     for (const BatchItem& item : s.items)
-        if (item.status == ItemStatus::failed)
+        if (item.status == ItemStatus::failed) {
             EXPECT_NE(item.error.find("every device of this batch is unusable"), std::string::npos) << item.error;
+        }
 }
 
 TEST(Devices, ListsParse) {

@@ -405,8 +405,9 @@ TEST(CpuKernels, BoxMeanByMultiplyEqualsIntegerDivision) {
         } else {
             for (std::uint32_t q = 0; q <= 256; ++q)
                 for (std::int64_t x : {std::int64_t{q} * n - 1, std::int64_t{q} * n, std::int64_t{q} * n + 1})
-                    if (x >= 0 && x <= top)
+                    if (x >= 0 && x <= top) {
                         ASSERT_EQ(quotient_by_magic(static_cast<std::uint32_t>(x), magic), x / n) << "k " << k << " x " << x;
+                    }
         }
     }
 }

@@ -79,7 +79,7 @@ std::vector<ScheduleSpec> long_candidates(const NodeOp& op) {
 // milliseconds, and how often each candidate ran.
 struct FakeClock {
     std::function<double(const ScheduleSpec&, int run)> ms;  // run 0 is the warm-up
-    std::map<std::string, int> runs;
+    std::map<std::string, int> runs{};
     double spent = 0;
 
     std::function<double(const ScheduleSpec&)> time_once() {
@@ -137,7 +137,9 @@ TEST(Tuning, TuningStopsTryingCandidatesPastItsBudget) {
     EXPECT_GT(slow.spent, budget);
     EXPECT_LE(slow.spent, budget + 4 * 100.0);  // the budget plus the candidate that crossed it
     for (const auto& s : list)
-        if (per_pixel(s)) EXPECT_EQ(slow.runs_of(s.to_string()), 0) << s.to_string();
+        if (per_pixel(s)) {
+            EXPECT_EQ(slow.runs_of(s.to_string()), 0) << s.to_string();
+        }
 
     // Short runs: everything fits under the floor and every candidate is tried.
     FakeClock fast{[](const ScheduleSpec& s, int) { return per_pixel(s) ? 1.2 : 1.0; }};
@@ -162,7 +164,9 @@ TEST(Tuning, CandidatesThatCannotRunAreSkippedWithinTheBudget) {
     const ScheduleSpec best = fastest_candidate(list, 3, true, clock.time_once());
     EXPECT_EQ(best.to_string(), "sep:128x16");  // the first candidate that runs all its runs
     for (const auto& s : list)
-        if (cannot(s.to_string())) EXPECT_EQ(clock.runs_of(s.to_string()), 1) << s.to_string();
+        if (cannot(s.to_string())) {
+            EXPECT_EQ(clock.runs_of(s.to_string()), 1) << s.to_string();
+        }
     EXPECT_EQ(clock.runs_of("sep:64x32"), 3);
     const double budget = std::max(kTuningBudgetFloorMs, kTuningBudgetRuns * 100.0);
     EXPECT_GT(clock.spent, budget);
