@@ -480,7 +480,9 @@ std::string GraphExecutor::describe() const {
     // The schedule and where it came from: given, the default table, auto.
     const auto schedule_text = [&](NodeId id) {
         std::string text = to_string(graph_.schedule_of(id));
-        if (!plan_ || plan_->buffer_of[id] < 0) return text;
+        // Nodes that do not run (not needed by any output) keep the text; fused ones show their kernel's schedule.
+        if (!plan_ || (plan_->buffer_of[id] < 0 && plan_->fused_into[id] < 0)) return text;
+        if (const auto& fused = plan_->fused_blend[id]) return fused->schedule.to_string() + " (its stencils' kernel)";
         const std::string spec = plan_->schedule[id].to_string();
         switch (plan_->choice[id]) {
             case Choice::given: return spec + " (given)";

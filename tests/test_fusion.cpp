@@ -461,6 +461,8 @@ TEST(Fusion, BlendsFuseWithTheirStencilsOnTheGpu) {
             const std::string count = "(" + std::to_string(c.fused) + " stencil" + (c.fused > 1 ? "s" : "") + " fused into a blend)";
             EXPECT_NE(fused.describe().find(count), std::string::npos) << fused.describe();
             EXPECT_NE(fused.describe().find("in one kernel through line buffers"), std::string::npos) << fused.describe();
+            EXPECT_NE(fused.describe().find("@stream:"), std::string::npos) << fused.describe();  // the kernel's schedule
+            EXPECT_NE(fused.describe().find("(its stencils' kernel)"), std::string::npos) << fused.describe();
             ASSERT_EQ(a.type(), b.type());
             EXPECT_EQ(cv::norm(a, b, cv::NORM_INF), 0.0);
             EXPECT_EQ(cv::norm(a, first_output(cpu, src), cv::NORM_INF), 0.0);
