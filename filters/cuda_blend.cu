@@ -74,21 +74,23 @@ bool cuda_blend_fits(const BlendRun& node, Depth depth, int channels) {
 }
 
 void run_blend_fused_cuda(const BlendRun& node, const ImageView& src, const ImageView& dst, cudaStream_t stream, int block) {
-    if (!cuda_blend_fits(node, src.depth, src.channels))
-        throw std::logic_error("the 8-bit stream kernel cannot compute this blend with its stencils");
-    note_kernel_path(KernelPath::cuda_blend_stream8);
-    if (dst.empty()) return;
-    const StreamSchedule strip = stream_schedule(node.schedule.width, node.schedule.height);
-    with_blended_op(node, src, dst, [&](const auto& op) {
-        using Op = std::remove_cvref_t<decltype(op)>;
-        constexpr int P = Op::kReadsSource ? 1 : 2;
-        cuda::with_one_of<3, 5, 7, 9>(cuda::stream8_kernel_size(op), [&](auto kc) {
-            const auto with_c = [&](auto cc) {
-                cuda::launch_stream8_kernel<decltype(kc)::value, decltype(cc)::value, P>(strip, op, stream, block, node.schedule.order);
-            };
-            cuda::with_one_of<1, 3>(src.channels, with_c);
+    bool takes = false;
+    if (src.depth == Depth::u8 && node.schedule.family == ScheduleFamily::stream) {
+        with_blended_op(node, src, dst, [&](const auto& op) {
+            using Op = std::remove_cvref_t<decltype(op)>;
+            takes = blend_kernel_takes(op);
+            if (!takes || dst.empty()) return;
+            constexpr int P = Op::kReadsSource ? 1 : 2;
+            const StreamSchedule strip = stream_schedule(node.schedule.width, node.schedule.height);
+            cuda::with_one_of<3, 5, 7, 9>(cuda::stream8_kernel_size(op), [&](auto kc) {
+                cuda::with_one_of<1, 3>(src.channels, [&](auto cc) {
+                    cuda::launch_stream8_kernel<decltype(kc)::value, decltype(cc)::value, P>(strip, op, stream, block, node.schedule.order);
+                });
+            });
         });
-    });
+    }
+    if (!takes) throw std::logic_error("the 8-bit stream kernel cannot compute this blend with its stencils");
+    note_kernel_path(KernelPath::cuda_blend_stream8);
     CBI_CUDA_CHECK(cudaGetLastError(), "launch fused blend (stream)");
 }
 

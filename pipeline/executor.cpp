@@ -214,15 +214,11 @@ void GraphExecutor::Plan::fuse_blends(const Graph& graph, const std::vector<int>
         const auto* blend = std::get_if<BlendFilter>(&nodes[id].op);
         if (!blend || choice[id] == Choice::pending) continue;
         const std::array<NodeId, 2> in{nodes[id].inputs[0], nodes[id].inputs[1]};
-        std::array<bool, 2> side{fusable(in[0]), fusable(in[1])};
-        if (side[0] && side[1] && nodes[in[0]].inputs[0] == nodes[in[1]].inputs[0]) {
-            // two stencils of one image
-        } else if (side[0] && nodes[in[0]].inputs[0] == in[1]) {
-            side[1] = false;  // a stencil and its input
-        } else if (side[1] && nodes[in[1]].inputs[0] == in[0]) {
-            side[0] = false;
-        } else {
-            continue;
+        std::array<bool, 2> side{fusable(in[0]), fusable(in[1])};  // computed in the blend's kernel
+        if (!(side[0] && side[1] && nodes[in[0]].inputs[0] == nodes[in[1]].inputs[0])) {  // not two stencils of one image:
+            side[0] = side[0] && nodes[in[0]].inputs[0] == in[1];                           // a stencil and its input
+            side[1] = !side[0] && side[1] && nodes[in[1]].inputs[0] == in[0];
+            if (!side[0] && !side[1]) continue;
         }
         const NodeId first = side[0] ? in[0] : in[1];
         BlendRun run{*blend, std::nullopt, std::nullopt, graph.border_of(first), schedule[first]};

@@ -325,16 +325,20 @@ run_scale() {
 
 # One large photo, whole process: cbi-filter with the CPU codecs and the GPU
 # ones against OpenCV's Python doing the same on the CPU.
-run_single() {
-  local dir=/tmp/cbi-single
-  rm -rf "$dir" && mkdir -p "$dir"
-  python3 - "$bundle/samples/butterfly.jpg" "$dir/in.jpg" <<'PY' || { echo "single: cannot make the image"; status=1; return; }
+# A 24-megapixel photo at $2: the sample $1 scaled up to 6000x4000 plus noise, JPEG q90.
+make_photo() {
+  python3 - "$1" "$2" <<'PY'
 import sys, numpy as np, cv2
-# A 24-megapixel photo: the sample scaled up to 6000x4000 plus noise.
 img = cv2.resize(cv2.imread(sys.argv[1], cv2.IMREAD_COLOR), (6000, 4000), interpolation=cv2.INTER_CUBIC)
 noise = np.random.default_rng(1).normal(0, 6, img.shape)
 cv2.imwrite(sys.argv[2], np.clip(img + noise, 0, 255).astype(np.uint8), [cv2.IMWRITE_JPEG_QUALITY, 90])
 PY
+}
+
+run_single() {
+  local dir=/tmp/cbi-single
+  rm -rf "$dir" && mkdir -p "$dir"
+  make_photo "$bundle/samples/butterfly.jpg" "$dir/in.jpg" || { echo "single: cannot make the image"; status=1; return; }
   echo "single: $(python3 -c "import cv2; m = cv2.imread('$dir/in.jpg'); print(m.shape)") $(du -h "$dir/in.jpg" | cut -f1)"
   local codec i
   for codec in cpu gpu; do
@@ -373,12 +377,7 @@ PY
 run_blend() {
   local dir=/tmp/cbi-blend repo; repo=$(cd "$bundle/.." && pwd)
   rm -rf "$dir" && mkdir -p "$dir"
-  python3 - "$repo/samples/butterfly.jpg" "$dir/in.jpg" <<'PY' || { echo "blend: cannot make the image"; status=1; return; }
-import sys, numpy as np, cv2
-img = cv2.resize(cv2.imread(sys.argv[1], cv2.IMREAD_COLOR), (6000, 4000), interpolation=cv2.INTER_CUBIC)
-noise = np.random.default_rng(1).normal(0, 6, img.shape)
-cv2.imwrite(sys.argv[2], np.clip(img + noise, 0, 255).astype(np.uint8), [cv2.IMWRITE_JPEG_QUALITY, 90])
-PY
+  make_photo "$repo/samples/butterfly.jpg" "$dir/in.jpg" || { echo "blend: cannot make the image"; status=1; return; }
   local variant i
   for variant in default no-fuse; do
     local flag=""; [ "$variant" = no-fuse ] && flag=--no-fuse
