@@ -4,33 +4,39 @@
 // first, when one is fused) through line buffers, so the intermediate image
 // never leaves the chip and each of its rows is computed once per strip.
 //
-// It is the stream8 kernel (cuda_stream8.cuh) twice over. A warp walks a
-// strip; each lane owns 8 consecutive samples of a row (any channels, taps
-// C samples apart), two samples per 32-bit register as 16-bit lanes. Per
-// input row:
+// A warp walks a strip; each lane owns 8 consecutive samples of a row (any
+// channels, taps C samples apart), held as four pair words: samples 2j and
+// 2j + 1 in the low and high 16-bit lanes of word j, so one 32-bit add or
+// multiply serves two samples in both passes of both stencils. Per input row:
 //  1. fetch: the lane's 8 samples of the first stencil's input (for a
-//     fused gray conversion, 24 bytes of BGR and ColorOp's arithmetic),
-//     through the first stencil's border rule;
+//     fused gray conversion, 24 bytes of BGR), through the first stencil's
+//     border rule;
 //  2. the first stencil's column sums over a ring of the last 5 input rows
-//     in registers, to shared memory; after a __syncwarp each lane forms its
-//     8 row sums from its neighbours' columns and finish()es them: one
-//     intermediate row, stored as the unfused graph stores it;
+//     in registers; its row sums from the lane's and its neighbours' column
+//     sums (warp shuffles; odd sample offsets by a byte permute); finish():
+//     one intermediate row, as the unfused graph stores it;
 //  3. intermediate samples outside the image: the consumer's border rule,
 //     copied from the lanes that hold the samples it maps to (edge warps
 //     only, offsets resolved once);
 //  4. the consumer's column sums over a ring of the last 5 intermediate
-//     rows, to shared memory, its row sums and finish(), stored.
-// The row loop is unrolled 5 times, so ring slots are constants. Output
-// rows whose window crosses the image's top or bottom read the rows that
-// the consumer's border rule maps to, picked from the ring at run time.
-// Lane 0 and 31 supply halo columns of the first stencil only, lanes 1 and
-// 30 those of the consumer: a warp outputs 28 * 8 samples of a row.
-// Integer sums are exact in any order and every finish() is the op's own,
-// so the outputs equal running the two nodes, bit for bit.
+//     rows, its row sums and finish(), stored.
+// Packed sums stay exact when every 16-bit lane stays in 0 .. 65535
+// (ChainTaps: weights divided by their common factor per axis, biases for
+// negative weights; pairs that do not fit run unfused). The row loop is
+// unrolled 5 times, so ring slots are constants. Output rows whose window
+// crosses the image's top or bottom read the rows that the consumer's
+// border rule maps to, picked from the ring at run time. Lanes 0 and 31
+// supply halo columns of the first stencil only, lanes 1 and 30 those of
+// the consumer: a warp outputs 28 * 8 samples of a row. Integer sums are
+// exact in any order and every finish() is the op's own, so the outputs
+// equal running the two nodes, bit for bit.
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
+#include <numeric>
+#include <optional>
 #include <type_traits>
 
 #include "filters/cuda_order.cuh"
@@ -41,7 +47,7 @@ namespace cbi::cuda {
 
 inline constexpr int kChainRing = 5;  // rows in each stage's ring: the largest kernel size taken
 inline constexpr int kChainHaloLanes = 2;  // lanes at each end of a warp that only feed others (one per stencil)
-inline constexpr int kChainMaxWarps = 8;  // per block; three blocks of them per SM leave 85 registers a thread
+inline constexpr int kChainMaxWarps = 8;  // per block
 inline constexpr int kChainChunk = (32 - 2 * kChainHaloLanes) * kStream8Bytes;  // samples of a row a warp outputs
 
 // The first stencils the kernel takes: the 8-bit stream kernel's smoothing
@@ -50,28 +56,146 @@ inline constexpr int kChainChunk = (32 - 2 * kChainHaloLanes) * kStream8Bytes;  
 template <class Op>
 inline constexpr bool kChainFirst = kStream8Op<Op> && !MayRunTwoPasses<Op>;
 
-// A warp's shared memory.
-template <int P2>
+// A stencil's integer weights for the packed sums, centred in K taps
+// (smaller kernels get zeros at the ends): each axis divided by its
+// weights' common factor, with biases that keep every 16-bit lane of a
+// column sum and of a row sum in 0 .. 65535 for 8-bit samples. A lane of a
+// row sum minus `offset`, times `scale`, is the pass's sum.
+template <int P, int K>
+struct ChainTaps {
+    std::uint32_t x[P][K], y[P][K];  // 32-bit two's complement: the sums are exact modulo 2^32
+    std::uint32_t col_bias[P];       // per lane of a column sum: 255 * the magnitude of y's negative weights
+    std::uint32_t row_bias[P];       // per lane of a row sum: the magnitude of its most negative value
+    std::int32_t offset[P];          // row_bias + col_bias * sum of x
+    std::int32_t scale[P];           // the two common factors' product
+    // One pass whose finish(sum) equals (lane + 2^(shift - 1)) >> shift for
+    // every lane (chain_finish_shift): the kernel rounds both lanes of a
+    // word at once. 0: finish() per sample.
+    int shift;
+};
+
+// The shift k with op.finish((lane - offset) * scale) == (lane + 2^(k - 1))
+// >> k for every lane value up to lane_max, or 0: where finish() is a
+// rounding shift by S (Op::kRoundingShift: 8-bit Gaussians) and scale =
+// 2^j (OpenCV's default-sigma weights have such common factors),
+// (lane * 2^j + 2^(S - 1)) >> S = (lane + 2^(S - 1 - j)) >> (S - j). k <= 8
+// and lane_max + 2^(k - 1) < 2^16, so that on a pair word the add carries
+// nothing across lanes and the shifted high lane stays clear of the low
+// lane's byte.
+template <class Op>
+int chain_finish_shift(std::int32_t offset, std::int32_t scale, std::uint32_t lane_max) {
+    if constexpr (!requires { Op::kRoundingShift; }) {
+        return 0;
+    } else {
+        if (offset != 0 || scale <= 0 || (scale & (scale - 1)) != 0) return 0;
+        int k = Op::kRoundingShift;
+        for (int s = scale; s > 1; s >>= 1) --k;
+        return k >= 1 && k <= 8 && lane_max + (1u << (k - 1)) <= 65535 ? k : 0;
+    }
+}
+
+// Ops that finish from their passes' sums as float (finish_gradients).
+template <class Op>
+inline constexpr bool kGradientFinish = requires(const Op& op, const float* g) { op.template finish_gradients<1>(g); };
+
+// op's ChainTaps, or none when a lane could leave 0 .. 65535 (or, for
+// kGradientFinish ops, when the weights have a common factor).
+template <int P, int K, class Op>
+std::optional<ChainTaps<P, K>> chain_taps(const Op& op) {
+    const Stream8Taps<P, K> t = stream8_taps<P, K>(op);
+    ChainTaps<P, K> c{};
+    std::int64_t row_span[P] = {};
+    const auto common = [](const std::uint32_t* w) {
+        int g = 0;
+        for (int i = 0; i < K; ++i) g = std::gcd(g, static_cast<int>(w[i]));
+        return g == 0 ? 1 : std::abs(g);
+    };
+    for (int p = 0; p < P; ++p) {
+        const int gx = common(t.x[p]), gy = common(t.y[p]);
+        std::int64_t col_max = 0, col_bias = 0, row_lo = 0, row_hi = 0, x_sum = 0;
+        for (int i = 0; i < K; ++i) {
+            const int wy = static_cast<int>(t.y[p][i]) / gy;
+            c.y[p][i] = static_cast<std::uint32_t>(wy);
+            col_max += 255 * std::abs(wy);
+            if (wy < 0) col_bias += 255 * -wy;
+        }
+        for (int i = 0; i < K; ++i) {
+            const int wx = static_cast<int>(t.x[p][i]) / gx;
+            c.x[p][i] = static_cast<std::uint32_t>(wx);
+            x_sum += wx;
+            (wx < 0 ? row_lo : row_hi) += wx * col_max;  // column sums lie in 0 .. col_max
+        }
+        if (col_max > 65535 || row_hi - row_lo > 65535) return std::nullopt;
+        row_span[p] = row_hi - row_lo;
+        c.col_bias[p] = static_cast<std::uint32_t>(col_bias);
+        c.row_bias[p] = static_cast<std::uint32_t>(-row_lo);
+        c.offset[p] = static_cast<std::int32_t>(-row_lo + col_bias * x_sum);
+        c.scale[p] = gx * gy;
+        if (kGradientFinish<Op> && c.scale[p] != 1) return std::nullopt;
+    }
+    c.shift = P == 1 ? chain_finish_shift<Op>(c.offset[0], c.scale[0], static_cast<std::uint32_t>(row_span[0])) : 0;
+    return c;
+}
+
+// A gray conversion the kernel computes in its exact form (chain_gray8):
+// one row of weights that are multiples of 2^-15, non-negative, summing to
+// at most 1, and no offset (the `gray` preset's cv::cvtColor weights).
+inline bool chain_gray_exact(const StorageMatrix& m) {
+    if (m.rows != 1 || m.step != 1 || m.copy || m.m[0][3] != 0.f) return false;
+    double sum = 0;
+    for (int c = 0; c < 3; ++c) {
+        const double q = static_cast<double>(m.m[0][c]) * 32768.0;
+        if (q < 0 || q != std::floor(q)) return false;
+        sum += q;
+    }
+    return sum <= 32768.0;
+}
+
+// The shared memory of a warp: what the edge warps need.
 struct ChainWarpStorage {
-    uint4 col1[34];                 // the first stencil's column sums of a row; lane l at l + 1
-    uint4 col2[P2][34];             // the consumer's, per pass
-    unsigned long long mid[32];     // an intermediate row, for the border copies (edge warps)
+    unsigned long long mid[32];            // an intermediate row, for the border copies (edge warps)
     int fetch_offsets[32][kStream8Bytes];  // per lane: each sample's offset in its input row (-1: the constant)
     int copy_from[32][kStream8Bytes];      // per lane: each intermediate sample's source in `mid` (-1: the constant, -2: its own)
 };
 
-// Gray of 8 BGR pixels (24 bytes, little-endian words) by ColorOp's arithmetic.
-__device__ __forceinline__ unsigned long long chain_gray8(const StorageMatrix& matrix, const unsigned long long (&w)[3]) {
-    std::uint8_t px[24];
-#pragma unroll
-    for (int i = 0; i < 24; ++i) px[i] = static_cast<std::uint8_t>(w[i / 8] >> (8 * (i % 8)));
-    unsigned long long out = 0;
-#pragma unroll
-    for (int i = 0; i < 8; ++i) out |= static_cast<unsigned long long>(ColorOp<std::uint8_t>::sample(matrix, px + 3 * i, 0, 1)) << (8 * i);
-    return out;
+// 8 bytes as pair words (samples 2j, 2j + 1 in word j's 16-bit lanes), and back.
+__device__ __forceinline__ void to_pairs(unsigned long long v, std::uint32_t (&w)[4]) {
+    const std::uint32_t lo = static_cast<std::uint32_t>(v), hi = static_cast<std::uint32_t>(v >> 32);
+    w[0] = __byte_perm(lo, 0, 0x4140);
+    w[1] = __byte_perm(lo, 0, 0x4342);
+    w[2] = __byte_perm(hi, 0, 0x4140);
+    w[3] = __byte_perm(hi, 0, 0x4342);
+}
+__device__ __forceinline__ unsigned long long from_pairs(const std::uint32_t (&w)[4]) {
+    return __byte_perm(w[0], w[1], 0x6420) | static_cast<unsigned long long>(__byte_perm(w[2], w[3], 0x6420)) << 32;
 }
 
-// v as 16-bit lanes picked from ring slot s (a run-time index: selects, not local memory).
+// Gray of 8 BGR pixels (24 bytes, little-endian words) for a matrix that
+// chain_gray_exact accepts: there ColorOp::sample's products and sums are
+// exact (multiples of 2^-15 below 256), so this equals it whatever the
+// order of operations; adding 2^23 rounds to nearest even, as
+// saturate_round does, and leaves the result in the low byte. Bytes
+// become floats the same way (2^23 + b, less 2^23).
+__device__ __forceinline__ unsigned long long chain_gray8(const StorageMatrix& matrix, const unsigned long long (&w)[3]) {
+    const float* m = matrix.m[0];
+    const std::uint32_t words[6] = {static_cast<std::uint32_t>(w[0]), static_cast<std::uint32_t>(w[0] >> 32),
+                                    static_cast<std::uint32_t>(w[1]), static_cast<std::uint32_t>(w[1] >> 32),
+                                    static_cast<std::uint32_t>(w[2]), static_cast<std::uint32_t>(w[2] >> 32)};
+    const auto channel = [&](int q) {  // byte q of the 24, as a float
+        return __int_as_float(static_cast<int>(__byte_perm(words[q / 4], 0x4b000000u, 0x7440 | (q % 4)))) - 8388608.f;
+    };
+    std::uint32_t f[8];
+#pragma unroll
+    for (int i = 0; i < 8; ++i) {
+        const float y = fmaf(m[2], channel(3 * i + 2), fmaf(m[1], channel(3 * i + 1), m[0] * channel(3 * i)));
+        f[i] = __float_as_uint(__fadd_rn(y, 8388608.f));
+    }
+    const std::uint32_t lo = __byte_perm(__byte_perm(f[0], f[1], 0x0040), __byte_perm(f[2], f[3], 0x0040), 0x5410);
+    const std::uint32_t hi = __byte_perm(__byte_perm(f[4], f[5], 0x0040), __byte_perm(f[6], f[7], 0x0040), 0x5410);
+    return lo | static_cast<unsigned long long>(hi) << 32;
+}
+
+// v as pair words picked from ring slot s (a run-time index: selects, not local memory).
 __device__ __forceinline__ void chain_pick(const std::uint32_t (&ring)[kChainRing][4], int s, std::uint32_t (&v)[4]) {
 #pragma unroll
     for (int i = 0; i < 4; ++i) {
@@ -81,21 +205,85 @@ __device__ __forceinline__ void chain_pick(const std::uint32_t (&ring)[kChainRin
     }
 }
 
+// Row pass: each pass's row sums of the lane's 8 outputs (pair words) from
+// its column sums and its neighbours' (taps C samples apart). Every lane
+// of the warp must call it; lanes 0 and 31 get sums of their own columns
+// where a neighbour's belong, which no output reads.
+template <int K, int C, int P>
+__device__ __forceinline__ void chain_row_sums(const std::uint32_t (&col)[P][4], const ChainTaps<P, K>& taps, std::uint32_t (&out)[P][4]) {
+    constexpr int h = K / 2, NW = (h * C + 1) / 2;  // words of each neighbour read
+    static_assert(NW <= 4, "one neighbour lane on each side");
+#pragma unroll
+    for (int p = 0; p < P; ++p) {
+        std::uint32_t ext[4 + 2 * NW];  // the left neighbour's last NW words, the lane's, the right one's first NW
+#pragma unroll
+        for (int n = 0; n < NW; ++n) {
+            ext[n] = __shfl_up_sync(0xffffffffu, col[p][4 - NW + n], 1);
+            ext[NW + 4 + n] = __shfl_down_sync(0xffffffffu, col[p][n], 1);
+        }
+#pragma unroll
+        for (int n = 0; n < 4; ++n) ext[NW + n] = col[p][n];
+        const auto pair_at = [&](int s) {  // samples s and s + 1 of the lane's (s a constant, may be negative)
+            const int q = s + 2 * NW;
+            return q % 2 == 0 ? ext[q / 2] : __byte_perm(ext[q / 2], ext[q / 2 + 1], 0x5432);
+        };
+#pragma unroll
+        for (int j = 0; j < 4; ++j) {
+            std::uint32_t s = taps.row_bias[p] * 0x00010001u;
+#pragma unroll
+            for (int t = 0; t < K; ++t) s += taps.x[p][t] * pair_at(2 * j + (t - h) * C);
+            out[p][j] = s;
+        }
+    }
+}
+
+// The op's finish of the lane's 8 outputs from each pass's row sums, as 8
+// bytes. Ops that finish from float sums (Sobel: chain_taps gives them
+// scale 1) get each lane as 2^23 + lane, less 2^23 + offset: exact.
+template <class Op, int P, int K>
+__device__ __forceinline__ unsigned long long chain_finish(const Op& op, const std::uint32_t (&sums)[P][4], const ChainTaps<P, K>& taps) {
+    using Acc = typename Op::Acc;
+    unsigned long long out = 0;
+#pragma unroll
+    for (int o = 0; o < kStream8Bytes; ++o) {
+        std::uint8_t v;
+        if constexpr (kGradientFinish<Op>) {
+            float g[Op::kMaxPasses] = {};
+#pragma unroll
+            for (int p = 0; p < P; ++p)
+                g[p] = __int_as_float(static_cast<int>(__byte_perm(sums[p][o / 2], 0x4b000000u, o % 2 == 0 ? 0x7610 : 0x7632))) -
+                       (8388608.f + static_cast<float>(taps.offset[p]));
+            v = op.template finish_gradients<P>(g);
+        } else {
+            Acc a[Op::kMaxPasses] = {};
+#pragma unroll
+            for (int p = 0; p < P; ++p) {
+                const std::uint32_t w = sums[p][o / 2];
+                const int lane = static_cast<int>(o % 2 == 0 ? w & 0xffffu : w >> 16);
+                a[p] = static_cast<Acc>(static_cast<std::int32_t>(static_cast<std::uint32_t>(lane - taps.offset[p]) *
+                                                                  static_cast<std::uint32_t>(taps.scale[p])));  // modulo 2^32
+            }
+            v = op.finish(a);
+        }
+        out |= static_cast<unsigned long long>(v) << (8 * o);
+    }
+    return out;
+}
+
 // The kernel. Pre: the first stencil (K1 = 5: smaller kernels take zero
 // taps at the ends); Op: the consumer, K2 x K2 with P2 passes; C:
 // intermediate channels; kGray: Pre's source converts 3-channel BGR to gray.
 template <class Pre, class Op, int K2, int C, int P2, bool kGray>
 __global__ void __launch_bounds__(kChainMaxWarps * 32, 3) chain_stream(const __grid_constant__ Pre pre, const __grid_constant__ Op op,
-                             const __grid_constant__ Stream8Taps<1, kChainRing> taps1, const __grid_constant__ Stream8Taps<P2, K2> taps2,
+                             const __grid_constant__ ChainTaps<1, kChainRing> taps1, const __grid_constant__ ChainTaps<P2, K2> taps2,
                              int strip_h, int strips_y, const TileOrder order) {
     constexpr int K1 = kChainRing, R = kChainRing, G = kStream8Bytes;
     constexpr int h1 = K1 / 2, h2 = K2 / 2;
     static_assert(stream8_halo_lanes(K1, C) == 1 && stream8_halo_lanes(K2, C) == 1);
-    constexpr bool biased = requires { op.mode; };  // Sobel: negative weights
     constexpr int CI = kGray ? 3 : 1;  // input bytes per intermediate sample
     extern __shared__ __align__(16) uint4 chain_smem[];
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-    ChainWarpStorage<P2>& ws = reinterpret_cast<ChainWarpStorage<P2>*>(chain_smem)[warp];
+    ChainWarpStorage& ws = reinterpret_cast<ChainWarpStorage*>(chain_smem)[warp];
     const int width = op.dst.width, height = op.dst.height, row_bytes = width * C;
     Stream8Strips strips;
     if (!stream8_strips(row_bytes, kChainChunk, strips_y, order, strips)) return;  // the whole block
@@ -110,7 +298,6 @@ __global__ void __launch_bounds__(kChainMaxWarps * 32, 3) chain_stream(const __g
     }();
     const bool fast_load = b >= 0 && b + G <= row_bytes && ((reinterpret_cast<std::uintptr_t>(in.data) | in.stride) & 7) == 0;
     const bool fast_store = b + G <= row_bytes && ((reinterpret_cast<std::uintptr_t>(op.dst.data) | op.dst.stride) & 7) == 0;
-    const Stream8Lane ln{b, outputs, needed, fast_load, fast_store};
     const bool edge_warp = b0 + G < 0 || b0 + 31 * G > row_bytes;  // its intermediate samples cross the image's sides
     const unsigned long long const1 = 0x0101010101010101ull * static_cast<std::uint8_t>(pre.src.constant);
     const unsigned long long const2 = 0x0101010101010101ull * static_cast<std::uint8_t>(op.src.constant);
@@ -166,7 +353,7 @@ __global__ void __launch_bounds__(kChainMaxWarps * 32, 3) chain_stream(const __g
         const int r_first = m_first - h1;
         // Input row r in ring1 slot (r - r_first) % R, intermediate row m in ring2 slot (m - m_first) % R.
         std::uint32_t ring1[R][4], ring2[R][4];
-        with_slots<2 * h1>([&](auto s) { to_lanes(fetch(r_first + s()), ring1[s()]); });
+        with_slots<2 * h1>([&](auto s) { to_pairs(fetch(r_first + s()), ring1[s()]); });
         for (int m0 = m_first; m0 <= m_last; m0 += R) {
             // Loads of the batch's input rows in flight together (rows inside the image, whole-word lanes).
             const bool direct = fast_load && m0 + h1 + R - 1 < height && m0 + R - 1 <= m_last;
@@ -188,33 +375,26 @@ __global__ void __launch_bounds__(kChainMaxWarps * 32, 3) chain_stream(const __g
                 const int m = m0 + j;
                 if (m > m_last) return;
                 // 1. + 2. Input row m + h1 into ring1, intermediate row m out.
-                unsigned long long bytes;
-                if (direct) {
-                    bytes = batch[j];
-                } else {
-                    bytes = fetch(m + h1);
-                }
-                to_lanes(bytes, ring1[(j + 2 * h1) % R]);
-                std::uint32_t col1[1][4];
+                to_pairs(direct ? batch[j] : fetch(m + h1), ring1[(j + 2 * h1) % R]);
+                std::uint32_t col1[1][4], row1[1][4];
 #pragma unroll
                 for (int i = 0; i < 4; ++i) {
-                    std::uint32_t s = 0;
+                    std::uint32_t s = taps1.col_bias[0] * 0x00010001u;
 #pragma unroll
                     for (int t = 0; t < K1; ++t) s += taps1.y[0][t] * ring1[(j + t) % R][i];
                     col1[0][i] = s;
                 }
-                stream8_store_columns(ws.col1 + 1, 0, lane, col1);
-                __syncwarp();
-                unsigned long long mid = 0;
-                if (lane > 0 && lane < 31) {
-                    std::uint32_t acc[1][G];
-                    stream8_row_sums<false, false, K1, C>(ws.col1 + 1, 0, lane, taps1, acc);
+                chain_row_sums<K1, C>(col1, taps1, row1);
+                if (taps1.shift) {  // both lanes of a word rounded at once
+                    const std::uint32_t half = (1u << (taps1.shift - 1)) * 0x00010001u;
 #pragma unroll
-                    for (int o = 0; o < G; ++o) mid |= static_cast<unsigned long long>(pre.finish(acc[0] + o)) << (8 * o);
+                    for (int i = 0; i < 4; ++i) ring2[j][i] = ((row1[0][i] + half) >> taps1.shift) & 0x00ff00ffu;
+                } else {
+                    to_pairs(chain_finish(pre, row1, taps1), ring2[j]);
                 }
-                __syncwarp();
                 // 3. The consumer's border across x.
                 if (edge_warp) {
+                    const unsigned long long mid = from_pairs(ring2[j]);
                     ws.mid[lane] = mid;
                     __syncwarp();
                     const auto* row = reinterpret_cast<const std::uint8_t*>(ws.mid);
@@ -225,20 +405,19 @@ __global__ void __launch_bounds__(kChainMaxWarps * 32, 3) chain_stream(const __g
                         const unsigned long long s = from == -2 ? (mid >> (8 * i)) & 0xff : from < 0 ? const2 & 0xff : row[from];
                         fixed |= s << (8 * i);
                     }
-                    mid = fixed;
+                    to_pairs(fixed, ring2[j]);
                     __syncwarp();
                 }
-                to_lanes(mid, ring2[j]);
                 // 4. Output rows whose rows below are in: y = m - h2, and at the
                 // image's last row every row left in the strip.
                 const int ya = max(y0, m - h2), yb = m < height - 1 ? min(y_end, m - h2 + 1) : y_end;
 #pragma unroll 1
                 for (int y = ya; y < yb; ++y) {
-                    std::uint32_t col2[P2][4];
+                    std::uint32_t col2[P2][4], row2[P2][4];
 #pragma unroll
                     for (int p = 0; p < P2; ++p)
 #pragma unroll
-                        for (int i = 0; i < 4; ++i) col2[p][i] = biased ? taps2.bias[p] * 0x00010001u : 0u;
+                        for (int i = 0; i < 4; ++i) col2[p][i] = taps2.col_bias[p] * 0x00010001u;
                     if (y - h2 >= 0 && y + h2 == m) {  // rows y - h2 .. m: the ring's newest, constant slots
 #pragma unroll
                         for (int t = 0; t < K2; ++t)
@@ -248,7 +427,7 @@ __global__ void __launch_bounds__(kChainMaxWarps * 32, 3) chain_stream(const __g
                                 for (int i = 0; i < 4; ++i) col2[p][i] += taps2.y[p][t] * ring2[(j + R + t - (K2 - 1)) % R][i];
                     } else {  // rows through the border rule (within the ring's last R rows of m)
                         std::uint32_t c2[4];
-                        to_lanes(const2, c2);
+                        to_pairs(const2, c2);
 #pragma unroll
                         for (int t = 0; t < K2; ++t) {
                             const int mm = border_index(op.src.mode, y + t - h2, height);
@@ -260,14 +439,18 @@ __global__ void __launch_bounds__(kChainMaxWarps * 32, 3) chain_stream(const __g
                                 for (int i = 0; i < 4; ++i) col2[p][i] += taps2.y[p][t] * (mm < 0 ? c2[i] : v[i]);
                         }
                     }
-                    stream8_store_columns(ws.col2[0] + 1, 34, lane, col2);
-                    __syncwarp();
+                    chain_row_sums<K2, C>(col2, taps2, row2);
                     if (outputs) {
-                        std::uint32_t acc[P2][G];
-                        stream8_row_sums<false, biased, K2, C>(ws.col2[0] + 1, 34, lane, taps2, acc);
-                        stream8_finish(op, ln, acc, y, row_bytes);
+                        const unsigned long long out = chain_finish(op, row2, taps2);
+                        std::uint8_t* const dst = op.dst.template row<std::uint8_t>(y) + b;
+                        if (fast_store) {
+                            *reinterpret_cast<unsigned long long*>(dst) = out;
+                        } else {
+#pragma unroll
+                            for (int o = 0; o < G; ++o)
+                                if (b + o < row_bytes) dst[o] = static_cast<std::uint8_t>(out >> (8 * o));
+                        }
                     }
-                    __syncwarp();
                 }
             });
         }
@@ -276,8 +459,10 @@ __global__ void __launch_bounds__(kChainMaxWarps * 32, 3) chain_stream(const __g
 
 // Whether chain_stream takes the pair: an 8-bit blur or Gaussian of at
 // most 5x5 first, then an 8-bit blur, Gaussian or Sobel of 3x3 or 5x5
-// (equal sizes across passes and axes, column sums within 16-bit lanes);
-// 1 or 3 channels, or gray of 3-channel BGR before the first; not wrap.
+// (equal sizes across passes and axes), both with packed sums that fit
+// 16-bit lanes (chain_taps: blurs, Sobel and Gaussians with OpenCV's
+// default sigma do; other sigmas do not); 1 or 3 channels, or gray of
+// 3-channel BGR before the first; not wrap.
 template <class Pre, class Op>
 bool chain_stream_takes(const Pre& pre, const Op& op) {
     if constexpr (!kChainFirst<Pre> || !kStream8Op<Op>) {
@@ -285,10 +470,13 @@ bool chain_stream_takes(const Pre& pre, const Op& op) {
     } else {
         const int k1 = square_kernel_size(pre), k2 = square_kernel_size(op);
         if (k1 < 1 || k1 > kChainRing || (k2 != 3 && k2 != 5)) return false;
-        if (!stream8_lanes_fit(pre) || !stream8_lanes_fit(op)) return false;
+        if (!chain_taps<1, kChainRing>(pre)) return false;
+        bool fits = false;
+        with_one_of<3, 5>(k2, [&](auto kc) { with_passes(op, [&](auto pc) { fits = chain_taps<pc(), kc()>(op).has_value(); }); });
+        if (!fits) return false;
         const int c = op.dst.channels;
         if constexpr (!std::remove_cvref_t<decltype(pre.src)>::kStored) {
-            if (c != 1 || pre.src.matrix.rows != 1 || pre.src.input.channels != 3) return false;
+            if (c != 1 || pre.src.input.channels != 3 || !chain_gray_exact(pre.src.matrix)) return false;
         }
         return c == 1 || c == 3;
     }
@@ -300,13 +488,15 @@ void launch_chain_stream(const StreamSchedule& strip, const Pre& pre, const Op& 
     if constexpr (kChainFirst<Pre> && kStream8Op<Op>) {
         if (op.dst.empty()) return;
         constexpr bool gray = !std::remove_cvref_t<decltype(pre.src)>::kStored;
-        const auto taps1 = stream8_taps<1, kChainRing>(pre);  // centred: zero at the ends of smaller kernels
+        const auto taps1 = chain_taps<1, kChainRing>(pre);  // centred: zero at the ends of smaller kernels
         const auto go = [&](auto kc, auto cc, auto pc) {
             constexpr int K2 = kc(), C = cc(), P2 = pc();
-            const auto s = Stream8Shape::of(strip, op.dst.width, op.dst.height, C, kChainChunk, sizeof(ChainWarpStorage<P2>),
+            const auto taps2 = chain_taps<P2, K2>(op);
+            if (!taps1 || !taps2) throw std::logic_error("chain_stream: sums do not fit 16-bit lanes");
+            const auto s = Stream8Shape::of(strip, op.dst.width, op.dst.height, C, kChainChunk, sizeof(ChainWarpStorage),
                                             kChainMaxWarps, block, order);
             chain_stream<Pre, Op, K2, C, P2, gray><<<s.grid, s.threads(), s.shared_bytes(), stream>>>(
-                pre, op, taps1, stream8_taps<P2, K2>(op), s.strip_h, s.strips_y, order);
+                pre, op, *taps1, *taps2, s.strip_h, s.strips_y, order);
         };
         with_one_of<3, 5>(square_kernel_size(op), [&](auto kc) {
             const auto with_c = [&](auto cc) { with_passes(op, [&](auto pc) { go(kc, cc, pc); }); };

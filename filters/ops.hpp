@@ -191,6 +191,9 @@ struct BoxOp : SeparableStencil<BoxOp<T, B, Src>, T, B, Src> {
 template <class T, BorderMode B, class Src = BorderedSource<T, B>>
 struct GaussianOp : SeparableStencil<GaussianOp<T, B, Src>, T, B, Src> {
     static constexpr bool kFixedPoint = std::is_same_v<T, std::uint8_t>;
+    // Fixed point: finish() is this rounding shift of the sum (kernels that
+    // hold sums in other forms round them alike: cuda_chain_stream.cuh).
+    static constexpr int kRoundingShift = kFixedPoint ? 16 : 0;
     using Acc = std::conditional_t<kFixedPoint, std::uint32_t, float>;
     using W = std::conditional_t<kFixedPoint, std::uint16_t, float>;
 
@@ -204,7 +207,7 @@ struct GaussianOp : SeparableStencil<GaussianOp<T, B, Src>, T, B, Src> {
     CBI_HOST_DEVICE int kh(int) const { return ksize; }
     CBI_HOST_DEVICE T finish(const Acc* sums) const {
         if constexpr (kFixedPoint)
-            return static_cast<T>((sums[0] + (1u << 15)) >> 16);  // round half up, as OpenCV's ufixedpoint32
+            return static_cast<T>((sums[0] + (1u << (kRoundingShift - 1))) >> kRoundingShift);  // round half up, as OpenCV's ufixedpoint32
         else
             return saturate_round<T>(sums[0]);
     }
@@ -237,6 +240,26 @@ CBI_HOST_DEVICE float derivative_to_float(Acc g) {
     else return static_cast<float>(g);
 }
 
+// sqrt(v) for a gradient magnitude converted to T. 8-bit on the device:
+// sqrt.approx (one instruction instead of the correctly rounded sequence),
+// with the same result after rounding: v is then a sum of squares of
+// integers, an integer n exact in float below 2^24, and sqrt(n) lies at
+// least 0.25 / 512 from every half-integer below 256 ((k + 1/2)^2 =
+// k^2 + k + 1/4 is no integer), far beyond sqrt.approx's error (about
+// 2^-22 relative); from n = 65281 on both give 255.5 or more and saturate.
+// Checked for every 3x3 gradient pair (test_filters_cuda).
+template <class T>
+CBI_HOST_DEVICE float magnitude_sqrt(float v) {
+#if defined(__CUDA_ARCH__)
+    if constexpr (std::is_same_v<T, std::uint8_t>) {
+        float r;
+        asm("sqrt.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(v));  // v is 0 or at least 1: no subnormals
+        return r;
+    }
+#endif
+    return sqrtf(v);
+}
+
 // cv::Sobel to CV_32F, then |gx|, |gy| or sqrt(gx^2 + gy^2), converted to
 // the sample type. Integer inputs give exact integer gradients. Passes:
 // x -> {gx}, y -> {gy}, mag -> {gx, gy}.
@@ -255,10 +278,19 @@ struct SobelOp : SeparableStencil<SobelOp<T, B, Src>, T, B, Src> {
     CBI_HOST_DEVICE int kw(int p) const { return is_gx(p) ? k.deriv_size : k.smooth_size; }
     CBI_HOST_DEVICE int kh(int p) const { return is_gx(p) ? k.smooth_size : k.deriv_size; }
     CBI_HOST_DEVICE T finish(const Acc* sums) const {
-        const float g0 = derivative_to_float<T>(sums[0]);
-        if (mode != SobelMode::mag) return saturate_round<T>(g0 < 0.f ? -g0 : g0);
-        const float g1 = derivative_to_float<T>(sums[1]);
-        return saturate_round<T>(sqrtf(add_rn(mul_rn(g0, g0), mul_rn(g1, g1))));
+        if (passes() == 1) {
+            const float g[1] = {derivative_to_float<T>(sums[0])};
+            return finish_gradients<1>(g);
+        }
+        const float g[2] = {derivative_to_float<T>(sums[0]), derivative_to_float<T>(sums[1])};
+        return finish_gradients<2>(g);
+    }
+    // The same from the P = passes() sums as float (exact: kernels that hold
+    // them in another form convert them themselves).
+    template <int P>
+    CBI_HOST_DEVICE T finish_gradients(const float* g) const {
+        if constexpr (P == 1) return saturate_round<T>(g[0] < 0.f ? -g[0] : g[0]);
+        else return saturate_round<T>(magnitude_sqrt<T>(add_rn(mul_rn(g[0], g[0]), mul_rn(g[1], g[1]))));
     }
 };
 

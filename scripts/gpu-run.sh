@@ -24,8 +24,10 @@
 #                     blend tests under memcheck and racecheck, then cbi-bench
 #                     --pipeline at 4096² and 8192² 8u:3 (fused, default,
 #                     unfused; apps/bench/pipelines/*.json: unsharp mask and
-#                     difference of Gaussians) beside the floor; chain.csv to
-#                     $OUT. Each part runs when the bundle has its binary.
+#                     difference of Gaussians; the gray pipeline on taller
+#                     strips too) beside the floor; chain.csv to $OUT. Each
+#                     part runs when the bundle has its binary;
+#                     CBI_CHAIN_BENCH=PATH times another build's cbi-bench.
 #   run.sh blend      one 24-megapixel JPEG through apps/bench/pipelines/unsharp.json:
 #                     the default (fused) against --no-fuse, byte for byte, and
 #                     OpenCV (Python) doing the same; whole process, 3 runs each
@@ -505,8 +507,11 @@ run_chain() {
   fi
   if [ -x "$bin/cbi-bench" ]; then
     local pipelines=$bundle/../apps/bench/pipelines
-    "$bin/cbi-bench" --suite filters --image 8u:3 --size 4096x4096 --size 8192x8192 --filter gaussian:9 \
+    local bench=${CBI_CHAIN_BENCH:-$bin/cbi-bench}  # another build's cbi-bench, to compare in one call
+    "$bench" --suite filters --image 8u:3 --size 4096x4096 --size 8192x8192 --filter gaussian:9 \
       --schedule stream:256x16 --pipeline "color:gray | gaussian:5 | sobel:mag" \
+      --pipeline "color:gray | gaussian:5@stream:256x32 | sobel:mag@stream:256x32" \
+      --pipeline "color:gray | gaussian:5@stream:256x64 | sobel:mag@stream:256x64" \
       --pipeline "$pipelines/unsharp.json" --pipeline "$pipelines/dog.json" \
       --pipeline "gaussian:5 | sobel:mag" --pipeline "blur:3 | gaussian:5" \
       --csv "$out/chain.csv" > "$out/chain.txt" 2>&1 || status=1

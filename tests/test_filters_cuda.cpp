@@ -369,6 +369,46 @@ TEST(Cuda, Stream8BitOnRoisAndUnalignedRowsEqualsCpu) {
     }
 }
 
+// The 8-bit Sobel magnitude takes sqrt.approx on the GPU (ops.hpp,
+// magnitude_sqrt): every gradient pair a 3x3 Sobel gives with |gx|, |gy|
+// up to 300 (beyond 255 it saturates), one pair per 3x3 patch, must equal
+// the CPU's correctly rounded result on every 8-bit kernel. Left column and
+// top row zero: gx = p02 + 2 p12 + p22, gy = 2 p21 + p22 (gx and gy always
+// share their parity).
+TEST(Cuda, SobelMagnitudeOfEveryGradientPairEqualsCpu) {
+    REQUIRE_GPU();
+    constexpr int kMax = 300, kPerRow = 256;
+    std::vector<std::pair<int, int>> pairs;
+    for (int gx = 0; gx <= kMax; ++gx)
+        for (int gy = gx % 2; gy <= kMax; gy += 2) pairs.emplace_back(gx, gy);
+    const int rows = static_cast<int>((pairs.size() + kPerRow - 1) / kPerRow);
+    cv::Mat src(rows * 3, kPerRow * 3, CV_8UC1, cv::Scalar(0));
+    for (std::size_t i = 0; i < pairs.size(); ++i) {
+        const auto [gx, gy] = pairs[i];
+        const int x = static_cast<int>(i % kPerRow) * 3, y = static_cast<int>(i / kPerRow) * 3, odd = gx % 2;
+        src.at<std::uint8_t>(y + 2, x + 2) = static_cast<std::uint8_t>(odd);
+        src.at<std::uint8_t>(y + 1, x + 2) = static_cast<std::uint8_t>((gx - odd) / 2);
+        src.at<std::uint8_t>(y + 2, x + 1) = static_cast<std::uint8_t>((gy - odd) / 2);
+    }
+    const Stream stream;
+    DeviceImage device_src(src.cols, src.rows, 1, Depth::u8);
+    upload(view_of(src), device_src.view, stream.get());
+    FilterRun node{parse_filter("sobel:mag"), parse_border("reflect101"), ScheduleSpec{}};
+    cv::Mat cpu(src.size(), CV_8UC1);
+    run_node_cpu(node, view_of(src), view_of(cpu));
+    for (int i = 0; i < 40; ++i) {  // the patches give the pairs asked for (spot checks against OpenCV)
+        const auto [gx, gy] = pairs[i * 997 % pairs.size()];
+        const std::size_t at = i * 997 % pairs.size();
+        const int x = static_cast<int>(at % kPerRow) * 3 + 1, y = static_cast<int>(at / kPerRow) * 3 + 1;
+        EXPECT_EQ(cpu.at<std::uint8_t>(y, x), cv::saturate_cast<std::uint8_t>(std::sqrt(static_cast<float>(gx * gx + gy * gy))));
+    }
+    for (const char* schedule : {"stream:256x16", "stream:13x40", "sep:64x32", "smem:32x8", "naive"}) {  // the first: the default
+        SCOPED_TRACE(schedule);
+        node.schedule = parse_schedule(schedule);
+        EXPECT_EQ(cv::norm(run_gpu_poisoned(node, device_src, 1, stream, 256), cpu, cv::NORM_INF), 0.0);
+    }
+}
+
 // The float box on sep:WxH slides running sums; an Inf or NaN in the input
 // must not spread beyond the windows that contain it (the outputs whose sum
 // is not finite are recomputed directly).
