@@ -22,10 +22,10 @@
 //     rows, its row sums and finish(), stored.
 // Packed sums stay exact when every 16-bit lane stays in 0 .. 65535
 // (ChainTaps: weights divided by their common factor per axis, biases for
-// negative weights; pairs that do not fit run unfused). The row loop is
-// unrolled 5 times, so ring slots are constants. Output rows whose window
-// crosses the image's top or bottom read the rows that the consumer's
-// border rule maps to, picked from the ring at run time. Lanes 0 and 31
+// negative weights; pairs that do not fit run unfused). Rows move down the
+// rings by register moves, so the row loop is one copy of its code. Output
+// rows whose window crosses the image's top or bottom read the rows that
+// the consumer's border rule maps to, picked from the ring at run time. Lanes 0 and 31
 // supply halo columns of the first stencil only, lanes 1 and 30 those of
 // the consumer: a warp outputs 28 * 8 samples of a row. Integer sums are
 // exact in any order and every finish() is the op's own, so the outputs
@@ -350,109 +350,122 @@ __global__ void __launch_bounds__(kChainMaxWarps * 32, 3) chain_stream(const __g
         const int y0 = sy * strip_h, y_end = min(y0 + strip_h, height);
         // Intermediate rows m_first .. m_last; input rows from m_first - h1.
         const int m_first = max(0, y0 - h2), m_last = min(height - 1, y_end - 1 + h2);
-        const int r_first = m_first - h1;
-        // Input row r in ring1 slot (r - r_first) % R, intermediate row m in ring2 slot (m - m_first) % R.
-        std::uint32_t ring1[R][4], ring2[R][4];
-        with_slots<2 * h1>([&](auto s) { to_pairs(fetch(r_first + s()), ring1[s()]); });
-        for (int m0 = m_first; m0 <= m_last; m0 += R) {
-            // Loads of the batch's input rows in flight together (rows inside the image, whole-word lanes).
-            const bool direct = fast_load && m0 + h1 + R - 1 < height && m0 + R - 1 <= m_last;
-            unsigned long long batch[R];
-            if (direct) {
-                unsigned long long words[R][CI];
-                with_slots<R>([&](auto j) {
-                    const auto* p = reinterpret_cast<const unsigned long long*>(in.template row<const std::uint8_t>(m0 + j() + h1) + b * CI);
+        // The rings, oldest row first: at intermediate row m, ring1[t] holds input
+        // row m - h1 + t and ring2[t] intermediate row m - (R - 1) + t. Rows move
+        // down a slot per row (register moves), so the row loop is one copy of its
+        // code: unrolled R times for constant slots, it outgrew the instruction cache.
+        std::uint32_t ring1[R][4] = {}, ring2[R][4] = {};
+        const auto push1 = [&](unsigned long long bytes) {  // the next input row into ring1
 #pragma unroll
-                    for (int w = 0; w < CI; ++w) words[j()][w] = __ldg(p + w);
-                });
-                with_slots<R>([&](auto j) {
-                    if constexpr (kGray) batch[j()] = chain_gray8(pre.src.matrix, words[j()]);
-                    else batch[j()] = words[j()][0];
-                });
-            }
-            with_slots<R>([&](auto jc) {
-                constexpr int j = jc();
-                const int m = m0 + j;
-                if (m > m_last) return;
-                // 1. + 2. Input row m + h1 into ring1, intermediate row m out.
-                to_pairs(direct ? batch[j] : fetch(m + h1), ring1[(j + 2 * h1) % R]);
-                std::uint32_t col1[1][4], row1[1][4];
+            for (int t = 0; t + 1 < R; ++t)
 #pragma unroll
-                for (int i = 0; i < 4; ++i) {
-                    std::uint32_t s = taps1.col_bias[0] * 0x00010001u;
-#pragma unroll
-                    for (int t = 0; t < K1; ++t) s += taps1.y[0][t] * ring1[(j + t) % R][i];
-                    col1[0][i] = s;
-                }
-                chain_row_sums<K1, C>(col1, taps1, row1);
-                if (taps1.shift) {  // both lanes of a word rounded at once
-                    const std::uint32_t half = (1u << (taps1.shift - 1)) * 0x00010001u;
-#pragma unroll
-                    for (int i = 0; i < 4; ++i) ring2[j][i] = ((row1[0][i] + half) >> taps1.shift) & 0x00ff00ffu;
-                } else {
-                    to_pairs(chain_finish(pre, row1, taps1), ring2[j]);
-                }
-                // 3. The consumer's border across x.
-                if (edge_warp) {
-                    const unsigned long long mid = from_pairs(ring2[j]);
-                    ws.mid[lane] = mid;
-                    __syncwarp();
-                    const auto* row = reinterpret_cast<const std::uint8_t*>(ws.mid);
-                    unsigned long long fixed = 0;
-#pragma unroll
-                    for (int i = 0; i < G; ++i) {
-                        const int from = copy_from[i];
-                        const unsigned long long s = from == -2 ? (mid >> (8 * i)) & 0xff : from < 0 ? const2 & 0xff : row[from];
-                        fixed |= s << (8 * i);
-                    }
-                    to_pairs(fixed, ring2[j]);
-                    __syncwarp();
-                }
-                // 4. Output rows whose rows below are in: y = m - h2, and at the
-                // image's last row every row left in the strip.
-                const int ya = max(y0, m - h2), yb = m < height - 1 ? min(y_end, m - h2 + 1) : y_end;
+                for (int i = 0; i < 4; ++i) ring1[t][i] = ring1[t + 1][i];
+            to_pairs(bytes, ring1[R - 1]);
+        };
 #pragma unroll 1
-                for (int y = ya; y < yb; ++y) {
-                    std::uint32_t col2[P2][4], row2[P2][4];
+        for (int r = m_first - h1; r < m_first + h1; ++r) push1(fetch(r));
+        // Input rows inside the image on whole-word lanes load a row ahead.
+        const auto direct = [&](int r) { return fast_load && r < height; };
+        unsigned long long ahead[CI];
+        const auto load_ahead = [&](int r) {
+            const auto* p = reinterpret_cast<const unsigned long long*>(in.template row<const std::uint8_t>(r) + b * CI);
 #pragma unroll
-                    for (int p = 0; p < P2; ++p)
+            for (int w = 0; w < CI; ++w) ahead[w] = __ldg(p + w);
+        };
+        if (direct(m_first + h1)) load_ahead(m_first + h1);
+#pragma unroll 1
+        for (int m = m_first; m <= m_last; ++m) {
+            // 1. + 2. Input row m + h1 into ring1, intermediate row m out.
+            unsigned long long bytes;
+            if (direct(m + h1)) {
+                if constexpr (kGray) bytes = chain_gray8(pre.src.matrix, ahead);
+                else bytes = ahead[0];
+            } else {
+                bytes = fetch(m + h1);
+            }
+            if (m < m_last && direct(m + 1 + h1)) load_ahead(m + 1 + h1);
+            push1(bytes);
+            std::uint32_t col1[1][4], row1[1][4];
 #pragma unroll
-                        for (int i = 0; i < 4; ++i) col2[p][i] = taps2.col_bias[p] * 0x00010001u;
-                    if (y - h2 >= 0 && y + h2 == m) {  // rows y - h2 .. m: the ring's newest, constant slots
+            for (int i = 0; i < 4; ++i) {
+                std::uint32_t s = taps1.col_bias[0] * 0x00010001u;
 #pragma unroll
-                        for (int t = 0; t < K2; ++t)
+                for (int t = 0; t < K1; ++t) s += taps1.y[0][t] * ring1[t][i];
+                col1[0][i] = s;
+            }
+            chain_row_sums<K1, C>(col1, taps1, row1);
 #pragma unroll
-                            for (int p = 0; p < P2; ++p)
+            for (int t = 0; t + 1 < R; ++t)
 #pragma unroll
-                                for (int i = 0; i < 4; ++i) col2[p][i] += taps2.y[p][t] * ring2[(j + R + t - (K2 - 1)) % R][i];
-                    } else {  // rows through the border rule (within the ring's last R rows of m)
-                        std::uint32_t c2[4];
-                        to_pairs(const2, c2);
+                for (int i = 0; i < 4; ++i) ring2[t][i] = ring2[t + 1][i];
+            std::uint32_t(&mid)[4] = ring2[R - 1];
+            if (taps1.shift) {  // both lanes of a word rounded at once
+                const std::uint32_t half = (1u << (taps1.shift - 1)) * 0x00010001u;
 #pragma unroll
-                        for (int t = 0; t < K2; ++t) {
-                            const int mm = border_index(op.src.mode, y + t - h2, height);
-                            std::uint32_t v[4];
-                            chain_pick(ring2, (j + 2 * R - (m - max(mm, 0))) % R, v);
+                for (int i = 0; i < 4; ++i) mid[i] = ((row1[0][i] + half) >> taps1.shift) & 0x00ff00ffu;
+            } else {
+                to_pairs(chain_finish(pre, row1, taps1), mid);
+            }
+            // 3. The consumer's border across x.
+            if (edge_warp) {
+                const unsigned long long bytes_in = from_pairs(mid);
+                ws.mid[lane] = bytes_in;
+                __syncwarp();
+                const auto* row = reinterpret_cast<const std::uint8_t*>(ws.mid);
+                unsigned long long fixed = 0;
 #pragma unroll
-                            for (int p = 0; p < P2; ++p)
+                for (int i = 0; i < G; ++i) {
+                    const int from = copy_from[i];
+                    const unsigned long long s = from == -2 ? (bytes_in >> (8 * i)) & 0xff : from < 0 ? const2 & 0xff : row[from];
+                    fixed |= s << (8 * i);
+                }
+                to_pairs(fixed, mid);
+                __syncwarp();
+            }
+            // 4. Output rows whose rows below are in: y = m - h2, and at the
+            // image's last row every row left in the strip.
+            const int ya = max(y0, m - h2), yb = m < height - 1 ? min(y_end, m - h2 + 1) : y_end;
+#pragma unroll 1
+            for (int y = ya; y < yb; ++y) {
+                std::uint32_t col2[P2][4], row2[P2][4];
 #pragma unroll
-                                for (int i = 0; i < 4; ++i) col2[p][i] += taps2.y[p][t] * (mm < 0 ? c2[i] : v[i]);
-                        }
-                    }
-                    chain_row_sums<K2, C>(col2, taps2, row2);
-                    if (outputs) {
-                        const unsigned long long out = chain_finish(op, row2, taps2);
-                        std::uint8_t* const dst = op.dst.template row<std::uint8_t>(y) + b;
-                        if (fast_store) {
-                            *reinterpret_cast<unsigned long long*>(dst) = out;
-                        } else {
+                for (int p = 0; p < P2; ++p)
 #pragma unroll
-                            for (int o = 0; o < G; ++o)
-                                if (b + o < row_bytes) dst[o] = static_cast<std::uint8_t>(out >> (8 * o));
-                        }
+                    for (int i = 0; i < 4; ++i) col2[p][i] = taps2.col_bias[p] * 0x00010001u;
+                if (y - h2 >= 0 && y + h2 == m) {  // rows y - h2 .. m: the ring's newest K2
+#pragma unroll
+                    for (int t = 0; t < K2; ++t)
+#pragma unroll
+                        for (int p = 0; p < P2; ++p)
+#pragma unroll
+                            for (int i = 0; i < 4; ++i) col2[p][i] += taps2.y[p][t] * ring2[R - K2 + t][i];
+                } else {  // rows through the border rule (within the ring's last R rows of m)
+                    std::uint32_t c2[4];
+                    to_pairs(const2, c2);
+#pragma unroll
+                    for (int t = 0; t < K2; ++t) {
+                        const int mm = border_index(op.src.mode, y + t - h2, height);
+                        std::uint32_t v[4];
+                        chain_pick(ring2, R - 1 - (m - max(mm, 0)), v);
+#pragma unroll
+                        for (int p = 0; p < P2; ++p)
+#pragma unroll
+                            for (int i = 0; i < 4; ++i) col2[p][i] += taps2.y[p][t] * (mm < 0 ? c2[i] : v[i]);
                     }
                 }
-            });
+                chain_row_sums<K2, C>(col2, taps2, row2);
+                if (outputs) {
+                    const unsigned long long out = chain_finish(op, row2, taps2);
+                    std::uint8_t* const dst = op.dst.template row<std::uint8_t>(y) + b;
+                    if (fast_store) {
+                        *reinterpret_cast<unsigned long long*>(dst) = out;
+                    } else {
+#pragma unroll
+                        for (int o = 0; o < G; ++o)
+                            if (b + o < row_bytes) dst[o] = static_cast<std::uint8_t>(out >> (8 * o));
+                    }
+                }
+            }
         }
     }
 }
