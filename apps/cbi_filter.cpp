@@ -919,7 +919,7 @@ int main(int argc, char** argv) {
         ->type_name("FILE.json");
     app.add_flag("--no-fuse", o.no_fuse, "GPU: run every node as its own kernel (no colour node or stencil fused into the stencil that reads it)");
     app.add_flag("--fuse-stencils", o.fuse_stencils,
-                 "GPU: also fuse a stencil into the smem/sep/stream stencil that reads it (one kernel; measured slower than two on an H100)")
+                 "GPU: also fuse a stencil into the smem/sep/stream stencil that reads it (one kernel; on an H100 slower than two for most pairs)")
         ->excludes("--no-fuse");
     app.add_flag("--print-pipeline", o.print_pipeline,
                  "print the resolved graph (nodes, schedules, borders, buffer reuse for IN's size) and exit");

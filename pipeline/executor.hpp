@@ -65,8 +65,9 @@ struct RunOptions {
     // With fuse: also fuse stencil pairs (one kernel, the first stencil's
     // output never stored): on smem/sep per tile in shared memory, on
     // stream through line buffers (with a colour node before the pair). Off
-    // by default: both kernels were slower than the two stencil kernels they
-    // replace (measured: apps/bench/README.md, "Fused chains").
+    // by default: the tile kernel is slower than the two stencil kernels it
+    // replaces, the line-buffer kernel faster only for some pairs and sizes
+    // (measured: apps/bench/README.md, "Fused chains").
     bool fuse_stencils = false;
 };
 
