@@ -305,16 +305,21 @@ void time_pipeline(Gpu& gpu, Report& report, const std::string& text, const Bord
     const std::vector<cv::Mat> want = outputs(cpu, input);
     DeviceBuffer flush(2 * static_cast<std::size_t>(gpu.prop.l2CacheSize));
     std::vector<cv::Mat> first;
-    // "fused": stencil pairs too (--fuse-stencils); "default": what
+    // "fused": every stencil pair too (--fuse-stencils); "default": what
     // cbi-filter does without flags (colour nodes into smem/sep stencils,
-    // blends with their stencils); "unfused": --no-fuse.
-    for (const auto& [fuse, pairs] : {std::pair{true, true}, std::pair{true, false}, std::pair{false, false}}) {
+    // the stencil pairs fuses_pair_by_default names, blends with their
+    // stencils); "no-pairs": the default without stencil pairs; "unfused":
+    // --no-fuse.
+    using Pairs = RunOptions::StencilPairs;
+    const std::pair<const char*, Pairs> variants[] = {
+        {"fused", Pairs::all}, {"default", Pairs::measured}, {"no-pairs", Pairs::none}, {"unfused", Pairs::none}};
+    for (const auto& [variant, pairs] : variants) {
+        const bool fuse = std::string_view(variant) != "unfused";
         cuda.fuse = fuse;
-        cuda.fuse_stencils = pairs;
+        cuda.stencil_pairs = pairs;
         GraphExecutor ex(graph, cuda);
         const std::vector<cv::Mat> got = outputs(ex, input);
-        if (fuse && pairs) first = got;
-        const std::string variant = !fuse ? "unfused" : pairs ? "fused" : "default";
+        if (pairs == Pairs::all) first = got;
         bool same = true;
         double out_bytes = 0;
         for (std::size_t i = 0; i < got.size(); ++i) {

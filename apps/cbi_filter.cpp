@@ -512,7 +512,7 @@ cbi::RunOptions resolve_run_options(const Options& o, const cbi::DeviceSpec& dev
     run_options.device = cbi::resolve_device(device_spec, g_ranks ? g_ranks->local_rank() : 0);
     run_options.block = o.block;
     run_options.fuse = !o.no_fuse;
-    run_options.fuse_stencils = o.fuse_stencils;
+    if (o.fuse_stencils) run_options.stencil_pairs = cbi::RunOptions::StencilPairs::all;
     if (!run_options.device.notice.empty() && (!g_ranks || g_ranks->rank() == 0)) say("notice: ", run_options.device.notice);
     bool tuned = false;
     for (cbi::NodeId id = 1; id < static_cast<cbi::NodeId>(graph.nodes().size()); ++id)
@@ -919,7 +919,9 @@ int main(int argc, char** argv) {
         ->type_name("FILE.json");
     app.add_flag("--no-fuse", o.no_fuse, "GPU: run every node as its own kernel (no colour node or stencil fused into the stencil that reads it)");
     app.add_flag("--fuse-stencils", o.fuse_stencils,
-                 "GPU: also fuse a stencil into the smem/sep/stream stencil that reads it (one kernel; on an H100 slower than two for most pairs)")
+                 "GPU: fuse every stencil pair a kernel takes (one kernel; by default only the pairs measured faster fused: 8-bit, "
+                 "on stream, with a gray conversion before them, on images of " +
+                     std::to_string(cbi::kFusedGrayPairMinPixels / 1'000'000) + " MP or more)")
         ->excludes("--no-fuse");
     app.add_flag("--print-pipeline", o.print_pipeline,
                  "print the resolved graph (nodes, schedules, borders, buffer reuse for IN's size) and exit");

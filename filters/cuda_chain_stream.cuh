@@ -289,6 +289,7 @@ __global__ void __launch_bounds__(kChainMaxWarps * 32, 3) chain_stream(const __g
     if (!stream8_strips(row_bytes, kChainChunk, strips_y, order, strips)) return;  // the whole block
     // The warp's samples of a row: [b0, b0 + 256); this lane's [b, b + 8).
     const int b0 = (strips.x * (blockDim.x >> 5) + warp) * kChainChunk - kChainHaloLanes * G;
+    if (b0 + kChainHaloLanes * G >= row_bytes) return;  // a block's last warps may have no outputs (warps share no barrier)
     const int b = b0 + lane * G;
     const bool outputs = lane >= kChainHaloLanes && lane < 32 - kChainHaloLanes && b < row_bytes;
     const bool needed = b < row_bytes + (h1 + h2) * C;  // some output reads this lane's input

@@ -322,7 +322,9 @@ __global__ void stream8_stencil(const __grid_constant__ Op op, const __grid_cons
     if (!stream8_strips(row_bytes, stream8_chunk_bytes(K, C), strips_y, order, strips)) return;  // the whole block
     // This lane's bytes of a row: [b, b + 8); the warp outputs [b of lane HL, + chunk).
     constexpr int HL = stream8_halo_lanes(K, C);
-    const int b = (strips.x * (blockDim.x >> 5) + warp) * stream8_chunk_bytes(K, C) + (lane - HL) * kStream8Bytes;
+    const int warp_first = (strips.x * (blockDim.x >> 5) + warp) * stream8_chunk_bytes(K, C);  // the warp's first output byte
+    if (warp_first >= row_bytes) return;  // a block's last warps may have no outputs (warps share no barrier)
+    const int b = warp_first + (lane - HL) * kStream8Bytes;
     const bool outputs = lane >= HL && lane < 32 - HL && b < row_bytes;
     const bool needed = b < row_bytes + h * C;  // some output reads this lane's columns
     const auto& src = op.src.view;

@@ -88,9 +88,10 @@ struct FilterRun {
     // colour node's input. Only with stencil filters.
     std::optional<ColorFilter> fused_color{};
     // Fusion of two stencils: this node reads the output of `fused_stencil`,
-    // computed tile by tile in shared memory and never stored; src is then
-    // that stencil's input (through fused_color when set). CUDA only, with
-    // smem:WxH or sep:WxH (the tile is this node's).
+    // computed in shared memory (smem:WxH, sep:WxH: tile by tile) or line
+    // buffers (stream:WxH: strip by strip) and never stored; src is then
+    // that stencil's input (through fused_color when set). CUDA only; the
+    // schedule is this node's.
     std::optional<FusedStencil> fused_stencil{};
 };
 

@@ -185,4 +185,9 @@ std::vector<ScheduleSpec> default_candidates(const NodeOp& op, const Border& bor
     return out;
 }
 
+bool fuses_pair_by_default(const FilterRun& pair, Depth depth, int src_channels, std::uint64_t width, std::uint64_t height) {
+    return pair.fused_stencil && pair.fused_color && src_channels == 3 && depth == Depth::u8 &&
+           pair.schedule.family == ScheduleFamily::stream && width * height >= kFusedGrayPairMinPixels;
+}
+
 }  // namespace cbi

@@ -43,6 +43,18 @@ ScheduleSpec default_schedule(const NodeOp& op, const Border& border, const Node
 // the node, fastest first (the default first), without repeats.
 std::vector<ScheduleSpec> default_candidates(const NodeOp& op, const Border& border, const NodeFormat& format);
 
+// Whether a stencil pair fuses by default (RunOptions::StencilPairs::
+// measured): where the line-buffer pair kernel (cuda_chain_stream.cuh) ran
+// faster than the two stencil kernels it replaces, on the H100
+// (apps/bench/README.md, "Fused chains: stencil pairs by default"). That is
+// 8-bit pairs on stream that read a gray conversion of 3-channel BGR (the
+// kernel stores neither the gray image nor the first stencil's), on images
+// of at least kFusedGrayPairMinPixels: faster fused from 24 MP on, mixed at
+// 16.8 MP (4096^2). Pairs without the conversion (1 or 3 channels) ran
+// faster as two kernels at every size measured.
+inline constexpr std::uint64_t kFusedGrayPairMinPixels = 20'000'000;
+bool fuses_pair_by_default(const FilterRun& pair, Depth depth, int src_channels, std::uint64_t width, std::uint64_t height);
+
 // The default device for one image (`--device auto` outside a batch):
 // starting a CUDA device, and staging and copying one image in and out,
 // cost a one-image run more than the default CPU schedules take for most

@@ -57,7 +57,7 @@ struct GraphExecutor::Plan {
 
 private:
     void fuse_colour(const Graph& graph, const std::vector<int>& readers);
-    void fuse_stencil_pairs(const Graph& graph, const std::vector<int>& readers, const Backend& backend);
+    void fuse_stencil_pairs(const Graph& graph, const std::vector<int>& readers, const Backend& backend, bool all);
     void fuse_blends(const Graph& graph, const std::vector<int>& readers, const Backend& backend);
 };
 
@@ -111,7 +111,7 @@ void GraphExecutor::Plan::choose_schedules(const Graph& graph, const RunOptions&
 
 // Fusion, where the backend fuses (RunOptions::fuse), decided once the
 // schedules are chosen: a colour node into the stencil that reads it, then
-// stencil pairs (RunOptions::fuse_stencils), then blends with the stencils
+// stencil pairs (RunOptions::stencil_pairs), then blends with the stencils
 // they read. Nodes still to be timed are not
 // fused: auto times each node on its own, and the executor plans again once
 // they are tuned (run()).
@@ -129,7 +129,8 @@ void GraphExecutor::Plan::fuse(const Graph& graph, const RunOptions& options, co
         for (NodeId in : nodes[id].inputs) ++readers[in];
     for (NodeId o : graph.outputs()) ++readers[o];
     fuse_colour(graph, readers);
-    if (options.fuse_stencils) fuse_stencil_pairs(graph, readers, backend);
+    if (options.stencil_pairs != RunOptions::StencilPairs::none)
+        fuse_stencil_pairs(graph, readers, backend, options.stencil_pairs == RunOptions::StencilPairs::all);
     fuse_blends(graph, readers, backend);
     std::erase_if(order, [&](NodeId id) { return fused_into[id] >= 0; });
 }
@@ -158,9 +159,9 @@ void GraphExecutor::Plan::fuse_colour(const Graph& graph, const std::vector<int>
 // buffers (cuda_chain_stream.cuh); smem/sep stage each tile's intermediate
 // in shared memory (chain.hpp). A colour node read only
 // by the first stencil runs in the same kernel. Pairs only; not with the
-// wrap border.
+// wrap border. Unless `all`, only the pairs fuses_pair_by_default names.
 void GraphExecutor::Plan::fuse_stencil_pairs(const Graph& graph, const std::vector<int>& readers,
-                                             const Backend& backend) {
+                                             const Backend& backend, bool all) {
     const auto& nodes = graph.nodes();
     const auto stencil = [&](NodeId id) -> const Filter* {
         return id != Graph::input() && is_stencil(nodes[id].op) && choice[id] != Choice::pending
@@ -184,6 +185,7 @@ void GraphExecutor::Plan::fuse_stencil_pairs(const Graph& graph, const std::vect
         const FilterRun chained{*second, b2, schedule[id], colour, FusedStencil{*first, b1}};
         const NodeId source = colour && !fused_color[in] ? nodes[before].inputs[0] : reads[in][0];
         if (!backend.chain_fits(chained, depth, channels_of[source], channels_of[in])) continue;
+        if (!all && !fuses_pair_by_default(chained, depth, channels_of[source], width, height)) continue;
         if (colour && !fused_color[in]) {
             fused_into[before] = in;  // moved to this kernel below, with the first stencil's
             reads[in] = nodes[before].inputs;

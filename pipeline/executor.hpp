@@ -62,13 +62,16 @@ struct RunOptions {
     // never stored. The CPU executor does not fuse: slower there
     // (measured: apps/bench/README.md).
     bool fuse = true;
-    // With fuse: also fuse stencil pairs (one kernel, the first stencil's
-    // output never stored): on smem/sep per tile in shared memory, on
-    // stream through line buffers (with a colour node before the pair). Off
-    // by default: the tile kernel is slower than the two stencil kernels it
-    // replaces, the line-buffer kernel faster only for some pairs and sizes
-    // (measured: apps/bench/README.md, "Fused chains").
-    bool fuse_stencils = false;
+    // With fuse: which stencil pairs fuse (one kernel, the first stencil's
+    // output never stored; on smem/sep per tile in shared memory, on stream
+    // through line buffers, with a colour node before the pair).
+    //   measured: those fuses_pair_by_default names (defaults.hpp), where the
+    //     line-buffer kernel was measured faster than the two kernels it
+    //     replaces; the others run as two kernels, which is faster for them;
+    //   all: every pair a kernel takes (cbi-filter --fuse-stencils);
+    //   none.
+    enum class StencilPairs { measured, all, none };
+    StencilPairs stencil_pairs = StencilPairs::measured;
 };
 
 // Executes a graph on the CPU or a CUDA device. Prepared per image format

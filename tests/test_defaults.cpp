@@ -120,6 +120,32 @@ TEST(Routing, CpuNodesRunTheKernelTheirScheduleNames) {
 
 // --device auto for one image: the CPU where the run is expected to be done
 // before a CUDA device has started; a named schedule keeps the device.
+// Stencil pairs fuse by default only where the line-buffer kernel was
+// measured faster: 8-bit, on stream, a gray conversion of BGR before the
+// pair, images of kFusedGrayPairMinPixels or more.
+TEST(DefaultPairs, OnlyLargeEightBitGrayPairsOnStreamFuseByDefault) {
+    const auto pair = [](const char* first, const char* second, const char* schedule, bool gray) {
+        FilterRun run{parse_filter(second), Border{}, parse_schedule(schedule)};
+        run.fused_stencil = FusedStencil{parse_filter(first), Border{}};
+        if (gray) run.fused_color = std::get<ColorFilter>(parse_filter("color:gray"));
+        return run;
+    };
+    const FilterRun gray = pair("gaussian:5", "sobel:mag", "stream:256x16", true);
+    const std::uint64_t w = 4096, h = (kFusedGrayPairMinPixels + w - 1) / w;  // the smallest height that fuses
+    EXPECT_TRUE(fuses_pair_by_default(gray, Depth::u8, 3, w, h));
+    EXPECT_TRUE(fuses_pair_by_default(pair("blur:3", "gaussian:5", "stream:128x32", true), Depth::u8, 3, 6000, 4000));
+    EXPECT_FALSE(fuses_pair_by_default(gray, Depth::u8, 3, w, h - 1));  // smaller: two kernels fill the GPU better
+    EXPECT_FALSE(fuses_pair_by_default(gray, Depth::u8, 3, 1920, 1080));
+    EXPECT_FALSE(fuses_pair_by_default(gray, Depth::u16, 3, 6000, 4000));
+    EXPECT_FALSE(fuses_pair_by_default(gray, Depth::u8, 4, 6000, 4000));
+    EXPECT_FALSE(fuses_pair_by_default(pair("gaussian:5", "sobel:mag", "stream:256x16", false), Depth::u8, 3, 6000, 4000));
+    EXPECT_FALSE(fuses_pair_by_default(pair("gaussian:5", "sobel:mag", "stream:256x16", false), Depth::u8, 1, 6000, 4000));
+    EXPECT_FALSE(fuses_pair_by_default(pair("gaussian:5", "sobel:mag", "sep:64x32", true), Depth::u8, 3, 6000, 4000));
+    FilterRun single = gray;
+    single.fused_stencil.reset();  // a colour node fused into one stencil: not a pair
+    EXPECT_FALSE(fuses_pair_by_default(single, Depth::u8, 3, 6000, 4000));
+}
+
 TEST(OneImageDevice, TheCpuTakesWhatItFinishesBeforeCudaStarts) {
     const Graph two = parse_pipeline("gaussian:9 | sobel:mag");
     const Graph chain = parse_pipeline("blur:31 | blur:31 | blur:31 | gaussian:15 | sobel:mag");
@@ -185,8 +211,9 @@ TEST(RoutingCuda, GpuNodesRunTheKernelTheirScheduleNames) {
 
 // With no schedules, color:gray | gaussian:5 | sobel:mag plans as the
 // fastest hand-written plan measured: vec for the colour node, both stencils
-// on the 8-bit streaming kernel, nothing fused (fusing the colour node into
-// a Gaussian on sep was slower).
+// on the 8-bit streaming kernel, nothing fused on an image this small
+// (fusing the colour node into a Gaussian on sep was slower; the gray pair
+// fuses by default from kFusedGrayPairMinPixels on).
 TEST(DefaultTableCuda, APipelineWithoutSchedulesPlansLikeTheFastestHandWrittenPlan) {
     std::string why;
     if (cuda_device_count(why) == 0) GTEST_SKIP() << "no CUDA device: " << why;

@@ -14,6 +14,7 @@
 #include "filters/chain.hpp"
 #include "filters/cpu_backend.hpp"
 #include "filters/kernel_path.hpp"
+#include "pipeline/defaults.hpp"
 #include "pipeline/executor.hpp"
 #include "pipeline/graph.hpp"
 #include "pipeline/opencv.hpp"
@@ -32,7 +33,7 @@ cv::Mat first_output(GraphExecutor& ex, const cv::Mat& src) { return as_mat(ex.r
 RunOptions options(bool fuse, bool cuda = false, bool stencil_pairs = false) {
     RunOptions o;
     o.fuse = fuse;
-    o.fuse_stencils = stencil_pairs;
+    if (stencil_pairs) o.stencil_pairs = RunOptions::StencilPairs::all;
     if (cuda) o.device = resolve_device(parse_device("cuda"));
     return o;
 }
@@ -333,12 +334,45 @@ TEST(Fusion, StreamPairsOutsideTheLineBufferKernelRunUnfusedOnTheGpu) {
               std::string::npos);  // gray of BGRA
     EXPECT_EQ(describe("color:gray | blur:5@stream:64x8 | gaussian:3@stream:64x8", Depth::u8, 1).find("stencil fused"),
               std::string::npos);  // gray of gray
-    // Not asked for (the default), or --no-fuse: every node its own kernel.
+    // Not asked for (the default, on an image below 16 MP), or --no-fuse: every node its own kernel.
     for (const bool fuse : {true, false}) {
         GraphExecutor off(parse_pipeline("color:gray | gaussian:5 | sobel:mag", DefaultSchedule{}), options(fuse, true));
         off.plan(64, 48, 3, Depth::u8);
         EXPECT_EQ(off.describe().find("fused"), std::string::npos) << off.describe();
     }
+}
+
+// By default (no --fuse-stencils) a stencil pair fuses where the line-buffer
+// kernel was measured faster (fuses_pair_by_default): a gray conversion of
+// BGR before an 8-bit pair on stream, on an image of 16 MP or more. Such an
+// image runs here, against the unfused graph and the CPU.
+TEST(Fusion, GrayPairsOnLargeImagesFuseByDefaultOnTheGpu) {
+    std::string why;
+    if (!has_gpu(why)) GTEST_SKIP() << "no CUDA device: " << why;
+    const auto fused = [](const char* pipeline, int width, int height, int channels, RunOptions o = options(true, true)) {
+        GraphExecutor ex(parse_pipeline(pipeline, DefaultSchedule{}), o);
+        ex.plan(width, height, channels, Depth::u8);
+        return ex.describe().find("through line buffers") != std::string::npos;
+    };
+    const int w = 4000, h = static_cast<int>((kFusedGrayPairMinPixels + w - 1) / w);  // the smallest height that fuses
+    EXPECT_TRUE(fused("color:gray | gaussian:5 | sobel:mag", w, h, 3));
+    EXPECT_TRUE(fused("color:gray | blur:3 | gaussian:5", 6000, 4000, 3));
+    EXPECT_FALSE(fused("color:gray | gaussian:5 | sobel:mag", w, h - 1, 3));
+    EXPECT_FALSE(fused("color:gray | gaussian:5 | sobel:mag", 1920, 1080, 3));
+    EXPECT_FALSE(fused("gaussian:5 | sobel:mag", 6000, 4000, 3));  // no gray conversion: two kernels are faster
+    EXPECT_FALSE(fused("gaussian:5 | sobel:mag", 6000, 4000, 1));
+    RunOptions none = options(true, true);
+    none.stencil_pairs = RunOptions::StencilPairs::none;
+    EXPECT_FALSE(fused("color:gray | gaussian:5 | sobel:mag", 6000, 4000, 3, none));
+    EXPECT_FALSE(fused("color:gray | gaussian:5 | sobel:mag", 6000, 4000, 3, options(false, true)));  // --no-fuse
+    // An odd-sized photo-like image of that size: equal to the unfused graph and the CPU.
+    const Graph g = parse_pipeline("color:gray | gaussian:5 | sobel:mag", DefaultSchedule{}, parse_border("reflect101"));
+    const cv::Mat src = random_image(w + 1, h, 3, Depth::u8, 17);
+    GraphExecutor by_default(g, options(true, true)), plain(g, options(false, true)), cpu(g, options(false));
+    const cv::Mat a = first_output(by_default, src);
+    EXPECT_NE(by_default.describe().find("through line buffers"), std::string::npos) << by_default.describe();
+    EXPECT_EQ(cv::norm(a, first_output(plain, src), cv::NORM_INF), 0.0);
+    EXPECT_EQ(cv::norm(a, first_output(cpu, src), cv::NORM_INF), 0.0);
 }
 
 TEST(Fusion, StencilPairsWithTheirOwnBordersFuseOnTheGpu) {
