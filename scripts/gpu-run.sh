@@ -22,7 +22,7 @@
 #                     process, best of 3; every run must exit 0
 #   run.sh chain      fusion (issue 21): test_fusion, its stream-pair and
 #                     blend tests under memcheck and racecheck, then cbi-bench
-#                     --pipeline at 4096² and 8192² 8u:3 (fused, default,
+#                     --pipeline at 4096² and 8192² 8u:3 (fused, default, no-pairs,
 #                     unfused; apps/bench/pipelines/*.json: unsharp mask and
 #                     difference of Gaussians; the gray pipeline on taller
 #                     strips too) beside the floor; chain.csv to $OUT. Each
