@@ -25,9 +25,10 @@
 // negative weights; pairs that do not fit run unfused). Rows move down the
 // rings by register moves, so the row loop is one copy of its code. Output
 // rows whose window crosses the image's top or bottom read the rows that
-// the consumer's border rule maps to, picked from the ring at run time. Lanes 0 and 31
-// supply halo columns of the first stencil only, lanes 1 and 30 those of
-// the consumer: a warp outputs 28 * 8 samples of a row. Integer sums are
+// the consumer's border rule maps to, picked from the ring at run time. The
+// lanes at each end of a warp only supply halo columns (chain_halo_lanes:
+// one for 1 channel, two for 3): a warp outputs 30 or 28 lanes' samples of a
+// row. Integer sums are
 // exact in any order and every finish() is the op's own, so the outputs
 // equal running the two nodes, bit for bit.
 #include <cuda_runtime.h>
@@ -46,9 +47,16 @@
 namespace cbi::cuda {
 
 inline constexpr int kChainRing = 5;  // rows in each stage's ring: the largest kernel size taken
-inline constexpr int kChainHaloLanes = 2;  // lanes at each end of a warp that only feed others (one per stencil)
 inline constexpr int kChainMaxWarps = 8;  // per block
-inline constexpr int kChainChunk = (32 - 2 * kChainHaloLanes) * kStream8Bytes;  // samples of a row a warp outputs
+// Lanes at each end of a warp that only feed others: an output's window
+// reaches (h1 + h2) * C samples beyond it through both stencils (one lane
+// for 1 channel, two for 3).
+constexpr int chain_halo_lanes(int k2, int channels) {
+    return ((kChainRing / 2 + k2 / 2) * channels + kStream8Bytes - 1) / kStream8Bytes;
+}
+constexpr int chain_chunk(int k2, int channels) {  // samples of a row a warp outputs
+    return (32 - 2 * chain_halo_lanes(k2, channels)) * kStream8Bytes;
+}
 
 // The first stencils the kernel takes: the 8-bit stream kernel's smoothing
 // filters (blur and Gaussian: one pass, non-negative weights), which
@@ -286,12 +294,13 @@ __global__ void __launch_bounds__(kChainMaxWarps * 32, 3) chain_stream(const __g
     ChainWarpStorage& ws = reinterpret_cast<ChainWarpStorage*>(chain_smem)[warp];
     const int width = op.dst.width, height = op.dst.height, row_bytes = width * C;
     Stream8Strips strips;
-    if (!stream8_strips(row_bytes, kChainChunk, strips_y, order, strips)) return;  // the whole block
+    constexpr int HL = chain_halo_lanes(K2, C), chunk = chain_chunk(K2, C);
+    if (!stream8_strips(row_bytes, chunk, strips_y, order, strips)) return;  // the whole block
     // The warp's samples of a row: [b0, b0 + 256); this lane's [b, b + 8).
-    const int b0 = (strips.x * (blockDim.x >> 5) + warp) * kChainChunk - kChainHaloLanes * G;
-    if (b0 + kChainHaloLanes * G >= row_bytes) return;  // a block's last warps may have no outputs (warps share no barrier)
+    const int b0 = (strips.x * (blockDim.x >> 5) + warp) * chunk - HL * G;
+    if (b0 + HL * G >= row_bytes) return;  // a block's last warps may have no outputs (warps share no barrier)
     const int b = b0 + lane * G;
-    const bool outputs = lane >= kChainHaloLanes && lane < 32 - kChainHaloLanes && b < row_bytes;
+    const bool outputs = lane >= HL && lane < 32 - HL && b < row_bytes;
     const bool needed = b < row_bytes + (h1 + h2) * C;  // some output reads this lane's input
     const ImageView& in = [&]() -> const ImageView& {
         if constexpr (kGray) return pre.src.input;
@@ -299,7 +308,8 @@ __global__ void __launch_bounds__(kChainMaxWarps * 32, 3) chain_stream(const __g
     }();
     const bool fast_load = b >= 0 && b + G <= row_bytes && ((reinterpret_cast<std::uintptr_t>(in.data) | in.stride) & 7) == 0;
     const bool fast_store = b + G <= row_bytes && ((reinterpret_cast<std::uintptr_t>(op.dst.data) | op.dst.stride) & 7) == 0;
-    const bool edge_warp = b0 + G < 0 || b0 + 31 * G > row_bytes;  // its intermediate samples cross the image's sides
+    // Its outputs' windows reach intermediate samples outside the image (h2 * C <= G): a row's first warp, or one near its end.
+    const bool edge_warp = b0 < 0 || b0 + (33 - HL) * G > row_bytes;
     const unsigned long long const1 = 0x0101010101010101ull * static_cast<std::uint8_t>(pre.src.constant);
     const unsigned long long const2 = 0x0101010101010101ull * static_cast<std::uint8_t>(op.src.constant);
     int(&fetch_offsets)[G] = ws.fetch_offsets[lane];
@@ -507,7 +517,7 @@ void launch_chain_stream(const StreamSchedule& strip, const Pre& pre, const Op& 
             constexpr int K2 = kc(), C = cc(), P2 = pc();
             const auto taps2 = chain_taps<P2, K2>(op);
             if (!taps1 || !taps2) throw std::logic_error("chain_stream: sums do not fit 16-bit lanes");
-            const auto s = Stream8Shape::of(strip, op.dst.width, op.dst.height, C, kChainChunk, sizeof(ChainWarpStorage),
+            const auto s = Stream8Shape::of(strip, op.dst.width, op.dst.height, C, chain_chunk(K2, C), sizeof(ChainWarpStorage),
                                             kChainMaxWarps, block, order);
             chain_stream<Pre, Op, K2, C, P2, gray><<<s.grid, s.threads(), s.shared_bytes(), stream>>>(
                 pre, op, *taps1, *taps2, s.strip_h, s.strips_y, order);
