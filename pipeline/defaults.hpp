@@ -49,10 +49,10 @@ std::vector<ScheduleSpec> default_candidates(const NodeOp& op, const Border& bor
 // (apps/bench/README.md, "Fused chains: stencil pairs by default"). That is
 // 8-bit pairs on stream that read a gray conversion of 3-channel BGR (the
 // kernel stores neither the gray image nor the first stencil's), on images
-// of at least kFusedGrayPairMinPixels: faster fused from 24 MP on, mixed at
-// 16.8 MP (4096^2). Pairs without the conversion (1 or 3 channels) ran
-// faster as two kernels at every size measured.
-inline constexpr std::uint64_t kFusedGrayPairMinPixels = 20'000'000;
+// of at least kFusedGrayPairMinPixels: faster fused or equal from 16.8 MP
+// (4096^2) on, slower at 12 MP and below. Pairs without the conversion (1
+// or 3 channels) were mostly faster as two kernels.
+inline constexpr std::uint64_t kFusedGrayPairMinPixels = 16'000'000;
 bool fuses_pair_by_default(const FilterRun& pair, Depth depth, int src_channels, std::uint64_t width, std::uint64_t height);
 
 // The default device for one image (`--device auto` outside a batch):
