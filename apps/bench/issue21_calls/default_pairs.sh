@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# Call B: the new build's tests and sanitizers, then base vs new benches, alternating.
+set -uo pipefail
+cd "$(dirname "$0")/../../.."  # the repository root
+nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,temperature.gpu --format=csv,noheader
+SECONDS=0
+bundle/run.sh chain > $OUT/run-chain.txt 2>&1; echo "run.sh chain rc=$? ${SECONDS}s"
+grep -E "test_fusion|memcheck|racecheck" $OUT/run-chain.txt
+mv $OUT/chain.csv $OUT/new-chain.csv
+cuda_lib=$(dirname "$(find /usr/local/cuda/ /usr/local/cuda/targets/ -maxdepth 3 -name 'libcublas.so.*' 2>/dev/null | head -1)")
+export LD_LIBRARY_PATH=/tmp/cbi-bundle/lib:$cuda_lib
+export CBI_SAMPLES_DIR=$PWD/bundle/samples
+for t in test_filters_cuda test_defaults; do
+  /tmp/cbi-bundle/bin/$t --gtest_brief=1 > /tmp/$t.log 2>&1; echo "$t rc=$? $(grep -E '^\[  PASSED|^\[  FAILED' /tmp/$t.log | tr '\n' ' ') ${SECONDS}s"
+done
+mkdir -p /tmp/base && tar -C /tmp/base -xJf bundle-extra/base-bin.tar.xz
+sizes=(--size 1920x1080 --size 3000x2000 --size 4096x4096 --size 6000x4000 --size 8192x8192)
+pipes=(--pipeline "color:gray | gaussian:5 | sobel:mag" --pipeline "color:gray | blur:3 | sobel:mag" --pipeline "color:gray | gaussian:5 | gaussian:5")
+single=(--suite filters --size 4096x4096 --filter gaussian:9 --filter blur:9 --filter sobel:mag --schedule stream:256x16 --schedule stream:256x20)
+for round in 1 2; do
+  for b in base new; do
+    bin=/tmp/base/bin/cbi-bench; [ $b = new ] && bin=/tmp/cbi-bundle/bin/cbi-bench
+    $bin --suite filters --image 8u:3 "${sizes[@]}" --filter gaussian:5 --schedule stream:256x16 "${pipes[@]}" --csv $OUT/$b-pipes$round.csv > /tmp/$b-pipes$round.txt 2>&1
+    echo "$b pipes $round rc=$? ${SECONDS}s"
+    $bin "${single[@]}" --image 8u:3 --image 8u:1 --csv $OUT/$b-single$round.csv > /tmp/$b-single$round.txt 2>&1
+    echo "$b single $round rc=$? ${SECONDS}s"
+  done
+  [ $SECONDS -gt 420 ] && break
+done
+grep -hE "DIFFERS|error|FAIL" /tmp/*-pipes*.txt /tmp/*-single*.txt | head
+python3 - $OUT <<'PY'
+import csv, sys, glob, statistics, collections
+o = sys.argv[1]
+d = collections.defaultdict(list)
+for f in sorted(glob.glob(f"{o}/*-pipes*.csv") + glob.glob(f"{o}/*-single*.csv")):
+    b = f.split("/")[-1].split("-")[0]
+    for r in csv.DictReader(open(f)):
+        d[(r["workload"], r["variant"], r["width"], r["height"], r["channels"], b)].append((float(r["median_ms"]), float(r["x_floor"])))
+keys = sorted({k[:5] for k in d})
+for k in keys:
+    cells = []
+    for b in ("base", "new"):
+        v = d.get(k + (b,), [])
+        cells.append(" ".join(f"{m:.4f}" for m, _ in v) or "-")
+    print(f"{k[0][:36]:36s} {k[1]:15s} {k[2]:>5s}x{k[3]:<5s} c{k[4]} | base {cells[0]:16s} | new {cells[1]}")
+PY
