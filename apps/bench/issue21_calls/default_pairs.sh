@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Call B: the new build's tests and sanitizers, then base vs new benches, alternating.
+# Call 4: the new build's tests and sanitizers, then base vs new benches, alternating.
 set -uo pipefail
 cd "$(dirname "$0")/../../.."  # the repository root
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,temperature.gpu --format=csv,noheader
@@ -7,9 +7,7 @@ SECONDS=0
 bundle/run.sh chain > $OUT/run-chain.txt 2>&1; echo "run.sh chain rc=$? ${SECONDS}s"
 grep -E "test_fusion|memcheck|racecheck" $OUT/run-chain.txt
 mv $OUT/chain.csv $OUT/new-chain.csv
-cuda_lib=$(dirname "$(find /usr/local/cuda/ /usr/local/cuda/targets/ -maxdepth 3 -name 'libcublas.so.*' 2>/dev/null | head -1)")
-export LD_LIBRARY_PATH=/tmp/cbi-bundle/lib:$cuda_lib
-export CBI_SAMPLES_DIR=$PWD/bundle/samples
+. apps/bench/issue21_calls/common.sh
 for t in test_filters_cuda test_defaults; do
   /tmp/cbi-bundle/bin/$t --gtest_brief=1 > /tmp/$t.log 2>&1; echo "$t rc=$? $(grep -E '^\[  PASSED|^\[  FAILED' /tmp/$t.log | tr '\n' ' ') ${SECONDS}s"
 done

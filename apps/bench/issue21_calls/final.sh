@@ -1,13 +1,9 @@
 #!/usr/bin/env bash
-# Call G: the final build (16 MP rule, one halo lane): GPU tests and sanitizers; a user's run, order alternating.
+# Call 9: the final build (16 MP rule, one halo lane): GPU tests and sanitizers; a user's run, order alternating.
 set -uo pipefail
 cd "$(dirname "$0")/../../.."  # the repository root
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
-u=/tmp/cbi-bundle; rm -rf $u && mkdir -p $u && tar -C $u -xJf bundle/libs.tar.xz && tar -C $u -xJf bundle/bin.tar.xz
-cuda_lib=$(dirname "$(find /usr/local/cuda/ /usr/local/cuda/targets/ -maxdepth 3 -name 'libcublas.so.*' 2>/dev/null | head -1)")
-export LD_LIBRARY_PATH=$u/lib:$cuda_lib
-export CBI_SAMPLES_DIR=$PWD/bundle/samples
-export PATH=$PATH:/usr/local/cuda/bin
+. apps/bench/issue21_calls/common.sh
 SECONDS=0
 for t in test_fusion test_defaults; do
   $u/bin/$t --gtest_brief=1 > /tmp/$t.log 2>&1; echo "$t rc=$? $(grep -E '^\[  PASSED|^\[  FAILED' /tmp/$t.log | tr '\n' ' ') ${SECONDS}s"

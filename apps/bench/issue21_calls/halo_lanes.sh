@@ -1,14 +1,10 @@
 #!/usr/bin/env bash
-# Call E: one halo lane for 1-channel pairs. New build's tests and sanitizers; then base (0cc10f3) and new alternating.
+# Call 7: one halo lane for 1-channel pairs. New build's tests and sanitizers; then base (0cc10f3) and new alternating.
 set -uo pipefail
 cd "$(dirname "$0")/../../.."  # the repository root
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,temperature.gpu --format=csv,noheader
 SECONDS=0
-u=/tmp/cbi-bundle; rm -rf $u && mkdir -p $u && tar -C $u -xJf bundle/libs.tar.xz && tar -C $u -xJf bundle/bin.tar.xz
-cuda_lib=$(dirname "$(find /usr/local/cuda/ /usr/local/cuda/targets/ -maxdepth 3 -name 'libcublas.so.*' 2>/dev/null | head -1)")
-export LD_LIBRARY_PATH=$u/lib:$cuda_lib
-export CBI_SAMPLES_DIR=$PWD/bundle/samples
-export PATH=$PATH:/usr/local/cuda/bin
+. apps/bench/issue21_calls/common.sh
 $u/bin/test_fusion --gtest_brief=1 > /tmp/tf.log 2>&1; echo "test_fusion rc=$? $(grep -E '^\[  PASSED|^\[  FAILED' /tmp/tf.log | tr '\n' ' ') ${SECONDS}s"
 grep -E "Failure|FAILED|Expected|Which is" /tmp/tf.log | head -20
 for tool in memcheck racecheck; do

@@ -1,11 +1,8 @@
 #!/usr/bin/env bash
-# Call D: Nsight Compute on the default (fused) gray pipeline at 8192^2 and 6000x4000.
+# Call 6: Nsight Compute on the default (fused) gray pipeline at 8192^2 and 6000x4000.
 set -uo pipefail
 cd "$(dirname "$0")/../../.."  # the repository root
-u=/tmp/cbi-bundle; rm -rf $u && mkdir -p $u && tar -C $u -xJf bundle/libs.tar.xz && tar -C $u -xJf bundle/bin.tar.xz
-cuda_lib=$(dirname "$(find /usr/local/cuda/ /usr/local/cuda/targets/ -maxdepth 3 -name 'libcublas.so.*' 2>/dev/null | head -1)")
-export LD_LIBRARY_PATH=$u/lib:$cuda_lib
-export PATH=$PATH:/usr/local/cuda/bin
+. apps/bench/issue21_calls/common.sh
 S="--section SpeedOfLight --section Occupancy --section LaunchStats --section InstructionStats --section WarpStateStats --section SchedulerStats --section MemoryWorkloadAnalysis"
 for size in 8192x8192 6000x4000; do
   timeout 200 ncu -k regex:chain_stream -c 1 $S $u/bin/cbi-bench --suite filters --image 8u:3 --size $size \

@@ -16,9 +16,7 @@ for p in parts:
         print(p)
 PY
 xz -9 $OUT/chain.sass; ls -la $OUT
-mkdir -p /tmp/cbi-bundle && tar -C /tmp/cbi-bundle -xJf bundle/libs.tar.xz
-cuda_lib=$(dirname "$(find /usr/local/cuda/ /usr/local/cuda/targets/ -maxdepth 3 -name 'libcublas.so.*' 2>/dev/null | head -1)")
-export LD_LIBRARY_PATH=/tmp/cbi-bundle/lib:$cuda_lib
+BIN=bundle-extra/base-bin.tar.xz; . apps/bench/issue21_calls/common.sh
 /tmp/s/bin/cbi-bench --suite filters --image 8u:1 --size 4096x4096 --size 8192x8192 --filter gaussian:5 --schedule stream:256x16 \
   --pipeline "gaussian:5 | sobel:mag" --pipeline "gaussian:3 | sobel:mag" --pipeline "blur:3 | gaussian:5" --pipeline "gaussian:5 | gaussian:5" \
   --pipeline "gaussian:5 | sobel:x" --pipeline "blur:5 | blur:5" --runs 20 --csv $OUT/pairs1.csv > $OUT/pairs1.txt 2>&1; echo "pairs1 rc=$?"

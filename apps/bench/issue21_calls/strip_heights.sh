@@ -3,10 +3,7 @@
 set -uo pipefail
 cd "$(dirname "$0")/../../.."  # the repository root
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv,noheader
-B=${1:-bundle}
-mkdir -p /tmp/cbi-bundle && tar -C /tmp/cbi-bundle -xJf $B/libs.tar.xz && tar -C /tmp/cbi-bundle -xJf ${BIN:-bundle-extra/base-bin.tar.xz}
-cuda_lib=$(dirname "$(find /usr/local/cuda/ /usr/local/cuda/targets/ -maxdepth 3 -name 'libcublas.so.*' 2>/dev/null | head -1)")
-export LD_LIBRARY_PATH=/tmp/cbi-bundle/lib:$cuda_lib
+BIN=${BIN:-bundle-extra/base-bin.tar.xz}; . apps/bench/issue21_calls/common.sh
 bench=/tmp/cbi-bundle/bin/cbi-bench
 sched=(); for h in 8 12 16 20 24 28 32 40 48 64 96; do sched+=(--schedule stream:256x$h); done
 $bench --suite filters --image 8u:3 --size 4096x4096 --size 8192x8192 --filter gaussian:9 --filter blur:9 --filter sobel:mag "${sched[@]}" --runs 20 --csv $OUT/single.csv > $OUT/single.txt 2>&1; echo "single rc=$?"

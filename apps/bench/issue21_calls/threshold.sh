@@ -1,10 +1,8 @@
 #!/usr/bin/env bash
-# Call F: where the fused gray pipelines start winning with one halo lane (new build only, two rounds).
+# Call 8: where the fused gray pipelines start winning with one halo lane (new build only, two rounds).
 set -uo pipefail
 cd "$(dirname "$0")/../../.."  # the repository root
-u=/tmp/cbi-bundle; rm -rf $u && mkdir -p $u && tar -C $u -xJf bundle/libs.tar.xz && tar -C $u -xJf bundle/bin.tar.xz
-cuda_lib=$(dirname "$(find /usr/local/cuda/ /usr/local/cuda/targets/ -maxdepth 3 -name 'libcublas.so.*' 2>/dev/null | head -1)")
-export LD_LIBRARY_PATH=$u/lib:$cuda_lib
+. apps/bench/issue21_calls/common.sh
 SECONDS=0
 sizes=(--size 2048x1536 --size 3000x2000 --size 4000x3000 --size 4096x4096 --size 5472x3648)
 pipes=(--pipeline "color:gray | gaussian:5 | sobel:mag" --pipeline "color:gray | blur:3 | sobel:mag" --pipeline "color:gray | gaussian:5 | gaussian:5" --pipeline "color:gray | gaussian:3 | sobel:mag")

@@ -1,13 +1,10 @@
 #!/usr/bin/env bash
-# Call C: test_fusion and test_defaults with the 20 MP rule; a user's run: cbi-filter on 24 MP and 16.8 MP JPEGs,
+# Call 5: test_fusion and test_defaults with the 20 MP rule; a user's run: cbi-filter on 24 MP and 16.8 MP JPEGs,
 # default (pairs fused from 20 MP) against --no-fuse and --fuse-stencils, and OpenCV doing the same.
 set -uo pipefail
 cd "$(dirname "$0")/../../.."  # the repository root
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
-u=/tmp/cbi-bundle; rm -rf $u && mkdir -p $u && tar -C $u -xJf bundle/libs.tar.xz && tar -C $u -xJf bundle/bin.tar.xz
-cuda_lib=$(dirname "$(find /usr/local/cuda/ /usr/local/cuda/targets/ -maxdepth 3 -name 'libcublas.so.*' 2>/dev/null | head -1)")
-export LD_LIBRARY_PATH=$u/lib:$cuda_lib
-export CBI_SAMPLES_DIR=$PWD/bundle/samples
+. apps/bench/issue21_calls/common.sh
 for t in test_fusion test_defaults; do
   $u/bin/$t --gtest_brief=1 > /tmp/$t.log 2>&1; echo "$t rc=$? $(grep -E '^\[  PASSED|^\[  FAILED' /tmp/$t.log | tr '\n' ' ')"
 done
