@@ -45,7 +45,8 @@ std::vector<ScheduleSpec> default_candidates(const NodeOp& op, const Border& bor
 
 // Whether a stencil pair fuses by default (RunOptions::StencilPairs::
 // measured): where the line-buffer pair kernel (cuda_chain_stream.cuh) ran
-// faster than the two stencil kernels it replaces, on the H100
+// faster than the kernels it replaces (the gray conversion's, the
+// stencils'), on the H100
 // (apps/bench/README.md, "Fused chains: stencil pairs by default"). That is
 // 8-bit pairs on stream that read a gray conversion of 3-channel BGR (the
 // kernel stores neither the gray image nor the first stencil's), on images

@@ -66,8 +66,8 @@ struct RunOptions {
     // output never stored; on smem/sep per tile in shared memory, on stream
     // through line buffers, with a colour node before the pair).
     //   measured: those fuses_pair_by_default names (defaults.hpp), where the
-    //     line-buffer kernel was measured faster than the two kernels it
-    //     replaces; the others run as two kernels, which is faster for them;
+    //     line-buffer kernel was measured faster than the kernels it
+    //     replaces; the others run unfused, which is faster for them;
     //   all: every pair a kernel takes (cbi-filter --fuse-stencils);
     //   none.
     enum class StencilPairs { measured, all, none };
