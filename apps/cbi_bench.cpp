@@ -311,10 +311,14 @@ void time_pipeline(Gpu& gpu, Report& report, const std::string& text, const Bord
     // stencils); "no-pairs": the default without stencil pairs; "unfused":
     // --no-fuse.
     using Pairs = RunOptions::StencilPairs;
-    const std::pair<const char*, Pairs> variants[] = {
-        {"fused", Pairs::all}, {"default", Pairs::measured}, {"no-pairs", Pairs::none}, {"unfused", Pairs::none}};
-    for (const auto& [variant, pairs] : variants) {
-        const bool fuse = std::string_view(variant) != "unfused";
+    struct Variant {
+        const char* name;
+        bool fuse;
+        Pairs pairs;
+    };
+    constexpr Variant variants[] = {
+        {"fused", true, Pairs::all}, {"default", true, Pairs::measured}, {"no-pairs", true, Pairs::none}, {"unfused", false, Pairs::none}};
+    for (const auto& [variant, fuse, pairs] : variants) {
         cuda.fuse = fuse;
         cuda.stencil_pairs = pairs;
         GraphExecutor ex(graph, cuda);
