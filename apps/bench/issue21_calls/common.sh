@@ -5,3 +5,18 @@
 u=/tmp/cbi-bundle; rm -rf $u && mkdir -p $u && tar -C $u -xJf bundle/libs.tar.xz && tar -C $u -xJf "${BIN:-bundle/bin.tar.xz}"
 cuda_lib=$(dirname "$(find /usr/local/cuda/ /usr/local/cuda/targets/ -maxdepth 3 -name 'libcublas.so.*' 2>/dev/null | head -1)")
 export LD_LIBRARY_PATH=$u/lib:$cuda_lib CBI_SAMPLES_DIR=$PWD/bundle/samples PATH=$PATH:/usr/local/cuda/bin
+
+# suites NAME...: each test binary of $u, one line of counts (the log in /tmp/NAME.log).
+suites() {
+  for t in "$@"; do
+    "$u/bin/$t" --gtest_brief=1 > "/tmp/$t.log" 2>&1
+    echo "$t rc=$? $(grep -E '^\[  PASSED|^\[  FAILED|SKIPPED \]' "/tmp/$t.log" | tr '\n' ' ') ${SECONDS}s"
+  done
+}
+# sanitize FILTER: test_fusion's tests matching FILTER under memcheck, then racecheck.
+sanitize() {
+  for tool in memcheck racecheck; do
+    compute-sanitizer --tool $tool --error-exitcode 99 "$u/bin/test_fusion" --gtest_brief=1 --gtest_filter="$1" > "/tmp/$tool.log" 2>&1
+    echo "$tool test_fusion rc=$? $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY|PASSED|FAILED' "/tmp/$tool.log" | tr '\n' ' ') ${SECONDS}s"
+  done
+}

@@ -8,9 +8,7 @@ bundle/run.sh chain > $OUT/run-chain.txt 2>&1; echo "run.sh chain rc=$? ${SECOND
 grep -E "test_fusion|memcheck|racecheck" $OUT/run-chain.txt
 mv $OUT/chain.csv $OUT/new-chain.csv
 . apps/bench/issue21_calls/common.sh
-for t in test_filters_cuda test_defaults; do
-  /tmp/cbi-bundle/bin/$t --gtest_brief=1 > /tmp/$t.log 2>&1; echo "$t rc=$? $(grep -E '^\[  PASSED|^\[  FAILED' /tmp/$t.log | tr '\n' ' ') ${SECONDS}s"
-done
+suites test_filters_cuda test_defaults
 mkdir -p /tmp/base && tar -C /tmp/base -xJf bundle-extra/base-bin.tar.xz
 sizes=(--size 1920x1080 --size 3000x2000 --size 4096x4096 --size 6000x4000 --size 8192x8192)
 pipes=(--pipeline "color:gray | gaussian:5 | sobel:mag" --pipeline "color:gray | blur:3 | sobel:mag" --pipeline "color:gray | gaussian:5 | gaussian:5")
@@ -26,19 +24,4 @@ for round in 1 2; do
   [ $SECONDS -gt 420 ] && break
 done
 grep -hE "DIFFERS|error|FAIL" /tmp/*-pipes*.txt /tmp/*-single*.txt | head
-python3 - $OUT <<'PY'
-import csv, sys, glob, statistics, collections
-o = sys.argv[1]
-d = collections.defaultdict(list)
-for f in sorted(glob.glob(f"{o}/*-pipes*.csv") + glob.glob(f"{o}/*-single*.csv")):
-    b = f.split("/")[-1].split("-")[0]
-    for r in csv.DictReader(open(f)):
-        d[(r["workload"], r["variant"], r["width"], r["height"], r["channels"], b)].append((float(r["median_ms"]), float(r["x_floor"])))
-keys = sorted({k[:5] for k in d})
-for k in keys:
-    cells = []
-    for b in ("base", "new"):
-        v = d.get(k + (b,), [])
-        cells.append(" ".join(f"{m:.4f}" for m, _ in v) or "-")
-    print(f"{k[0][:36]:36s} {k[1]:15s} {k[2]:>5s}x{k[3]:<5s} c{k[4]} | base {cells[0]:16s} | new {cells[1]}")
-PY
+python3 apps/bench/issue21_calls/compare.py $OUT '*-pipes*.csv' '*-single*.csv'

@@ -5,14 +5,8 @@ cd "$(dirname "$0")/../../.."  # the repository root
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
 . apps/bench/issue21_calls/common.sh
 SECONDS=0
-for t in test_fusion test_defaults; do
-  $u/bin/$t --gtest_brief=1 > /tmp/$t.log 2>&1; echo "$t rc=$? $(grep -E '^\[  PASSED|^\[  FAILED' /tmp/$t.log | tr '\n' ' ') ${SECONDS}s"
-done
-for tool in memcheck racecheck; do
-  compute-sanitizer --tool $tool --error-exitcode 99 $u/bin/test_fusion --gtest_brief=1 \
-    --gtest_filter='Fusion.StencilPairsOnStream*:Fusion.StreamPairs*:Fusion.GrayPairs*:Fusion.Blends*' > /tmp/$tool.log 2>&1
-  echo "$tool rc=$? $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY|PASSED|FAILED' /tmp/$tool.log | tr '\n' ' ') ${SECONDS}s"
-done
+suites test_fusion test_defaults
+sanitize 'Fusion.StencilPairsOnStream*:Fusion.StreamPairs*:Fusion.GrayPairs*:Fusion.Blends*'
 d=/tmp/e; rm -rf $d; mkdir -p $d
 python3 -c "
 import cv2; m = cv2.imread('bundle/samples/butterfly.jpg')

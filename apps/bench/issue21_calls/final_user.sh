@@ -5,14 +5,8 @@ cd "$(dirname "$0")/../../.."  # the repository root
 . apps/bench/issue21_calls/common.sh
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader; nproc
 SECONDS=0
-for t in test_filters_cuda test_fusion test_defaults; do
-  $u/bin/$t --gtest_brief=1 > /tmp/$t.log 2>&1; echo "$t rc=$? $(grep -E '^\[  PASSED|^\[  FAILED|SKIPPED \]' /tmp/$t.log | tr '\n' ' ') ${SECONDS}s"
-done
-for tool in memcheck racecheck; do
-  compute-sanitizer --tool $tool --error-exitcode 99 $u/bin/test_fusion --gtest_brief=1 \
-    --gtest_filter='Fusion.StencilPairsOnStream*:Fusion.StreamPairs*:Fusion.GrayPairs*:Fusion.Blends*' > /tmp/$tool.log 2>&1
-  echo "$tool test_fusion rc=$? $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY|PASSED|FAILED' /tmp/$tool.log | tr '\n' ' ') ${SECONDS}s"
-done
+suites test_filters_cuda test_fusion test_defaults
+sanitize 'Fusion.StencilPairsOnStream*:Fusion.StreamPairs*:Fusion.GrayPairs*:Fusion.Blends*'
 compute-sanitizer --tool memcheck --error-exitcode 99 $u/bin/test_filters_cuda --gtest_brief=1 --gtest_filter='*Stream*' > /tmp/mc2.log 2>&1
 echo "memcheck test_filters_cuda *Stream* rc=$? $(grep -E 'ERROR SUMMARY|PASSED|FAILED' /tmp/mc2.log | tr '\n' ' ') ${SECONDS}s"
 d=/tmp/b; rm -rf $d; mkdir -p $d/in

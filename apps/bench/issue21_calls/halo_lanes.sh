@@ -7,11 +7,7 @@ SECONDS=0
 . apps/bench/issue21_calls/common.sh
 $u/bin/test_fusion --gtest_brief=1 > /tmp/tf.log 2>&1; echo "test_fusion rc=$? $(grep -E '^\[  PASSED|^\[  FAILED' /tmp/tf.log | tr '\n' ' ') ${SECONDS}s"
 grep -E "Failure|FAILED|Expected|Which is" /tmp/tf.log | head -20
-for tool in memcheck racecheck; do
-  compute-sanitizer --tool $tool --error-exitcode 99 $u/bin/test_fusion --gtest_brief=1 \
-    --gtest_filter='Fusion.StencilPairsOnStream*:Fusion.StreamPairs*' > /tmp/$tool.log 2>&1
-  echo "$tool rc=$? $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY|PASSED|FAILED' /tmp/$tool.log | tr '\n' ' ') ${SECONDS}s"
-done
+sanitize 'Fusion.StencilPairsOnStream*:Fusion.StreamPairs*'
 mkdir -p /tmp/base && tar -C /tmp/base -xJf bundle-extra/base-bin.tar.xz
 sizes=(--size 1920x1080 --size 4096x4096 --size 6000x4000 --size 8192x8192)
 pipes=(--pipeline "color:gray | gaussian:5 | sobel:mag" --pipeline "color:gray | blur:3 | sobel:mag" --pipeline "color:gray | gaussian:5 | gaussian:5")
@@ -27,15 +23,4 @@ for round in 1 2; do
   [ $SECONDS -gt 400 ] && break
 done
 grep -hE "DIFFERS|error|FAIL" /tmp/*-p?.txt /tmp/*-o?.txt | head
-python3 - $OUT <<'PY'
-import csv, sys, glob, collections
-o = sys.argv[1]
-d = collections.defaultdict(list)
-for f in sorted(glob.glob(f"{o}/*-pipes*.csv") + glob.glob(f"{o}/*-one*.csv")):
-    b = f.split("/")[-1].split("-")[0]
-    for r in csv.DictReader(open(f)):
-        d[(r["workload"], r["variant"], r["width"], r["height"], r["channels"], b)].append(float(r["median_ms"]))
-for k in sorted({k[:5] for k in d}):
-    cells = [" ".join(f"{m:.4f}" for m in d.get(k + (b,), [])) or "-" for b in ("base", "new")]
-    print(f"{k[0][:36]:36s} {k[1]:9s} {k[2]:>5s}x{k[3]:<5s} c{k[4]} | base {cells[0]:14s} | new {cells[1]}")
-PY
+python3 apps/bench/issue21_calls/compare.py $OUT '*-pipes*.csv' '*-one*.csv'

@@ -5,9 +5,7 @@ set -uo pipefail
 cd "$(dirname "$0")/../../.."  # the repository root
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
 . apps/bench/issue21_calls/common.sh
-for t in test_fusion test_defaults; do
-  $u/bin/$t --gtest_brief=1 > /tmp/$t.log 2>&1; echo "$t rc=$? $(grep -E '^\[  PASSED|^\[  FAILED' /tmp/$t.log | tr '\n' ' ')"
-done
+suites test_fusion test_defaults
 compute-sanitizer --tool memcheck --error-exitcode 99 $u/bin/test_fusion --gtest_brief=1 --gtest_filter='Fusion.StencilPairsOnStream*:Fusion.StreamPairs*' > /tmp/mc.log 2>&1
 echo "memcheck rc=$? $(grep -E 'ERROR SUMMARY|PASSED' /tmp/mc.log | tr '\n' ' ')"
 d=/tmp/e; rm -rf $d; mkdir -p $d
