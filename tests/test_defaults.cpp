@@ -118,8 +118,6 @@ TEST(Routing, CpuNodesRunTheKernelTheirScheduleNames) {
     EXPECT_STREQ(to_string(KernelPath::cpu_separable_tiles), "cpu separable tiles");
 }
 
-// --device auto for one image: the CPU where the run is expected to be done
-// before a CUDA device has started; a named schedule keeps the device.
 // Stencil pairs fuse by default only where the line-buffer kernel was
 // measured faster: 8-bit, on stream, a gray conversion of BGR before the
 // pair, images of kFusedGrayPairMinPixels or more.
@@ -134,7 +132,7 @@ TEST(DefaultPairs, OnlyLargeEightBitGrayPairsOnStreamFuseByDefault) {
     const std::uint64_t w = 4096, h = (kFusedGrayPairMinPixels + w - 1) / w;  // the smallest height that fuses
     EXPECT_TRUE(fuses_pair_by_default(gray, Depth::u8, 3, w, h));
     EXPECT_TRUE(fuses_pair_by_default(pair("blur:3", "gaussian:5", "stream:128x32", true), Depth::u8, 3, 6000, 4000));
-    EXPECT_FALSE(fuses_pair_by_default(gray, Depth::u8, 3, w, h - 1));  // smaller: two kernels fill the GPU better
+    EXPECT_FALSE(fuses_pair_by_default(gray, Depth::u8, 3, w, h - 1));  // smaller: measured slower fused
     EXPECT_FALSE(fuses_pair_by_default(gray, Depth::u8, 3, 1920, 1080));
     EXPECT_FALSE(fuses_pair_by_default(gray, Depth::u16, 3, 6000, 4000));
     EXPECT_FALSE(fuses_pair_by_default(gray, Depth::u8, 4, 6000, 4000));
@@ -146,6 +144,8 @@ TEST(DefaultPairs, OnlyLargeEightBitGrayPairsOnStreamFuseByDefault) {
     EXPECT_FALSE(fuses_pair_by_default(single, Depth::u8, 3, 6000, 4000));
 }
 
+// --device auto for one image: the CPU where the run is expected to be done
+// before a CUDA device has started; a named schedule keeps the device.
 TEST(OneImageDevice, TheCpuTakesWhatItFinishesBeforeCudaStarts) {
     const Graph two = parse_pipeline("gaussian:9 | sobel:mag");
     const Graph chain = parse_pipeline("blur:31 | blur:31 | blur:31 | gaussian:15 | sobel:mag");
