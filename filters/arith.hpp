@@ -39,14 +39,16 @@ CBI_HOST_DEVICE float add_rn(float a, float b) {
 // even in the float unit, whose low mantissa bits are then the result: the
 // same value as rintf + compare, without the conversion instructions that
 // run at an eighth of the float rate on sm_90.
-template <class T>
+// kNonNegative: v is known to be >= 0 and not NaN (a magnitude), which
+// saves the GPU the lower clamp.
+template <class T, bool kNonNegative = false>
 CBI_HOST_DEVICE T saturate_round(float v) {
     if constexpr (std::is_same_v<T, float>) {
         return v;
     } else {
         constexpr float hi = static_cast<float>(T(~T(0)));
 #if defined(__CUDA_ARCH__)
-        const float clamped = fminf(fmaxf(v, 0.f), hi);  // fmaxf(NaN, 0) is 0
+        const float clamped = fminf(kNonNegative ? v : fmaxf(v, 0.f), hi);  // fmaxf(NaN, 0) is 0
         return static_cast<T>(__float_as_uint(__fadd_rn(clamped, 8388608.f)) & 0xffffu);
 #else
         const float r = std::nearbyint(v);

@@ -18,7 +18,7 @@
 //  3. intermediate samples outside the image: the consumer's border rule,
 //     copied from the lanes that hold the samples it maps to (edge warps
 //     only, offsets resolved once);
-//  4. the consumer's column sums over a ring of the last 5 intermediate
+//  4. the consumer's column sums over a ring of its last K2 intermediate
 //     rows, its row sums and finish(), stored.
 // Packed sums stay exact when every 16-bit lane stays in 0 .. 65535
 // (ChainTaps: weights divided by their common factor per axis, biases for
@@ -48,6 +48,7 @@ namespace cbi::cuda {
 
 inline constexpr int kChainRing = 5;  // rows in each stage's ring: the largest kernel size taken
 inline constexpr int kChainMaxWarps = 8;  // per block
+inline constexpr int kChainRegisters = 72;  // per thread: the kernel's cap
 // Lanes at each end of a warp that only feed others: an output's window
 // reaches (h1 + h2) * C samples beyond it through both stencils (one lane
 // for 1 channel, two for 3).
@@ -145,7 +146,7 @@ std::optional<ChainTaps<P, K>> chain_taps(const Op& op) {
     return c;
 }
 
-// A gray conversion the kernel computes in its exact form (chain_gray8):
+// A gray conversion the kernel computes in its exact form (chain_gray_pairs):
 // one row of weights that are multiples of 2^-15, non-negative, summing to
 // at most 1, and no offset (the `gray` preset's cv::cvtColor weights).
 inline bool chain_gray_exact(const StorageMatrix& m) {
@@ -178,38 +179,58 @@ __device__ __forceinline__ unsigned long long from_pairs(const std::uint32_t (&w
     return __byte_perm(w[0], w[1], 0x6420) | static_cast<unsigned long long>(__byte_perm(w[2], w[3], 0x6420)) << 32;
 }
 
-// Gray of 8 BGR pixels (24 bytes, little-endian words) for a matrix that
-// chain_gray_exact accepts: there ColorOp::sample's products and sums are
-// exact (multiples of 2^-15 below 256), so this equals it whatever the
-// order of operations; adding 2^23 rounds to nearest even, as
-// saturate_round does, and leaves the result in the low byte. Bytes
-// become floats the same way (2^23 + b, less 2^23).
-__device__ __forceinline__ unsigned long long chain_gray8(const StorageMatrix& matrix, const unsigned long long (&w)[3]) {
-    const float* m = matrix.m[0];
-    const std::uint32_t words[6] = {static_cast<std::uint32_t>(w[0]), static_cast<std::uint32_t>(w[0] >> 32),
-                                    static_cast<std::uint32_t>(w[1]), static_cast<std::uint32_t>(w[1] >> 32),
-                                    static_cast<std::uint32_t>(w[2]), static_cast<std::uint32_t>(w[2] >> 32)};
-    const auto channel = [&](int q) {  // byte q of the 24, as a float
-        return __int_as_float(static_cast<int>(__byte_perm(words[q / 4], 0x4b000000u, 0x7440 | (q % 4)))) - 8388608.f;
-    };
-    std::uint32_t f[8];
-#pragma unroll
-    for (int i = 0; i < 8; ++i) {
-        const float y = fmaf(m[2], channel(3 * i + 2), fmaf(m[1], channel(3 * i + 1), m[0] * channel(3 * i)));
-        f[i] = __float_as_uint(__fadd_rn(y, 8388608.f));
+// The weights of a gray conversion that chain_gray_exact accepts, in units
+// of 2^-15 (q0, q1, q2 for bytes B, G, R), as the 16-bit pairs that
+// __dp2a_lo and __dp2a_hi multiply two bytes of a word by: a BGR pixel
+// starts at byte 0, 3, 2 or 1 of a word, so its bytes meet these in four
+// patterns.
+struct ChainGray {
+    std::uint32_t q01, q2_, q_0, q12;  // (q0, q1), (q2, 0), (0, q0), (q1, q2), low half first
+
+    static ChainGray of(const StorageMatrix& m) {
+        std::uint32_t q[3];
+        for (int c = 0; c < 3; ++c) q[c] = static_cast<std::uint32_t>(static_cast<double>(m.m[0][c]) * 32768.0);
+        return {q[0] | q[1] << 16, q[2], q[0] << 16, q[1] | q[2] << 16};
     }
-    const std::uint32_t lo = __byte_perm(__byte_perm(f[0], f[1], 0x0040), __byte_perm(f[2], f[3], 0x0040), 0x5410);
-    const std::uint32_t hi = __byte_perm(__byte_perm(f[4], f[5], 0x0040), __byte_perm(f[6], f[7], 0x0040), 0x5410);
-    return lo | static_cast<unsigned long long>(hi) << 32;
+};
+
+// Gray of 8 BGR pixels (24 bytes, little-endian words) as pair words
+// (pixels 2j, 2j + 1 in word j's 16-bit lanes), for a matrix that
+// chain_gray_exact accepts: ColorOp::sample's products and sums are then
+// exact (multiples of 2^-15 below 256), so the integer sum s of bytes times
+// weights in 2^-15 is the same value, and (s + 2^14 - 1 + bit 15 of s) >> 15
+// rounds it to nearest even, as saturate_round does. Two dot-product
+// instructions a pixel (each two bytes times two 16-bit weights), where
+// floats took three conversions and three multiplies.
+__device__ __forceinline__ void chain_gray_pairs(const ChainGray& g, const unsigned long long (&w)[3], std::uint32_t (&out)[4]) {
+    std::uint32_t s[8];
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {  // pixels 4h .. 4h + 3: bytes 12h .. 12h + 11, words a, b, c
+        const unsigned long long lo = w[h == 0 ? 0 : 1], hi = w[h == 0 ? 1 : 2];
+        const std::uint32_t a = static_cast<std::uint32_t>(h == 0 ? lo : lo >> 32);
+        const std::uint32_t b = static_cast<std::uint32_t>(h == 0 ? lo >> 32 : hi);
+        const std::uint32_t c = static_cast<std::uint32_t>(h == 0 ? hi : hi >> 32);
+        s[4 * h + 0] = __dp2a_hi(g.q2_, a, __dp2a_lo(g.q01, a, 0u));  // bytes 0 1 | 2
+        s[4 * h + 1] = __dp2a_lo(g.q12, b, __dp2a_hi(g.q_0, a, 0u));  // 3 | 4 5
+        s[4 * h + 2] = __dp2a_lo(g.q2_, c, __dp2a_hi(g.q01, b, 0u));  // 6 7 | 8
+        s[4 * h + 3] = __dp2a_hi(g.q12, c, __dp2a_lo(g.q_0, c, 0u));  // 9 | 10 11
+    }
+#pragma unroll
+    for (int j = 0; j < 4; ++j) {
+        const std::uint32_t r0 = s[2 * j] + 0x3fffu + ((s[2 * j] >> 15) & 1u);
+        const std::uint32_t r1 = s[2 * j + 1] + 0x3fffu + ((s[2 * j + 1] >> 15) & 1u);
+        out[j] = r0 >> 15 | (r1 << 1 & 0xffff0000u);  // results below 256: r1 >> 15 << 16
+    }
 }
 
 // v as pair words picked from ring slot s (a run-time index: selects, not local memory).
-__device__ __forceinline__ void chain_pick(const std::uint32_t (&ring)[kChainRing][4], int s, std::uint32_t (&v)[4]) {
+template <int R>
+__device__ __forceinline__ void chain_pick(const std::uint32_t (&ring)[R][4], int s, std::uint32_t (&v)[4]) {
 #pragma unroll
     for (int i = 0; i < 4; ++i) {
         v[i] = ring[0][i];
 #pragma unroll
-        for (int q = 1; q < kChainRing; ++q) v[i] = s == q ? ring[q][i] : v[i];
+        for (int q = 1; q < R; ++q) v[i] = s == q ? ring[q][i] : v[i];
     }
 }
 
@@ -281,11 +302,13 @@ __device__ __forceinline__ unsigned long long chain_finish(const Op& op, const s
 // The kernel. Pre: the first stencil (K1 = 5: smaller kernels take zero
 // taps at the ends); Op: the consumer, K2 x K2 with P2 passes; C:
 // intermediate channels; kGray: Pre's source converts 3-channel BGR to gray.
+// Registers limit the warps an SM holds: 72 a thread (28 warps) was faster
+// than 80 (24 warps) and 64 (32 warps, spilling), apps/bench/README.md.
 template <class Pre, class Op, int K2, int C, int P2, bool kGray>
-__global__ void __launch_bounds__(kChainMaxWarps * 32, 3) chain_stream(const __grid_constant__ Pre pre, const __grid_constant__ Op op,
+__global__ void __maxnreg__(kChainRegisters) chain_stream(const __grid_constant__ Pre pre, const __grid_constant__ Op op,
                              const __grid_constant__ ChainTaps<1, kChainRing> taps1, const __grid_constant__ ChainTaps<P2, K2> taps2,
-                             int strip_h, int strips_y, const TileOrder order) {
-    constexpr int K1 = kChainRing, R = kChainRing, G = kStream8Bytes;
+                             const ChainGray gray, int strip_h, int strips_y, const TileOrder order) {
+    constexpr int K1 = kChainRing, R = kChainRing, R2 = K2, G = kStream8Bytes;
     constexpr int h1 = K1 / 2, h2 = K2 / 2;
     static_assert(stream8_halo_lanes(K1, C) == 1 && stream8_halo_lanes(K2, C) == 1);
     constexpr int CI = kGray ? 3 : 1;  // input bytes per intermediate sample
@@ -331,20 +354,20 @@ __global__ void __launch_bounds__(kChainMaxWarps * 32, 3) chain_stream(const __g
             const int x = border_index(op.src.mode, px, width);
             copy_from[i] = (q >= 0 && q < row_bytes) || !read ? -2 : x < 0 ? -1 : x * C + (q - px * C) - b0;
         }
-    // The lane's 8 samples of input row r (the gray of 8 pixels with kGray).
-    const auto fetch = [&](int r) -> unsigned long long {
+    // The lane's 8 samples of input row r as pair words (the gray of 8 pixels with kGray).
+    const auto fetch = [&](int r, std::uint32_t(&pairs)[4]) {
         const std::uint8_t* row = pre.src.row(r);
-        if (row == nullptr) return const1;
+        if (row == nullptr) return to_pairs(const1, pairs);
         if (fast_load) {
             const auto* p = reinterpret_cast<const unsigned long long*>(row + b * CI);
             if constexpr (kGray) {
                 const unsigned long long w[3] = {__ldg(p), __ldg(p + 1), __ldg(p + 2)};
-                return chain_gray8(pre.src.matrix, w);
+                return chain_gray_pairs(gray, w, pairs);
             } else {
-                return __ldg(p);
+                return to_pairs(__ldg(p), pairs);
             }
         }
-        if (!needed) return 0;
+        if (!needed) return to_pairs(0, pairs);
         unsigned long long v = 0;
 #pragma unroll
         for (int i = 0; i < G; ++i) {
@@ -354,7 +377,7 @@ __global__ void __launch_bounds__(kChainMaxWarps * 32, 3) chain_stream(const __g
             else s = at < 0 ? static_cast<std::uint8_t>(pre.src.constant) : row[at];
             v |= static_cast<unsigned long long>(s) << (8 * i);
         }
-        return v;
+        to_pairs(v, pairs);
     };
 
     for (int sy = strips.first; sy < strips.end; sy += strips.step) {
@@ -362,19 +385,22 @@ __global__ void __launch_bounds__(kChainMaxWarps * 32, 3) chain_stream(const __g
         // Intermediate rows m_first .. m_last; input rows from m_first - h1.
         const int m_first = max(0, y0 - h2), m_last = min(height - 1, y_end - 1 + h2);
         // The rings, oldest row first: at intermediate row m, ring1[t] holds input
-        // row m - h1 + t and ring2[t] intermediate row m - (R - 1) + t. Rows move
-        // down a slot per row (register moves), so the row loop is one copy of its
-        // code: unrolled R times for constant slots, it outgrew the instruction cache.
-        std::uint32_t ring1[R][4] = {}, ring2[R][4] = {};
-        const auto push1 = [&](unsigned long long bytes) {  // the next input row into ring1
+        // row m - h1 + t and ring2[t] intermediate row m - (K2 - 1) + t (every row
+        // an output of row m reads, through the border rule too, is one of these).
+        // Rows move down a slot per row (register moves), so the row loop is one
+        // copy of its code: unrolled for constant slots, it outgrew the instruction cache.
+        std::uint32_t ring1[R][4] = {}, ring2[R2][4] = {};
+        const auto shift1 = [&] {  // makes room for the next input row in ring1[R - 1]
 #pragma unroll
             for (int t = 0; t + 1 < R; ++t)
 #pragma unroll
                 for (int i = 0; i < 4; ++i) ring1[t][i] = ring1[t + 1][i];
-            to_pairs(bytes, ring1[R - 1]);
         };
 #pragma unroll 1
-        for (int r = m_first - h1; r < m_first + h1; ++r) push1(fetch(r));
+        for (int r = m_first - h1; r < m_first + h1; ++r) {
+            shift1();
+            fetch(r, ring1[R - 1]);
+        }
         // Input rows inside the image on whole-word lanes load a row ahead.
         const auto direct = [&](int r) { return fast_load && r < height; };
         unsigned long long ahead[CI];
@@ -387,15 +413,14 @@ __global__ void __launch_bounds__(kChainMaxWarps * 32, 3) chain_stream(const __g
 #pragma unroll 1
         for (int m = m_first; m <= m_last; ++m) {
             // 1. + 2. Input row m + h1 into ring1, intermediate row m out.
-            unsigned long long bytes;
+            shift1();
             if (direct(m + h1)) {
-                if constexpr (kGray) bytes = chain_gray8(pre.src.matrix, ahead);
-                else bytes = ahead[0];
+                if constexpr (kGray) chain_gray_pairs(gray, ahead, ring1[R - 1]);
+                else to_pairs(ahead[0], ring1[R - 1]);
             } else {
-                bytes = fetch(m + h1);
+                fetch(m + h1, ring1[R - 1]);
             }
             if (m < m_last && direct(m + 1 + h1)) load_ahead(m + 1 + h1);
-            push1(bytes);
             std::uint32_t col1[1][4], row1[1][4];
 #pragma unroll
             for (int i = 0; i < 4; ++i) {
@@ -406,10 +431,10 @@ __global__ void __launch_bounds__(kChainMaxWarps * 32, 3) chain_stream(const __g
             }
             chain_row_sums<K1, C>(col1, taps1, row1);
 #pragma unroll
-            for (int t = 0; t + 1 < R; ++t)
+            for (int t = 0; t + 1 < R2; ++t)
 #pragma unroll
                 for (int i = 0; i < 4; ++i) ring2[t][i] = ring2[t + 1][i];
-            std::uint32_t(&mid)[4] = ring2[R - 1];
+            std::uint32_t(&mid)[4] = ring2[R2 - 1];
             if (taps1.shift) {  // both lanes of a word rounded at once
                 const std::uint32_t half = (1u << (taps1.shift - 1)) * 0x00010001u;
 #pragma unroll
@@ -443,21 +468,21 @@ __global__ void __launch_bounds__(kChainMaxWarps * 32, 3) chain_stream(const __g
                 for (int p = 0; p < P2; ++p)
 #pragma unroll
                     for (int i = 0; i < 4; ++i) col2[p][i] = taps2.col_bias[p] * 0x00010001u;
-                if (y - h2 >= 0 && y + h2 == m) {  // rows y - h2 .. m: the ring's newest K2
+                if (y - h2 >= 0 && y + h2 == m) {  // rows y - h2 .. m: the ring
 #pragma unroll
                     for (int t = 0; t < K2; ++t)
 #pragma unroll
                         for (int p = 0; p < P2; ++p)
 #pragma unroll
-                            for (int i = 0; i < 4; ++i) col2[p][i] += taps2.y[p][t] * ring2[R - K2 + t][i];
-                } else {  // rows through the border rule (within the ring's last R rows of m)
+                            for (int i = 0; i < 4; ++i) col2[p][i] += taps2.y[p][t] * ring2[t][i];
+                } else {  // rows through the border rule (rows m - 2 * h2 .. m, or from 0 in short images)
                     std::uint32_t c2[4];
                     to_pairs(const2, c2);
 #pragma unroll
                     for (int t = 0; t < K2; ++t) {
                         const int mm = border_index(op.src.mode, y + t - h2, height);
                         std::uint32_t v[4];
-                        chain_pick(ring2, R - 1 - (m - max(mm, 0)), v);
+                        chain_pick(ring2, R2 - 1 - (m - max(mm, 0)), v);
 #pragma unroll
                         for (int p = 0; p < P2; ++p)
 #pragma unroll
@@ -513,6 +538,8 @@ void launch_chain_stream(const StreamSchedule& strip, const Pre& pre, const Op& 
         if (op.dst.empty()) return;
         constexpr bool gray = !std::remove_cvref_t<decltype(pre.src)>::kStored;
         const auto taps1 = chain_taps<1, kChainRing>(pre);  // centred: zero at the ends of smaller kernels
+        ChainGray gray_weights{};
+        if constexpr (gray) gray_weights = ChainGray::of(pre.src.matrix);
         const auto go = [&](auto kc, auto cc, auto pc) {
             constexpr int K2 = kc(), C = cc(), P2 = pc();
             const auto taps2 = chain_taps<P2, K2>(op);
@@ -520,7 +547,7 @@ void launch_chain_stream(const StreamSchedule& strip, const Pre& pre, const Op& 
             const auto s = Stream8Shape::of(strip, op.dst.width, op.dst.height, C, chain_chunk(K2, C), sizeof(ChainWarpStorage),
                                             kChainMaxWarps, block, order);
             chain_stream<Pre, Op, K2, C, P2, gray><<<s.grid, s.threads(), s.shared_bytes(), stream>>>(
-                pre, op, *taps1, *taps2, s.strip_h, s.strips_y, order);
+                pre, op, *taps1, *taps2, gray_weights, s.strip_h, s.strips_y, order);
         };
         with_one_of<3, 5>(square_kernel_size(op), [&](auto kc) {
             const auto with_c = [&](auto cc) { with_passes(op, [&](auto pc) { go(kc, cc, pc); }); };

@@ -290,7 +290,7 @@ struct SobelOp : SeparableStencil<SobelOp<T, B, Src>, T, B, Src> {
     template <int P>
     CBI_HOST_DEVICE T finish_gradients(const float* g) const {
         if constexpr (P == 1) return saturate_round<T>(g[0] < 0.f ? -g[0] : g[0]);
-        else return saturate_round<T>(magnitude_sqrt<T>(add_rn(mul_rn(g[0], g[0]), mul_rn(g[1], g[1]))));
+        else return saturate_round<T, true>(magnitude_sqrt<T>(add_rn(mul_rn(g[0], g[0]), mul_rn(g[1], g[1]))));
     }
 };
 
