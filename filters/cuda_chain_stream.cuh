@@ -160,6 +160,14 @@ inline bool chain_gray_exact(const StorageMatrix& m) {
     return sum <= 32768.0;
 }
 
+// A 3x3 Sobel magnitude's weight t of pass p across (x) or down (y), as
+// chain_taps gives them (pass 0, gx: derivative across, smoothing down;
+// pass 1, gy: the transpose), for kernels that take them as constants.
+CBI_HOST_DEVICE constexpr std::uint32_t sobel3_mag_weight(bool across, int p, int t) {
+    const bool smooth = across == (p == 1);
+    return smooth ? (t == 1 ? 2u : 1u) : t == 0 ? ~0u : t == 1 ? 0u : 1u;
+}
+
 // The shared memory of a warp: what the edge warps need.
 struct ChainWarpStorage {
     unsigned long long mid[32];            // an intermediate row, for the border copies (edge warps)
@@ -235,11 +243,12 @@ __device__ __forceinline__ void chain_pick(const std::uint32_t (&ring)[R][4], in
 }
 
 // Row pass: each pass's row sums of the lane's 8 outputs (pair words) from
-// its column sums and its neighbours' (taps C samples apart). Every lane
-// of the warp must call it; lanes 0 and 31 get sums of their own columns
-// where a neighbour's belong, which no output reads.
-template <int K, int C, int P>
-__device__ __forceinline__ void chain_row_sums(const std::uint32_t (&col)[P][4], const ChainTaps<P, K>& taps, std::uint32_t (&out)[P][4]) {
+// its column sums and its neighbours' (taps C samples apart), with weights
+// wx(p, t). Every lane of the warp must call it; lanes 0 and 31 get sums of
+// their own columns where a neighbour's belong, which no output reads.
+template <int K, int C, int P, class WX>
+__device__ __forceinline__ void chain_row_sums(const std::uint32_t (&col)[P][4], const ChainTaps<P, K>& taps, const WX& wx,
+                                               std::uint32_t (&out)[P][4]) {
     constexpr int h = K / 2, NW = (h * C + 1) / 2;  // words of each neighbour read
     static_assert(NW <= 4, "one neighbour lane on each side");
 #pragma unroll
@@ -260,7 +269,7 @@ __device__ __forceinline__ void chain_row_sums(const std::uint32_t (&col)[P][4],
         for (int j = 0; j < 4; ++j) {
             std::uint32_t s = taps.row_bias[p] * 0x00010001u;
 #pragma unroll
-            for (int t = 0; t < K; ++t) s += taps.x[p][t] * pair_at(2 * j + (t - h) * C);
+            for (int t = 0; t < K; ++t) s += wx(p, t) * pair_at(2 * j + (t - h) * C);
             out[p][j] = s;
         }
     }
@@ -302,9 +311,11 @@ __device__ __forceinline__ unsigned long long chain_finish(const Op& op, const s
 // The kernel. Pre: the first stencil (K1 = 5: smaller kernels take zero
 // taps at the ends); Op: the consumer, K2 x K2 with P2 passes; C:
 // intermediate channels; kGray: Pre's source converts 3-channel BGR to gray.
+// kSobel3: the consumer's weights are sobel3_mag_weight's (launch_chain_stream
+// checks), constants whose zero and unit weights cost no multiply.
 // Registers limit the warps an SM holds: 72 a thread (28 warps) was faster
 // than 80 (24 warps) and 64 (32 warps, spilling), apps/bench/README.md.
-template <class Pre, class Op, int K2, int C, int P2, bool kGray>
+template <class Pre, class Op, int K2, int C, int P2, bool kGray, bool kSobel3>
 __global__ void __maxnreg__(kChainRegisters) chain_stream(const __grid_constant__ Pre pre, const __grid_constant__ Op op,
                              const __grid_constant__ ChainTaps<1, kChainRing> taps1, const __grid_constant__ ChainTaps<P2, K2> taps2,
                              const ChainGray gray, int strip_h, int strips_y, const TileOrder order) {
@@ -335,6 +346,8 @@ __global__ void __maxnreg__(kChainRegisters) chain_stream(const __grid_constant_
     const bool edge_warp = b0 < 0 || b0 + (33 - HL) * G > row_bytes;
     const unsigned long long const1 = 0x0101010101010101ull * static_cast<std::uint8_t>(pre.src.constant);
     const unsigned long long const2 = 0x0101010101010101ull * static_cast<std::uint8_t>(op.src.constant);
+    const auto wx2 = [&](int p, int t) { return kSobel3 ? sobel3_mag_weight(true, p, t) : taps2.x[p][t]; };
+    const auto wy2 = [&](int p, int t) { return kSobel3 ? sobel3_mag_weight(false, p, t) : taps2.y[p][t]; };
     int(&fetch_offsets)[G] = ws.fetch_offsets[lane];
     int(&copy_from)[G] = ws.copy_from[lane];
     if (!fast_load && needed)
@@ -429,7 +442,7 @@ __global__ void __maxnreg__(kChainRegisters) chain_stream(const __grid_constant_
                 for (int t = 0; t < K1; ++t) s += taps1.y[0][t] * ring1[t][i];
                 col1[0][i] = s;
             }
-            chain_row_sums<K1, C>(col1, taps1, row1);
+            chain_row_sums<K1, C>(col1, taps1, [&](int, int t) { return taps1.x[0][t]; }, row1);
 #pragma unroll
             for (int t = 0; t + 1 < R2; ++t)
 #pragma unroll
@@ -474,7 +487,7 @@ __global__ void __maxnreg__(kChainRegisters) chain_stream(const __grid_constant_
 #pragma unroll
                         for (int p = 0; p < P2; ++p)
 #pragma unroll
-                            for (int i = 0; i < 4; ++i) col2[p][i] += taps2.y[p][t] * ring2[t][i];
+                            for (int i = 0; i < 4; ++i) col2[p][i] += wy2(p, t) * ring2[t][i];
                 } else {  // rows through the border rule (rows m - 2 * h2 .. m, or from 0 in short images)
                     std::uint32_t c2[4];
                     to_pairs(const2, c2);
@@ -486,10 +499,10 @@ __global__ void __maxnreg__(kChainRegisters) chain_stream(const __grid_constant_
 #pragma unroll
                         for (int p = 0; p < P2; ++p)
 #pragma unroll
-                            for (int i = 0; i < 4; ++i) col2[p][i] += taps2.y[p][t] * (mm < 0 ? c2[i] : v[i]);
+                            for (int i = 0; i < 4; ++i) col2[p][i] += wy2(p, t) * (mm < 0 ? c2[i] : v[i]);
                     }
                 }
-                chain_row_sums<K2, C>(col2, taps2, row2);
+                chain_row_sums<K2, C>(col2, taps2, wx2, row2);
                 if (outputs) {
                     const unsigned long long out = chain_finish(op, row2, taps2);
                     std::uint8_t* const dst = op.dst.template row<std::uint8_t>(y) + b;
@@ -546,8 +559,19 @@ void launch_chain_stream(const StreamSchedule& strip, const Pre& pre, const Op& 
             if (!taps1 || !taps2) throw std::logic_error("chain_stream: sums do not fit 16-bit lanes");
             const auto s = Stream8Shape::of(strip, op.dst.width, op.dst.height, C, chain_chunk(K2, C), sizeof(ChainWarpStorage),
                                             kChainMaxWarps, block, order);
-            chain_stream<Pre, Op, K2, C, P2, gray><<<s.grid, s.threads(), s.shared_bytes(), stream>>>(
-                pre, op, *taps1, *taps2, gray_weights, s.strip_h, s.strips_y, order);
+            const auto launch = [&](auto sobel3) {
+                chain_stream<Pre, Op, K2, C, P2, gray, sobel3()><<<s.grid, s.threads(), s.shared_bytes(), stream>>>(
+                    pre, op, *taps1, *taps2, gray_weights, s.strip_h, s.strips_y, order);
+            };
+            if constexpr (K2 == 3 && P2 == 2 && kGradientFinish<Op>) {
+                bool sobel3 = true;
+                for (int p = 0; p < 2; ++p)
+                    for (int t = 0; t < 3; ++t)
+                        sobel3 = sobel3 && taps2->x[p][t] == sobel3_mag_weight(true, p, t) &&
+                                 taps2->y[p][t] == sobel3_mag_weight(false, p, t);
+                if (sobel3) return launch(std::true_type{});
+            }
+            launch(std::false_type{});
         };
         with_one_of<3, 5>(square_kernel_size(op), [&](auto kc) {
             const auto with_c = [&](auto cc) { with_passes(op, [&](auto pc) { go(kc, cc, pc); }); };
