@@ -920,7 +920,7 @@ int main(int argc, char** argv) {
     app.add_flag("--no-fuse", o.no_fuse, "GPU: run every node as its own kernel (no colour node or stencil fused into the stencil that reads it)");
     app.add_flag("--fuse-stencils", o.fuse_stencils,
                  "GPU: fuse every stencil pair a kernel takes (one kernel; by default only the pairs measured faster fused: 8-bit, "
-                 "on stream, with a gray conversion before them, on images of " +
+                 "on stream, ending in a 3x3 Sobel, or with a gray conversion before them on images of " +
                      std::to_string(cbi::kFusedGrayPairMinPixels / 1'000'000) + " MP or more)")
         ->excludes("--no-fuse");
     app.add_flag("--print-pipeline", o.print_pipeline,

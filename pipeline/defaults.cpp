@@ -186,8 +186,10 @@ std::vector<ScheduleSpec> default_candidates(const NodeOp& op, const Border& bor
 }
 
 bool fuses_pair_by_default(const FilterRun& pair, Depth depth, int src_channels, std::uint64_t width, std::uint64_t height) {
-    return pair.fused_stencil && pair.fused_color && src_channels == 3 && depth == Depth::u8 &&
-           pair.schedule.family == ScheduleFamily::stream && width * height >= kFusedGrayPairMinPixels;
+    if (!pair.fused_stencil || depth != Depth::u8 || pair.schedule.family != ScheduleFamily::stream) return false;
+    if (pair.fused_color) return src_channels == 3 && width * height >= kFusedGrayPairMinPixels;
+    const auto* sobel = std::get_if<SobelFilter>(&pair.filter);
+    return sobel && sobel->ksize == 3;
 }
 
 }  // namespace cbi

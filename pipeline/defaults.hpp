@@ -46,13 +46,15 @@ std::vector<ScheduleSpec> default_candidates(const NodeOp& op, const Border& bor
 // Whether a stencil pair fuses by default (RunOptions::StencilPairs::
 // measured): where the line-buffer pair kernel (cuda_chain_stream.cuh) ran
 // faster than the kernels it replaces (the gray conversion's, the
-// stencils'), on the H100
-// (apps/bench/README.md, "Fused chains: stencil pairs by default"). That is
-// 8-bit pairs on stream that read a gray conversion of 3-channel BGR (the
-// kernel stores neither the gray image nor the first stencil's), on images
-// of at least kFusedGrayPairMinPixels: faster fused or equal from 16.8 MP
-// (4096^2) on, slower at 12 MP and below. Pairs without the conversion (1
-// or 3 channels) were mostly faster as two kernels.
+// stencils'), on the H100 (apps/bench/README.md, "Fused chains: stencil
+// pairs by default"). 8-bit pairs on stream, either
+// - read through a gray conversion of 3-channel BGR (the kernel stores
+//   neither the gray image nor the first stencil's), on images of at least
+//   kFusedGrayPairMinPixels: faster fused or equal from 16.8 MP (4096^2)
+//   on, slower at 2 MP, mixed at 6 MP; or
+// - ending in a 3x3 Sobel, at any size: faster fused from 2 MP to 67 MP.
+// Other pairs (a blur or Gaussian after another) were as fast or slower
+// fused.
 inline constexpr std::uint64_t kFusedGrayPairMinPixels = 16'000'000;
 bool fuses_pair_by_default(const FilterRun& pair, Depth depth, int src_channels, std::uint64_t width, std::uint64_t height);
 

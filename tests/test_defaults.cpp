@@ -119,9 +119,10 @@ TEST(Routing, CpuNodesRunTheKernelTheirScheduleNames) {
 }
 
 // Stencil pairs fuse by default only where the line-buffer kernel was
-// measured faster: 8-bit, on stream, a gray conversion of BGR before the
-// pair, images of kFusedGrayPairMinPixels or more.
-TEST(DefaultPairs, OnlyLargeEightBitGrayPairsOnStreamFuseByDefault) {
+// measured faster: 8-bit, on stream, and either a gray conversion of BGR
+// before the pair on images of kFusedGrayPairMinPixels or more, or a 3x3
+// Sobel at the end.
+TEST(DefaultPairs, OnlyPairsMeasuredFasterFuseByDefault) {
     const auto pair = [](const char* first, const char* second, const char* schedule, bool gray) {
         FilterRun run{parse_filter(second), Border{}, parse_schedule(schedule)};
         run.fused_stencil = FusedStencil{parse_filter(first), Border{}};
@@ -136,9 +137,18 @@ TEST(DefaultPairs, OnlyLargeEightBitGrayPairsOnStreamFuseByDefault) {
     EXPECT_FALSE(fuses_pair_by_default(gray, Depth::u8, 3, 1920, 1080));
     EXPECT_FALSE(fuses_pair_by_default(gray, Depth::u16, 3, 6000, 4000));
     EXPECT_FALSE(fuses_pair_by_default(gray, Depth::u8, 4, 6000, 4000));
-    EXPECT_FALSE(fuses_pair_by_default(pair("gaussian:5", "sobel:mag", "stream:256x16", false), Depth::u8, 3, 6000, 4000));
-    EXPECT_FALSE(fuses_pair_by_default(pair("gaussian:5", "sobel:mag", "stream:256x16", false), Depth::u8, 1, 6000, 4000));
     EXPECT_FALSE(fuses_pair_by_default(pair("gaussian:5", "sobel:mag", "sep:64x32", true), Depth::u8, 3, 6000, 4000));
+    // A 3x3 Sobel after a blur or Gaussian: any size, 1 or 3 channels.
+    const FilterRun sobel = pair("gaussian:5", "sobel:mag", "stream:256x16", false);
+    EXPECT_TRUE(fuses_pair_by_default(sobel, Depth::u8, 3, 6000, 4000));
+    EXPECT_TRUE(fuses_pair_by_default(sobel, Depth::u8, 1, 1920, 1080));
+    EXPECT_TRUE(fuses_pair_by_default(pair("blur:3", "sobel:x", "stream:256x16", false), Depth::u8, 1, 300, 200));
+    EXPECT_FALSE(fuses_pair_by_default(sobel, Depth::u16, 1, 6000, 4000));
+    EXPECT_FALSE(fuses_pair_by_default(pair("gaussian:5", "sobel:mag:5", "stream:256x16", false), Depth::u8, 1, 6000, 4000));
+    EXPECT_FALSE(fuses_pair_by_default(pair("gaussian:5", "sobel:mag", "sep:64x32", false), Depth::u8, 1, 6000, 4000));
+    // Other pairs without a gray conversion: as fast or slower fused.
+    EXPECT_FALSE(fuses_pair_by_default(pair("gaussian:5", "gaussian:5", "stream:256x16", false), Depth::u8, 1, 8192, 8192));
+    EXPECT_FALSE(fuses_pair_by_default(pair("blur:3", "gaussian:5", "stream:256x16", false), Depth::u8, 1, 8192, 8192));
     FilterRun single = gray;
     single.fused_stencil.reset();  // a colour node fused into one stencil: not a pair
     EXPECT_FALSE(fuses_pair_by_default(single, Depth::u8, 3, 6000, 4000));

@@ -344,10 +344,11 @@ TEST(Fusion, StreamPairsOutsideTheLineBufferKernelRunUnfusedOnTheGpu) {
 }
 
 // By default (no --fuse-stencils) a stencil pair fuses where the line-buffer
-// kernel was measured faster (fuses_pair_by_default): a gray conversion of
-// BGR before an 8-bit pair on stream, on an image of 16 MP or more. Such an
-// image runs here, against the unfused graph and the CPU.
-TEST(Fusion, GrayPairsOnLargeImagesFuseByDefaultOnTheGpu) {
+// kernel was measured faster (fuses_pair_by_default): 8-bit pairs on stream
+// with a gray conversion of BGR before them on an image of 16 MP or more, or
+// with a 3x3 Sobel at the end. Such images run here, against the unfused
+// graph and the CPU.
+TEST(Fusion, PairsMeasuredFasterFuseByDefaultOnTheGpu) {
     std::string why;
     if (!has_gpu(why)) GTEST_SKIP() << "no CUDA device: " << why;
     const auto fused = [](const char* pipeline, int width, int height, int channels, RunOptions o = options(true, true)) {
@@ -360,8 +361,10 @@ TEST(Fusion, GrayPairsOnLargeImagesFuseByDefaultOnTheGpu) {
     EXPECT_TRUE(fused("color:gray | blur:3 | gaussian:5", 6000, 4000, 3));
     EXPECT_FALSE(fused("color:gray | gaussian:5 | sobel:mag", w, h - 1, 3));
     EXPECT_FALSE(fused("color:gray | gaussian:5 | sobel:mag", 1920, 1080, 3));
-    EXPECT_FALSE(fused("gaussian:5 | sobel:mag", 6000, 4000, 3));  // no gray conversion: not in the rule
-    EXPECT_FALSE(fused("gaussian:5 | sobel:mag", 6000, 4000, 1));
+    EXPECT_TRUE(fused("gaussian:5 | sobel:mag", 6000, 4000, 3));  // a 3x3 Sobel: any size
+    EXPECT_TRUE(fused("blur:3 | sobel:x", 640, 480, 1));
+    EXPECT_FALSE(fused("blur:3 | gaussian:5", 6000, 4000, 1));  // no gray conversion, no Sobel: not in the rule
+    EXPECT_FALSE(fused("gaussian:5 | sobel:mag:5", 6000, 4000, 1));
     RunOptions none = options(true, true);
     none.stencil_pairs = RunOptions::StencilPairs::none;
     EXPECT_FALSE(fused("color:gray | gaussian:5 | sobel:mag", 6000, 4000, 3, none));
@@ -374,6 +377,14 @@ TEST(Fusion, GrayPairsOnLargeImagesFuseByDefaultOnTheGpu) {
     EXPECT_NE(by_default.describe().find("through line buffers"), std::string::npos) << by_default.describe();
     EXPECT_EQ(cv::norm(a, first_output(plain, src), cv::NORM_INF), 0.0);
     EXPECT_EQ(cv::norm(a, first_output(cpu, src), cv::NORM_INF), 0.0);
+    // A Sobel pair on a small odd-sized image, 3 channels, constant border.
+    const Graph s = parse_pipeline("blur:5 | sobel:mag", DefaultSchedule{}, parse_border("constant:40"));
+    const cv::Mat small = random_image(333, 97, 3, Depth::u8, 19);
+    GraphExecutor s_default(s, options(true, true)), s_plain(s, options(false, true)), s_cpu(s, options(false));
+    const cv::Mat b = first_output(s_default, small);
+    EXPECT_NE(s_default.describe().find("through line buffers"), std::string::npos) << s_default.describe();
+    EXPECT_EQ(cv::norm(b, first_output(s_plain, small), cv::NORM_INF), 0.0);
+    EXPECT_EQ(cv::norm(b, first_output(s_cpu, small), cv::NORM_INF), 0.0);
 }
 
 TEST(Fusion, StencilPairsWithTheirOwnBordersFuseOnTheGpu) {
