@@ -20,3 +20,20 @@ sanitize() {
     echo "$tool test_fusion rc=$? $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY|PASSED|FAILED' "/tmp/$tool.log" | tr '\n' ' ') ${SECONDS}s"
   done
 }
+# gpu_line: the GPU, its clocks and temperature; the call's clock (SECONDS) starts.
+gpu_line() {
+  nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,temperature.gpu --format=csv,noheader
+  SECONDS=0
+}
+# checks FILTER NAME...: the test binaries' counts and first failure lines, then sanitize FILTER.
+checks() {
+  local filter=$1; shift
+  suites "$@"
+  for t in "$@"; do grep -hE "Failure|FAILED|Expected|Which is" "/tmp/$t.log" | head -10; done
+  sanitize "$filter"
+}
+# unpack NAME: a build's cbi-bench, bundle-extra/NAME-bin.tar.xz, as /tmp/NAME/bin/cbi-bench.
+unpack() { mkdir -p "/tmp/$1" && tar -C "/tmp/$1" -xJf "bundle-extra/$1-bin.tar.xz"; }
+# The issue's gray pipelines, as cbi-bench arguments.
+gray_pipes=(--pipeline "color:gray | gaussian:5 | sobel:mag" --pipeline "color:gray | blur:3 | sobel:mag"
+            --pipeline "color:gray | gaussian:5 | gaussian:5")

@@ -5,12 +5,9 @@
 # on a 24 MP photo, whole process, against --no-fuse. Test counts print last.
 set -uo pipefail
 cd "$(dirname "$0")/../../.."  # the repository root
-nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,temperature.gpu --format=csv,noheader
-SECONDS=0
 . apps/bench/issue21_calls/common.sh
-suites test_fusion test_defaults test_filters_cuda > /tmp/suites.txt
-sanitize 'Fusion.StencilPairsOnStream*:Fusion.StreamPairs*:Fusion.Blends*' >> /tmp/suites.txt
-grep -hE "Failure|FAILED|Expected|Which is" /tmp/test_fusion.log /tmp/test_defaults.log /tmp/test_filters_cuda.log | head -20
+gpu_line
+checks 'Fusion.StencilPairsOnStream*:Fusion.StreamPairs*:Fusion.Blends*' test_fusion test_defaults test_filters_cuda > /tmp/suites.txt
 $u/bin/cbi-bench --suite filters --image 8u:3 --size 4096x4096 --size 8192x8192 --filter gaussian:9 --schedule stream:256x16 \
   --pipeline "color:gray | gaussian:5 | sobel:mag" --pipeline "gaussian:5 | sobel:mag" \
   --pipeline apps/bench/pipelines/unsharp.json --pipeline apps/bench/pipelines/dog.json \

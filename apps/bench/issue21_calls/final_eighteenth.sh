@@ -5,21 +5,16 @@
 # Nsight Compute on the new default gray pipeline at 8192^2.
 set -uo pipefail
 cd "$(dirname "$0")/../../.."  # the repository root
-nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,temperature.gpu --format=csv,noheader
-SECONDS=0
 . apps/bench/issue21_calls/common.sh
-suites test_fusion test_defaults test_filters_cuda
-grep -hE "Failure|FAILED|Expected|Which is" /tmp/test_fusion.log /tmp/test_filters_cuda.log | head -20
-sanitize 'Fusion.StencilPairsOnStream*:Fusion.StreamPairs*:Fusion.Blends*'
-mkdir -p /tmp/base && tar -C /tmp/base -xJf bundle-extra/base-bin.tar.xz
-pipes=(--pipeline "color:gray | gaussian:5 | sobel:mag" --pipeline "color:gray | blur:3 | sobel:mag"
-       --pipeline "color:gray | gaussian:5 | gaussian:5")
+gpu_line
+checks 'Fusion.StencilPairsOnStream*:Fusion.StreamPairs*:Fusion.Blends*' test_fusion test_defaults test_filters_cuda
+unpack base
 for round in 1 2; do
   sizes=(--size 1920x1080 --size 3000x2000 --size 4096x4096 --size 6000x4000 --size 8192x8192)
   [ $round = 2 ] && sizes=(--size 4096x4096 --size 8192x8192)
   for b in base new; do
     bin=/tmp/base/bin/cbi-bench; [ $b = new ] && bin=$u/bin/cbi-bench
-    $bin --suite filters --image 8u:3 "${sizes[@]}" "${pipes[@]}" --runs 20 --csv $OUT/$b-pipes$round.csv > /tmp/$b-p$round.txt 2>&1
+    $bin --suite filters --image 8u:3 "${sizes[@]}" "${gray_pipes[@]}" --runs 20 --csv $OUT/$b-pipes$round.csv > /tmp/$b-p$round.txt 2>&1
     echo "$b pipes $round rc=$? ${SECONDS}s"
   done
 done

@@ -6,9 +6,8 @@
 # H = 20 1845 (one wave).
 set -uo pipefail
 cd "$(dirname "$0")/../../.."  # the repository root
-nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,temperature.gpu --format=csv,noheader
-SECONDS=0
 . apps/bench/issue21_calls/common.sh
+gpu_line
 args=()
 for h in 12 16 20 24 32; do
   args+=(--pipeline "color:gray | gaussian:5@stream:256x$h | sobel:mag@stream:256x$h")

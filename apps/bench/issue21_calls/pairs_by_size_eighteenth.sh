@@ -5,9 +5,8 @@
 # 1-channel pairs and gray pipelines; then the build's GPU tests and sanitizers.
 set -uo pipefail
 cd "$(dirname "$0")/../../.."  # the repository root
-nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,temperature.gpu --format=csv,noheader
-SECONDS=0
 . apps/bench/issue21_calls/common.sh
+gpu_line
 sizes=(--size 1920x1080 --size 3000x2000 --size 4096x4096 --size 6000x4000 --size 8192x8192)
 $u/bin/cbi-bench --suite filters --image 8u:1 "${sizes[@]}" --filter sobel:mag --schedule stream:256x16 \
   --pipeline "gaussian:5 | sobel:mag" --pipeline "gaussian:3 | sobel:mag" --pipeline "blur:3 | sobel:mag" \
@@ -28,6 +27,4 @@ for k in sorted({k[:4] for k in d if k[4] == "fused"}, key=lambda k: (k[0], k[1]
     print(f"{k[0][:36]:36s} c{k[1]} {k[2]:>5d}x{k[3]:<5d} fused {f:.4f} no-pairs {n:.4f} fused/no-pairs {f / n:.2f}")
 PY
 cat $OUT/pairs-by-size.txt
-suites test_fusion test_filters_cuda
-grep -hE "Failure|FAILED|Expected|Which is" /tmp/test_fusion.log /tmp/test_filters_cuda.log | head -20
-sanitize 'Fusion.StencilPairsOnStream*:Fusion.StreamPairs*'
+checks 'Fusion.StencilPairsOnStream*:Fusion.StreamPairs*' test_fusion test_filters_cuda

@@ -6,21 +6,18 @@
 # Each build's register and spill counts, then the builds in turn, twice.
 set -uo pipefail
 cd "$(dirname "$0")/../../.."  # the repository root
-nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,temperature.gpu --format=csv,noheader
-SECONDS=0
 . apps/bench/issue21_calls/common.sh
+gpu_line
 builds=(base dp2a ring80 ring72 ring64)
 for b in "${builds[@]}"; do
-  mkdir -p /tmp/$b && tar -C /tmp/$b -xJf bundle-extra/$b-bin.tar.xz
+  unpack $b
   echo "$b: $(cuobjdump -res-usage /tmp/$b/bin/cbi-bench 2>/dev/null | grep -A1 'chain_stream.*AnyBorderColorSource.*SobelOp.*Li3ELi1ELi2ELb1' | grep -oE 'REG:[0-9]+|STACK:[0-9]+|LOCAL:[0-9]+' | tr '\n' ' ')"
 done
-pipes=(--pipeline "color:gray | gaussian:5 | sobel:mag" --pipeline "color:gray | blur:3 | sobel:mag"
-       --pipeline "color:gray | gaussian:5 | gaussian:5")
 for round in 1 2; do
   for b in "${builds[@]}"; do
     [ $SECONDS -gt 520 ] && break 2
     /tmp/$b/bin/cbi-bench --suite filters --image 8u:3 --size 4096x4096 --size 8192x8192 --filter sobel:mag \
-      --schedule stream:256x16 "${pipes[@]}" --runs 20 --csv /tmp/$b-$round.csv > /tmp/$b-p$round.txt 2>&1
+      --schedule stream:256x16 "${gray_pipes[@]}" --runs 20 --csv /tmp/$b-$round.csv > /tmp/$b-p$round.txt 2>&1
     echo "$b $round rc=$? ${SECONDS}s"
   done
 done

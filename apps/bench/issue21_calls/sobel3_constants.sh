@@ -5,13 +5,10 @@
 # instruction count on the new default gray pipeline at 8192^2.
 set -uo pipefail
 cd "$(dirname "$0")/../../.."  # the repository root
-nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,temperature.gpu --format=csv,noheader
-SECONDS=0
 . apps/bench/issue21_calls/common.sh
-suites test_fusion test_filters_cuda
-grep -hE "Failure|FAILED|Expected|Which is" /tmp/test_fusion.log /tmp/test_filters_cuda.log | head -20
-sanitize 'Fusion.StencilPairsOnStream*:Fusion.StreamPairs*'
-mkdir -p /tmp/prev && tar -C /tmp/prev -xJf bundle-extra/prev-bin.tar.xz
+gpu_line
+checks 'Fusion.StencilPairsOnStream*:Fusion.StreamPairs*' test_fusion test_filters_cuda
+unpack prev
 for round in 1 2; do
   for b in prev new; do
     bin=/tmp/prev/bin/cbi-bench; [ $b = new ] && bin=$u/bin/cbi-bench
