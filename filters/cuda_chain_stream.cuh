@@ -146,20 +146,6 @@ std::optional<ChainTaps<P, K>> chain_taps(const Op& op) {
     return c;
 }
 
-// A gray conversion the kernel computes in its exact form (chain_gray_pairs):
-// one row of weights that are multiples of 2^-15, non-negative, summing to
-// at most 1, and no offset (the `gray` preset's cv::cvtColor weights).
-inline bool chain_gray_exact(const StorageMatrix& m) {
-    if (m.rows != 1 || m.step != 1 || m.copy || m.m[0][3] != 0.f) return false;
-    double sum = 0;
-    for (int c = 0; c < 3; ++c) {
-        const double q = static_cast<double>(m.m[0][c]) * 32768.0;
-        if (q < 0 || q != std::floor(q)) return false;
-        sum += q;
-    }
-    return sum <= 32768.0;
-}
-
 // A 3x3 Sobel magnitude's weight t of pass p across (x) or down (y), as
 // chain_taps gives them (pass 0, gx: derivative across, smoothing down;
 // pass 1, gy: the transpose), for kernels that take them as constants.
@@ -187,24 +173,35 @@ __device__ __forceinline__ unsigned long long from_pairs(const std::uint32_t (&w
     return __byte_perm(w[0], w[1], 0x6420) | static_cast<unsigned long long>(__byte_perm(w[2], w[3], 0x6420)) << 32;
 }
 
-// The weights of a gray conversion that chain_gray_exact accepts, in units
-// of 2^-15 (q0, q1, q2 for bytes B, G, R), as the 16-bit pairs that
-// __dp2a_lo and __dp2a_hi multiply two bytes of a word by: a BGR pixel
-// starts at byte 0, 3, 2 or 1 of a word, so its bytes meet these in four
-// patterns.
+// The weights of a gray conversion in units of 2^-15 (q0, q1, q2 for bytes
+// B, G, R), as the 16-bit pairs that __dp2a_lo and __dp2a_hi multiply two
+// bytes of a word by: a BGR pixel starts at byte 0, 3, 2 or 1 of a word, so
+// its bytes meet these in four patterns.
 struct ChainGray {
     std::uint32_t q01, q2_, q_0, q12;  // (q0, q1), (q2, 0), (0, q0), (q1, q2), low half first
-
-    static ChainGray of(const StorageMatrix& m) {
-        std::uint32_t q[3];
-        for (int c = 0; c < 3; ++c) q[c] = static_cast<std::uint32_t>(static_cast<double>(m.m[0][c]) * 32768.0);
-        return {q[0] | q[1] << 16, q[2], q[0] << 16, q[1] | q[2] << 16};
-    }
 };
+
+// The gray conversion the kernel computes in its exact form
+// (chain_gray_pairs), or none: one row of weights that are multiples of
+// 2^-15, non-negative, summing to at most 1, and no offset (the `gray`
+// preset's cv::cvtColor weights).
+inline std::optional<ChainGray> chain_gray(const StorageMatrix& m) {
+    if (m.rows != 1 || m.step != 1 || m.copy || m.m[0][3] != 0.f) return std::nullopt;
+    std::uint32_t q[3];
+    double sum = 0;
+    for (int c = 0; c < 3; ++c) {
+        const double w = static_cast<double>(m.m[0][c]) * 32768.0;
+        if (w < 0 || w != std::floor(w)) return std::nullopt;
+        q[c] = static_cast<std::uint32_t>(w);
+        sum += w;
+    }
+    if (sum > 32768.0) return std::nullopt;
+    return ChainGray{q[0] | q[1] << 16, q[2], q[0] << 16, q[1] | q[2] << 16};
+}
 
 // Gray of 8 BGR pixels (24 bytes, little-endian words) as pair words
 // (pixels 2j, 2j + 1 in word j's 16-bit lanes), for a matrix that
-// chain_gray_exact accepts: ColorOp::sample's products and sums are then
+// chain_gray gives: ColorOp::sample's products and sums are then
 // exact (multiples of 2^-15 below 256), so the integer sum s of bytes times
 // weights in 2^-15 is the same value, and (s + 2^14 - 1 + bit 15 of s) >> 15
 // rounds it to nearest even, as saturate_round does. Two dot-product
@@ -538,7 +535,7 @@ bool chain_stream_takes(const Pre& pre, const Op& op) {
         if (!fits) return false;
         const int c = op.dst.channels;
         if constexpr (!std::remove_cvref_t<decltype(pre.src)>::kStored) {
-            if (c != 1 || pre.src.input.channels != 3 || !chain_gray_exact(pre.src.matrix)) return false;
+            if (c != 1 || pre.src.input.channels != 3 || !chain_gray(pre.src.matrix)) return false;
         }
         return c == 1 || c == 3;
     }
@@ -552,7 +549,7 @@ void launch_chain_stream(const StreamSchedule& strip, const Pre& pre, const Op& 
         constexpr bool gray = !std::remove_cvref_t<decltype(pre.src)>::kStored;
         const auto taps1 = chain_taps<1, kChainRing>(pre);  // centred: zero at the ends of smaller kernels
         ChainGray gray_weights{};
-        if constexpr (gray) gray_weights = ChainGray::of(pre.src.matrix);
+        if constexpr (gray) gray_weights = chain_gray(pre.src.matrix).value();
         const auto go = [&](auto kc, auto cc, auto pc) {
             constexpr int K2 = kc(), C = cc(), P2 = pc();
             const auto taps2 = chain_taps<P2, K2>(op);
