@@ -17,6 +17,12 @@ void run_chain_cuda(const FilterRun& node, const ImageView& src, const ImageView
 // intermediate image of `channels` samples per pixel (the executor asks
 // before it fuses).
 bool cuda_chain_fits(const FilterRun& node, Depth depth, int src_channels, int channels, int device);
+// The strip height a pair on stream:WxH runs best at on `device` (the
+// current device) for a width x height image, with `block` threads per
+// block at most (cuda_chain_stream.cuh, chain_stream_strip_height); 0 for
+// other schedules.
+int cuda_chain_strip_height(const FilterRun& node, Depth depth, int src_channels, int channels, int width, int height,
+                            int device, int block);
 
 void run_blend_cuda(const BlendFilter& blend, const ScheduleSpec& schedule, const ImageView& a, const ImageView& b,
                     const ImageView& dst, cudaStream_t stream, int block);

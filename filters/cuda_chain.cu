@@ -78,4 +78,15 @@ bool cuda_chain_fits(const FilterRun& node, Depth depth, int src_channels, int c
     return chain_buffer_bytes(node, depth, channels) <= static_cast<std::size_t>(cuda::shared_memory_limit(device));
 }
 
+int cuda_chain_strip_height(const FilterRun& node, Depth depth, int src_channels, int channels, int width, int height,
+                            int device, int block) {
+    if (node.schedule.family != ScheduleFamily::stream) return 0;
+    const ImageView src{nullptr, width, height, src_channels, depth, 0}, dst{nullptr, width, height, channels, depth, 0};
+    int h = 0;
+    with_chain_ops(node, src, dst, [&](const auto& pre, const auto& op) {
+        h = cuda::chain_stream_strip_height(node.schedule.width, pre, op, block, node.schedule.order, device);
+    });
+    return h;
+}
+
 }  // namespace cbi

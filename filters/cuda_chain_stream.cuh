@@ -40,6 +40,7 @@
 #include <optional>
 #include <type_traits>
 
+#include "filters/cuda_launch.cuh"
 #include "filters/cuda_order.cuh"
 #include "filters/cuda_stream8.cuh"
 #include "filters/ops.hpp"
@@ -541,41 +542,82 @@ bool chain_stream_takes(const Pre& pre, const Op& op) {
     }
 }
 
+// Calls f(kernel, taps2, C, chunk) with the pair's kernel: its consumer's
+// size, intermediate channels C, passes and weights (kSobel3 where the
+// consumer's weights are sobel3_mag_weight's).
+template <class Pre, class Op, class F>
+void with_chain_stream_kernel(const Pre& pre, const Op& op, F&& f) {
+    constexpr bool gray = !std::remove_cvref_t<decltype(pre.src)>::kStored;
+    const auto go = [&](auto kc, auto cc, auto pc) {
+        constexpr int K2 = kc(), C = cc(), P2 = pc();
+        const auto taps2 = chain_taps<P2, K2>(op);
+        if (!taps2) throw std::logic_error("chain_stream: sums do not fit 16-bit lanes");
+        if constexpr (K2 == 3 && P2 == 2 && kGradientFinish<Op>) {
+            bool sobel3 = true;
+            for (int p = 0; p < 2; ++p)
+                for (int t = 0; t < 3; ++t)
+                    sobel3 = sobel3 && taps2->x[p][t] == sobel3_mag_weight(true, p, t) &&
+                             taps2->y[p][t] == sobel3_mag_weight(false, p, t);
+            if (sobel3) return f(chain_stream<Pre, Op, K2, C, P2, gray, true>, *taps2, C, chain_chunk(K2, C));
+        }
+        f(chain_stream<Pre, Op, K2, C, P2, gray, false>, *taps2, C, chain_chunk(K2, C));
+    };
+    with_one_of<3, 5>(square_kernel_size(op), [&](auto kc) {
+        const auto with_c = [&](auto cc) { with_passes(op, [&](auto pc) { go(kc, cc, pc); }); };
+        if constexpr (gray) with_c(std::integral_constant<int, 1>{});
+        else with_one_of<1, 3>(op.dst.channels, with_c);
+    });
+}
+
 template <class Pre, class Op>
 void launch_chain_stream(const StreamSchedule& strip, const Pre& pre, const Op& op, cudaStream_t stream, int block,
                          const TileOrder& order) {
     if constexpr (kChainFirst<Pre> && kStream8Op<Op>) {
         if (op.dst.empty()) return;
-        constexpr bool gray = !std::remove_cvref_t<decltype(pre.src)>::kStored;
         const auto taps1 = chain_taps<1, kChainRing>(pre);  // centred: zero at the ends of smaller kernels
+        if (!taps1) throw std::logic_error("chain_stream: sums do not fit 16-bit lanes");
         ChainGray gray_weights{};
-        if constexpr (gray) gray_weights = chain_gray(pre.src.matrix).value();
-        const auto go = [&](auto kc, auto cc, auto pc) {
-            constexpr int K2 = kc(), C = cc(), P2 = pc();
-            const auto taps2 = chain_taps<P2, K2>(op);
-            if (!taps1 || !taps2) throw std::logic_error("chain_stream: sums do not fit 16-bit lanes");
-            const auto s = Stream8Shape::of(strip, op.dst.width, op.dst.height, C, chain_chunk(K2, C), sizeof(ChainWarpStorage),
+        if constexpr (!std::remove_cvref_t<decltype(pre.src)>::kStored) gray_weights = chain_gray(pre.src.matrix).value();
+        with_chain_stream_kernel(pre, op, [&](auto kernel, const auto& taps2, int channels, int chunk) {
+            const auto s = Stream8Shape::of(strip, op.dst.width, op.dst.height, channels, chunk, sizeof(ChainWarpStorage),
                                             kChainMaxWarps, block, order);
-            const auto launch = [&](auto sobel3) {
-                chain_stream<Pre, Op, K2, C, P2, gray, sobel3()><<<s.grid, s.threads(), s.shared_bytes(), stream>>>(
-                    pre, op, *taps1, *taps2, gray_weights, s.strip_h, s.strips_y, order);
-            };
-            if constexpr (K2 == 3 && P2 == 2 && kGradientFinish<Op>) {
-                bool sobel3 = true;
-                for (int p = 0; p < 2; ++p)
-                    for (int t = 0; t < 3; ++t)
-                        sobel3 = sobel3 && taps2->x[p][t] == sobel3_mag_weight(true, p, t) &&
-                                 taps2->y[p][t] == sobel3_mag_weight(false, p, t);
-                if (sobel3) return launch(std::true_type{});
-            }
-            launch(std::false_type{});
-        };
-        with_one_of<3, 5>(square_kernel_size(op), [&](auto kc) {
-            const auto with_c = [&](auto cc) { with_passes(op, [&](auto pc) { go(kc, cc, pc); }); };
-            if constexpr (gray) with_c(std::integral_constant<int, 1>{});
-            else with_one_of<1, 3>(op.dst.channels, with_c);
+            kernel<<<s.grid, s.threads(), s.shared_bytes(), stream>>>(pre, op, *taps1, taps2, gray_weights, s.strip_h,
+                                                                       s.strips_y, order);
         });
     }
+}
+
+// The strip heights a pair on a default schedule chooses from: the best
+// measured at each size tried was among them (apps/bench/README.md).
+inline constexpr int kChainStripHeights[] = {12, 16, 20, 24};
+
+// The strip height of kChainStripHeights, for strips `strip_w` samples wide,
+// whose blocks the GPU finishes soonest by a model of waves: each block walks
+// its H rows plus the K1 - 1 + K2 - 1 rows above and below them that fill the
+// rings, and the SMs of `device` (the current one) hold blocks_per_wave
+// blocks at once, so a launch takes ceil(blocks / blocks_per_wave) times
+// that walk. Shorter strips fill more of the GPU when the image gives few
+// blocks; taller ones read fewer halo rows. 0 for pairs the kernel does not take.
+template <class Pre, class Op>
+int chain_stream_strip_height(int strip_w, const Pre& pre, const Op& op, int block, const TileOrder& order, int device) {
+    int best = 0;
+    if constexpr (kChainFirst<Pre> && kStream8Op<Op>) {
+        if (op.dst.empty() || !chain_stream_takes(pre, op)) return 0;
+        const int halo = kChainRing - 1 + square_kernel_size(op) - 1;
+        with_chain_stream_kernel(pre, op, [&](auto kernel, const auto&, int channels, int chunk) {
+            std::uint64_t best_cost = 0;
+            for (const int h : kChainStripHeights) {
+                const auto s = Stream8Shape::of(stream_schedule(strip_w, h), op.dst.width, op.dst.height, channels, chunk,
+                                                sizeof(ChainWarpStorage), kChainMaxWarps, block, order);
+                const std::uint64_t blocks =
+                    static_cast<std::uint64_t>(stream8_strips_x(op.dst.width * channels, chunk, s.warps)) * s.strips_y;
+                const std::uint64_t wave = blocks_per_wave(kernel, s.threads(), s.shared_bytes(), device);
+                const std::uint64_t cost = (blocks + wave - 1) / wave * static_cast<std::uint64_t>(s.strip_h + halo);
+                if (best == 0 || cost < best_cost) best = h, best_cost = cost;
+            }
+        });
+    }
+    return best;
 }
 
 }  // namespace cbi::cuda

@@ -1,9 +1,11 @@
 #pragma once
 // Launch helpers the CUDA strategies share: the device's shared-memory
-// limit, the one refusal when a block needs more, and the opt-in that lets a
-// kernel take more than 48 KiB of dynamic shared memory.
+// limit, the one refusal when a block needs more, the opt-in that lets a
+// kernel take more than 48 KiB of dynamic shared memory, and how many blocks
+// one wave of a launch holds.
 #include <cuda_runtime.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstddef>
 #include <string>
@@ -67,6 +69,19 @@ int max_threads_per_block() {
         return cudaFuncGetAttributes(&a, Kernel) == cudaSuccess ? a.maxThreadsPerBlock : 0;
     }();
     return n;
+}
+
+// The blocks of `kernel` with `threads` threads and `shared` bytes of
+// dynamic shared memory that all SMs of `device` (the current device) hold
+// at once: one wave of a launch. At least 1.
+template <class Kernel>
+int blocks_per_wave(Kernel* kernel, int threads, std::size_t shared, int device) {
+    int per_sm = 0, sms = 0;
+    CBI_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, threads, shared),
+                   "cudaOccupancyMaxActiveBlocksPerMultiprocessor");
+    CBI_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device),
+                   "cudaDeviceGetAttribute(MultiProcessorCount)");
+    return std::max(per_sm * sms, 1);
 }
 
 }  // namespace cbi::cuda

@@ -44,18 +44,21 @@ ScheduleSpec default_schedule(const NodeOp& op, const Border& border, const Node
 std::vector<ScheduleSpec> default_candidates(const NodeOp& op, const Border& border, const NodeFormat& format);
 
 // Whether a stencil pair fuses by default (RunOptions::StencilPairs::
-// measured): where the line-buffer pair kernel (cuda_chain_stream.cuh) ran
-// faster than the kernels it replaces (the gray conversion's, the
-// stencils'), on the H100 (apps/bench/README.md, "Fused chains: stencil
-// pairs by default"). 8-bit pairs on stream, either
-// - read through a gray conversion of 3-channel BGR (the kernel stores
-//   neither the gray image nor the first stencil's), on images of at least
-//   kFusedGrayPairMinPixels: faster fused or equal from 16.8 MP (4096^2)
-//   on, slower at 2 MP, mixed at 6 MP; or
-// - ending in a 3x3 Sobel, at any size: faster fused from 2 MP to 67 MP.
-// Other pairs (a blur or Gaussian after another) were as fast or slower
-// fused.
+// measured): where the line-buffer pair kernel (cuda_chain_stream.cuh), with
+// the strip height it takes for the image, ran faster than the kernels it
+// replaces (the gray conversion's, the stencils'), on the H100 and the H200
+// (apps/bench/README.md, "Fused chains: strip heights by waves"). 8-bit
+// pairs on stream (any gray conversion before them of 3-channel BGR):
+// - ending in a 3x3 Sobel: at any size (faster fused from 0.3 MP to 67 MP);
+// - other pairs after a gray conversion: from kFusedGrayPairMinPixels on
+//   (two Gaussians: slower fused up to 6 MP, faster from 16.8 MP);
+// - a blur or Gaussian after a blur or Gaussian: up to
+//   kFusedSmoothingPairMaxPixels (faster fused up to 2 MP, 1 or 3 channels;
+//   slower from 16.8 MP, but for 1-channel Gaussians).
+// Other pairs (a 5x5 Sobel at the end without a gray conversion) stay two
+// kernels.
 inline constexpr std::uint64_t kFusedGrayPairMinPixels = 16'000'000;
+inline constexpr std::uint64_t kFusedSmoothingPairMaxPixels = 2'100'000;
 bool fuses_pair_by_default(const FilterRun& pair, Depth depth, int src_channels, std::uint64_t width, std::uint64_t height);
 
 // The default device for one image (`--device auto` outside a batch):

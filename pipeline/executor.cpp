@@ -16,9 +16,10 @@ namespace cbi {
 namespace {
 
 // How a node's schedule was chosen: given (the node's or the graph's), from
-// the default table, or by auto (from the tuning cache, timed on this run,
-// or still to be timed).
-enum class Choice { given, table, cached, timed, pending };
+// the default table (table_sized: with the strip height the backend picked
+// for the image), or by auto (from the tuning cache, timed on this run, or
+// still to be timed).
+enum class Choice { given, table, table_sized, cached, timed, pending };
 
 bool is_stencil(const NodeOp& op) {
     const auto* filter = std::get_if<Filter>(&op);
@@ -160,6 +161,8 @@ void GraphExecutor::Plan::fuse_colour(const Graph& graph, const std::vector<int>
 // in shared memory (chain.hpp). A colour node read only
 // by the first stencil runs in the same kernel. Pairs only; not with the
 // wrap border. Unless `all`, only the pairs fuses_pair_by_default names.
+// A pair whose schedule came from the default table takes the strip height
+// the backend picks for this image (Backend::chain_strip_height).
 void GraphExecutor::Plan::fuse_stencil_pairs(const Graph& graph, const std::vector<int>& readers,
                                              const Backend& backend, bool all) {
     const auto& nodes = graph.nodes();
@@ -192,6 +195,11 @@ void GraphExecutor::Plan::fuse_stencil_pairs(const Graph& graph, const std::vect
         }
         fused_stencil[id] = in;
         fused_color[id] = colour;
+        if (choice[id] == Choice::table)
+            if (const auto h = backend.chain_strip_height(chained, depth, channels_of[source], channels_of[in], width, height)) {
+                schedule[id].height = *h;
+                choice[id] = Choice::table_sized;
+            }
         for (NodeId& into : fused_into)
             if (into == in) into = id;  // a colour node fused into the first stencil now runs in this kernel
         fused_into[in] = id;
@@ -490,6 +498,7 @@ std::string GraphExecutor::describe() const {
                                    ? " (default table: " + fixed->to_string() + " cannot run it)"
                                    : std::string(" (default table)"));
             }
+            case Choice::table_sized: return spec + " (default table, strip height for this image)";
             case Choice::cached: return spec + " (auto, cached)";
             case Choice::timed: return spec + " (auto, timed)";
             case Choice::pending: return std::string("auto (timed on the first run)");

@@ -345,9 +345,10 @@ TEST(Fusion, StreamPairsOutsideTheLineBufferKernelRunUnfusedOnTheGpu) {
 
 // By default (no --fuse-stencils) a stencil pair fuses where the line-buffer
 // kernel was measured faster (fuses_pair_by_default): 8-bit pairs on stream
-// with a gray conversion of BGR before them on an image of 16 MP or more, or
-// with a 3x3 Sobel at the end. Such images run here, against the unfused
-// graph and the CPU.
+// with a 3x3 Sobel at the end, other pairs with a gray conversion of BGR
+// before them on images of 16 MP or more, and two smoothing stencils on
+// images of 2.1 MP or fewer. Such images run here, against the unfused graph
+// and the CPU.
 TEST(Fusion, PairsMeasuredFasterFuseByDefaultOnTheGpu) {
     std::string why;
     if (!has_gpu(why)) GTEST_SKIP() << "no CUDA device: " << why;
@@ -357,20 +358,22 @@ TEST(Fusion, PairsMeasuredFasterFuseByDefaultOnTheGpu) {
         return ex.describe().find("through line buffers") != std::string::npos;
     };
     const int w = 4000, h = static_cast<int>((kFusedGrayPairMinPixels + w - 1) / w);  // the smallest height that fuses
-    EXPECT_TRUE(fused("color:gray | gaussian:5 | sobel:mag", w, h, 3));
+    EXPECT_TRUE(fused("color:gray | gaussian:5 | gaussian:5", w, h, 3));
     EXPECT_TRUE(fused("color:gray | blur:3 | gaussian:5", 6000, 4000, 3));
-    EXPECT_FALSE(fused("color:gray | gaussian:5 | sobel:mag", w, h - 1, 3));
-    EXPECT_FALSE(fused("color:gray | gaussian:5 | sobel:mag", 1920, 1080, 3));
-    EXPECT_TRUE(fused("gaussian:5 | sobel:mag", 6000, 4000, 3));  // a 3x3 Sobel: any size
+    EXPECT_FALSE(fused("color:gray | gaussian:5 | gaussian:5", w, h - 1, 3));
+    EXPECT_FALSE(fused("color:gray | gaussian:5 | gaussian:5", 1920, 1080, 3));
+    EXPECT_TRUE(fused("color:gray | gaussian:5 | sobel:mag", 1920, 1080, 3));  // a 3x3 Sobel: any size
+    EXPECT_TRUE(fused("gaussian:5 | sobel:mag", 6000, 4000, 3));
     EXPECT_TRUE(fused("blur:3 | sobel:x", 640, 480, 1));
-    EXPECT_FALSE(fused("blur:3 | gaussian:5", 6000, 4000, 1));  // no gray conversion, no Sobel: not in the rule
+    EXPECT_TRUE(fused("blur:3 | gaussian:5", 1920, 1080, 1));  // two smoothing stencils: small images only
+    EXPECT_FALSE(fused("blur:3 | gaussian:5", 6000, 4000, 1));
     EXPECT_FALSE(fused("gaussian:5 | sobel:mag:5", 6000, 4000, 1));
     RunOptions none = options(true, true);
     none.stencil_pairs = RunOptions::StencilPairs::none;
     EXPECT_FALSE(fused("color:gray | gaussian:5 | sobel:mag", 6000, 4000, 3, none));
     EXPECT_FALSE(fused("color:gray | gaussian:5 | sobel:mag", 6000, 4000, 3, options(false, true)));  // --no-fuse
     // An odd-sized photo-like image of that size: equal to the unfused graph and the CPU.
-    const Graph g = parse_pipeline("color:gray | gaussian:5 | sobel:mag", DefaultSchedule{}, parse_border("reflect101"));
+    const Graph g = parse_pipeline("color:gray | gaussian:5 | gaussian:5", DefaultSchedule{}, parse_border("reflect101"));
     const cv::Mat src = random_image(w + 1, h, 3, Depth::u8, 17);
     GraphExecutor by_default(g, options(true, true)), plain(g, options(false, true)), cpu(g, options(false));
     const cv::Mat a = first_output(by_default, src);
@@ -385,6 +388,35 @@ TEST(Fusion, PairsMeasuredFasterFuseByDefaultOnTheGpu) {
     EXPECT_NE(s_default.describe().find("through line buffers"), std::string::npos) << s_default.describe();
     EXPECT_EQ(cv::norm(b, first_output(s_plain, small), cv::NORM_INF), 0.0);
     EXPECT_EQ(cv::norm(b, first_output(s_cpu, small), cv::NORM_INF), 0.0);
+    // Two smoothing stencils on a small odd-sized image, 3 channels, reflect border.
+    const Graph m = parse_pipeline("blur:3 | gaussian:5", DefaultSchedule{}, parse_border("reflect"));
+    const cv::Mat photo = random_image(1001, 707, 3, Depth::u8, 29);
+    GraphExecutor m_default(m, options(true, true)), m_plain(m, options(false, true)), m_cpu(m, options(false));
+    const cv::Mat c = first_output(m_default, photo);
+    EXPECT_NE(m_default.describe().find("through line buffers"), std::string::npos) << m_default.describe();
+    EXPECT_EQ(cv::norm(c, first_output(m_plain, photo), cv::NORM_INF), 0.0);
+    EXPECT_EQ(cv::norm(c, first_output(m_cpu, photo), cv::NORM_INF), 0.0);
+}
+
+// A pair fused on the default table's schedule walks strips of the height
+// the backend picks for the image: an image of few blocks fills the GPU
+// with the shortest strips; a given schedule keeps its height. The outputs
+// stay those of the unfused graph.
+TEST(Fusion, DefaultPairsTakeTheirStripHeightFromTheImage) {
+    std::string why;
+    if (!has_gpu(why)) GTEST_SKIP() << "no CUDA device: " << why;
+    const cv::Mat src = random_image(640, 480, 1, Depth::u8, 23);
+    GraphExecutor by_default(parse_pipeline("blur:3 | sobel:x", DefaultSchedule{}), options(true, true));
+    GraphExecutor plain(parse_pipeline("blur:3 | sobel:x", DefaultSchedule{}), options(false, true));
+    const cv::Mat a = first_output(by_default, src);
+    EXPECT_EQ(by_default.schedule_of(2).to_string(), "stream:256x12");  // 80 blocks: one wave on any GPU
+    EXPECT_NE(by_default.describe().find("strip height for this image"), std::string::npos) << by_default.describe();
+    EXPECT_EQ(by_default.schedule_of(1).to_string(), "stream:256x16");  // runs in the pair's kernel
+    EXPECT_EQ(cv::norm(a, first_output(plain, src), cv::NORM_INF), 0.0);
+    GraphExecutor given(parse_pipeline("blur:3 | sobel:x", parse_schedule("stream:256x16")), options(true, true));
+    EXPECT_EQ(cv::norm(first_output(given, src), a, cv::NORM_INF), 0.0);
+    EXPECT_NE(given.describe().find("through line buffers"), std::string::npos) << given.describe();
+    EXPECT_EQ(given.schedule_of(2).to_string(), "stream:256x16");
 }
 
 TEST(Fusion, StencilPairsWithTheirOwnBordersFuseOnTheGpu) {
