@@ -192,7 +192,7 @@ bool fuses_pair_by_default(const FilterRun& pair, Depth depth, int src_channels,
     if (sobel && sobel->ksize == 3) return true;
     const std::uint64_t pixels = width * height;
     if (pair.fused_color) return pixels >= kFusedGrayPairMinPixels;
-    return !sobel && pixels <= kFusedSmoothingPairMaxPixels;
+    return !sobel && pixels * static_cast<std::uint64_t>(src_channels) <= kFusedSmoothingPairMaxSamples;
 }
 
 }  // namespace cbi

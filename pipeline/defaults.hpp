@@ -52,13 +52,14 @@ std::vector<ScheduleSpec> default_candidates(const NodeOp& op, const Border& bor
 // - ending in a 3x3 Sobel: at any size (faster fused from 0.3 MP to 67 MP);
 // - other pairs after a gray conversion: from kFusedGrayPairMinPixels on
 //   (two Gaussians: slower fused up to 6 MP, faster from 16.8 MP);
-// - a blur or Gaussian after a blur or Gaussian: up to
-//   kFusedSmoothingPairMaxPixels (faster fused up to 2 MP, 1 or 3 channels;
-//   slower from 16.8 MP, but for 1-channel Gaussians).
+// - a blur or Gaussian after a blur or Gaussian: on images of up to
+//   kFusedSmoothingPairMaxSamples samples (pixels x channels): faster fused
+//   up to 6 MP of 1 channel and 2 MP of 3, slower from 17 M samples on,
+//   but for 1-channel Gaussians.
 // Other pairs (a 5x5 Sobel at the end without a gray conversion) stay two
 // kernels.
 inline constexpr std::uint64_t kFusedGrayPairMinPixels = 16'000'000;
-inline constexpr std::uint64_t kFusedSmoothingPairMaxPixels = 2'100'000;
+inline constexpr std::uint64_t kFusedSmoothingPairMaxSamples = 6'300'000;
 bool fuses_pair_by_default(const FilterRun& pair, Depth depth, int src_channels, std::uint64_t width, std::uint64_t height);
 
 // The default device for one image (`--device auto` outside a batch):

@@ -122,7 +122,7 @@ TEST(Routing, CpuNodesRunTheKernelTheirScheduleNames) {
 // measured faster: 8-bit, on stream, and either a 3x3 Sobel at the end (any
 // size), a gray conversion of BGR before two smoothing stencils on images of
 // kFusedGrayPairMinPixels or more, or two smoothing stencils on images of
-// kFusedSmoothingPairMaxPixels or fewer.
+// kFusedSmoothingPairMaxSamples samples or fewer.
 TEST(DefaultPairs, OnlyPairsMeasuredFasterFuseByDefault) {
     const auto pair = [](const char* first, const char* second, const char* schedule, bool gray) {
         FilterRun run{parse_filter(second), Border{}, parse_schedule(schedule)};
@@ -154,11 +154,14 @@ TEST(DefaultPairs, OnlyPairsMeasuredFasterFuseByDefault) {
     EXPECT_TRUE(fuses_pair_by_default(pair("blur:3", "gaussian:5", "stream:128x32", true), Depth::u8, 3, 6000, 4000));
     EXPECT_FALSE(fuses_pair_by_default(gray, Depth::u8, 3, w, h - 1));  // smaller: measured slower fused
     EXPECT_FALSE(fuses_pair_by_default(gray, Depth::u8, 3, 1920, 1080));
-    // Two smoothing stencils: up to kFusedSmoothingPairMaxPixels.
+    // Two smoothing stencils: up to kFusedSmoothingPairMaxSamples samples.
     const FilterRun smooth = pair("blur:3", "gaussian:5", "stream:256x16", false);
     EXPECT_TRUE(fuses_pair_by_default(smooth, Depth::u8, 3, 1920, 1080));
-    EXPECT_TRUE(fuses_pair_by_default(smooth, Depth::u8, 1, 1, kFusedSmoothingPairMaxPixels));
-    EXPECT_FALSE(fuses_pair_by_default(smooth, Depth::u8, 1, 1, kFusedSmoothingPairMaxPixels + 1));
+    EXPECT_TRUE(fuses_pair_by_default(smooth, Depth::u8, 1, 3000, 2000));
+    EXPECT_FALSE(fuses_pair_by_default(smooth, Depth::u8, 3, 3000, 2000));
+    EXPECT_TRUE(fuses_pair_by_default(smooth, Depth::u8, 1, 1, kFusedSmoothingPairMaxSamples));
+    EXPECT_FALSE(fuses_pair_by_default(smooth, Depth::u8, 1, 1, kFusedSmoothingPairMaxSamples + 1));
+    EXPECT_FALSE(fuses_pair_by_default(smooth, Depth::u8, 3, 1, kFusedSmoothingPairMaxSamples / 3 + 1));
     EXPECT_FALSE(fuses_pair_by_default(pair("gaussian:5", "gaussian:5", "stream:256x16", false), Depth::u8, 1, 8192, 8192));
     EXPECT_FALSE(fuses_pair_by_default(smooth, Depth::f32, 1, 640, 480));
     FilterRun single = gray_sobel;

@@ -335,9 +335,9 @@ TEST(Fusion, StreamPairsOutsideTheLineBufferKernelRunUnfusedOnTheGpu) {
               std::string::npos);  // gray of BGRA
     EXPECT_EQ(describe("color:gray | blur:5@stream:64x8 | gaussian:3@stream:64x8", Depth::u8, 1).find("stencil fused"),
               std::string::npos);  // gray of gray
-    // Not asked for (the default, on an image below 16 MP), or --no-fuse: every node its own kernel.
+    // Not asked for (the default: gray and two Gaussians below 16 MP), or --no-fuse: every node its own kernel.
     for (const bool fuse : {true, false}) {
-        GraphExecutor off(parse_pipeline("color:gray | gaussian:5 | sobel:mag", DefaultSchedule{}), options(fuse, true));
+        GraphExecutor off(parse_pipeline("color:gray | gaussian:5 | gaussian:5", DefaultSchedule{}), options(fuse, true));
         off.plan(64, 48, 3, Depth::u8);
         EXPECT_EQ(off.describe().find("fused"), std::string::npos) << off.describe();
     }
@@ -347,8 +347,8 @@ TEST(Fusion, StreamPairsOutsideTheLineBufferKernelRunUnfusedOnTheGpu) {
 // kernel was measured faster (fuses_pair_by_default): 8-bit pairs on stream
 // with a 3x3 Sobel at the end, other pairs with a gray conversion of BGR
 // before them on images of 16 MP or more, and two smoothing stencils on
-// images of 2.1 MP or fewer. Such images run here, against the unfused graph
-// and the CPU.
+// images of 6.3 M samples or fewer. Such images run here, against the
+// unfused graph and the CPU.
 TEST(Fusion, PairsMeasuredFasterFuseByDefaultOnTheGpu) {
     std::string why;
     if (!has_gpu(why)) GTEST_SKIP() << "no CUDA device: " << why;
@@ -365,7 +365,8 @@ TEST(Fusion, PairsMeasuredFasterFuseByDefaultOnTheGpu) {
     EXPECT_TRUE(fused("color:gray | gaussian:5 | sobel:mag", 1920, 1080, 3));  // a 3x3 Sobel: any size
     EXPECT_TRUE(fused("gaussian:5 | sobel:mag", 6000, 4000, 3));
     EXPECT_TRUE(fused("blur:3 | sobel:x", 640, 480, 1));
-    EXPECT_TRUE(fused("blur:3 | gaussian:5", 1920, 1080, 1));  // two smoothing stencils: small images only
+    EXPECT_TRUE(fused("blur:3 | gaussian:5", 3000, 2000, 1));  // two smoothing stencils: small images only
+    EXPECT_FALSE(fused("blur:3 | gaussian:5", 3000, 2000, 3));
     EXPECT_FALSE(fused("blur:3 | gaussian:5", 6000, 4000, 1));
     EXPECT_FALSE(fused("gaussian:5 | sobel:mag:5", 6000, 4000, 1));
     RunOptions none = options(true, true);
