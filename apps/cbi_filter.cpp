@@ -920,10 +920,8 @@ int main(int argc, char** argv) {
     app.add_flag("--no-fuse", o.no_fuse, "GPU: run every node as its own kernel (no colour node or stencil fused into the stencil that reads it)");
     app.add_flag("--fuse-stencils", o.fuse_stencils,
                  "GPU: fuse every stencil pair a kernel takes (one kernel; by default only the pairs measured faster fused: 8-bit, "
-                 "on stream, ending in a 3x3 Sobel; other pairs with a gray conversion before them on images of " +
-                     std::to_string(cbi::kFusedGrayPairMinPixels / 1'000'000) + " MP or more; a blur or Gaussian after another on images of up to " +
-                     std::to_string(cbi::kFusedSmoothingPairMaxSamples / 1'000'000) + "." +
-                     std::to_string(cbi::kFusedSmoothingPairMaxSamples / 100'000 % 10) + " M samples, pixels x channels)")
+                 "on stream, ending in a 3x3 Sobel, or with a gray conversion before them on images of " +
+                     std::to_string(cbi::kFusedGrayPairMinPixels / 1'000'000) + " MP or more)")
         ->excludes("--no-fuse");
     app.add_flag("--print-pipeline", o.print_pipeline,
                  "print the resolved graph (nodes, schedules, borders, buffer reuse for IN's size) and exit");

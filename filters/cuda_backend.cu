@@ -823,6 +823,22 @@ struct CudaLaunch {
     }
 };
 
+// dispatch_node's launch for cuda_strip_height: asks the 8-bit stream
+// kernel for its strip height instead of launching it.
+struct StreamStripHeight {
+    int block, device;
+    TileOrder order;
+    int* height;
+
+    template <class Schedule, class Op>
+    void operator()(Schedule schedule, const Op& op) const {
+        if constexpr (std::is_same_v<Schedule, StreamSchedule> && SeparableOp<Op>) {
+            if constexpr (std::remove_cvref_t<decltype(op.src)>::kStored)
+                *height = cuda::stream8_strip_height(schedule.tile_width, cuda::any_border(op), block, order, device);
+        }
+    }
+};
+
 void check_block(int block) {
     if (block < 1 || block > 1024) throw std::invalid_argument("--block must be from 1 to 1024");
 }
@@ -841,6 +857,16 @@ void run_node_cuda(const FilterRun& node, const ImageView& src, const ImageView&
     } catch (const Error& e) {
         throw Error(to_string(node.filter) + "@" + node.schedule.to_string(), e.what());
     }
+}
+
+int cuda_strip_height(const FilterRun& node, Depth depth, int src_channels, int channels, int width, int height, int device,
+                      int block) {
+    if (node.fused_stencil) return cuda_chain_strip_height(node, depth, src_channels, channels, width, height, device, block);
+    if (node.schedule.family != ScheduleFamily::stream || depth != Depth::u8) return 0;
+    const ImageView src{nullptr, width, height, src_channels, depth, 0}, dst{nullptr, width, height, channels, depth, 0};
+    int h = 0;
+    dispatch_node(node, src, dst, StreamStripHeight{block, device, node.schedule.order, &h});
+    return h;
 }
 
 void run_blend_cuda(const BlendFilter& blend, const ScheduleSpec& schedule, const ImageView& a, const ImageView& b,

@@ -17,10 +17,14 @@ void run_chain_cuda(const FilterRun& node, const ImageView& src, const ImageView
 // intermediate image of `channels` samples per pixel (the executor asks
 // before it fuses).
 bool cuda_chain_fits(const FilterRun& node, Depth depth, int src_channels, int channels, int device);
-// The strip height a pair on stream:WxH runs best at on `device` (the
-// current device) for a width x height image, with `block` threads per
-// block at most (cuda_chain_stream.cuh, chain_stream_strip_height); 0 for
-// other schedules.
+// The strip height a stencil (or pair) on stream:WxH runs best at on
+// `device` (the current device) for a width x height image, with `block`
+// threads per block at most: the 8-bit kernels' strip_height_by_waves
+// (cuda_stream8.cuh; pairs: cuda_chain_stream.cuh, chain_stream_strip_height).
+// `channels`: the output's (a pair's: its intermediate image's). 0 for
+// other schedules and kernels.
+int cuda_strip_height(const FilterRun& node, Depth depth, int src_channels, int channels, int width, int height, int device,
+                      int block);
 int cuda_chain_strip_height(const FilterRun& node, Depth depth, int src_channels, int channels, int width, int height,
                             int device, int block);
 
@@ -32,5 +36,7 @@ void run_blend_cuda(const BlendFilter& blend, const ScheduleSpec& schedule, cons
 // for an input of `channels` (the executor asks before it fuses).
 void run_blend_fused_cuda(const BlendRun& node, const ImageView& src, const ImageView& dst, cudaStream_t stream, int block);
 bool cuda_blend_fits(const BlendRun& node, Depth depth, int channels);
+// The strip height that kernel runs best at (as cuda_strip_height); 0 where it does not take the node.
+int cuda_blend_strip_height(const BlendRun& node, Depth depth, int channels, int width, int height, int device, int block);
 
 }  // namespace cbi

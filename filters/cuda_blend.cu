@@ -73,22 +73,41 @@ bool cuda_blend_fits(const BlendRun& node, Depth depth, int channels) {
     return takes;
 }
 
-void run_blend_fused_cuda(const BlendRun& node, const ImageView& src, const ImageView& dst, cudaStream_t stream, int block) {
+// Calls f(op, K, C, P) (integral constants) for the kernel that runs the
+// node on `src`, and returns true, where the kernel takes the node.
+template <class F>
+bool with_blend_kernel(const BlendRun& node, const ImageView& src, const ImageView& dst, F&& f) {
     bool takes = false;
     if (src.depth == Depth::u8 && node.schedule.family == ScheduleFamily::stream) {
         with_blended_op(node, src, dst, [&](const auto& op) {
             using Op = std::remove_cvref_t<decltype(op)>;
             takes = blend_kernel_takes(op);
             if (!takes || dst.empty()) return;
-            constexpr int P = Op::kReadsSource ? 1 : 2;
-            const StreamSchedule strip = stream_schedule(node.schedule.width, node.schedule.height);
             cuda::with_one_of<3, 5, 7, 9>(cuda::stream8_kernel_size(op), [&](auto kc) {
                 cuda::with_one_of<1, 3>(src.channels, [&](auto cc) {
-                    cuda::launch_stream8_kernel<decltype(kc)::value, decltype(cc)::value, P>(strip, op, stream, block, node.schedule.order);
+                    f(op, kc, cc, std::integral_constant<int, Op::kReadsSource ? 1 : 2>{});
                 });
             });
         });
     }
+    return takes;
+}
+
+int cuda_blend_strip_height(const BlendRun& node, Depth depth, int channels, int width, int height, int device, int block) {
+    const ImageView view{nullptr, width, height, channels, depth, 0};
+    int h = 0;
+    with_blend_kernel(node, view, view, [&](const auto& op, auto kc, auto cc, auto pc) {
+        h = cuda::stream8_kernel_strip_height<kc(), cc(), pc()>(cuda::kBlendStripHeights, node.schedule.width, op, block,
+                                                                node.schedule.order, device);
+    });
+    return h;
+}
+
+void run_blend_fused_cuda(const BlendRun& node, const ImageView& src, const ImageView& dst, cudaStream_t stream, int block) {
+    const StreamSchedule strip = stream_schedule(node.schedule.width, node.schedule.height);
+    const bool takes = with_blend_kernel(node, src, dst, [&](const auto& op, auto kc, auto cc, auto pc) {
+        cuda::launch_stream8_kernel<kc(), cc(), pc()>(strip, op, stream, block, node.schedule.order);
+    });
     if (!takes) throw std::logic_error("the 8-bit stream kernel cannot compute this blend with its stencils");
     note_kernel_path(KernelPath::cuda_blend_stream8);
     CBI_CUDA_CHECK(cudaGetLastError(), "launch fused blend (stream)");

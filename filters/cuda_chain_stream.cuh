@@ -587,17 +587,14 @@ void launch_chain_stream(const StreamSchedule& strip, const Pre& pre, const Op& 
     }
 }
 
-// The strip heights a pair on a default schedule chooses from: the best
-// measured at each size tried was among them (apps/bench/README.md).
+// The strip heights a pair on the default table's schedule chooses from:
+// the best measured at each size tried was among them (apps/bench/README.md).
 inline constexpr int kChainStripHeights[] = {12, 16, 20, 24};
 
-// The strip height of kChainStripHeights, for strips `strip_w` samples wide,
-// whose blocks the GPU finishes soonest by a model of waves: each block walks
-// its H rows plus the K1 - 1 + K2 - 1 rows above and below them that fill the
-// rings, and the SMs of `device` (the current one) hold blocks_per_wave
-// blocks at once, so a launch takes ceil(blocks / blocks_per_wave) times
-// that walk. Shorter strips fill more of the GPU when the image gives few
-// blocks; taller ones read fewer halo rows. 0 for pairs the kernel does not take.
+// The strip height of kChainStripHeights for the pair on strips `strip_w`
+// wide (strip_height_by_waves: a strip also walks the K1 - 1 + K2 - 1 rows
+// that fill both rings; `device` is the current one). 0 for pairs the
+// kernel does not take.
 template <class Pre, class Op>
 int chain_stream_strip_height(int strip_w, const Pre& pre, const Op& op, int block, const TileOrder& order, int device) {
     int best = 0;
@@ -605,16 +602,13 @@ int chain_stream_strip_height(int strip_w, const Pre& pre, const Op& op, int blo
         if (op.dst.empty() || !chain_stream_takes(pre, op)) return 0;
         const int halo = kChainRing - 1 + square_kernel_size(op) - 1;
         with_chain_stream_kernel(pre, op, [&](auto kernel, const auto&, int channels, int chunk) {
-            std::uint64_t best_cost = 0;
-            for (const int h : kChainStripHeights) {
+            best = strip_height_by_waves(kChainStripHeights, halo, [&](int h) {
                 const auto s = Stream8Shape::of(stream_schedule(strip_w, h), op.dst.width, op.dst.height, channels, chunk,
                                                 sizeof(ChainWarpStorage), kChainMaxWarps, block, order);
-                const std::uint64_t blocks =
-                    static_cast<std::uint64_t>(stream8_strips_x(op.dst.width * channels, chunk, s.warps)) * s.strips_y;
-                const std::uint64_t wave = blocks_per_wave(kernel, s.threads(), s.shared_bytes(), device);
-                const std::uint64_t cost = (blocks + wave - 1) / wave * static_cast<std::uint64_t>(s.strip_h + halo);
-                if (best == 0 || cost < best_cost) best = h, best_cost = cost;
-            }
+                const auto blocks = static_cast<std::uint64_t>(stream8_strips_x(op.dst.width * channels, chunk, s.warps)) * s.strips_y;
+                return WaveShape{blocks, static_cast<std::uint64_t>(blocks_per_wave(kernel, s.threads(), s.shared_bytes(), device)),
+                                 s.strip_h};
+            });
         });
     }
     return best;

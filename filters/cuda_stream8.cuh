@@ -29,9 +29,11 @@
 #include <algorithm>
 #include <cstdlib>
 #include <cstdint>
+#include <span>
 #include <type_traits>
 #include <utility>
 
+#include "filters/cuda_launch.cuh"
 #include "filters/cuda_stream.cuh"  // with_one_of, with_channels
 #include "filters/ops.hpp"
 #include "schedules/schedule.hpp"
@@ -410,6 +412,30 @@ struct Stream8Shape {
     std::size_t shared_bytes() const { return static_cast<std::size_t>(warps) * warp_bytes; }
 };
 
+// One candidate strip height's launch: its blocks, the blocks all SMs hold
+// at once (blocks_per_wave), and the rows a strip outputs.
+struct WaveShape {
+    std::uint64_t blocks, wave;
+    int strip_h;
+};
+
+// Of `heights`, the strip height whose launch the GPU finishes soonest by a
+// model of waves: a block walks its strip's rows plus the `halo` rows that
+// fill its ring, and a launch takes ceil(blocks / wave) such walks. Shorter
+// strips fill more of the GPU when the image gives few blocks; taller ones
+// walk fewer halo rows. shape_of(h): h's WaveShape. Ties: the shorter.
+template <class F>
+int strip_height_by_waves(std::span<const int> heights, int halo, F&& shape_of) {
+    int best = 0;
+    std::uint64_t best_cost = 0;
+    for (const int h : heights) {
+        const WaveShape s = shape_of(h);
+        const std::uint64_t cost = (s.blocks + s.wave - 1) / s.wave * static_cast<std::uint64_t>(s.strip_h + halo);
+        if (best == 0 || cost < best_cost) best = h, best_cost = cost;
+    }
+    return best;
+}
+
 // Whether each pass's column sums fit 16-bit lanes: 255 * the magnitude of
 // its vertical weights below 2^16 (unit weights: k <= 257).
 template <class Op>
@@ -468,26 +494,67 @@ void launch_stream8_kernel(const StreamSchedule& strip, const Op& op, cudaStream
     stream8_stencil<Op, K, C, P><<<s.grid, s.threads(), s.shared_bytes(), stream>>>(op, taps, s.strip_h, s.strips_y, order);
 }
 
-// Runs op on this kernel when it can take it (false: the caller runs the
-// generic stream kernel): kernel sizes 1..9, equal across passes and axes,
-// with column sums that fit 16-bit lanes.
-template <class Op>
-bool launch_stream8(const StreamSchedule& strip, const Op& op, cudaStream_t stream, int block, const TileOrder& order = {}) {
+// The strip heights this kernel chooses from on the default table's stream
+// schedule (apps/bench/README.md, "Strip heights by waves"). One stencil:
+// 8 or 12; 12 was as fast as 16 or faster at every size measured, and the
+// model picked taller strips badly. A blend with its stencils: 8 to 24, the
+// best measured at each size among them.
+inline constexpr int kStream8StripHeights[] = {8, 12};
+inline constexpr int kBlendStripHeights[] = {8, 12, 16, 20, 24};
+
+// The strip height of `heights` for stream8_stencil<Op, K, C, P> on strips
+// `strip_w` wide (strip_height_by_waves; `device` is the current one).
+template <int K, int C, int P, class Op>
+int stream8_kernel_strip_height(std::span<const int> heights, int strip_w, const Op& op, int block, const TileOrder& order,
+                                int device) {
+    return strip_height_by_waves(heights, K - 1, [&](int h) {
+        const auto s = Stream8Shape::of(stream_schedule(strip_w, h), op.dst.width, op.dst.height, C, stream8_chunk_bytes(K, C),
+                                        sizeof(Stream8WarpStorage<K, P>), 16, block, order);
+        const auto blocks = static_cast<std::uint64_t>(stream8_strips_x(op.dst.width * C, stream8_chunk_bytes(K, C), s.warps)) * s.strips_y;
+        return WaveShape{blocks, static_cast<std::uint64_t>(blocks_per_wave(stream8_stencil<Op, K, C, P>, s.threads(), s.shared_bytes(), device)),
+                         s.strip_h};
+    });
+}
+
+// Calls f(K, C, P) (integral constants) for the instantiation of this kernel
+// that runs op, and returns true, when the kernel takes op (false: the
+// caller runs the generic stream kernel): kernel sizes 1..9, equal across
+// passes and axes, with column sums that fit 16-bit lanes.
+template <class Op, class F>
+bool with_stream8_kernel(const Op& op, F&& f) {
     if constexpr (!kStream8Op<Op>) {
         return false;
     } else {
         if (!stream8_lanes_fit(op)) return false;
-        bool launched = false;
+        bool takes = false;
         with_one_of<1, 3, 5, 7, 9>(stream8_kernel_size(op), [&](auto kc) {
             with_channels(op.src.view.channels, [&](auto cc) {
-                with_passes(op, [&](auto pc) {
-                    launch_stream8_kernel<decltype(kc)::value, decltype(cc)::value, decltype(pc)::value>(strip, op, stream, block, order);
-                });
-                launched = true;
+                with_passes(op, [&](auto pc) { f(kc, cc, pc); });
+                takes = true;
             });
         });
-        return launched;
+        return takes;
     }
+}
+
+// Runs op on this kernel when it takes it (with_stream8_kernel).
+template <class Op>
+bool launch_stream8(const StreamSchedule& strip, const Op& op, cudaStream_t stream, int block, const TileOrder& order = {}) {
+    return with_stream8_kernel(op, [&](auto kc, auto cc, auto pc) {
+        launch_stream8_kernel<decltype(kc)::value, decltype(cc)::value, decltype(pc)::value>(strip, op, stream, block, order);
+    });
+}
+
+// The strip height op runs best at on this kernel (stream8_kernel_strip_height); 0 where it does not take op.
+template <class Op>
+int stream8_strip_height(int strip_w, const Op& op, int block, const TileOrder& order, int device) {
+    int h = 0;
+    if (!op.dst.empty())
+        with_stream8_kernel(op, [&](auto kc, auto cc, auto pc) {
+            h = stream8_kernel_strip_height<decltype(kc)::value, decltype(cc)::value, decltype(pc)::value>(
+                kStream8StripHeights, strip_w, op, block, order, device);
+        });
+    return h;
 }
 
 }  // namespace cbi::cuda

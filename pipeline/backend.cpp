@@ -129,7 +129,8 @@ public:
     // apps/bench/README.md).
     bool fuses() const override { return false; }
     bool chain_fits(const FilterRun&, Depth, int, int) const override { return false; }
-    std::optional<int> chain_strip_height(const FilterRun&, Depth, int, int, int, int) const override { return std::nullopt; }
+    std::optional<int> strip_height(const FilterRun&, Depth, int, int, int, int) const override { return std::nullopt; }
+    std::optional<int> blend_strip_height(const BlendRun&, Depth, int, int, int) const override { return std::nullopt; }
     bool blend_fits(const BlendRun&, Depth, int) const override { return false; }
 
     std::size_t allocate(const BufferPlan& plan) override {

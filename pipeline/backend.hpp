@@ -53,10 +53,14 @@ public:
     // and an intermediate image of `channels` samples per pixel.
     virtual bool fuses() const = 0;
     virtual bool chain_fits(const FilterRun& node, Depth depth, int src_channels, int channels) const = 0;
-    // The strip height such a pair on the default table's schedule runs
-    // fastest at here for a width x height image; nullopt: the schedule's.
-    virtual std::optional<int> chain_strip_height(const FilterRun& node, Depth depth, int src_channels, int channels,
-                                                  int width, int height) const = 0;
+    // The strip height a stencil, a stencil pair (`channels`: its
+    // intermediate image's) or a blend with its stencils, on the default
+    // table's schedule, runs fastest at here for a width x height image;
+    // nullopt: the schedule's.
+    virtual std::optional<int> strip_height(const FilterRun& node, Depth depth, int src_channels, int channels, int width,
+                                            int height) const = 0;
+    virtual std::optional<int> blend_strip_height(const BlendRun& node, Depth depth, int channels, int width,
+                                                  int height) const = 0;
     // Whether a blend and the stencils it reads fit one kernel for an input
     // of `channels` (fused blends run through run_fused_blend).
     virtual bool blend_fits(const BlendRun& node, Depth depth, int channels) const = 0;

@@ -26,10 +26,16 @@ public:
     bool chain_fits(const FilterRun& node, Depth depth, int src_channels, int channels) const override {
         return cuda_chain_fits(node, depth, src_channels, channels, device_);
     }
-    std::optional<int> chain_strip_height(const FilterRun& node, Depth depth, int src_channels, int channels, int width,
+    std::optional<int> strip_height(const FilterRun& node, Depth depth, int src_channels, int channels, int width,
+                                    int height) const override {
+        use_device(device_);
+        const int h = cuda_strip_height(node, depth, src_channels, channels, width, height, device_, block_);
+        return h > 0 ? std::optional<int>(h) : std::nullopt;
+    }
+    std::optional<int> blend_strip_height(const BlendRun& node, Depth depth, int channels, int width,
                                           int height) const override {
         use_device(device_);
-        const int h = cuda_chain_strip_height(node, depth, src_channels, channels, width, height, device_, block_);
+        const int h = cuda_blend_strip_height(node, depth, channels, width, height, device_, block_);
         return h > 0 ? std::optional<int>(h) : std::nullopt;
     }
     bool blend_fits(const BlendRun& node, Depth depth, int channels) const override {

@@ -187,12 +187,9 @@ std::vector<ScheduleSpec> default_candidates(const NodeOp& op, const Border& bor
 
 bool fuses_pair_by_default(const FilterRun& pair, Depth depth, int src_channels, std::uint64_t width, std::uint64_t height) {
     if (!pair.fused_stencil || depth != Depth::u8 || pair.schedule.family != ScheduleFamily::stream) return false;
-    if (pair.fused_color && src_channels != 3) return false;
+    if (pair.fused_color) return src_channels == 3 && width * height >= kFusedGrayPairMinPixels;
     const auto* sobel = std::get_if<SobelFilter>(&pair.filter);
-    if (sobel && sobel->ksize == 3) return true;
-    const std::uint64_t pixels = width * height;
-    if (pair.fused_color) return pixels >= kFusedGrayPairMinPixels;
-    return !sobel && pixels * static_cast<std::uint64_t>(src_channels) <= kFusedSmoothingPairMaxSamples;
+    return sobel && sobel->ksize == 3;
 }
 
 }  // namespace cbi

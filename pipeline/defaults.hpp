@@ -44,22 +44,20 @@ ScheduleSpec default_schedule(const NodeOp& op, const Border& border, const Node
 std::vector<ScheduleSpec> default_candidates(const NodeOp& op, const Border& border, const NodeFormat& format);
 
 // Whether a stencil pair fuses by default (RunOptions::StencilPairs::
-// measured): where the line-buffer pair kernel (cuda_chain_stream.cuh), with
-// the strip height it takes for the image, ran faster than the kernels it
-// replaces (the gray conversion's, the stencils'), on the H100 and the H200
-// (apps/bench/README.md, "Fused chains: strip heights by waves"). 8-bit
-// pairs on stream (any gray conversion before them of 3-channel BGR):
-// - ending in a 3x3 Sobel: at any size (faster fused from 0.3 MP to 67 MP);
-// - other pairs after a gray conversion: from kFusedGrayPairMinPixels on
-//   (two Gaussians: slower fused up to 6 MP, faster from 16.8 MP);
-// - a blur or Gaussian after a blur or Gaussian: on images of up to
-//   kFusedSmoothingPairMaxSamples samples (pixels x channels): faster fused
-//   up to 6 MP of 1 channel and 2 MP of 3, slower from 17 M samples on,
-//   but for 1-channel Gaussians.
-// Other pairs (a 5x5 Sobel at the end without a gray conversion) stay two
-// kernels.
+// measured): where the line-buffer pair kernel (cuda_chain_stream.cuh), on
+// the strip height it takes for the image, ran faster on the H100 than the
+// kernels it replaces (the gray conversion's, the stencils' on theirs)
+// (apps/bench/README.md, "Strip heights by waves"). 8-bit pairs on stream,
+// either
+// - read through a gray conversion of 3-channel BGR (the kernel stores
+//   neither the gray image nor the first stencil's), on images of at least
+//   kFusedGrayPairMinPixels: 8-26 % faster fused from 16.8 MP (4096^2) on,
+//   even or slower at 6 MP, 15-30 % slower at 2 MP and below; or
+// - ending in a 3x3 Sobel: faster fused from 0.3 MP to 67 MP (but two
+//   cells within 2.2 % at 0.3 MP), 1 or 3 channels.
+// Other pairs (a blur or Gaussian after another) were as fast or slower
+// fused in 19 of 20 cells from 0.3 MP to 67 MP (the other: 1.4 % faster).
 inline constexpr std::uint64_t kFusedGrayPairMinPixels = 16'000'000;
-inline constexpr std::uint64_t kFusedSmoothingPairMaxSamples = 6'300'000;
 bool fuses_pair_by_default(const FilterRun& pair, Depth depth, int src_channels, std::uint64_t width, std::uint64_t height);
 
 // The default device for one image (`--device auto` outside a batch):

@@ -28,8 +28,8 @@ bool is_stencil(const NodeOp& op) {
 
 }  // namespace
 
-// What runs for one input format, built by plan() in four steps:
-// order_nodes, choose_schedules, fuse, assign_buffers.
+// What runs for one input format, built by plan() in five steps:
+// order_nodes, choose_schedules, fuse, size_strips, assign_buffers.
 struct GraphExecutor::Plan {
     int width = 0, height = 0, channels = 0;
     Depth depth = Depth::u8;
@@ -50,6 +50,7 @@ struct GraphExecutor::Plan {
     void order_nodes(const Graph& graph);
     void choose_schedules(const Graph& graph, const RunOptions& options, const Backend& backend);
     void fuse(const Graph& graph, const RunOptions& options, const Backend& backend);
+    void size_strips(const Graph& graph, const Backend& backend);
     void assign_buffers(const Graph& graph);
 
     ImageView view(std::byte* base, NodeId node) const {
@@ -161,8 +162,6 @@ void GraphExecutor::Plan::fuse_colour(const Graph& graph, const std::vector<int>
 // in shared memory (chain.hpp). A colour node read only
 // by the first stencil runs in the same kernel. Pairs only; not with the
 // wrap border. Unless `all`, only the pairs fuses_pair_by_default names.
-// A pair whose schedule came from the default table takes the strip height
-// the backend picks for this image (Backend::chain_strip_height).
 void GraphExecutor::Plan::fuse_stencil_pairs(const Graph& graph, const std::vector<int>& readers,
                                              const Backend& backend, bool all) {
     const auto& nodes = graph.nodes();
@@ -195,11 +194,6 @@ void GraphExecutor::Plan::fuse_stencil_pairs(const Graph& graph, const std::vect
         }
         fused_stencil[id] = in;
         fused_color[id] = colour;
-        if (choice[id] == Choice::table)
-            if (const auto h = backend.chain_strip_height(chained, depth, channels_of[source], channels_of[in], width, height)) {
-                schedule[id].height = *h;
-                choice[id] = Choice::table_sized;
-            }
         for (NodeId& into : fused_into)
             if (into == in) into = id;  // a colour node fused into the first stencil now runs in this kernel
         fused_into[in] = id;
@@ -244,8 +238,30 @@ void GraphExecutor::Plan::fuse_blends(const Graph& graph, const std::vector<int>
         if (!fits || !backend.blend_fits(run, depth, channels_of[source])) continue;
         for (int k = 0; k < 2; ++k)
             if (side[k]) fused_into[in[k]] = id;
+        if (choice[first] == Choice::table)  // the strip height for this image, as size_strips gives stencils
+            if (const auto h = backend.blend_strip_height(run, depth, channels_of[source], width, height)) run.schedule.height = *h;
         fused_blend[id] = run;
         reads[id] = {source};
+    }
+}
+
+// A stencil (or stencil pair) whose schedule came from the default table
+// takes the strip height the backend picks for this image
+// (Backend::strip_height: on the GPU, the 8-bit stream kernels' by waves).
+void GraphExecutor::Plan::size_strips(const Graph& graph, const Backend& backend) {
+    const auto& nodes = graph.nodes();
+    for (NodeId id : order) {
+        if (!is_stencil(nodes[id].op) || choice[id] != Choice::table) continue;
+        FilterRun run{std::get<Filter>(nodes[id].op), graph.border_of(id), schedule[id], fused_color[id], std::nullopt};
+        int channels = channels_of[id];
+        if (const NodeId first = fused_stencil[id]; first >= 0) {
+            run.fused_stencil = FusedStencil{std::get<Filter>(nodes[first].op), graph.border_of(first)};
+            channels = channels_of[first];
+        }
+        if (const auto h = backend.strip_height(run, depth, channels_of[reads[id][0]], channels, width, height)) {
+            schedule[id].height = *h;
+            choice[id] = Choice::table_sized;
+        }
     }
 }
 
@@ -307,6 +323,7 @@ void GraphExecutor::plan(int width, int height, int channels, Depth depth) {
     plan->order_nodes(graph_);
     plan->choose_schedules(graph_, options_, *backend_);
     plan->fuse(graph_, options_, *backend_);
+    plan->size_strips(graph_, *backend_);
     plan->assign_buffers(graph_);
 
     backend_->release();

@@ -335,9 +335,9 @@ TEST(Fusion, StreamPairsOutsideTheLineBufferKernelRunUnfusedOnTheGpu) {
               std::string::npos);  // gray of BGRA
     EXPECT_EQ(describe("color:gray | blur:5@stream:64x8 | gaussian:3@stream:64x8", Depth::u8, 1).find("stencil fused"),
               std::string::npos);  // gray of gray
-    // Not asked for (the default: gray and two Gaussians below 16 MP), or --no-fuse: every node its own kernel.
+    // Not asked for (the default, on an image below 16 MP), or --no-fuse: every node its own kernel.
     for (const bool fuse : {true, false}) {
-        GraphExecutor off(parse_pipeline("color:gray | gaussian:5 | gaussian:5", DefaultSchedule{}), options(fuse, true));
+        GraphExecutor off(parse_pipeline("color:gray | gaussian:5 | sobel:mag", DefaultSchedule{}), options(fuse, true));
         off.plan(64, 48, 3, Depth::u8);
         EXPECT_EQ(off.describe().find("fused"), std::string::npos) << off.describe();
     }
@@ -345,10 +345,9 @@ TEST(Fusion, StreamPairsOutsideTheLineBufferKernelRunUnfusedOnTheGpu) {
 
 // By default (no --fuse-stencils) a stencil pair fuses where the line-buffer
 // kernel was measured faster (fuses_pair_by_default): 8-bit pairs on stream
-// with a 3x3 Sobel at the end, other pairs with a gray conversion of BGR
-// before them on images of 16 MP or more, and two smoothing stencils on
-// images of 6.3 M samples or fewer. Such images run here, against the
-// unfused graph and the CPU.
+// with a gray conversion of BGR before them on an image of 16 MP or more, or
+// with a 3x3 Sobel at the end. Such images run here, against the unfused
+// graph and the CPU.
 TEST(Fusion, PairsMeasuredFasterFuseByDefaultOnTheGpu) {
     std::string why;
     if (!has_gpu(why)) GTEST_SKIP() << "no CUDA device: " << why;
@@ -358,52 +357,40 @@ TEST(Fusion, PairsMeasuredFasterFuseByDefaultOnTheGpu) {
         return ex.describe().find("through line buffers") != std::string::npos;
     };
     const int w = 4000, h = static_cast<int>((kFusedGrayPairMinPixels + w - 1) / w);  // the smallest height that fuses
-    EXPECT_TRUE(fused("color:gray | gaussian:5 | gaussian:5", w, h, 3));
+    EXPECT_TRUE(fused("color:gray | gaussian:5 | sobel:mag", w, h, 3));
     EXPECT_TRUE(fused("color:gray | blur:3 | gaussian:5", 6000, 4000, 3));
-    EXPECT_FALSE(fused("color:gray | gaussian:5 | gaussian:5", w, h - 1, 3));
-    EXPECT_FALSE(fused("color:gray | gaussian:5 | gaussian:5", 1920, 1080, 3));
-    EXPECT_TRUE(fused("color:gray | gaussian:5 | sobel:mag", 1920, 1080, 3));  // a 3x3 Sobel: any size
-    EXPECT_TRUE(fused("gaussian:5 | sobel:mag", 6000, 4000, 3));
+    EXPECT_FALSE(fused("color:gray | gaussian:5 | sobel:mag", w, h - 1, 3));
+    EXPECT_FALSE(fused("color:gray | gaussian:5 | sobel:mag", 1920, 1080, 3));
+    EXPECT_TRUE(fused("gaussian:5 | sobel:mag", 6000, 4000, 3));  // a 3x3 Sobel: any size
     EXPECT_TRUE(fused("blur:3 | sobel:x", 640, 480, 1));
-    EXPECT_TRUE(fused("blur:3 | gaussian:5", 3000, 2000, 1));  // two smoothing stencils: small images only
-    EXPECT_FALSE(fused("blur:3 | gaussian:5", 3000, 2000, 3));
-    EXPECT_FALSE(fused("blur:3 | gaussian:5", 6000, 4000, 1));
+    EXPECT_FALSE(fused("blur:3 | gaussian:5", 6000, 4000, 1));  // no gray conversion, no Sobel: not in the rule
+    EXPECT_FALSE(fused("blur:3 | gaussian:5", 640, 480, 1));
     EXPECT_FALSE(fused("gaussian:5 | sobel:mag:5", 6000, 4000, 1));
     RunOptions none = options(true, true);
     none.stencil_pairs = RunOptions::StencilPairs::none;
     EXPECT_FALSE(fused("color:gray | gaussian:5 | sobel:mag", 6000, 4000, 3, none));
     EXPECT_FALSE(fused("color:gray | gaussian:5 | sobel:mag", 6000, 4000, 3, options(false, true)));  // --no-fuse
-    // An odd-sized photo-like image of that size: equal to the unfused graph and the CPU.
-    const Graph g = parse_pipeline("color:gray | gaussian:5 | gaussian:5", DefaultSchedule{}, parse_border("reflect101"));
-    const cv::Mat src = random_image(w + 1, h, 3, Depth::u8, 17);
-    GraphExecutor by_default(g, options(true, true)), plain(g, options(false, true)), cpu(g, options(false));
-    const cv::Mat a = first_output(by_default, src);
-    EXPECT_NE(by_default.describe().find("through line buffers"), std::string::npos) << by_default.describe();
-    EXPECT_EQ(cv::norm(a, first_output(plain, src), cv::NORM_INF), 0.0);
-    EXPECT_EQ(cv::norm(a, first_output(cpu, src), cv::NORM_INF), 0.0);
+    // Fused by default, equal to the unfused graph and the CPU.
+    const auto fuses_and_matches = [](const char* pipeline, const char* border, const cv::Mat& src) {
+        SCOPED_TRACE(pipeline);
+        const Graph g = parse_pipeline(pipeline, DefaultSchedule{}, parse_border(border));
+        GraphExecutor by_default(g, options(true, true)), plain(g, options(false, true)), cpu(g, options(false));
+        const cv::Mat a = first_output(by_default, src);
+        EXPECT_NE(by_default.describe().find("through line buffers"), std::string::npos) << by_default.describe();
+        EXPECT_EQ(cv::norm(a, first_output(plain, src), cv::NORM_INF), 0.0);
+        EXPECT_EQ(cv::norm(a, first_output(cpu, src), cv::NORM_INF), 0.0);
+    };
+    // An odd-sized photo-like image of that size.
+    fuses_and_matches("color:gray | gaussian:5 | sobel:mag", "reflect101", random_image(w + 1, h, 3, Depth::u8, 17));
     // A Sobel pair on a small odd-sized image, 3 channels, constant border.
-    const Graph s = parse_pipeline("blur:5 | sobel:mag", DefaultSchedule{}, parse_border("constant:40"));
-    const cv::Mat small = random_image(333, 97, 3, Depth::u8, 19);
-    GraphExecutor s_default(s, options(true, true)), s_plain(s, options(false, true)), s_cpu(s, options(false));
-    const cv::Mat b = first_output(s_default, small);
-    EXPECT_NE(s_default.describe().find("through line buffers"), std::string::npos) << s_default.describe();
-    EXPECT_EQ(cv::norm(b, first_output(s_plain, small), cv::NORM_INF), 0.0);
-    EXPECT_EQ(cv::norm(b, first_output(s_cpu, small), cv::NORM_INF), 0.0);
-    // Two smoothing stencils on a small odd-sized image, 3 channels, reflect border.
-    const Graph m = parse_pipeline("blur:3 | gaussian:5", DefaultSchedule{}, parse_border("reflect"));
-    const cv::Mat photo = random_image(1001, 707, 3, Depth::u8, 29);
-    GraphExecutor m_default(m, options(true, true)), m_plain(m, options(false, true)), m_cpu(m, options(false));
-    const cv::Mat c = first_output(m_default, photo);
-    EXPECT_NE(m_default.describe().find("through line buffers"), std::string::npos) << m_default.describe();
-    EXPECT_EQ(cv::norm(c, first_output(m_plain, photo), cv::NORM_INF), 0.0);
-    EXPECT_EQ(cv::norm(c, first_output(m_cpu, photo), cv::NORM_INF), 0.0);
+    fuses_and_matches("blur:5 | sobel:mag", "constant:40", random_image(333, 97, 3, Depth::u8, 19));
 }
 
-// A pair fused on the default table's schedule walks strips of the height
-// the backend picks for the image: an image of few blocks fills the GPU
-// with the shortest strips; a given schedule keeps its height. The outputs
-// stay those of the unfused graph.
-TEST(Fusion, DefaultPairsTakeTheirStripHeightFromTheImage) {
+// A stencil, a fused pair or a fused blend on the default table's schedule
+// walks strips of the height the backend picks for the image: an image of
+// few blocks fills the GPU with the shortest strips; a given schedule keeps
+// its height. The outputs stay those of the unfused graph and the CPU.
+TEST(Fusion, DefaultStreamSchedulesTakeTheirStripHeightFromTheImage) {
     std::string why;
     if (!has_gpu(why)) GTEST_SKIP() << "no CUDA device: " << why;
     const cv::Mat src = random_image(640, 480, 1, Depth::u8, 23);
@@ -418,6 +405,20 @@ TEST(Fusion, DefaultPairsTakeTheirStripHeightFromTheImage) {
     EXPECT_EQ(cv::norm(first_output(given, src), a, cv::NORM_INF), 0.0);
     EXPECT_NE(given.describe().find("through line buffers"), std::string::npos) << given.describe();
     EXPECT_EQ(given.schedule_of(2).to_string(), "stream:256x16");
+    // One stencil and an unsharp mask on 320x240 of 3 channels: 30 blocks at H = 8, one wave on any GPU.
+    const cv::Mat photo = random_image(320, 240, 3, Depth::u8, 31);
+    GraphExecutor blur(parse_pipeline("blur:5", DefaultSchedule{}), options(true, true));
+    const cv::Mat b = first_output(blur, photo);
+    EXPECT_EQ(blur.schedule_of(1).to_string(), "stream:256x8");
+    GraphExecutor blur_cpu(parse_pipeline("blur:5", DefaultSchedule{}), options(false));
+    EXPECT_EQ(cv::norm(b, first_output(blur_cpu, photo), cv::NORM_INF), 0.0);
+    Graph unsharp;
+    unsharp.add_output(unsharp.add_blend("sharp", parse_blend("1.5:-0.5"), Graph::input(),
+                                         unsharp.add_filter("blurred", parse_filter("gaussian:9"), Graph::input())));
+    GraphExecutor sharp(unsharp, options(true, true)), sharp_cpu(unsharp, options(false));
+    const cv::Mat s = first_output(sharp, photo);
+    EXPECT_NE(sharp.describe().find("stream:256x8 (its stencils' kernel)"), std::string::npos) << sharp.describe();
+    EXPECT_EQ(cv::norm(s, first_output(sharp_cpu, photo), cv::NORM_INF), 0.0);
 }
 
 TEST(Fusion, StencilPairsWithTheirOwnBordersFuseOnTheGpu) {
