@@ -25,6 +25,7 @@ bool cuda_chain_fits(const FilterRun& node, Depth depth, int src_channels, int c
 // other schedules and kernels.
 int cuda_strip_height(const FilterRun& node, Depth depth, int src_channels, int channels, int width, int height, int device,
                       int block);
+// The same for a pair (cuda_chain.cu; cuda_strip_height passes pairs here).
 int cuda_chain_strip_height(const FilterRun& node, Depth depth, int src_channels, int channels, int width, int height,
                             int device, int block);
 

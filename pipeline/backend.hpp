@@ -53,10 +53,11 @@ public:
     // and an intermediate image of `channels` samples per pixel.
     virtual bool fuses() const = 0;
     virtual bool chain_fits(const FilterRun& node, Depth depth, int src_channels, int channels) const = 0;
-    // The strip height a stencil, a stencil pair (`channels`: its
-    // intermediate image's) or a blend with its stencils, on the default
-    // table's schedule, runs fastest at here for a width x height image;
-    // nullopt: the schedule's.
+    // The strip height a stencil or a stencil pair (strip_height;
+    // `channels`: the output's, a pair's intermediate image's) or a blend
+    // with its stencils (blend_strip_height), on the default table's
+    // schedule, runs fastest at here for a width x height image; nullopt:
+    // the schedule's.
     virtual std::optional<int> strip_height(const FilterRun& node, Depth depth, int src_channels, int channels, int width,
                                             int height) const = 0;
     virtual std::optional<int> blend_strip_height(const BlendRun& node, Depth depth, int channels, int width,
