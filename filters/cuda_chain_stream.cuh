@@ -602,12 +602,9 @@ int chain_stream_strip_height(int strip_w, const Pre& pre, const Op& op, int blo
         if (op.dst.empty() || !chain_stream_takes(pre, op)) return 0;
         const int halo = kChainRing - 1 + square_kernel_size(op) - 1;
         with_chain_stream_kernel(pre, op, [&](auto kernel, const auto&, int channels, int chunk) {
-            best = strip_height_by_waves(kChainStripHeights, halo, [&](int h) {
-                const auto s = Stream8Shape::of(stream_schedule(strip_w, h), op.dst.width, op.dst.height, channels, chunk,
-                                                sizeof(ChainWarpStorage), kChainMaxWarps, block, order);
-                const auto blocks = static_cast<std::uint64_t>(stream8_strips_x(op.dst.width * channels, chunk, s.warps)) * s.strips_y;
-                return WaveShape{blocks, static_cast<std::uint64_t>(blocks_per_wave(kernel, s.threads(), s.shared_bytes(), device)),
-                                 s.strip_h};
+            best = strip_height_by_waves(kChainStripHeights, halo, kernel, device, [&](int h) {
+                return Stream8Shape::of(stream_schedule(strip_w, h), op.dst.width, op.dst.height, channels, chunk,
+                                        sizeof(ChainWarpStorage), kChainMaxWarps, block, order);
             });
         });
     }

@@ -389,7 +389,7 @@ __global__ void stream8_stencil(const __grid_constant__ Op op, const __grid_cons
 // `chunk` bytes of the row, `warp_bytes` of shared memory; results do not
 // depend on their number), strips and grid.
 struct Stream8Shape {
-    int warps, strip_h, strips_y;
+    int warps, strip_h, strips_x, strips_y;
     std::size_t warp_bytes;
     dim3 grid;
 
@@ -403,34 +403,32 @@ struct Stream8Shape {
         s.strip_h = std::min(strip.tile_height, height);
         s.strips_y = (height + s.strip_h - 1) / s.strip_h;
         s.warp_bytes = warp_bytes;
-        const int strips_x = stream8_strips_x(width * channels, chunk, s.warps);
-        s.grid = order.row_major() ? dim3(strips_x, std::min(s.strips_y, 65535))
-                                   : ordered_grid(static_cast<std::uint64_t>(strips_x) * s.strips_y);
+        s.strips_x = stream8_strips_x(width * channels, chunk, s.warps);
+        s.grid = order.row_major() ? dim3(s.strips_x, std::min(s.strips_y, 65535)) : ordered_grid(s.blocks());
         return s;
     }
+    std::uint64_t blocks() const { return static_cast<std::uint64_t>(strips_x) * strips_y; }  // strips to walk
     int threads() const { return warps * 32; }
     std::size_t shared_bytes() const { return static_cast<std::size_t>(warps) * warp_bytes; }
 };
 
-// One candidate strip height's launch: its blocks, the blocks all SMs hold
-// at once (blocks_per_wave), and the rows a strip outputs.
-struct WaveShape {
-    std::uint64_t blocks, wave;
-    int strip_h;
-};
-
-// Of `heights`, the strip height whose launch the GPU finishes soonest by a
+// Of `heights`, the strip height at which `kernel` finishes soonest by a
 // model of waves: a block walks its strip's rows plus the `halo` rows that
-// fill its ring, and a launch takes ceil(blocks / wave) such walks. Shorter
-// strips fill more of the GPU when the image gives few blocks; taller ones
-// walk fewer halo rows. shape_of(h): h's WaveShape. Ties: the shorter.
-template <class F>
-int strip_height_by_waves(std::span<const int> heights, int halo, F&& shape_of) {
+// fill its ring, and a launch takes ceil(blocks / wave) such walks, where a
+// wave is the blocks all SMs of `device` (the current one) hold at once
+// (blocks_per_wave; a block's threads and shared memory do not depend on
+// the height). Shorter strips fill more of the GPU when the image gives few
+// blocks; taller ones walk fewer halo rows. shape_of(h): the launch's
+// Stream8Shape at height h. Ties: the shorter.
+template <class Kernel, class F>
+int strip_height_by_waves(std::span<const int> heights, int halo, Kernel* kernel, int device, F&& shape_of) {
+    const Stream8Shape first = shape_of(heights.front());
+    const auto wave = static_cast<std::uint64_t>(blocks_per_wave(kernel, first.threads(), first.shared_bytes(), device));
     int best = 0;
     std::uint64_t best_cost = 0;
     for (const int h : heights) {
-        const WaveShape s = shape_of(h);
-        const std::uint64_t cost = (s.blocks + s.wave - 1) / s.wave * static_cast<std::uint64_t>(s.strip_h + halo);
+        const Stream8Shape s = shape_of(h);
+        const std::uint64_t cost = (s.blocks() + wave - 1) / wave * static_cast<std::uint64_t>(s.strip_h + halo);
         if (best == 0 || cost < best_cost) best = h, best_cost = cost;
     }
     return best;
@@ -507,12 +505,9 @@ inline constexpr int kBlendStripHeights[] = {8, 12, 16, 20, 24};
 template <int K, int C, int P, class Op>
 int stream8_kernel_strip_height(std::span<const int> heights, int strip_w, const Op& op, int block, const TileOrder& order,
                                 int device) {
-    return strip_height_by_waves(heights, K - 1, [&](int h) {
-        const auto s = Stream8Shape::of(stream_schedule(strip_w, h), op.dst.width, op.dst.height, C, stream8_chunk_bytes(K, C),
-                                        sizeof(Stream8WarpStorage<K, P>), 16, block, order);
-        const auto blocks = static_cast<std::uint64_t>(stream8_strips_x(op.dst.width * C, stream8_chunk_bytes(K, C), s.warps)) * s.strips_y;
-        return WaveShape{blocks, static_cast<std::uint64_t>(blocks_per_wave(stream8_stencil<Op, K, C, P>, s.threads(), s.shared_bytes(), device)),
-                         s.strip_h};
+    return strip_height_by_waves(heights, K - 1, stream8_stencil<Op, K, C, P>, device, [&](int h) {
+        return Stream8Shape::of(stream_schedule(strip_w, h), op.dst.width, op.dst.height, C, stream8_chunk_bytes(K, C),
+                                sizeof(Stream8WarpStorage<K, P>), 16, block, order);
     });
 }
 
