@@ -7,9 +7,10 @@
 #include <cstddef>
 #include <stdexcept>
 #include <type_traits>
-#include <vector>
+#include <memory>
+#include <optional>
 
-#include "filters/chain.hpp"
+#include "filters/cpu_chain.hpp"
 #include "filters/cpu_color.hpp"
 #include "filters/cpu_separable.hpp"
 #include "filters/dispatch.hpp"
@@ -66,29 +67,65 @@ struct CpuLaunch {
     }
 };
 
-// A node with a fused_stencil (filters/chain.hpp): TBB tasks take runs of
-// tiles in the node's TileOrder, each with its own tile buffer.
+// The tile geometry of a node the CPU runs as a chain: its schedule's
+// (smem, sep and stream: the tile-staging ones, which the executor fuses into).
+TileSchedule chain_tiles(const ScheduleSpec& spec) {
+    std::optional<TileSchedule> tiles;
+    with_schedule(spec, [&](auto schedule) {
+        if constexpr (kStagesTiles<decltype(schedule)>) tiles = schedule;
+    });
+    if (!tiles) throw std::logic_error("a fused node needs a smem, sep or stream schedule, not " + spec.to_string());
+    return *tiles;
+}
+
+// A node with a fused colour node, a fused stencil or both: the chain
+// through line buffers (cpu_chain.hpp), each TBB task with its own stages.
+// Border rules are run-time values (one instantiation per sample type and
+// pair of filters, as chain.hpp's).
 void run_chain_cpu(const FilterRun& node, const ImageView& src, const ImageView& dst) {
     if (dst.empty()) return;
     note_kernel_path(KernelPath::cpu_chain);
-    const TileSchedule tile = chain_tile_size(node.schedule);
-    with_chain_ops(node, src, dst, [&](const auto& pre, const auto& op) {
-        const ChainLayout L = chain_layout(tile.tile_width, tile.tile_height, pre, op);
-        const int tiles_x = (dst.width + L.tile_w - 1) / L.tile_w, tiles_y = (dst.height + L.tile_h - 1) / L.tile_h;
-        tbb::parallel_for(tbb::blocked_range<int>(0, tiles_x * tiles_y), [&](const auto& tiles) {
-            std::vector<std::max_align_t> buffer(L.bytes / sizeof(std::max_align_t) + 1);
-            for (int t = tiles.begin(); t != tiles.end(); ++t) {
-                const Pixel tile = node.schedule.order.map(static_cast<std::uint32_t>(t), tiles_x, tiles_y);
-                chain_tile(pre, op, L, reinterpret_cast<unsigned char*>(buffer.data()), tile.x, tile.y, SoloTeam{});
-            }
-        });
+    const TileSchedule tiles = chain_tiles(node.schedule);
+    const Border& b1 = node.fused_stencil ? node.fused_stencil->border : node.border;
+    if (node.fused_stencil && (b1.mode == BorderMode::wrap || node.border.mode == BorderMode::wrap))
+        throw std::logic_error("fused stencils do not take the wrap border");
+    with_depth(src.depth, [&](auto sample) {
+        using T = std::remove_cvref_t<decltype(sample)>;
+        constexpr BorderMode any = BorderMode::reflect101;  // the sources carry the rule
+        const auto constant = [](const Border& b) { return saturate_round<T>(static_cast<float>(b.value)); };
+        // The colour node's output and the first stencil's: geometry only, their rows are lines.
+        const ImageView lines{nullptr, dst.width, dst.height, dst.channels, dst.depth, 0};
+        const StorageMatrix matrix = node.fused_color ? storage_matrix(*node.fused_color, src.depth, src.channels) : StorageMatrix{};
+        const auto run = [&](const auto& pre, const auto& op) {
+            using Pre = std::remove_cvref_t<decltype(pre)>;
+            using Op = std::remove_cvref_t<decltype(op)>;
+            using Stages = cpu::ChainStages<Pre, std::conditional_t<std::is_same_v<Pre, Op>, void, Op>>;
+            cpu::for_each_tile(
+                tiles, node.schedule.order, dst.width, dst.height,
+                [&](int tile_w) { return std::make_unique<Stages>(pre, op, src, matrix, tile_w); },
+                [](Stages& stages, int x0, int x1, int y0, int y1) { stages.run(x0, x1, y0, y1); });
+        };
+        const auto with_first = [&](const auto& source) {
+            const Filter& filter = node.fused_stencil ? node.fused_stencil->filter : node.filter;
+            with_stencil_op<T, any>(filter, source, node.fused_stencil ? lines : dst, [&](const auto& pre) {
+                if (!node.fused_stencil) return run(pre, pre);
+                using Mid = cpu::StencilLines<std::remove_cvref_t<decltype(pre)>>;
+                const cpu::LineSource<T, Mid> from_pre{lines, constant(node.border), node.border.mode, nullptr};
+                with_stencil_op<T, any>(node.filter, from_pre, dst, [&](const auto& op) { run(pre, op); });
+            });
+        };
+        if (node.fused_color) {
+            with_first(cpu::LineSource<T, cpu::ColorLines<T>>{lines, constant(b1), b1.mode, nullptr});
+        } else {
+            with_first(AnyBorderSource<T>{src, constant(b1), b1.mode});
+        }
     });
 }
 
 }  // namespace
 
 void run_node_cpu(const FilterRun& node, const ImageView& src, const ImageView& dst) {
-    if (node.fused_stencil) return run_chain_cpu(node, src, dst);
+    if (node.fused_stencil || node.fused_color) return run_chain_cpu(node, src, dst);
     dispatch_node(node, src, dst, CpuLaunch{dst.width, dst.height, node.schedule.order});
 }
 

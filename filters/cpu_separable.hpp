@@ -363,24 +363,36 @@ public:
         for (int p = 0; p < kPasses; ++p) col_sums_[p] = col_buffer_.get() + static_cast<std::size_t>(p) * n_max_;
     }
 
-    CBI_CPU_CLONES void run(int x0, int x1, int y0, int y1) {
-        const int tw = x1 - x0, n = tw * channels_;
-        const int passes = op_.passes();
-        // Window row r of pass p (source row y0 - kh/2 + r) sits in buffer
-        // row r - first_row_[p]. Rows outer: the passes of a Sobel magnitude
-        // read the same padded rows, loaded once (load_padded_row).
+    // The tile [x0, x1) x [y0, y1) into op.dst.
+    void run(int x0, int x1, int y0, int y1) {
+        start(x0, x1, y0);
+        for (int y = y0; y < y1; ++y) row(y, op_.dst.template row<T>(y) + static_cast<std::ptrdiff_t>(x0) * channels_);
+    }
+
+    // Starts a walk down columns [x0, x1) (at most the constructor's
+    // tile_w) from output row y0: primes each pass's buffer with the first
+    // kh - 1 rows of row y0's window. Window row r of pass p (source row
+    // y0 - kh/2 + r) sits in buffer row r - first_row_[p]. Rows outer: the
+    // passes of a Sobel magnitude read the same padded rows, loaded once
+    // (load_padded_row).
+    CBI_CPU_CLONES void start(int x0, int x1, int y0) {
+        x0_ = x0, y0_ = y0, tw_ = x1 - x0;
+        const int passes = op_.passes(), n = tw_ * channels_;
         for (int p = 0; p < passes; ++p) first_row_[p] = 0;
         for (int r = 0; r < max_kh_ - 1; ++r)
             for (int p = 0; p < passes; ++p)
-                if (r < op_.kh(p) - 1) add_row_sums(p, r, x0, y0, tw, n);
-        for (int y = y0; y < y1; ++y) {
-            const int r0 = y - y0;  // first window row of output row y
-            T* out = op_.dst.template row<T>(y) + static_cast<std::ptrdiff_t>(x0) * channels_;
-            for (int p = 0; p < passes; ++p) add_row_sums(p, r0 + op_.kh(p) - 1, x0, y0, tw, n);
-            const int done = vector_columns(out, r0, n);
-            for (int p = 0; p < passes; ++p) column_sums(p, r0, done, n);
-            finish_row(op_, col_sums_[0] + done, col_sums_[passes - 1] + done, out + done, n - done);
-        }
+                if (r < op_.kh(p) - 1) add_row_sums(p, r, x0_, y0_, tw_, n);
+    }
+
+    // Output row y of the walk, its columns [x0, x1) into out[0 .. (x1 -
+    // x0) * channels): the walk's rows in order, y0, y0 + 1, ...
+    CBI_CPU_CLONES void row(int y, T* out) {
+        const int passes = op_.passes(), n = tw_ * channels_;
+        const int r0 = y - y0_;  // first window row of output row y
+        for (int p = 0; p < passes; ++p) add_row_sums(p, r0 + op_.kh(p) - 1, x0_, y0_, tw_, n);
+        const int done = vector_columns(out, r0, n);
+        for (int p = 0; p < passes; ++p) column_sums(p, r0, done, n);
+        finish_row(op_, col_sums_[0] + done, col_sums_[passes - 1] + done, out + done, n - done);
     }
 
 private:
@@ -510,6 +522,7 @@ private:
     int channels_;
     int n_max_ = 0, pad_len_ = 0;
     int max_kh_ = 1;
+    int x0_ = 0, y0_ = 0, tw_ = 0;  // the walk start() began
     bool int16_gradients_ = kIsSobel8<Op>;  // 8-bit Sobel: every pass's gradients fit int16 (cpu_sobel8)
     int loaded_y_ = 0, loaded_xs_ = 0, loaded_len_ = 0;  // the row in pad_ (len 0: none yet)
     int buffer_rows_[kPasses] = {};  // rows of row_sums_[p]: a buffer, or the sliding box's ring
@@ -522,27 +535,36 @@ private:
     Acc* col_sums_[kPasses] = {};
 };
 
-// Runs `op` over a width x height output in the tiles of `schedule`
-// (TileSchedule geometry: a tile height <= 0 or >= height is the full height,
-// a tile width >= width the full width), task index t computing the tile
-// order.map(t, tiles_x, tiles_y).
-template <SeparableStencilOp Op>
-void run_separable_tiles(const TileSchedule& schedule, const Op& op, int width, int height, const TileOrder& order = {}) {
+// The tiles of a width x height output in `schedule`'s geometry
+// (TileSchedule: a tile height <= 0 or >= height is the full height, a tile
+// width >= width the full width), task index t taking the tile
+// order.map(t, tiles_x, tiles_y). A task takes at least ~16K output pixels,
+// so small tiles (sep:7x5) do not drown in task overhead. Each task makes
+// its worker once (make(tile_w): a pointer), then calls run(worker, x0, x1,
+// y0, y1) per tile.
+template <class Make, class Run>
+void for_each_tile(const TileSchedule& schedule, const TileOrder& order, int width, int height, Make&& make, Run&& run) {
     if (width <= 0 || height <= 0) return;
     const int th = schedule.tile_height > 0 && schedule.tile_height < height ? schedule.tile_height : height;
     const int tw = schedule.tile_width > 0 && schedule.tile_width < width ? schedule.tile_width : width;
     const int tiles_x = (width + tw - 1) / tw, tiles_y = (height + th - 1) / th;
-    // A task takes at least ~16K output pixels, so small tiles (sep:7x5)
-    // do not drown in task overhead.
     const int grain = std::max(1, 16384 / (tw * th));
     tbb::parallel_for(tbb::blocked_range<int>(0, tiles_x * tiles_y, grain), [&](const tbb::blocked_range<int>& range) {
-        TileWorker<Op> worker(op, tw);
+        const auto worker = make(tw);
         for (int t = range.begin(); t != range.end(); ++t) {
             const Pixel tile = order.map(static_cast<std::uint32_t>(t), tiles_x, tiles_y);
             const int x0 = tile.x * tw, y0 = tile.y * th;
-            worker.run(x0, std::min(x0 + tw, width), y0, std::min(y0 + th, height));
+            run(*worker, x0, std::min(x0 + tw, width), y0, std::min(y0 + th, height));
         }
     });
+}
+
+// Runs `op` over a width x height output in the tiles of `schedule`.
+template <SeparableStencilOp Op>
+void run_separable_tiles(const TileSchedule& schedule, const Op& op, int width, int height, const TileOrder& order = {}) {
+    for_each_tile(
+        schedule, order, width, height, [&](int tw) { return std::make_unique<TileWorker<Op>>(op, tw); },
+        [](TileWorker<Op>& worker, int x0, int x1, int y0, int y1) { worker.run(x0, x1, y0, y1); });
 }
 
 }  // namespace cbi::cpu

@@ -11,7 +11,7 @@ const char* to_string(KernelPath path) {
         case KernelPath::cpu_rows: return "cpu rows";
         case KernelPath::cpu_color_rows: return "cpu colour rows";
         case KernelPath::cpu_separable_tiles: return "cpu separable tiles";
-        case KernelPath::cpu_chain: return "cpu fused pair";
+        case KernelPath::cpu_chain: return "cpu chain through line buffers";
         case KernelPath::cuda_index_map: return "cuda index map";
         case KernelPath::cuda_smem: return "cuda smem";
         case KernelPath::cuda_sep: return "cuda sep";

@@ -124,11 +124,10 @@ public:
     }
     // A slow warm-up drops a candidate at once (its runs are long).
     TuningMethod tuning() const override { return {3, true, true}; }
-    // A fused colour node is computed sample by sample in the stencil's row
-    // loads, slower than the vectorised matrix on its own (measured:
-    // apps/bench/README.md).
-    bool fuses() const override { return false; }
-    bool chain_fits(const FilterRun&, Depth, int, int) const override { return false; }
+    // Fused colour nodes and stencil pairs run through line buffers
+    // (cpu_chain.hpp): any depth, channels and border but wrap.
+    bool fuses() const override { return true; }
+    bool chain_fits(const FilterRun&, Depth, int, int) const override { return true; }
     std::optional<int> strip_height(const FilterRun&, Depth, int, int, int, int) const override { return std::nullopt; }
     std::optional<int> blend_strip_height(const BlendRun&, Depth, int, int, int) const override { return std::nullopt; }
     bool blend_fits(const BlendRun&, Depth, int) const override { return false; }

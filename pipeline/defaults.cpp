@@ -185,9 +185,11 @@ std::vector<ScheduleSpec> default_candidates(const NodeOp& op, const Border& bor
     return out;
 }
 
-bool fuses_pair_by_default(const FilterRun& pair, Depth depth, int src_channels, std::uint64_t width, std::uint64_t height) {
-    if (!pair.fused_stencil || depth != Depth::u8 || pair.schedule.family != ScheduleFamily::stream) return false;
-    if (pair.fused_color) return src_channels == 3 && width * height >= kFusedGrayPairMinPixels;
+bool fuses_pair_by_default(const FilterRun& pair, const NodeFormat& format, std::uint64_t width, std::uint64_t height) {
+    if (!pair.fused_stencil) return false;
+    if (!format.cuda) return !pair.fused_color;
+    if (format.depth != Depth::u8 || pair.schedule.family != ScheduleFamily::stream) return false;
+    if (pair.fused_color) return format.channels == 3 && width * height >= kFusedGrayPairMinPixels;
     const auto* sobel = std::get_if<SobelFilter>(&pair.filter);
     return sobel && sobel->ksize == 3;
 }

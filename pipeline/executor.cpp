@@ -59,7 +59,8 @@ struct GraphExecutor::Plan {
 
 private:
     void fuse_colour(const Graph& graph, const std::vector<int>& readers);
-    void fuse_stencil_pairs(const Graph& graph, const std::vector<int>& readers, const Backend& backend, bool all);
+    void fuse_stencil_pairs(const Graph& graph, const std::vector<int>& readers, const Backend& backend, bool all,
+                            bool colour, bool cuda);
     void fuse_blends(const Graph& graph, const std::vector<int>& readers, const Backend& backend);
 };
 
@@ -112,7 +113,8 @@ void GraphExecutor::Plan::choose_schedules(const Graph& graph, const RunOptions&
 }
 
 // Fusion, where the backend fuses (RunOptions::fuse), decided once the
-// schedules are chosen: a colour node into the stencil that reads it, then
+// schedules are chosen: a colour node into the stencil that reads it (where
+// fuses_color_by_default, or with every pair), then
 // stencil pairs (RunOptions::stencil_pairs), then blends with the stencils
 // they read. Nodes still to be timed are not
 // fused: auto times each node on its own, and the executor plans again once
@@ -130,9 +132,11 @@ void GraphExecutor::Plan::fuse(const Graph& graph, const RunOptions& options, co
     for (NodeId id : order)
         for (NodeId in : nodes[id].inputs) ++readers[in];
     for (NodeId o : graph.outputs()) ++readers[o];
-    fuse_colour(graph, readers);
+    const bool all = options.stencil_pairs == RunOptions::StencilPairs::all;
+    const bool colour = all || fuses_color_by_default(options.device.cuda);
+    if (colour) fuse_colour(graph, readers);
     if (options.stencil_pairs != RunOptions::StencilPairs::none)
-        fuse_stencil_pairs(graph, readers, backend, options.stencil_pairs == RunOptions::StencilPairs::all);
+        fuse_stencil_pairs(graph, readers, backend, all, colour, options.device.cuda);
     fuse_blends(graph, readers, backend);
     std::erase_if(order, [&](NodeId id) { return fused_into[id] >= 0; });
 }
@@ -159,11 +163,13 @@ void GraphExecutor::Plan::fuse_colour(const Graph& graph, const std::vector<int>
 // schedule computes pairs (Capabilities::fuses_stencil) and the backend's
 // kernel takes them (Backend::chain_fits): stream walks strips through line
 // buffers (cuda_chain_stream.cuh); smem/sep stage each tile's intermediate
-// in shared memory (chain.hpp). A colour node read only
-// by the first stencil runs in the same kernel. Pairs only; not with the
-// wrap border. Unless `all`, only the pairs fuses_pair_by_default names.
+// in shared memory (chain.hpp); the CPU walks tiles through line buffers
+// (cpu_chain.hpp). A colour node read only by the first stencil runs in the
+// same kernel where colour nodes fuse (`colour_fuses`). Pairs only; not
+// with the wrap border. Unless `all`, only the pairs fuses_pair_by_default
+// names.
 void GraphExecutor::Plan::fuse_stencil_pairs(const Graph& graph, const std::vector<int>& readers,
-                                             const Backend& backend, bool all) {
+                                             const Backend& backend, bool all, bool colour_fuses, bool cuda) {
     const auto& nodes = graph.nodes();
     const auto stencil = [&](NodeId id) -> const Filter* {
         return id != Graph::input() && is_stencil(nodes[id].op) && choice[id] != Choice::pending
@@ -179,7 +185,7 @@ void GraphExecutor::Plan::fuse_stencil_pairs(const Graph& graph, const std::vect
         std::optional<ColorFilter> colour = fused_color[in];
         const NodeId before = nodes[in].inputs[0];
         const auto* pre = before == Graph::input() ? nullptr : std::get_if<Filter>(&nodes[before].op);
-        if (!colour && pre && readers[before] == 1 && std::holds_alternative<ColorFilter>(*pre))
+        if (!colour && colour_fuses && pre && readers[before] == 1 && std::holds_alternative<ColorFilter>(*pre))
             colour = std::get<ColorFilter>(*pre);
         const Border b1 = graph.border_of(in), b2 = graph.border_of(id);
         const Fusion fusion{colour.has_value(), true};
@@ -187,7 +193,7 @@ void GraphExecutor::Plan::fuse_stencil_pairs(const Graph& graph, const std::vect
         const FilterRun chained{*second, b2, schedule[id], colour, FusedStencil{*first, b1}};
         const NodeId source = colour && !fused_color[in] ? nodes[before].inputs[0] : reads[in][0];
         if (!backend.chain_fits(chained, depth, channels_of[source], channels_of[in])) continue;
-        if (!all && !fuses_pair_by_default(chained, depth, channels_of[source], width, height)) continue;
+        if (!all && !fuses_pair_by_default(chained, NodeFormat{depth, channels_of[source], cuda}, width, height)) continue;
         if (colour && !fused_color[in]) {
             fused_into[before] = in;  // moved to this kernel below, with the first stencil's
             reads[in] = nodes[before].inputs;
@@ -542,8 +548,8 @@ std::string GraphExecutor::describe() const {
         s << "  <- " << inputs;
         if (plan_ && plan_->fused_stencil[id] >= 0) {
             const NodeId first = plan_->fused_stencil[id];
-            const bool streamed = plan_->schedule[id].family == ScheduleFamily::stream;
-            s << "  (fused: computes " << nodes[first].name << (streamed ? " through line buffers" : " in shared memory")
+            const bool lines = !options_.device.cuda || plan_->schedule[id].family == ScheduleFamily::stream;
+            s << "  (fused: computes " << nodes[first].name << (lines ? " through line buffers" : " in shared memory")
               << ", reading " << nodes[plan_->reads[id][0]].name;
             if (plan_->fused_color[id]) s << " through " << to_string(Filter(*plan_->fused_color[id]));
             s << ")";

@@ -57,10 +57,10 @@ struct RunOptions {
     // Where `auto` schedules are looked up and recorded; shared by the
     // executors of a batch. Empty: each executor keeps its own, in memory.
     std::shared_ptr<TuningCache> tuning;
-    // On the GPU: fuse a colour node into the stencil that reads it when
-    // that stencil stages tiles (smem/sep): one kernel, the colour image
-    // never stored. The CPU executor does not fuse: slower there
-    // (measured: apps/bench/README.md).
+    // Fuse a colour node into the stencil that reads it when that stencil
+    // stages tiles (smem/sep): one kernel, the colour image never stored
+    // (by default on the GPU only: fuses_color_by_default); and stencil
+    // pairs, below.
     bool fuse = true;
     // With fuse: which stencil pairs fuse (one kernel, the first stencil's
     // output never stored; on smem/sep per tile in shared memory, on stream
@@ -68,7 +68,8 @@ struct RunOptions {
     //   measured: those fuses_pair_by_default names (defaults.hpp), where the
     //     line-buffer kernel was measured faster than the kernels it
     //     replaces; the others run unfused, which is faster for them;
-    //   all: every pair a kernel takes (cbi-filter --fuse-stencils);
+    //   all: every pair a kernel takes, and every colour node
+    //     (cbi-filter --fuse-stencils);
     //   none.
     enum class StencilPairs { measured, all, none };
     StencilPairs stencil_pairs = StencilPairs::measured;

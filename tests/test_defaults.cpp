@@ -131,27 +131,33 @@ TEST(DefaultPairs, OnlyPairsMeasuredFasterFuseByDefault) {
     };
     const FilterRun gray = pair("gaussian:5", "sobel:mag", "stream:256x16", true);
     const std::uint64_t w = 4096, h = (kFusedGrayPairMinPixels + w - 1) / w;  // the smallest height that fuses
-    EXPECT_TRUE(fuses_pair_by_default(gray, Depth::u8, 3, w, h));
-    EXPECT_TRUE(fuses_pair_by_default(pair("blur:3", "gaussian:5", "stream:128x32", true), Depth::u8, 3, 6000, 4000));
-    EXPECT_FALSE(fuses_pair_by_default(gray, Depth::u8, 3, w, h - 1));  // smaller: measured slower fused
-    EXPECT_FALSE(fuses_pair_by_default(gray, Depth::u8, 3, 1920, 1080));
-    EXPECT_FALSE(fuses_pair_by_default(gray, Depth::u16, 3, 6000, 4000));
-    EXPECT_FALSE(fuses_pair_by_default(gray, Depth::u8, 4, 6000, 4000));
-    EXPECT_FALSE(fuses_pair_by_default(pair("gaussian:5", "sobel:mag", "sep:64x32", true), Depth::u8, 3, 6000, 4000));
+    EXPECT_TRUE(fuses_pair_by_default(gray, {Depth::u8, 3, true}, w, h));
+    EXPECT_TRUE(fuses_pair_by_default(pair("blur:3", "gaussian:5", "stream:128x32", true), {Depth::u8, 3, true}, 6000, 4000));
+    EXPECT_FALSE(fuses_pair_by_default(gray, {Depth::u8, 3, true}, w, h - 1));  // smaller: measured slower fused
+    EXPECT_FALSE(fuses_pair_by_default(gray, {Depth::u8, 3, true}, 1920, 1080));
+    EXPECT_FALSE(fuses_pair_by_default(gray, {Depth::u16, 3, true}, 6000, 4000));
+    EXPECT_FALSE(fuses_pair_by_default(gray, {Depth::u8, 4, true}, 6000, 4000));
+    EXPECT_FALSE(fuses_pair_by_default(pair("gaussian:5", "sobel:mag", "sep:64x32", true), {Depth::u8, 3, true}, 6000, 4000));
     // A 3x3 Sobel after a blur or Gaussian: any size, 1 or 3 channels.
     const FilterRun sobel = pair("gaussian:5", "sobel:mag", "stream:256x16", false);
-    EXPECT_TRUE(fuses_pair_by_default(sobel, Depth::u8, 3, 6000, 4000));
-    EXPECT_TRUE(fuses_pair_by_default(sobel, Depth::u8, 1, 1920, 1080));
-    EXPECT_TRUE(fuses_pair_by_default(pair("blur:3", "sobel:x", "stream:256x16", false), Depth::u8, 1, 300, 200));
-    EXPECT_FALSE(fuses_pair_by_default(sobel, Depth::u16, 1, 6000, 4000));
-    EXPECT_FALSE(fuses_pair_by_default(pair("gaussian:5", "sobel:mag:5", "stream:256x16", false), Depth::u8, 1, 6000, 4000));
-    EXPECT_FALSE(fuses_pair_by_default(pair("gaussian:5", "sobel:mag", "sep:64x32", false), Depth::u8, 1, 6000, 4000));
+    EXPECT_TRUE(fuses_pair_by_default(sobel, {Depth::u8, 3, true}, 6000, 4000));
+    EXPECT_TRUE(fuses_pair_by_default(sobel, {Depth::u8, 1, true}, 1920, 1080));
+    EXPECT_TRUE(fuses_pair_by_default(pair("blur:3", "sobel:x", "stream:256x16", false), {Depth::u8, 1, true}, 300, 200));
+    EXPECT_FALSE(fuses_pair_by_default(sobel, {Depth::u16, 1, true}, 6000, 4000));
+    EXPECT_FALSE(fuses_pair_by_default(pair("gaussian:5", "sobel:mag:5", "stream:256x16", false), {Depth::u8, 1, true}, 6000, 4000));
+    EXPECT_FALSE(fuses_pair_by_default(pair("gaussian:5", "sobel:mag", "sep:64x32", false), {Depth::u8, 1, true}, 6000, 4000));
     // Other pairs without a gray conversion: as fast or slower fused.
-    EXPECT_FALSE(fuses_pair_by_default(pair("gaussian:5", "gaussian:5", "stream:256x16", false), Depth::u8, 1, 8192, 8192));
-    EXPECT_FALSE(fuses_pair_by_default(pair("blur:3", "gaussian:5", "stream:256x16", false), Depth::u8, 1, 8192, 8192));
+    EXPECT_FALSE(fuses_pair_by_default(pair("gaussian:5", "gaussian:5", "stream:256x16", false), {Depth::u8, 1, true}, 8192, 8192));
+    EXPECT_FALSE(fuses_pair_by_default(pair("blur:3", "gaussian:5", "stream:256x16", false), {Depth::u8, 1, true}, 8192, 8192));
     FilterRun single = gray;
     single.fused_stencil.reset();  // a colour node fused into one stencil: not a pair
-    EXPECT_FALSE(fuses_pair_by_default(single, Depth::u8, 3, 6000, 4000));
+    EXPECT_FALSE(fuses_pair_by_default(single, {Depth::u8, 3, true}, 6000, 4000));
+    // On the CPU: every pair without a colour node before it; colour nodes fuse only on the GPU.
+    EXPECT_TRUE(fuses_pair_by_default(pair("blur:3", "gaussian:5", "sep:256x256", false), {Depth::u16, 4, false}, 7, 5));
+    EXPECT_TRUE(fuses_pair_by_default(pair("gaussian:5", "sobel:mag", "sep:256x256", false), {Depth::u8, 1, false}, 4096, 4096));
+    EXPECT_FALSE(fuses_pair_by_default(pair("gaussian:5", "sobel:mag", "sep:256x256", true), {Depth::u8, 3, false}, 4096, 4096));
+    EXPECT_FALSE(fuses_color_by_default(false));
+    EXPECT_TRUE(fuses_color_by_default(true));
 }
 
 // --device auto for one image: the CPU where the run is expected to be done

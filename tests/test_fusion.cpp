@@ -1,10 +1,10 @@
 // Fusion: a colour node read only by one stencil with a tile-staging
 // schedule (smem/sep) runs inside that stencil's loads, a stencil read
-// only by such a stencil inside its kernel (filters/chain.hpp), and a blend
-// with the stencils it reads (cuda_blend.cu). Fused
-// results must equal the unfused graph exactly, on the CPU (which runs
-// fused nodes but whose executor does not fuse) and on the GPU; the plan
-// says what was fused; nodes that must stay stored are not fused.
+// only by such a stencil inside its kernel (filters/chain.hpp on the GPU,
+// filters/cpu_chain.hpp's line buffers on the CPU), and a blend with the
+// stencils it reads (cuda_blend.cu). Fused results must equal the unfused
+// graph exactly, on the CPU and on the GPU; the plan says what was fused;
+// nodes that must stay stored are not fused.
 #include <gtest/gtest.h>
 
 #include <barrier>
@@ -65,7 +65,8 @@ void for_each_case(int width, int height, F&& f) {
 }
 
 // The CPU backend computes a node with a fused colour exactly as the two
-// nodes (its executor does not fuse: see TheCpuExecutorDoesNotFuse).
+// nodes (its executor fuses colour nodes only with --fuse-stencils: see
+// TheCpuExecutorFusesStencilPairsAndColourNodesOnlyWhenAsked).
 TEST(Fusion, FusedColourNodesEqualTheTwoNodesOnTheCpu) {
     for_each_case(67, 45, [](const Graph& g, const cv::Mat& src) {
         const auto& nodes = g.nodes();
@@ -89,11 +90,31 @@ TEST(Fusion, OnlyStreamComputesABlendWithItsStencils) {
     EXPECT_NE(why.find("cannot compute the blend that reads it; use stream:WxH"), std::string::npos) << why;
 }
 
-TEST(Fusion, TheCpuExecutorDoesNotFuse) {
-    GraphExecutor ex(parse_pipeline("color:gray | gaussian:5@sep:32x8 | sobel:mag@sep:32x8"), options(true));
+// On the CPU a stencil pair fuses by default (the line-buffer walk was as
+// fast, and the intermediate image is never allocated), a colour node only
+// with --fuse-stencils (slower fused: fuses_color_by_default); blends never.
+TEST(Fusion, TheCpuExecutorFusesStencilPairsAndColourNodesOnlyWhenAsked) {
+    const Graph chain = parse_pipeline("color:gray | gaussian:5@sep:32x8 | sobel:mag@sep:32x8");
+    GraphExecutor ex(chain, options(true));
     ex.plan(40, 30, 3, Depth::u8);
-    EXPECT_EQ(ex.describe().find("fused"), std::string::npos) << ex.describe();
-    EXPECT_NE(ex.describe().find("3 kernels run"), std::string::npos) << ex.describe();
+    EXPECT_NE(ex.describe().find("(fused: computes n2 through line buffers, reading n1)"), std::string::npos)
+        << ex.describe();
+    EXPECT_NE(ex.describe().find("2 kernels run"), std::string::npos) << ex.describe();
+    GraphExecutor all(chain, options(true, false, true));  // --fuse-stencils
+    all.plan(40, 30, 3, Depth::u8);
+    EXPECT_NE(all.describe().find("reading input through color:gray)"), std::string::npos) << all.describe();
+    EXPECT_NE(all.describe().find("1 kernels run"), std::string::npos) << all.describe();
+    GraphExecutor none(chain, options(false));  // --no-fuse
+    none.plan(40, 30, 3, Depth::u8);
+    EXPECT_EQ(none.describe().find("fused"), std::string::npos) << none.describe();
+    EXPECT_NE(none.describe().find("3 kernels run"), std::string::npos) << none.describe();
+    // All three compute the same image, the fused ones through line buffers.
+    const cv::Mat src = random_image(131, 77, 3, Depth::u8, 21);
+    const cv::Mat want = first_output(none, src);
+    EXPECT_EQ(cv::norm(first_output(ex, src), want, cv::NORM_INF), 0.0);
+    EXPECT_EQ(last_kernel_path(), KernelPath::cpu_chain);
+    EXPECT_EQ(cv::norm(first_output(all, src), want, cv::NORM_INF), 0.0);
+    EXPECT_EQ(last_kernel_path(), KernelPath::cpu_chain);
     Graph unsharp;
     unsharp.add_output(unsharp.add_blend("sharp", parse_blend("1.5:-0.5"), Graph::input(),
                                          unsharp.add_filter("blurred", parse_filter("gaussian:9"), Graph::input())));

@@ -11,6 +11,7 @@
 #include <tbb/global_control.h>
 
 #include <algorithm>
+#include <stdexcept>
 #include <chrono>
 #include <cstdio>
 #include <string>
@@ -64,6 +65,18 @@ int main(int argc, char** argv) {
         cbi::GraphExecutor executor(graph, options);
         cv::Mat ours;
         const double cbi_ms = median_ms(runs, [&] { ours = cbi::as_mat(executor.run(cbi::view_of(img)).front()); });
+        // The same chain with every fusion the CPU takes (--fuse-stencils) and with none (--no-fuse).
+        const auto time_with = [&](cbi::RunOptions with) {
+            cbi::GraphExecutor other(graph, with);
+            cv::Mat out;
+            const double ms = median_ms(runs, [&] { out = cbi::as_mat(other.run(cbi::view_of(img)).front()); });
+            if (cv::norm(ours, out, cv::NORM_INF) != 0) throw std::runtime_error("fused and unfused outputs differ");
+            return ms;
+        };
+        cbi::RunOptions all = options, none = options;
+        all.stencil_pairs = cbi::RunOptions::StencilPairs::all;
+        none.fuse = false;
+        const double fused_ms = time_with(all), unfused_ms = time_with(none);
 
         std::vector<std::pair<cbi::Filter, cbi::Border>> nodes;  // the chain in order (node 0 is the input)
         for (cbi::NodeId id = 1; id < static_cast<cbi::NodeId>(graph.nodes().size()); ++id) {
@@ -81,10 +94,10 @@ int main(int argc, char** argv) {
             }
             theirs = in;
         });
-        std::printf("%s, %dx%d 8u:3, %d threads (%u cores), median of %d: cbi %.3f ms, OpenCV %.3f ms, OpenCV/cbi %.2f, "
-                    "max |cbi - OpenCV| %g\n",
-                    chain.c_str(), size, size, threads, std::thread::hardware_concurrency(), runs, cbi_ms, opencv_ms,
-                    opencv_ms / cbi_ms, cv::norm(ours, theirs, cv::NORM_INF));
+        std::printf("%s, %dx%d 8u:3, %d threads (%u cores), median of %d: cbi %.3f ms (--fuse-stencils %.3f, --no-fuse "
+                    "%.3f), OpenCV %.3f ms, OpenCV/cbi %.2f, max |cbi - OpenCV| %g\n",
+                    chain.c_str(), size, size, threads, std::thread::hardware_concurrency(), runs, cbi_ms, fused_ms, unfused_ms,
+                    opencv_ms, opencv_ms / cbi_ms, cv::norm(ours, theirs, cv::NORM_INF));
         return 0;
     } catch (const std::exception& e) {
         std::fprintf(stderr, "cbi-chain-bench: error: %s\n", e.what());
