@@ -39,7 +39,7 @@ cmake --build "$build" -j"$(nproc)" --target "${targets[@]}"
 # CBI_BUNDLE_CPU_SUITES=0 leaves out the suites that test only the CPU (CI
 # runs them), when the bundle must fit the 64 MiB a device call carries.
 binaries=()
-for b in cbi-filter cbi-bench cbi-codec-bench; do [[ " ${targets[*]} " == *" $b "* ]] && [ -x "$build/$b" ] && binaries+=("$build/$b"); done
+for b in cbi-filter cbi-bench cbi-codec-bench cbi-chain-bench; do [[ " ${targets[*]} " == *" $b "* ]] && [ -x "$build/$b" ] && binaries+=("$build/$b"); done
 for t in "${targets[@]}"; do
   [ "${CBI_BUNDLE_CPU_SUITES:-1}" = 0 ] && [[ " test_filters_cpu test_schedules test_graph " == *" $t "* ]] && continue
   [ -x "$build/tests/$t" ] && binaries+=("$build/tests/$t")
