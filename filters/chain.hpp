@@ -3,9 +3,10 @@
 // stencil reads the output of the stencil before it (node.fused_stencil),
 // which is computed tile by tile in a tile buffer and never stored.
 //
-// The one definition of the fused computation, run by the CUDA kernel (a
-// block's threads share the tile buffer in shared memory, cuda_chain.cu)
-// and by the CPU backend (one thread per tile, cpu_backend.cpp).
+// Run by the CUDA kernel for pairs on smem/sep (a block's threads share
+// the tile buffer in shared memory, cuda_chain.cu); the tests run it with a
+// team of CPU threads too. The CPU backend walks its fused nodes through
+// line buffers instead (cpu_chain.hpp).
 //
 // Tile (bx, by) owns the consumer's tile_w x tile_h output tile at
 // (x0, y0) = (bx*tile_w, by*tile_h). The consumer needs the intermediate

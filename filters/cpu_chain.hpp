@@ -19,7 +19,9 @@
 // consumer's halo h2, clipped to the image; wherever a border rule maps a
 // column or row outside the image back in, the sample it reads lies in that
 // widened range (the mapped index is within the halo of the image edge the
-// range touches), so each line computes just those columns.
+// range touches), so each line computes just those columns. (wrap reaches
+// the far side of the image: a colour node fused into one stencil converts
+// whole rows then; pairs do not take it.)
 //
 // Every stage is the node's own arithmetic (TileWorker's passes, the colour
 // matrix's rows), bit-identical to the per-pixel path, and the intermediate
