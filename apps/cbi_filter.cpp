@@ -920,11 +920,11 @@ int main(int argc, char** argv) {
     app.add_flag("--no-fuse", o.no_fuse,
                  "run every node on its own, its output stored (no colour node or stencil fused into the stencil that reads it)");
     app.add_flag("--fuse-stencils", o.fuse_stencils,
-                 "fuse every stencil pair a kernel takes, and on the CPU colour nodes too (by default only what was measured "
-                 "faster fused: on the GPU 8-bit pairs on stream ending in a 3x3 Sobel, or with a gray conversion before them "
-                 "on images of " +
+                 "fuse every stencil pair a kernel takes, and on the CPU colour nodes too (through line buffers; by default "
+                 "only what was measured faster fused: on the GPU 8-bit pairs on stream ending in a 3x3 Sobel, or with a gray "
+                 "conversion before them on images of " +
                      std::to_string(cbi::kFusedGrayPairMinPixels / 1'000'000) +
-                     " MP or more; on the CPU stencil pairs without a colour node before them)")
+                     " MP or more; on the CPU nothing)")
         ->excludes("--no-fuse");
     app.add_flag("--print-pipeline", o.print_pipeline,
                  "print the resolved graph (nodes, schedules, borders, buffer reuse for IN's size) and exit");

@@ -186,8 +186,7 @@ std::vector<ScheduleSpec> default_candidates(const NodeOp& op, const Border& bor
 }
 
 bool fuses_pair_by_default(const FilterRun& pair, const NodeFormat& format, std::uint64_t width, std::uint64_t height) {
-    if (!pair.fused_stencil) return false;
-    if (!format.cuda) return !pair.fused_color;
+    if (!pair.fused_stencil || !format.cuda) return false;
     if (format.depth != Depth::u8 || pair.schedule.family != ScheduleFamily::stream) return false;
     if (pair.fused_color) return format.channels == 3 && width * height >= kFusedGrayPairMinPixels;
     const auto* sobel = std::get_if<SobelFilter>(&pair.filter);

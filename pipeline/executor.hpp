@@ -60,7 +60,7 @@ struct RunOptions {
     // Fuse a colour node into the stencil that reads it when that stencil
     // stages tiles (smem/sep): one kernel, the colour image never stored
     // (by default on the GPU only: fuses_color_by_default); and stencil
-    // pairs, below.
+    // pairs, below (by default on the GPU only: fuses_pair_by_default).
     bool fuse = true;
     // With fuse: which stencil pairs fuse (one kernel, the first stencil's
     // output never stored; on smem/sep per tile in shared memory, on stream

@@ -82,6 +82,31 @@ TEST(Cli, ChainTextJsonFileAndFlagsGiveIdenticalOutputsEqualToOpenCV) {
 // same file, within 1 of |cv::Laplacian| on the photo, for every KSIZE; a
 // bad KSIZE is a usage error, a schedule that cannot take KSIZE 1 exit 1.
 // --stats on one image: each step's seconds on stdout, the output as without it.
+// On the CPU --fuse-stencils runs the chain through line buffers (one
+// kernel, nothing intermediate stored): the same file as --no-fuse.
+TEST(Cli, FuseStencilsOnTheCpuWritesTheSameFileThroughLineBuffers) {
+    TempDir dir;
+    const std::vector<std::string> chain{kPhoto, "--device", "cpu", "--pipeline", "color:gray | gaussian:5 | sobel:mag"};
+    auto with = [&](std::vector<std::string> extra) {
+        std::vector<std::string> args = chain;
+        args.insert(args.end(), extra.begin(), extra.end());
+        return run_cli(args, dir.path());
+    };
+    const auto plan = with({"--fuse-stencils", "--print-pipeline"});
+    ASSERT_EQ(plan.code, 0) << plan.err;
+    EXPECT_NE(plan.out.find("(fused: computes n2 through line buffers, reading input through color:gray)"),
+              std::string::npos)
+        << plan.out;
+    EXPECT_NE(plan.out.find("1 kernels run"), std::string::npos) << plan.out;
+    const auto fused = with({"--fuse-stencils", "-o", (dir / "fused.png").string()});
+    ASSERT_EQ(fused.code, 0) << fused.err;
+    const auto apart = with({"--no-fuse", "-o", (dir / "apart.png").string()});
+    ASSERT_EQ(apart.code, 0) << apart.err;
+    const cv::Mat a = decoded(dir / "fused.png"), b = decoded(dir / "apart.png");
+    ASSERT_FALSE(a.empty());
+    EXPECT_EQ(cv::norm(a, b, cv::NORM_INF), 0.0);
+}
+
 TEST(Cli, StatsForOneImagePrintTheStepsAndWriteTheSameOutput) {
     TempDir dir;
     const auto plain = run_cli({kPhoto, "--device", "cpu", "--blur", "5", "-o", (dir / "plain.png").string()}, dir.path());

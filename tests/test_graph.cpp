@@ -459,9 +459,7 @@ TEST(Graph, BuffersAreReusedByLifetimeAndUnusedNodesSkipped) {
     for (int i = 0; i < 6; ++i) last = g.add_filter("b" + std::to_string(i), parse_filter("blur:3"), last);
     g.add_filter("unused", parse_filter("blur:5"), Graph::input());
     g.add_output(last);
-    RunOptions unfused;
-    unfused.fuse = false;  // six kernels (fused, the CPU runs three pairs)
-    GraphExecutor ex(g, unfused);
+    GraphExecutor ex(g, RunOptions{});
     ex.prepare(50, 40, 3, Depth::u8);
     const std::string plan = ex.describe();
     EXPECT_NE(plan.find("6 kernels run, 2 buffers"), std::string::npos) << plan;
