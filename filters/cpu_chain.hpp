@@ -155,8 +155,8 @@ struct Columns {
 };
 inline Columns widened(int x0, int x1, int halo, int width) { return {std::max(0, x0 - halo), std::min(width, x1 + halo)}; }
 
-// A stage reads the lines of the stage before it.
-template <class T, class Lines>
+// Whether a source is a LineSource of Lines.
+template <class Src, class Lines>
 constexpr bool kReadsLines = false;
 template <class T, class Lines>
 constexpr bool kReadsLines<LineSource<T, Lines>, Lines> = true;
@@ -171,8 +171,9 @@ int ring_rows(const Op& op) {
 // first stencil reads them (Pre's source is a LineSource of ColorLines),
 // the first stencil's lines when there is a consumer (Op not void), and
 // the last stencil's TileWorker, which stores the output. `pre` and `op`
-// are the stencils as built for the node; each stage's copy reads this
-// task's lines. Not copyable: the stages point at each other.
+// are the stencils as built for the node (a lone stencil passes itself as
+// both); each stage's copy reads this task's lines. Not copyable: the
+// stages point at each other.
 template <class Pre, class Op>
 class ChainStages {
 public:
@@ -183,15 +184,16 @@ public:
 
     // input and matrix: the colour node's (kColour); tile_w: the widest tile.
     ChainStages(const Pre& pre, const Last& op, const ImageView& input, const StorageMatrix& matrix, int tile_w)
-        : h1_(stencil_halo(pre)), h2_(kPair ? stencil_halo(op) : 0), pre_(pre), op_(op) {
+        : h1_(stencil_halo(pre)), h2_(kPair ? stencil_halo(op) : 0), pre_(pre) {
         if constexpr (kColour) {
             colour_.emplace(input, matrix, pre.src.view.channels, ring_rows(pre));
             pre_.src.lines = &*colour_;
         }
         if constexpr (kPair) {
             mid_.emplace(pre_, tile_w + 2 * h2_, ring_rows(op));
-            op_.src.lines = &*mid_;
-            worker_.emplace(op_, tile_w);
+            op_.emplace(op);
+            op_->src.lines = &*mid_;
+            worker_.emplace(*op_, tile_w);
         } else {
             worker_.emplace(pre_, tile_w);
         }
@@ -203,7 +205,7 @@ public:
     // at the first row the consumer's window reaches inside the image (a
     // border rule maps the rows above it to rows below that one).
     void run(int x0, int x1, int y0, int y1) {
-        const int width = op_.dst.width;
+        const int width = pre_.dst.width;
         const Columns mid = widened(x0, x1, h2_, width);
         if constexpr (kColour) {
             // wrap (a colour node fused into one stencil) maps columns across the whole row
@@ -219,7 +221,7 @@ private:
     std::optional<ColorLines<T>> colour_;
     Pre pre_;
     std::optional<StencilLines<Pre>> mid_;
-    Last op_;
+    std::optional<Last> op_;  // the consumer, of a pair
     std::optional<TileWorker<Last>> worker_;
 };
 
