@@ -115,6 +115,15 @@ void run_on_tiny_images(const cbi::Graph& g) {
             FUZZ_CHECK(equal_pixels(outputs[i], expected[i]),
                        "output " + std::to_string(i) + " differs from the naive schedule on " +
                            cbi::describe(input.view()) + ":\n" + cbi::graph_to_json(g));
+        // Everything the CPU fuses (--fuse-stencils: colour nodes and stencil pairs through line buffers).
+        cbi::RunOptions all;
+        all.stencil_pairs = cbi::RunOptions::StencilPairs::all;
+        cbi::GraphExecutor fused(g, all);
+        const auto fused_outputs = fused.run(input.view());
+        for (std::size_t i = 0; i < outputs.size(); ++i)
+            FUZZ_CHECK(equal_pixels(fused_outputs[i], expected[i]),
+                       "output " + std::to_string(i) + " fused differs from the naive schedule on " +
+                           cbi::describe(input.view()) + ":\n" + cbi::graph_to_json(g));
     }
 }
 
