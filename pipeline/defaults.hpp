@@ -58,20 +58,19 @@ std::vector<ScheduleSpec> default_candidates(const NodeOp& op, const Border& bor
 // Other pairs (a blur or Gaussian after another) were as fast or slower
 // fused in 19 of 20 cells from 0.3 MP to 67 MP (the other: 1.4 % faster).
 // On the CPU (format.cuda false) no pair fuses by default: the
-// line-buffer walk (cpu_chain.hpp) was as fast as the two nodes or up to
-// 20 % slower, on 2, 4 and 16 threads from 1 MP to 16.8 MP (its kernels are
-// compute-bound; apps/bench/README.md, "Chains on the CPU through line
-// buffers"). --fuse-stencils fuses them there, saving the intermediate
-// image's memory.
+// line-buffer walk (cpu_chain.hpp) took 0.87-1.19x the two nodes' time on
+// 2, 4 and 16 threads from 1 MP to 16.8 MP, about as often slower as faster
+// (apps/bench/README.md, "Chains on the CPU through line buffers").
+// --fuse-stencils fuses them there, saving the intermediate image's memory.
 inline constexpr std::uint64_t kFusedGrayPairMinPixels = 16'000'000;
 bool fuses_pair_by_default(const FilterRun& pair, const NodeFormat& format, std::uint64_t width, std::uint64_t height);
 
 // Whether a colour node read only by a stencil fuses into it by default
 // (into the stencil alone or into a pair's kernel): on the GPU, yes; on the
-// CPU, no: converted a tile's columns at a time its rows took about twice
-// as long as the whole-row pass that stores the colour image, and the
-// gray pipeline fused took 1.1-1.5x as long as unfused
-// (apps/bench/README.md, "Chains on the CPU through line buffers").
+// CPU, no: converted a tile's columns at a time, its rows stall on memory
+// where the whole-row pass streams, and the gray pipeline fused took
+// 1.08-1.54x as long as unfused (apps/bench/README.md, "Chains on the CPU
+// through line buffers").
 // --fuse-stencils fuses them on the CPU too.
 constexpr bool fuses_color_by_default(bool cuda) { return cuda; }
 
