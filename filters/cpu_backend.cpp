@@ -110,12 +110,12 @@ void run_chain_cpu(const FilterRun& node, const ImageView& src, const ImageView&
             with_stencil_op<T, any>(filter, source, node.fused_stencil ? lines : dst, [&](const auto& pre) {
                 if (!node.fused_stencil) return run(pre, pre);
                 using Mid = cpu::StencilLines<std::remove_cvref_t<decltype(pre)>>;
-                const cpu::LineSource<T, Mid> from_pre{lines, constant(node.border), node.border.mode, nullptr};
+                const cpu::LineSource<T, Mid> from_pre{{lines, constant(node.border), node.border.mode}, nullptr};
                 with_stencil_op<T, any>(node.filter, from_pre, dst, [&](const auto& op) { run(pre, op); });
             });
         };
         if (node.fused_color) {
-            with_first(cpu::LineSource<T, cpu::ColorLines<T>>{lines, constant(b1), b1.mode, nullptr});
+            with_first(cpu::LineSource<T, cpu::ColorLines<T>>{{lines, constant(b1), b1.mode}, nullptr});
         } else {
             with_first(AnyBorderSource<T>{src, constant(b1), b1.mode});
         }

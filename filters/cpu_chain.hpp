@@ -40,25 +40,17 @@
 
 namespace cbi::cpu {
 
-// A source (BorderedSource's interface) whose rows come from `lines`, rows
-// of an image of view's geometry (no data: a row exists only as a line).
-// view.stride is 0, so TileWorker's prefetch of rows further down touches
-// the line it has.
+// A source whose rows come from `lines`, rows of an image of view's
+// geometry (no data: a row exists only as a line); across x the border as
+// AnyBorderSource's. view.stride is 0, so TileWorker's prefetch of rows
+// further down touches the line it has.
 template <class T, class Lines>
-struct LineSource {
-    static constexpr bool kStored = true;
-    ImageView view;
-    T constant;
-    BorderMode mode;
+struct LineSource : AnyBorderSource<T> {
     Lines* lines;
 
     const T* row(int y) const {
-        const int yy = border_index(mode, y, view.height);
+        const int yy = border_index(this->mode, y, this->view.height);
         return yy < 0 ? nullptr : lines->line(yy);
-    }
-    T at(const T* row, int x, int c) const {
-        const int xx = border_index(mode, x, view.width);
-        return row == nullptr || xx < 0 ? constant : row[xx * view.channels + c];
     }
 };
 
