@@ -11,10 +11,11 @@
 //  1. fetch: the lane's 8 samples of the first stencil's input (for a
 //     fused gray conversion, 24 bytes of BGR), through the first stencil's
 //     border rule;
-//  2. the first stencil's column sums over a ring of the last 5 input rows
-//     in registers; its row sums from the lane's and its neighbours' column
-//     sums (warp shuffles; odd sample offsets by a byte permute); finish():
-//     one intermediate row, as the unfused graph stores it;
+//  2. the first stencil's column sums, each input row adding its share to
+//     the partial sums of the 5 intermediate rows that read it (registers);
+//     its row sums from the lane's and its neighbours' column sums (warp
+//     shuffles; odd sample offsets by a byte permute); finish(): one
+//     intermediate row, as the unfused graph stores it;
 //  3. intermediate samples outside the image: the consumer's border rule,
 //     copied from the lanes that hold the samples it maps to (edge warps
 //     only, offsets resolved once);
@@ -22,15 +23,15 @@
 //     rows, its row sums and finish(), stored.
 // Packed sums stay exact when every 16-bit lane stays in 0 .. 65535
 // (ChainTaps: weights divided by their common factor per axis, biases for
-// negative weights; pairs that do not fit run unfused). Rows move down the
-// rings by register moves, so the row loop is one copy of its code. Output
-// rows whose window crosses the image's top or bottom read the rows that
-// the consumer's border rule maps to, picked from the ring at run time. The
+// negative weights; pairs that do not fit run unfused). The partial sums
+// move down by the adds that extend them and the consumer's rows by
+// register moves, so the row loop is one copy of its code. Output rows
+// whose window crosses the image's top or bottom read the rows that the
+// consumer's border rule maps to, picked from the ring at run time. The
 // lanes at each end of a warp only supply halo columns (chain_halo_lanes:
-// one for 1 channel, two for 3): a warp outputs 30 or 28 lanes' samples of a
-// row. Integer sums are
-// exact in any order and every finish() is the op's own, so the outputs
-// equal running the two nodes, bit for bit.
+// one for 1 channel, two for 3): a warp outputs 30 or 28 lanes' samples of
+// a row. Integer sums are exact in any order and every finish() is the
+// op's own, so the outputs equal running the two nodes, bit for bit.
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -47,7 +48,7 @@
 
 namespace cbi::cuda {
 
-inline constexpr int kChainRing = 5;  // rows in each stage's ring: the largest kernel size taken
+inline constexpr int kChainRing = 5;  // the first stencil's kernel size: the largest taken (smaller get zero taps)
 inline constexpr int kChainMaxWarps = 8;  // per block
 inline constexpr int kChainRegisters = 72;  // per thread: the kernel's cap
 // Lanes at each end of a warp that only feed others: an output's window
@@ -204,11 +205,14 @@ inline std::optional<ChainGray> chain_gray(const StorageMatrix& m) {
 // (pixels 2j, 2j + 1 in word j's 16-bit lanes), for a matrix that
 // chain_gray gives: ColorOp::sample's products and sums are then
 // exact (multiples of 2^-15 below 256), so the integer sum s of bytes times
-// weights in 2^-15 is the same value, and (s + 2^14 - 1 + bit 15 of s) >> 15
-// rounds it to nearest even, as saturate_round does. Two dot-product
-// instructions a pixel (each two bytes times two 16-bit weights), where
-// floats took three conversions and three multiplies.
+// weights in 2^-15 is the same value. Two dot-product instructions a pixel
+// (each two bytes times two 16-bit weights), where floats took three
+// conversions and three multiplies. They add s to 2^23 as float bits
+// (s < 2^23: no carry), and one fused multiply-add rounds s / 2^15 to
+// nearest even as saturate_round does: (2^23 + s) * 2^-15 + (2^23 - 2^8) =
+// 2^23 + s / 2^15 exactly, rounded once to float, whose unit is 1 there.
 __device__ __forceinline__ void chain_gray_pairs(const ChainGray& g, const unsigned long long (&w)[3], std::uint32_t (&out)[4]) {
+    constexpr std::uint32_t k2p23 = 0x4b000000u;  // 2^23 as float bits
     std::uint32_t s[8];
 #pragma unroll
     for (int h = 0; h < 2; ++h) {  // pixels 4h .. 4h + 3: bytes 12h .. 12h + 11, words a, b, c
@@ -216,17 +220,15 @@ __device__ __forceinline__ void chain_gray_pairs(const ChainGray& g, const unsig
         const std::uint32_t a = static_cast<std::uint32_t>(h == 0 ? lo : lo >> 32);
         const std::uint32_t b = static_cast<std::uint32_t>(h == 0 ? lo >> 32 : hi);
         const std::uint32_t c = static_cast<std::uint32_t>(h == 0 ? hi : hi >> 32);
-        s[4 * h + 0] = __dp2a_hi(g.q2_, a, __dp2a_lo(g.q01, a, 0u));  // bytes 0 1 | 2
-        s[4 * h + 1] = __dp2a_lo(g.q12, b, __dp2a_hi(g.q_0, a, 0u));  // 3 | 4 5
-        s[4 * h + 2] = __dp2a_lo(g.q2_, c, __dp2a_hi(g.q01, b, 0u));  // 6 7 | 8
-        s[4 * h + 3] = __dp2a_hi(g.q12, c, __dp2a_lo(g.q_0, c, 0u));  // 9 | 10 11
+        s[4 * h + 0] = __dp2a_hi(g.q2_, a, __dp2a_lo(g.q01, a, k2p23));  // bytes 0 1 | 2
+        s[4 * h + 1] = __dp2a_lo(g.q12, b, __dp2a_hi(g.q_0, a, k2p23));  // 3 | 4 5
+        s[4 * h + 2] = __dp2a_lo(g.q2_, c, __dp2a_hi(g.q01, b, k2p23));  // 6 7 | 8
+        s[4 * h + 3] = __dp2a_hi(g.q12, c, __dp2a_lo(g.q_0, c, k2p23));  // 9 | 10 11
     }
 #pragma unroll
-    for (int j = 0; j < 4; ++j) {
-        const std::uint32_t r0 = s[2 * j] + 0x3fffu + ((s[2 * j] >> 15) & 1u);
-        const std::uint32_t r1 = s[2 * j + 1] + 0x3fffu + ((s[2 * j + 1] >> 15) & 1u);
-        out[j] = r0 >> 15 | (r1 << 1 & 0xffff0000u);  // results below 256: r1 >> 15 << 16
-    }
+    for (int i = 0; i < 8; ++i) s[i] = __float_as_uint(__fmaf_rn(__uint_as_float(s[i]), 0x1p-15f, 8388352.f));  // 2^23 + gray
+#pragma unroll
+    for (int j = 0; j < 4; ++j) out[j] = __byte_perm(s[2 * j], s[2 * j + 1], 0x5410);  // gray < 256: bytes 1 are zero
 }
 
 // v as pair words picked from ring slot s (a run-time index: selects, not local memory).
@@ -317,7 +319,7 @@ template <class Pre, class Op, int K2, int C, int P2, bool kGray, bool kSobel3>
 __global__ void __maxnreg__(kChainRegisters) chain_stream(const __grid_constant__ Pre pre, const __grid_constant__ Op op,
                              const __grid_constant__ ChainTaps<1, kChainRing> taps1, const __grid_constant__ ChainTaps<P2, K2> taps2,
                              const ChainGray gray, int strip_h, int strips_y, const TileOrder order) {
-    constexpr int K1 = kChainRing, R = kChainRing, R2 = K2, G = kStream8Bytes;
+    constexpr int K1 = kChainRing, R2 = K2, G = kStream8Bytes;
     constexpr int h1 = K1 / 2, h2 = K2 / 2;
     static_assert(stream8_halo_lanes(K1, C) == 1 && stream8_halo_lanes(K2, C) == 1);
     constexpr int CI = kGray ? 3 : 1;  // input bytes per intermediate sample
@@ -395,22 +397,32 @@ __global__ void __maxnreg__(kChainRegisters) chain_stream(const __grid_constant_
         const int y0 = sy * strip_h, y_end = min(y0 + strip_h, height);
         // Intermediate rows m_first .. m_last; input rows from m_first - h1.
         const int m_first = max(0, y0 - h2), m_last = min(height - 1, y_end - 1 + h2);
-        // The rings, oldest row first: at intermediate row m, ring1[t] holds input
-        // row m - h1 + t and ring2[t] intermediate row m - (K2 - 1) + t (every row
-        // an output of row m reads, through the border rule too, is one of these).
-        // Rows move down a slot per row (register moves), so the row loop is one
-        // copy of its code: unrolled for constant slots, it outgrew the instruction cache.
-        std::uint32_t ring1[R][4] = {}, ring2[R2][4] = {};
-        const auto shift1 = [&] {  // makes room for the next input row in ring1[R - 1]
+        // The first stencil keeps no rows: part[j] holds the part of the column
+        // sums of intermediate row n - h1 + 1 + j that input rows up to n
+        // give (n: the last row fed), and each row fed adds its share to
+        // every part, moving it down one, so no row is moved and the row loop
+        // is one copy of its code (unrolled for constant ring slots, it
+        // outgrew the instruction cache). Weights are non-negative
+        // (kChainFirst), so every part is a partial sum of a column sum and
+        // fits its 16-bit lanes as well. ring2[t] holds intermediate row
+        // m - (K2 - 1) + t, oldest first (every row an output of row m reads,
+        // through the border rule too, is one of these); its rows move down a
+        // slot per row.
+        std::uint32_t part[K1 - 1][4] = {}, ring2[R2][4] = {};
+        const auto feed = [&](const std::uint32_t(&v)[4], std::uint32_t(&col)[4]) {  // col: row n - h1's column sums
 #pragma unroll
-            for (int t = 0; t + 1 < R; ++t)
+            for (int i = 0; i < 4; ++i) {
+                col[i] = part[0][i] + taps1.y[0][K1 - 1] * v[i];
 #pragma unroll
-                for (int i = 0; i < 4; ++i) ring1[t][i] = ring1[t + 1][i];
+                for (int j = 0; j + 2 < K1; ++j) part[j][i] = part[j + 1][i] + taps1.y[0][K1 - 2 - j] * v[i];
+                part[K1 - 2][i] = taps1.col_bias[0] * 0x00010001u + taps1.y[0][0] * v[i];
+            }
         };
 #pragma unroll 1
         for (int r = m_first - h1; r < m_first + h1; ++r) {
-            shift1();
-            fetch(r, ring1[R - 1]);
+            std::uint32_t v[4], unused[4];
+            fetch(r, v);
+            feed(v, unused);
         }
         // Input rows inside the image on whole-word lanes load a row ahead.
         const auto direct = [&](int r) { return fast_load && r < height; };
@@ -423,23 +435,16 @@ __global__ void __maxnreg__(kChainRegisters) chain_stream(const __grid_constant_
         if (direct(m_first + h1)) load_ahead(m_first + h1);
 #pragma unroll 1
         for (int m = m_first; m <= m_last; ++m) {
-            // 1. + 2. Input row m + h1 into ring1, intermediate row m out.
-            shift1();
+            // 1. + 2. Input row m + h1 in, intermediate row m out.
+            std::uint32_t v[4], col1[1][4], row1[1][4];
             if (direct(m + h1)) {
-                if constexpr (kGray) chain_gray_pairs(gray, ahead, ring1[R - 1]);
-                else to_pairs(ahead[0], ring1[R - 1]);
+                if constexpr (kGray) chain_gray_pairs(gray, ahead, v);
+                else to_pairs(ahead[0], v);
             } else {
-                fetch(m + h1, ring1[R - 1]);
+                fetch(m + h1, v);
             }
             if (m < m_last && direct(m + 1 + h1)) load_ahead(m + 1 + h1);
-            std::uint32_t col1[1][4], row1[1][4];
-#pragma unroll
-            for (int i = 0; i < 4; ++i) {
-                std::uint32_t s = taps1.col_bias[0] * 0x00010001u;
-#pragma unroll
-                for (int t = 0; t < K1; ++t) s += taps1.y[0][t] * ring1[t][i];
-                col1[0][i] = s;
-            }
+            feed(v, col1[0]);
             chain_row_sums<K1, C>(col1, taps1, [&](int, int t) { return taps1.x[0][t]; }, row1);
 #pragma unroll
             for (int t = 0; t + 1 < R2; ++t)

@@ -1,0 +1,51 @@
+#!/usr/bin/env bash
+# Twenty-first session, call 2: the pair kernel's gray conversion rounded by
+# one fused multiply-add (ffma), and the first stencil's column sums as
+# partial sums that each input row extends (new = ffma + partial sums). The
+# new build's tests and sanitizers (bundle/), then, as xz tarballs of
+# bin/cbi-bench in bundle-extra/: base (7adf07d), ffma, new, in turn, twice;
+# Nsight Compute on base and new; the new kernel's SASS.
+set -uo pipefail
+cd "$(dirname "$0")/../../.."  # the repository root
+. apps/bench/issue21_calls/common.sh
+gpu_line
+checks 'Fusion.StencilPairsOnStream*:Fusion.StreamPairs*:Fusion.FusedEqualsUnfused*' test_fusion test_defaults
+builds=(base ffma new)
+for b in "${builds[@]}"; do unpack $b; done
+for round in 1 2; do
+  for b in "${builds[@]}"; do
+    [ $SECONDS -gt 400 ] && break 2
+    /tmp/$b/bin/cbi-bench --suite filters --image 8u:3 --size 1920x1080 --size 4096x4096 --size 8192x8192 --filter sobel:mag \
+      --schedule stream:256x16 --pipeline "color:gray | gaussian:5 | sobel:mag" --pipeline "gaussian:5 | sobel:mag" \
+      --pipeline "color:gray | blur:3 | sobel:mag" --runs 20 --csv $OUT/$b-three$round.csv > /tmp/$b-t$round.txt 2>&1
+    echo "$b three $round rc=$? ${SECONDS}s"
+    /tmp/$b/bin/cbi-bench --suite filters --image 8u:1 --size 4096x4096 --filter sobel:mag --schedule stream:256x16 \
+      --pipeline "gaussian:5 | sobel:mag" --pipeline "blur:3 | gaussian:5" \
+      --runs 20 --csv $OUT/$b-one$round.csv > /tmp/$b-o$round.txt 2>&1; echo "$b one $round rc=$? ${SECONDS}s"
+  done
+done
+grep -hE "DIFFERS|error|FAIL" /tmp/*-t?.txt /tmp/*-o?.txt | head
+python3 - $OUT "${builds[@]}" <<'PY'
+import collections, csv, glob, sys
+out, builds = sys.argv[1], sys.argv[2:]
+d = collections.defaultdict(list)
+for f in sorted(glob.glob(out + "/*-*.csv")):
+    b = f.split("/")[-1].split("-")[0]
+    for r in csv.DictReader(open(f)):
+        if r["suite"] == "pipeline" and r["variant"] in ("fused", "default", "unfused"):
+            d[(r["workload"][-36:], r["variant"], r["width"], r["height"], r["channels"], b)].append((float(r["median_ms"]), float(r["x_floor"])))
+print(f'{"workload":36s} {"variant":9s} {"size":11s} ch | ' + " | ".join(f"{b:>22s}" for b in builds))
+for k in sorted({k[:5] for k in d}):
+    cells = [" ".join(f"{m:.4f}" for m, _ in d.get(k + (b,), [])) + (f" {d[k + (b,)][0][1]:.2f}x" if d.get(k + (b,)) else "") for b in builds]
+    print(f"{k[0]:36s} {k[1]:9s} {k[2]:>5s}x{k[3]:<5s} c{k[4]} | " + " | ".join(f"{c:>22s}" for c in cells))
+PY
+for b in base new; do
+  [ $SECONDS -gt 480 ] && break
+  timeout 50 ncu -k regex:chain_stream -c 1 --section SpeedOfLight --section Occupancy --section InstructionStats --section SchedulerStats \
+    --section LaunchStats /tmp/$b/bin/cbi-bench --suite filters --image 8u:3 --size 8192x8192 --pipeline "color:gray | gaussian:5 | sobel:mag" \
+    --runs 20 > $OUT/ncu-$b.txt 2>&1
+  echo "ncu $b rc=$? ${SECONDS}s"
+  grep -E "Duration|Issued Warp Per|No Eligible|Achieved Occupancy|Registers Per|DRAM Throughput|Executed Instructions  |Waves Per" $OUT/ncu-$b.txt | head -12
+done
+k=_ZN3cbi4cuda12chain_streamINS_10GaussianOpIhLNS_10BorderModeE0ENS_20AnyBorderColorSourceIhEEEENS_7SobelOpIhLS3_0ENS_15AnyBorderSourceIhEEEELi3ELi1ELi2ELb1ELb1EEEvT_T0_NS0_9ChainTapsILi1ELi5EEENSD_IXT3_EXT1_EEENS0_9ChainGrayEiiNS_9TileOrderE
+cuobjdump -sass -fun "$k" /tmp/new/bin/cbi-bench > $OUT/sass-new.txt 2>&1; echo "sass new rc=$? $(grep -cE '^\s+/\*[0-9a-f]+\*/' $OUT/sass-new.txt) instructions"
