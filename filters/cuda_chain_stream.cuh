@@ -288,9 +288,11 @@ __device__ __forceinline__ unsigned long long chain_finish(const Op& op, const s
         if constexpr (kGradientFinish<Op>) {
             float g[Op::kMaxPasses] = {};
 #pragma unroll
-            for (int p = 0; p < P; ++p)
-                g[p] = __int_as_float(static_cast<int>(__byte_perm(sums[p][o / 2], 0x4b000000u, o % 2 == 0 ? 0x7610 : 0x7632))) -
-                       (8388608.f + static_cast<float>(taps.offset[p]));
+            for (int p = 0; p < P; ++p) {
+                const std::uint32_t w = sums[p][o / 2];  // the high lane by one shift-and-add
+                const std::uint32_t bits = o % 2 == 0 ? __byte_perm(w, 0x4b000000u, 0x7610) : (w >> 16) + 0x4b000000u;
+                g[p] = __uint_as_float(bits) - (8388608.f + static_cast<float>(taps.offset[p]));
+            }
             v = op.template finish_gradients<P>(g);
         } else {
             Acc a[Op::kMaxPasses] = {};
