@@ -18,16 +18,7 @@ c=/tmp/call5; mkdir -p $c
     --pipeline apps/bench/pipelines/unsharp.json --pipeline apps/bench/pipelines/dog.json \
     --runs 20 --csv $c/final-blends.csv > /tmp/b.txt 2>&1; echo "blends rc=$? ${SECONDS}s"
   grep -hE "DIFFERS|error|FAIL" /tmp/p.txt /tmp/b.txt | head
-  python3 - $c <<'PY'
-import csv, sys
-d = {}
-for n in ("final-pipes", "final-blends"):
-    for r in csv.DictReader(open(f"{sys.argv[1]}/{n}.csv")):
-        if r["suite"] == "pipeline":
-            d[(r["workload"], int(r["width"]), int(r["height"]), r["variant"])] = (float(r["median_ms"]), float(r["x_floor"]))
-for k in sorted({k[:3] for k in d}, key=lambda k: (k[0], k[1] * k[2])):
-    print(f"{k[0][-36:]:36s} {k[1]:>5d}x{k[2]:<5d} " + "  ".join(f"{v} {d[k + (v,)][0]:.4f} ({d[k + (v,)][1]:.2f}x)" for v in ("default", "fused", "no-pairs", "unfused")))
-PY
+  python3 apps/bench/issue21_calls/pipes_table.py $c final-pipes final-blends
   timeout 60 ncu -k regex:chain_stream -c 1 --section SpeedOfLight --section Occupancy --section InstructionStats --section SchedulerStats \
     --section LaunchStats $u/bin/cbi-bench --suite filters --image 8u:3 --size 8192x8192 --pipeline "color:gray | gaussian:5 | sobel:mag" \
     --runs 20 > $c/ncu-8192.txt 2>&1

@@ -22,20 +22,7 @@ for round in 1 2; do
   done
 done
 grep -hE "DIFFERS|error|FAIL" /tmp/*-t?.txt /tmp/*-o?.txt | head
-python3 - $d hi new <<'PY'
-import collections, csv, glob, sys
-out, builds = sys.argv[1], sys.argv[2:]
-d = collections.defaultdict(list)
-for f in sorted(glob.glob(out + "/*-*.csv")):
-    b = f.split("/")[-1].split("-")[0]
-    for r in csv.DictReader(open(f)):
-        if r["suite"] == "pipeline" and r["variant"] in ("fused", "default"):
-            d[(r["workload"][-36:], r["variant"], r["width"], r["height"], r["channels"], b)].append((float(r["median_ms"]), float(r["x_floor"])))
-print(f'{"workload":36s} {"variant":9s} {"size":11s} ch | ' + " | ".join(f"{b:>22s}" for b in builds))
-for k in sorted({k[:5] for k in d}):
-    cells = [" ".join(f"{m:.4f}" for m, _ in d.get(k + (b,), [])) + (f" {d[k + (b,)][0][1]:.2f}x" if d.get(k + (b,)) else "") for b in builds]
-    print(f"{k[0]:36s} {k[1]:9s} {k[2]:>5s}x{k[3]:<5s} c{k[4]} | " + " | ".join(f"{c:>22s}" for c in cells))
-PY
+python3 apps/bench/issue21_calls/builds_table.py $d fused,default hi new
 $u/bin/cbi-bench --suite filters --image 8u:3 --size 640x480 --size 1920x1080 --size 3000x2000 --size 4096x4096 --size 8192x8192 \
   --filter sobel:mag --schedule stream:256x16 --pipeline "color:gray | gaussian:5 | sobel:mag" --pipeline "gaussian:5 | sobel:mag" \
   --runs 20 --csv $d/final-pipes.csv > /tmp/p.txt 2>&1; echo "pipes rc=$? ${SECONDS}s"
@@ -43,16 +30,7 @@ $u/bin/cbi-bench --suite filters --image 8u:3 --size 4096x4096 --size 8192x8192 
   --pipeline apps/bench/pipelines/unsharp.json --pipeline apps/bench/pipelines/dog.json \
   --runs 20 --csv $d/final-blends.csv > /tmp/b.txt 2>&1; echo "blends rc=$? ${SECONDS}s"
 grep -hE "DIFFERS|error|FAIL" /tmp/p.txt /tmp/b.txt | head
-python3 - $d <<'PY'
-import csv, sys
-d = {}
-for n in ("final-pipes", "final-blends"):
-    for r in csv.DictReader(open(f"{sys.argv[1]}/{n}.csv")):
-        if r["suite"] == "pipeline":
-            d[(r["workload"], int(r["width"]), int(r["height"]), r["variant"])] = (float(r["median_ms"]), float(r["x_floor"]))
-for k in sorted({k[:3] for k in d}, key=lambda k: (k[0], k[1] * k[2])):
-    print(f"{k[0][-36:]:36s} {k[1]:>5d}x{k[2]:<5d} " + "  ".join(f"{v} {d[k + (v,)][0]:.4f} ({d[k + (v,)][1]:.2f}x)" for v in ("default", "fused", "no-pairs", "unfused")))
-PY
+python3 apps/bench/issue21_calls/pipes_table.py $d final-pipes final-blends
 timeout 60 ncu -k regex:chain_stream -c 1 --section SpeedOfLight --section Occupancy --section InstructionStats --section SchedulerStats \
   --section LaunchStats $u/bin/cbi-bench --suite filters --image 8u:3 --size 8192x8192 --pipeline "color:gray | gaussian:5 | sobel:mag" \
   --runs 20 > $d/ncu-new.txt 2>&1

@@ -24,20 +24,7 @@ for round in 1 2; do
   done
 done
 grep -hE "DIFFERS|error|FAIL" /tmp/*-t?.txt /tmp/*-o?.txt | head
-python3 - $OUT "${builds[@]}" <<'PY'
-import collections, csv, glob, sys
-out, builds = sys.argv[1], sys.argv[2:]
-d = collections.defaultdict(list)
-for f in sorted(glob.glob(out + "/*-*.csv")):
-    b = f.split("/")[-1].split("-")[0]
-    for r in csv.DictReader(open(f)):
-        if r["suite"] == "pipeline":
-            d[(r["workload"][-36:], r["variant"], r["width"], r["height"], r["channels"], b)].append((float(r["median_ms"]), float(r["x_floor"])))
-print(f'{"workload":36s} {"variant":9s} {"size":11s} ch | ' + " | ".join(f"{b:>22s}" for b in builds))
-for k in sorted({k[:5] for k in d}):
-    cells = [" ".join(f"{m:.4f}" for m, _ in d.get(k + (b,), [])) + (f" {d[k + (b,)][0][1]:.2f}x" if d.get(k + (b,)) else "") for b in builds]
-    print(f"{k[0]:36s} {k[1]:9s} {k[2]:>5s}x{k[3]:<5s} c{k[4]} | " + " | ".join(f"{c:>22s}" for c in cells))
-PY
+python3 apps/bench/issue21_calls/builds_table.py $OUT all "${builds[@]}"
 for b in base smem56; do
   [ $SECONDS -gt 500 ] && break
   timeout 45 ncu -k regex:chain_stream -c 1 --section SpeedOfLight --section Occupancy --section InstructionStats --section SchedulerStats \
