@@ -37,3 +37,19 @@ unpack() { mkdir -p "/tmp/$1" && tar -C "/tmp/$1" -xJf "bundle-extra/$1-bin.tar.
 # The issue's gray pipelines, as cbi-bench arguments.
 gray_pipes=(--pipeline "color:gray | gaussian:5 | sobel:mag" --pipeline "color:gray | blur:3 | sobel:mag"
             --pipeline "color:gray | gaussian:5 | gaussian:5")
+# ncu_gray BIN SIZE FILE [SECTION...]: Nsight Compute on the pair kernel of
+# the gray pipeline at SIZE (e.g. 8192x8192), its report in FILE, then the
+# counts the notes quote.
+ncu_gray() {
+  local bin=$1 size=$2 file=$3; shift 3
+  local sections=(--section SpeedOfLight --section Occupancy --section InstructionStats --section SchedulerStats --section LaunchStats)
+  for s in "$@"; do sections+=(--section "$s"); done
+  timeout 60 ncu -k regex:chain_stream -c 1 "${sections[@]}" "$bin" --suite filters --image 8u:3 --size "$size" \
+    --pipeline "color:gray | gaussian:5 | sobel:mag" --runs 20 > "$file" 2>&1
+  echo "ncu $size rc=$? ${SECONDS}s"
+  grep -E "Duration|Issued Warp Per|No Eligible|Achieved Occupancy|Theoretical Occupancy|Registers Per|DRAM Throughput|Executed Instructions  |Waves Per SM|SM Active Cycles|Elapsed Cycles|Warp Cycles Per Issued" "$file" | head -16
+}
+# sass_gray BIN FILE: the SASS of the gray pipeline's pair kernel (border 0
+# on both stencils, 3x3 Sobel magnitude) in FILE, and its instruction count.
+gray_pair_kernel=_ZN3cbi4cuda12chain_streamINS_10GaussianOpIhLNS_10BorderModeE0ENS_20AnyBorderColorSourceIhEEEENS_7SobelOpIhLS3_0ENS_15AnyBorderSourceIhEEEELi3ELi1ELi2ELb1ELb1EEEvT_T0_NS0_9ChainTapsILi1ELi5EEENSD_IXT3_EXT1_EEENS0_9ChainGrayEiiNS_9TileOrderE
+sass_gray() { cuobjdump -sass -fun "$gray_pair_kernel" "$1" > "$2" 2>&1; echo "sass $1 rc=$? $(grep -cE '^\s+/\*[0-9a-f]+\*/' "$2") instructions"; }

@@ -19,16 +19,8 @@ c=/tmp/call5; mkdir -p $c
     --runs 20 --csv $c/final-blends.csv > /tmp/b.txt 2>&1; echo "blends rc=$? ${SECONDS}s"
   grep -hE "DIFFERS|error|FAIL" /tmp/p.txt /tmp/b.txt | head
   python3 apps/bench/issue21_calls/pipes_table.py $c final-pipes final-blends
-  timeout 60 ncu -k regex:chain_stream -c 1 --section SpeedOfLight --section Occupancy --section InstructionStats --section SchedulerStats \
-    --section LaunchStats $u/bin/cbi-bench --suite filters --image 8u:3 --size 8192x8192 --pipeline "color:gray | gaussian:5 | sobel:mag" \
-    --runs 20 > $c/ncu-8192.txt 2>&1
-  echo "ncu 8192 rc=$? ${SECONDS}s"
-  grep -E "Duration|Issued Warp Per|No Eligible|Achieved Occupancy|Executed Instructions  |DRAM Throughput|Waves Per SM" $c/ncu-8192.txt | head -8
-  timeout 60 ncu -k regex:chain_stream -c 1 --section SpeedOfLight --section Occupancy --section InstructionStats --section SchedulerStats \
-    --section LaunchStats $u/bin/cbi-bench --suite filters --image 8u:3 --size 4096x4096 --pipeline "color:gray | gaussian:5 | sobel:mag" \
-    --runs 20 > $c/ncu-4096.txt 2>&1
-  echo "ncu 4096 rc=$? ${SECONDS}s"
-  grep -E "Duration|Issued Warp Per|No Eligible|Achieved Occupancy|Executed Instructions  |DRAM Throughput|Waves Per SM|SM Active Cycles|Elapsed Cycles" $c/ncu-4096.txt | head -10
+  ncu_gray $u/bin/cbi-bench 8192x8192 $c/ncu-8192.txt
+  ncu_gray $u/bin/cbi-bench 4096x4096 $c/ncu-4096.txt
   checks "Fusion.StencilPairsOnStream*:Fusion.StreamPairs*:Fusion.FusedEqualsUnfused*:Fusion.DefaultStreamSchedules*:Fusion.Blends*" \
     test_fusion test_defaults test_filters_cuda
   echo "${SECONDS}s"

@@ -31,11 +31,7 @@ $u/bin/cbi-bench --suite filters --image 8u:3 --size 4096x4096 --size 8192x8192 
   --runs 20 --csv $d/final-blends.csv > /tmp/b.txt 2>&1; echo "blends rc=$? ${SECONDS}s"
 grep -hE "DIFFERS|error|FAIL" /tmp/p.txt /tmp/b.txt | head
 python3 apps/bench/issue21_calls/pipes_table.py $d final-pipes final-blends
-timeout 60 ncu -k regex:chain_stream -c 1 --section SpeedOfLight --section Occupancy --section InstructionStats --section SchedulerStats \
-  --section LaunchStats $u/bin/cbi-bench --suite filters --image 8u:3 --size 8192x8192 --pipeline "color:gray | gaussian:5 | sobel:mag" \
-  --runs 20 > $d/ncu-new.txt 2>&1
-echo "ncu new rc=$? ${SECONDS}s"
-grep -E "Duration|Issued Warp Per|No Eligible|Achieved Occupancy|Executed Instructions  |DRAM Throughput" $d/ncu-new.txt | head -8
+ncu_gray $u/bin/cbi-bench 8192x8192 $d/ncu-new.txt
 checks "Fusion.StencilPairsOnStream*:Fusion.StreamPairs*:Fusion.FusedEqualsUnfused*:Fusion.DefaultStreamSchedules*:Fusion.Blends*" \
   test_fusion test_defaults test_filters_cuda
 tar -C $d -cJf $OUT/call4.tar.xz .

@@ -28,11 +28,6 @@ grep -hE "DIFFERS|error|FAIL" /tmp/*-t?.txt /tmp/*-o?.txt | head
 python3 apps/bench/issue21_calls/builds_table.py $OUT fused,default,unfused "${builds[@]}"
 for b in base new; do
   [ $SECONDS -gt 480 ] && break
-  timeout 50 ncu -k regex:chain_stream -c 1 --section SpeedOfLight --section Occupancy --section InstructionStats --section SchedulerStats \
-    --section LaunchStats /tmp/$b/bin/cbi-bench --suite filters --image 8u:3 --size 8192x8192 --pipeline "color:gray | gaussian:5 | sobel:mag" \
-    --runs 20 > $OUT/ncu-$b.txt 2>&1
-  echo "ncu $b rc=$? ${SECONDS}s"
-  grep -E "Duration|Issued Warp Per|No Eligible|Achieved Occupancy|Registers Per|DRAM Throughput|Executed Instructions  |Waves Per" $OUT/ncu-$b.txt | head -12
+  ncu_gray /tmp/$b/bin/cbi-bench 8192x8192 $OUT/ncu-$b.txt
 done
-k=_ZN3cbi4cuda12chain_streamINS_10GaussianOpIhLNS_10BorderModeE0ENS_20AnyBorderColorSourceIhEEEENS_7SobelOpIhLS3_0ENS_15AnyBorderSourceIhEEEELi3ELi1ELi2ELb1ELb1EEEvT_T0_NS0_9ChainTapsILi1ELi5EEENSD_IXT3_EXT1_EEENS0_9ChainGrayEiiNS_9TileOrderE
-cuobjdump -sass -fun "$k" /tmp/new/bin/cbi-bench > $OUT/sass-new.txt 2>&1; echo "sass new rc=$? $(grep -cE '^\s+/\*[0-9a-f]+\*/' $OUT/sass-new.txt) instructions"
+sass_gray /tmp/new/bin/cbi-bench $OUT/sass-new.txt

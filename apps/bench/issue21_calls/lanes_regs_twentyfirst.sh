@@ -26,11 +26,6 @@ for round in 1 2; do
 done
 grep -hE "DIFFERS|error|FAIL" /tmp/*-t?.txt /tmp/*-o?.txt | head
 python3 apps/bench/issue21_calls/builds_table.py $d fused,default "${builds[@]}"
-timeout 60 ncu -k regex:chain_stream -c 1 --section SpeedOfLight --section Occupancy --section InstructionStats --section SchedulerStats \
-  --section WarpStateStats --section LaunchStats /tmp/cur/bin/cbi-bench --suite filters --image 8u:3 --size 8192x8192 \
-  --pipeline "color:gray | gaussian:5 | sobel:mag" --runs 20 > $d/ncu-cur.txt 2>&1
-echo "ncu cur rc=$? ${SECONDS}s"
-grep -E "Duration|Issued Warp Per|No Eligible|Achieved Occupancy|Executed Instructions  |Stall|Warp Cycles Per Issued" $d/ncu-cur.txt | head -20
-k=_ZN3cbi4cuda12chain_streamINS_10GaussianOpIhLNS_10BorderModeE0ENS_20AnyBorderColorSourceIhEEEENS_7SobelOpIhLS3_0ENS_15AnyBorderSourceIhEEEELi3ELi1ELi2ELb1ELb1EEEvT_T0_NS0_9ChainTapsILi1ELi5EEENSD_IXT3_EXT1_EEENS0_9ChainGrayEiiNS_9TileOrderE
-for b in cur hi; do cuobjdump -sass -fun "$k" /tmp/$b/bin/cbi-bench > $d/sass-$b.txt 2>&1; echo "sass $b $(grep -cE '^\s+/\*[0-9a-f]+\*/' $d/sass-$b.txt) instructions"; done
+ncu_gray /tmp/cur/bin/cbi-bench 8192x8192 $d/ncu-cur.txt WarpStateStats
+for b in cur hi; do sass_gray /tmp/$b/bin/cbi-bench $d/sass-$b.txt; done
 tar -C $d -cJf $OUT/call3.tar.xz .

@@ -27,12 +27,6 @@ grep -hE "DIFFERS|error|FAIL" /tmp/*-t?.txt /tmp/*-o?.txt | head
 python3 apps/bench/issue21_calls/builds_table.py $OUT all "${builds[@]}"
 for b in base smem56; do
   [ $SECONDS -gt 500 ] && break
-  timeout 45 ncu -k regex:chain_stream -c 1 --section SpeedOfLight --section Occupancy --section InstructionStats --section SchedulerStats \
-    --section WarpStateStats /tmp/$b/bin/cbi-bench --suite filters --image 8u:3 --size 8192x8192 --pipeline "color:gray | gaussian:5 | sobel:mag" \
-    --runs 3 > $OUT/ncu-$b.txt 2>&1
-  echo "ncu $b rc=$? ${SECONDS}s"
-  grep -E "Duration|Issued Warp Per|No Eligible|Achieved Occupancy|Theoretical Occupancy|Registers Per|DRAM Throughput|Executed Instructions  |Block Limit" $OUT/ncu-$b.txt | head -16
+  ncu_gray /tmp/$b/bin/cbi-bench 8192x8192 $OUT/ncu-$b.txt WarpStateStats
 done
-# The gray pipeline's pair kernel (border 0 on both stencils, 3x3 Sobel magnitude) in SASS, base and smem56.
-k=_ZN3cbi4cuda12chain_streamINS_10GaussianOpIhLNS_10BorderModeE0ENS_20AnyBorderColorSourceIhEEEENS_7SobelOpIhLS3_0ENS_15AnyBorderSourceIhEEEELi3ELi1ELi2ELb1ELb1EEEvT_T0_NS0_9ChainTapsILi1ELi5EEENSD_IXT3_EXT1_EEENS0_9ChainGrayEiiNS_9TileOrderE
-for b in base smem56; do cuobjdump -sass -fun "$k" /tmp/$b/bin/cbi-bench > $OUT/sass-$b.txt 2>&1; echo "sass $b rc=$? $(grep -cE '^\s+/\*[0-9a-f]+\*/' $OUT/sass-$b.txt) instructions"; done
+for b in base smem56; do sass_gray /tmp/$b/bin/cbi-bench $OUT/sass-$b.txt; done
