@@ -316,7 +316,9 @@ __device__ __forceinline__ unsigned long long chain_finish(const Op& op, const s
 // kSobel3: the consumer's weights are sobel3_mag_weight's (launch_chain_stream
 // checks), constants whose zero and unit weights cost no multiply.
 // Registers limit the warps an SM holds: 72 a thread (28 warps) was faster
-// than 80 (24 warps) and 64 (32 warps, spilling), apps/bench/README.md.
+// than 80 (24 warps) and 64 (32 warps, spilling), and than both rings in
+// shared memory (up to 35 warps, loads where the moves were),
+// apps/bench/README.md.
 template <class Pre, class Op, int K2, int C, int P2, bool kGray, bool kSobel3>
 __global__ void __maxnreg__(kChainRegisters) chain_stream(const __grid_constant__ Pre pre, const __grid_constant__ Op op,
                              const __grid_constant__ ChainTaps<1, kChainRing> taps1, const __grid_constant__ ChainTaps<P2, K2> taps2,
