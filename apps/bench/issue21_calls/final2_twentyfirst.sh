@@ -11,14 +11,7 @@ c=/tmp/call5; mkdir -p $c
 {
   gpu_line; nproc
   . apps/bench/issue21_calls/user_run.sh
-  $u/bin/cbi-bench --suite filters --image 8u:3 --size 640x480 --size 1920x1080 --size 3000x2000 --size 4096x4096 --size 8192x8192 \
-    --filter sobel:mag --schedule stream:256x16 --pipeline "color:gray | gaussian:5 | sobel:mag" --pipeline "gaussian:5 | sobel:mag" \
-    --runs 20 --csv $c/final-pipes.csv > /tmp/p.txt 2>&1; echo "pipes rc=$? ${SECONDS}s"
-  $u/bin/cbi-bench --suite filters --image 8u:3 --size 4096x4096 --size 8192x8192 --filter gaussian:9 --schedule stream:256x16 \
-    --pipeline apps/bench/pipelines/unsharp.json --pipeline apps/bench/pipelines/dog.json \
-    --runs 20 --csv $c/final-blends.csv > /tmp/b.txt 2>&1; echo "blends rc=$? ${SECONDS}s"
-  grep -hE "DIFFERS|error|FAIL" /tmp/p.txt /tmp/b.txt | head
-  python3 apps/bench/issue21_calls/pipes_table.py $c final-pipes final-blends
+  issue_pipes $c
   ncu_gray $u/bin/cbi-bench 8192x8192 $c/ncu-8192.txt
   ncu_gray $u/bin/cbi-bench 4096x4096 $c/ncu-4096.txt
   checks "Fusion.StencilPairsOnStream*:Fusion.StreamPairs*:Fusion.FusedEqualsUnfused*:Fusion.DefaultStreamSchedules*:Fusion.Blends*" \

@@ -13,19 +13,7 @@ checks 'Fusion.StencilPairsOnStream*:Fusion.StreamPairs*:Fusion.FusedEqualsUnfus
 builds=(cur hi r64 hi64)
 d=/tmp/call3; mkdir -p $d
 for b in "${builds[@]}"; do unpack $b; done
-for round in 1 2; do
-  for b in "${builds[@]}"; do
-    [ $SECONDS -gt 420 ] && break 2
-    /tmp/$b/bin/cbi-bench --suite filters --image 8u:3 --size 1920x1080 --size 4096x4096 --size 8192x8192 --filter sobel:mag \
-      --schedule stream:256x16 --pipeline "color:gray | gaussian:5 | sobel:mag" --pipeline "gaussian:5 | sobel:mag" \
-      --runs 20 --csv $d/$b-three$round.csv > /tmp/$b-t$round.txt 2>&1
-    echo "$b three $round rc=$? ${SECONDS}s"
-    /tmp/$b/bin/cbi-bench --suite filters --image 8u:1 --size 4096x4096 --filter sobel:mag --schedule stream:256x16 \
-      --pipeline "gaussian:5 | sobel:mag" --runs 20 --csv $d/$b-one$round.csv > /tmp/$b-o$round.txt 2>&1; echo "$b one $round rc=$? ${SECONDS}s"
-  done
-done
-grep -hE "DIFFERS|error|FAIL" /tmp/*-t?.txt /tmp/*-o?.txt | head
-python3 apps/bench/issue21_calls/builds_table.py $d fused,default "${builds[@]}"
+in_turn $d 420 "${builds[@]}"
 ncu_gray /tmp/cur/bin/cbi-bench 8192x8192 $d/ncu-cur.txt WarpStateStats
 for b in cur hi; do sass_gray /tmp/$b/bin/cbi-bench $d/sass-$b.txt; done
 tar -C $d -cJf $OUT/call3.tar.xz .

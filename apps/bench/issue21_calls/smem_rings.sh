@@ -12,19 +12,8 @@ gpu_line
 checks 'Fusion.StencilPairsOnStream*:Fusion.StreamPairs*:Fusion.FusedEqualsUnfused*' test_fusion test_defaults
 builds=(base smem72 smem56 smem48)
 for b in "${builds[@]}"; do unpack $b; done
-for round in 1 2; do
-  for b in "${builds[@]}"; do
-    [ $SECONDS -gt 420 ] && break 2
-    /tmp/$b/bin/cbi-bench --suite filters --image 8u:3 --size 1920x1080 --size 4096x4096 --size 8192x8192 --filter sobel:mag \
-      --schedule stream:256x16 --pipeline "color:gray | gaussian:5 | sobel:mag" --pipeline "gaussian:5 | sobel:mag" \
-      --runs 20 --csv $OUT/$b-three$round.csv > /tmp/$b-t$round.txt 2>&1; echo "$b three $round rc=$? ${SECONDS}s"
-    /tmp/$b/bin/cbi-bench --suite filters --image 8u:1 --size 4096x4096 --filter sobel:mag --schedule stream:256x16 \
-      --pipeline "gaussian:5 | sobel:mag" --pipeline "blur:3 | gaussian:5" \
-      --runs 20 --csv $OUT/$b-one$round.csv > /tmp/$b-o$round.txt 2>&1; echo "$b one $round rc=$? ${SECONDS}s"
-  done
-done
-grep -hE "DIFFERS|error|FAIL" /tmp/*-t?.txt /tmp/*-o?.txt | head
-python3 apps/bench/issue21_calls/builds_table.py $OUT all "${builds[@]}"
+one_args+=(--pipeline "blur:3 | gaussian:5")
+VARIANTS=all in_turn $OUT 420 "${builds[@]}"
 for b in base smem56; do
   [ $SECONDS -gt 500 ] && break
   ncu_gray /tmp/$b/bin/cbi-bench 8192x8192 $OUT/ncu-$b.txt WarpStateStats
