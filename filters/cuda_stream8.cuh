@@ -303,10 +303,10 @@ __device__ __forceinline__ void stream8_finish(const Op& op, const Stream8Lane& 
     }
 }
 
-// Strips: see stream8_strips.
+// The kernel's walk (its two entries follow). Strips: see stream8_strips.
 template <class Op, int K, int C, int P>
-__global__ void stream8_stencil(const __grid_constant__ Op op, const __grid_constant__ Stream8Taps<P, K> taps, int strip_h,
-                                int strips_y, const TileOrder order) {
+__device__ __forceinline__ void stream8_walk(const Op& op, const Stream8Taps<P, K>& taps, int strip_h, int strips_y,
+                                             const TileOrder& order) {
     constexpr int h = K / 2;
     constexpr bool box = UnitWeightOp<Op>;
     constexpr bool biased = kStream8Biased<Op>;
@@ -382,6 +382,40 @@ __global__ void stream8_stencil(const __grid_constant__ Op op, const __grid_cons
             __syncwarp();  // the next rows reuse the warp's shared-memory rows
         }
     }
+}
+
+// The kernel, with the registers the compiler chooses; and capped at
+// kStream8CappedRegisters for blends of 8-bit Gaussians with K = 9 on 3
+// channels (kStream8Capped). Those take 88 to 96 registers unforced, 5
+// blocks of 4 warps an SM; at 80 they hold 6 without spilling, and the
+// unsharp mask ran 2-5 % faster. The same cap made single stencils up to
+// 8 % slower and 1-channel blends spill, so the others keep the compiler's
+// choice (apps/bench/README.md).
+template <class Op, int K, int C, int P>
+__global__ void stream8_stencil(const __grid_constant__ Op op, const __grid_constant__ Stream8Taps<P, K> taps, int strip_h,
+                                int strips_y, const TileOrder order) {
+    stream8_walk<Op, K, C, P>(op, taps, strip_h, strips_y, order);
+}
+inline constexpr int kStream8CappedRegisters = 80;
+template <class Op, int K, int C, int P>
+__global__ void __maxnreg__(kStream8CappedRegisters) stream8_stencil_capped(const __grid_constant__ Op op,
+                                                                            const __grid_constant__ Stream8Taps<P, K> taps,
+                                                                            int strip_h, int strips_y, const TileOrder order) {
+    stream8_walk<Op, K, C, P>(op, taps, strip_h, strips_y, order);
+}
+template <class Op>
+inline constexpr bool kGaussian8 = false;
+template <BorderMode B, class Src>
+inline constexpr bool kGaussian8<GaussianOp<std::uint8_t, B, Src>> = true;
+template <class Op, int K, int C>
+inline constexpr bool kStream8Capped = false;
+template <class A, class B>
+inline constexpr bool kStream8Capped<BlendedStencils<A, B>, 9, 3> = kGaussian8<A>;
+// The entry that runs op with K taps on C channels.
+template <class Op, int K, int C, int P>
+constexpr auto stream8_kernel() {
+    if constexpr (kStream8Capped<Op, K, C>) return stream8_stencil_capped<Op, K, C, P>;
+    else return stream8_stencil<Op, K, C, P>;
 }
 
 // The launch shape of a kernel on warp chunks (stream8_stencil, and the
@@ -483,13 +517,14 @@ Stream8Taps<P, K> stream8_taps(const Op& op) {
     return taps;
 }
 
-// Launches stream8_stencil<Op, K, C, P> for op over the strips of `strip`.
+// Launches stream8_kernel<Op, K, C, P>() for op over the strips of `strip`.
 template <int K, int C, int P, class Op>
 void launch_stream8_kernel(const StreamSchedule& strip, const Op& op, cudaStream_t stream, int block, const TileOrder& order) {
     const auto taps = stream8_taps<P, K>(op);
     const auto s = Stream8Shape::of(strip, op.dst.width, op.dst.height, C, stream8_chunk_bytes(K, C), sizeof(Stream8WarpStorage<K, P>), 16,
                                     block, order);
-    stream8_stencil<Op, K, C, P><<<s.grid, s.threads(), s.shared_bytes(), stream>>>(op, taps, s.strip_h, s.strips_y, order);
+    const auto kernel = stream8_kernel<Op, K, C, P>();
+    kernel<<<s.grid, s.threads(), s.shared_bytes(), stream>>>(op, taps, s.strip_h, s.strips_y, order);
 }
 
 // The strip heights this kernel chooses from on the default table's stream
@@ -500,12 +535,12 @@ void launch_stream8_kernel(const StreamSchedule& strip, const Op& op, cudaStream
 inline constexpr int kStream8StripHeights[] = {8, 12};
 inline constexpr int kBlendStripHeights[] = {8, 12, 16, 20, 24};
 
-// The strip height of `heights` for stream8_stencil<Op, K, C, P> on strips
+// The strip height of `heights` for stream8_kernel<Op, K, C, P>() on strips
 // `strip_w` wide (strip_height_by_waves; `device` is the current one).
 template <int K, int C, int P, class Op>
 int stream8_kernel_strip_height(std::span<const int> heights, int strip_w, const Op& op, int block, const TileOrder& order,
                                 int device) {
-    return strip_height_by_waves(heights, K - 1, stream8_stencil<Op, K, C, P>, device, [&](int h) {
+    return strip_height_by_waves(heights, K - 1, stream8_kernel<Op, K, C, P>(), device, [&](int h) {
         return Stream8Shape::of(stream_schedule(strip_w, h), op.dst.width, op.dst.height, C, stream8_chunk_bytes(K, C),
                                 sizeof(Stream8WarpStorage<K, P>), 16, block, order);
     });

@@ -90,3 +90,34 @@ issue_pipes() {
   grep -hE "DIFFERS|error|FAIL" /tmp/p.txt /tmp/b.txt | head
   python3 apps/bench/issue21_calls/pipes_table.py "$1" final-pipes final-blends
 }
+# blends_in_turn DIR LIMIT BUILD...: each build's cbi-bench (/tmp/BUILD/bin)
+# on the unsharp mask and the difference of Gaussians (8u:3 at 1920x1080,
+# 4096^2 and 8192^2; 8u:1 at 4096^2), in turn, twice, until SECONDS passes
+# LIMIT; then the builds side by side (builds_table.py, VARIANTS: default
+# unless set).
+blend_args=(--filter gaussian:9 --schedule stream:256x16 --pipeline apps/bench/pipelines/unsharp.json --pipeline apps/bench/pipelines/dog.json --runs 20)
+blends_in_turn() {
+  local dir=$1 limit=$2; shift 2
+  for round in 1 2; do
+    for b in "$@"; do
+      [ $SECONDS -gt "$limit" ] && break 2
+      /tmp/$b/bin/cbi-bench --suite filters --image 8u:3 --size 1920x1080 --size 4096x4096 --size 8192x8192 "${blend_args[@]}" \
+        --csv "$dir/$b-three$round.csv" > /tmp/$b-t$round.txt 2>&1
+      echo "$b three $round rc=$? ${SECONDS}s"
+      /tmp/$b/bin/cbi-bench --suite filters --image 8u:1 --size 4096x4096 "${blend_args[@]}" --csv "$dir/$b-one$round.csv" > /tmp/$b-o$round.txt 2>&1
+      echo "$b one $round rc=$? ${SECONDS}s"
+    done
+  done
+  grep -hE "DIFFERS|error|FAIL" /tmp/*-t?.txt /tmp/*-o?.txt | head
+  python3 apps/bench/issue21_calls/builds_table.py "$dir" "${VARIANTS:-default}" "$@"
+}
+# ncu_blend BIN PIPELINE SIZE FILE: Nsight Compute on the fused blend kernel
+# of PIPELINE (a JSON file) at SIZE, 8u:3, its report in FILE, then the
+# counts the notes quote.
+ncu_blend() {
+  timeout 90 ncu --kernel-name-base mangled -k regex:BlendedStencils -c 1 --section SpeedOfLight --section Occupancy \
+    --section InstructionStats --section SchedulerStats --section LaunchStats "$1" --suite filters --image 8u:3 --size "$3" \
+    --filter gaussian:9 --schedule stream:256x16 --pipeline "$2" --runs 20 > "$4" 2>&1
+  echo "ncu $2 $3 rc=$? ${SECONDS}s"
+  grep -E "Duration|Issued Warp Per|No Eligible|Achieved Occupancy|Theoretical Occupancy|Registers Per|DRAM Throughput|Executed Instructions  |Waves Per SM|Block Limit|Warp Cycles Per Issued" "$4" | head -18
+}
