@@ -120,8 +120,9 @@ TEST(Routing, CpuNodesRunTheKernelTheirScheduleNames) {
 
 // Stencil pairs fuse by default only where the line-buffer kernel was
 // measured faster: 8-bit, on stream, and either a gray conversion of BGR
-// before the pair on images of kFusedGrayPairMinPixels or more, or a 3x3
-// Sobel at the end.
+// before the pair on images of kFusedGraySobelPairMinPixels or more (a 3x3
+// Sobel at the end) or kFusedGrayPairMinPixels (other pairs), or a 3x3
+// Sobel at the end without one, at any size.
 TEST(DefaultPairs, OnlyPairsMeasuredFasterFuseByDefault) {
     const auto pair = [](const char* first, const char* second, const char* schedule, bool gray) {
         FilterRun run{parse_filter(second), Border{}, parse_schedule(schedule)};
@@ -130,11 +131,17 @@ TEST(DefaultPairs, OnlyPairsMeasuredFasterFuseByDefault) {
         return run;
     };
     const FilterRun gray = pair("gaussian:5", "sobel:mag", "stream:256x16", true);
-    const std::uint64_t w = 4096, h = (kFusedGrayPairMinPixels + w - 1) / w;  // the smallest height that fuses
+    const std::uint64_t w = 4096, h = (kFusedGraySobelPairMinPixels + w - 1) / w;  // the smallest height that fuses
     EXPECT_TRUE(fuses_pair_by_default(gray, {Depth::u8, 3, true}, w, h));
-    EXPECT_TRUE(fuses_pair_by_default(pair("blur:3", "gaussian:5", "stream:128x32", true), {Depth::u8, 3, true}, 6000, 4000));
-    EXPECT_FALSE(fuses_pair_by_default(gray, {Depth::u8, 3, true}, w, h - 1));  // smaller: measured slower fused
+    EXPECT_TRUE(fuses_pair_by_default(pair("gaussian:3", "sobel:y", "stream:256x16", true), {Depth::u8, 3, true}, 3264, 2448));
+    EXPECT_FALSE(fuses_pair_by_default(gray, {Depth::u8, 3, true}, w, h - 1));  // smaller: measured even or slower fused
     EXPECT_FALSE(fuses_pair_by_default(gray, {Depth::u8, 3, true}, 1920, 1080));
+    // After a gray conversion, a pair not ending in a 3x3 Sobel from kFusedGrayPairMinPixels on.
+    const FilterRun smooth = pair("blur:3", "gaussian:5", "stream:128x32", true);
+    const std::uint64_t hs = (kFusedGrayPairMinPixels + w - 1) / w;
+    EXPECT_TRUE(fuses_pair_by_default(smooth, {Depth::u8, 3, true}, w, hs));
+    EXPECT_FALSE(fuses_pair_by_default(smooth, {Depth::u8, 3, true}, w, hs - 1));
+    EXPECT_FALSE(fuses_pair_by_default(smooth, {Depth::u8, 3, true}, 4000, 3000));
     EXPECT_FALSE(fuses_pair_by_default(gray, {Depth::u16, 3, true}, 6000, 4000));
     EXPECT_FALSE(fuses_pair_by_default(gray, {Depth::u8, 4, true}, 6000, 4000));
     EXPECT_FALSE(fuses_pair_by_default(pair("gaussian:5", "sobel:mag", "sep:64x32", true), {Depth::u8, 3, true}, 6000, 4000));
@@ -230,7 +237,7 @@ TEST(RoutingCuda, GpuNodesRunTheKernelTheirScheduleNames) {
 // on the 8-bit streaming kernel, in strips of 8 rows (this image gives few
 // blocks), nothing fused on an image this small (fusing the colour node into
 // a Gaussian on sep was slower; the gray pair fuses by default from
-// kFusedGrayPairMinPixels on).
+// kFusedGraySobelPairMinPixels on).
 TEST(DefaultTableCuda, APipelineWithoutSchedulesPlansLikeTheFastestHandWrittenPlan) {
     std::string why;
     if (cuda_device_count(why) == 0) GTEST_SKIP() << "no CUDA device: " << why;

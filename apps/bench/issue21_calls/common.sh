@@ -53,28 +53,34 @@ ncu_gray() {
 # on both stencils, 3x3 Sobel magnitude) in FILE, and its instruction count.
 gray_pair_kernel=_ZN3cbi4cuda12chain_streamINS_10GaussianOpIhLNS_10BorderModeE0ENS_20AnyBorderColorSourceIhEEEENS_7SobelOpIhLS3_0ENS_15AnyBorderSourceIhEEEELi3ELi1ELi2ELb1ELb1EEEvT_T0_NS0_9ChainTapsILi1ELi5EEENSD_IXT3_EXT1_EEENS0_9ChainGrayEiiNS_9TileOrderE
 sass_gray() { cuobjdump -sass -fun "$gray_pair_kernel" "$1" > "$2" 2>&1; echo "sass $1 rc=$? $(grep -cE '^\s+/\*[0-9a-f]+\*/' "$2") instructions"; }
-# in_turn DIR LIMIT BUILD...: each build's cbi-bench (/tmp/BUILD/bin) on
-# three_args (8u:3, 1920x1080 to 8192^2) and one_args (8u:1, 4096^2), in
-# turn, twice, until SECONDS passes LIMIT; CSVs DIR/BUILD-threeR.csv and
+# builds_in_turn DIR LIMIT BUILD...: each build's cbi-bench (/tmp/BUILD/bin)
+# with the arguments in three_run (on 8u:3) and one_run (on 8u:1), 20 runs,
+# in turn, twice, until SECONDS passes LIMIT; CSVs DIR/BUILD-threeR.csv and
 # DIR/BUILD-oneR.csv; then any failure lines and the builds side by side
-# (builds_table.py, the plans VARIANTS names: fused and default unless set).
-three_args=(--pipeline "color:gray | gaussian:5 | sobel:mag" --pipeline "gaussian:5 | sobel:mag")
-one_args=(--pipeline "gaussian:5 | sobel:mag")
-in_turn() {
+# (builds_table.py, the plans table_variants names).
+builds_in_turn() {
   local dir=$1 limit=$2; shift 2
   for round in 1 2; do
     for b in "$@"; do
       [ $SECONDS -gt "$limit" ] && break 2
-      /tmp/$b/bin/cbi-bench --suite filters --image 8u:3 --size 1920x1080 --size 4096x4096 --size 8192x8192 --filter sobel:mag \
-        --schedule stream:256x16 "${three_args[@]}" --runs 20 --csv "$dir/$b-three$round.csv" > /tmp/$b-t$round.txt 2>&1
+      /tmp/$b/bin/cbi-bench --suite filters --image 8u:3 "${three_run[@]}" --runs 20 --csv "$dir/$b-three$round.csv" > /tmp/$b-t$round.txt 2>&1
       echo "$b three $round rc=$? ${SECONDS}s"
-      /tmp/$b/bin/cbi-bench --suite filters --image 8u:1 --size 4096x4096 --filter sobel:mag --schedule stream:256x16 \
-        "${one_args[@]}" --runs 20 --csv "$dir/$b-one$round.csv" > /tmp/$b-o$round.txt 2>&1
+      /tmp/$b/bin/cbi-bench --suite filters --image 8u:1 "${one_run[@]}" --runs 20 --csv "$dir/$b-one$round.csv" > /tmp/$b-o$round.txt 2>&1
       echo "$b one $round rc=$? ${SECONDS}s"
     done
   done
   grep -hE "DIFFERS|error|FAIL" /tmp/*-t?.txt /tmp/*-o?.txt | head
-  python3 apps/bench/issue21_calls/builds_table.py "$dir" "${VARIANTS:-fused,default}" "$@"
+  python3 apps/bench/issue21_calls/builds_table.py "$dir" "$table_variants" "$@"
+}
+# in_turn DIR LIMIT BUILD...: builds_in_turn on the pairs: three_args (8u:3,
+# 1920x1080 to 8192^2) and one_args (8u:1, 4096^2); the plans VARIANTS
+# names: fused and default unless set.
+three_args=(--pipeline "color:gray | gaussian:5 | sobel:mag" --pipeline "gaussian:5 | sobel:mag")
+one_args=(--pipeline "gaussian:5 | sobel:mag")
+in_turn() {
+  three_run=(--size 1920x1080 --size 4096x4096 --size 8192x8192 --filter sobel:mag --schedule stream:256x16 "${three_args[@]}")
+  one_run=(--size 4096x4096 --filter sobel:mag --schedule stream:256x16 "${one_args[@]}")
+  table_variants=${VARIANTS:-fused,default} builds_in_turn "$@"
 }
 # issue_pipes DIR: the bundle's cbi-bench on the issue's pipelines (the gray
 # pipeline and gaussian:5 | sobel:mag, 640x480 to 8192^2; unsharp mask and
@@ -90,26 +96,14 @@ issue_pipes() {
   grep -hE "DIFFERS|error|FAIL" /tmp/p.txt /tmp/b.txt | head
   python3 apps/bench/issue21_calls/pipes_table.py "$1" final-pipes final-blends
 }
-# blends_in_turn DIR LIMIT BUILD...: each build's cbi-bench (/tmp/BUILD/bin)
-# on the unsharp mask and the difference of Gaussians (8u:3 at 1920x1080,
-# 4096^2 and 8192^2; 8u:1 at 4096^2), in turn, twice, until SECONDS passes
-# LIMIT; then the builds side by side (builds_table.py, VARIANTS: default
-# unless set).
-blend_args=(--filter gaussian:9 --schedule stream:256x16 --pipeline apps/bench/pipelines/unsharp.json --pipeline apps/bench/pipelines/dog.json --runs 20)
+# blends_in_turn DIR LIMIT BUILD...: builds_in_turn on the unsharp mask and
+# the difference of Gaussians (8u:3 at 1920x1080, 4096^2 and 8192^2; 8u:1
+# at 4096^2); the plans VARIANTS names: default unless set.
+blend_args=(--filter gaussian:9 --schedule stream:256x16 --pipeline apps/bench/pipelines/unsharp.json --pipeline apps/bench/pipelines/dog.json)
 blends_in_turn() {
-  local dir=$1 limit=$2; shift 2
-  for round in 1 2; do
-    for b in "$@"; do
-      [ $SECONDS -gt "$limit" ] && break 2
-      /tmp/$b/bin/cbi-bench --suite filters --image 8u:3 --size 1920x1080 --size 4096x4096 --size 8192x8192 "${blend_args[@]}" \
-        --csv "$dir/$b-three$round.csv" > /tmp/$b-t$round.txt 2>&1
-      echo "$b three $round rc=$? ${SECONDS}s"
-      /tmp/$b/bin/cbi-bench --suite filters --image 8u:1 --size 4096x4096 "${blend_args[@]}" --csv "$dir/$b-one$round.csv" > /tmp/$b-o$round.txt 2>&1
-      echo "$b one $round rc=$? ${SECONDS}s"
-    done
-  done
-  grep -hE "DIFFERS|error|FAIL" /tmp/*-t?.txt /tmp/*-o?.txt | head
-  python3 apps/bench/issue21_calls/builds_table.py "$dir" "${VARIANTS:-default}" "$@"
+  three_run=(--size 1920x1080 --size 4096x4096 --size 8192x8192 "${blend_args[@]}")
+  one_run=(--size 4096x4096 "${blend_args[@]}")
+  table_variants=${VARIANTS:-default} builds_in_turn "$@"
 }
 # ncu_blend BIN PIPELINE SIZE FILE: Nsight Compute on the fused blend kernel
 # of PIPELINE (a JSON file) at SIZE, 8u:3, its report in FILE, then the
