@@ -386,11 +386,10 @@ __device__ __forceinline__ void stream8_walk(const Op& op, const Stream8Taps<P, 
 
 // The kernel, with the registers the compiler chooses; and capped at
 // kStream8CappedRegisters for blends of 8-bit Gaussians with K = 9 on 3
-// channels (kStream8Capped). Those take 88 to 96 registers unforced, 5
-// blocks of 4 warps an SM; at 80 they hold 6 without spilling, and the
-// unsharp mask ran 2-5 % faster. The same cap made single stencils up to
-// 8 % slower and 1-channel blends spill, so the others keep the compiler's
-// choice (apps/bench/README.md).
+// channels (kStream8Capped): unforced, they hold a block fewer an SM, and
+// capped they ran faster without spilling. The cap made the other kernels
+// it was tried on slower or spill, so they keep the compiler's choice
+// (apps/bench/README.md, "Fused blends at 80 registers").
 template <class Op, int K, int C, int P>
 __global__ void stream8_stencil(const __grid_constant__ Op op, const __grid_constant__ Stream8Taps<P, K> taps, int strip_h,
                                 int strips_y, const TileOrder order) {
