@@ -1,0 +1,12 @@
+#!/usr/bin/env bash
+# Twenty-second session, call 8: the last commit (bundle/ of 5f3900e):
+# the GPU suites and sanitizers, then a user's run (user_run.sh: one 4096^2
+# JPEG with no schedule flag against OpenCV in Python, a batch of 32 against
+# the codec-only bound in the same call).
+set -uo pipefail
+cd "$(dirname "$0")/../../.."  # the repository root
+. apps/bench/issue21_calls/common.sh
+gpu_line
+checks "Fusion.StencilPairsOnStream*:Fusion.StreamPairs*:Fusion.PairsMeasuredFaster*:Fusion.DefaultStreamSchedules*:Fusion.Blends*" \
+  test_fusion test_defaults test_filters_cuda
+. apps/bench/issue21_calls/user_run.sh
