@@ -417,10 +417,10 @@ private:
     std::chrono::steady_clock::time_point last_print_ = std::chrono::steady_clock::now();
 };
 
-void print_stats(const cbi::BatchSummary& s, int ranks) {
+// --stats for a batch: each stage's busy time, the wall time, each device's share.
+std::string format_stats(const cbi::BatchSummary& s) {
     std::ostringstream out;
     out << std::fixed << std::setprecision(3);
-    if (ranks > 1) out << "rank 0 of " << ranks << " (the summary line counts every rank):\n";
     out << "stage          busy_s  lanes  busy/lanes_s\n";
     const cbi::StageStats* busiest = &s.stages.front();
     double all_busy = 0;
@@ -438,13 +438,12 @@ void print_stats(const cbi::BatchSummary& s, int ranks) {
     // the second compares with all stages sharing the worker threads.
     out << "wall / (busiest busy / lanes) = " << (bound > 0 ? s.wall_s / bound : 0) << " (" << busiest->name
         << "); wall / (all busy / jobs) = " << (all_busy > 0 ? s.wall_s / (all_busy / s.jobs) : 0) << "\n";
-    if (s.devices.size() > 1)
-        for (const auto& d : s.devices) {
-            out << "device " << d.name << ": " << d.images << " images, busy " << d.busy_s << " s";
-            if (!d.lost.empty()) out << ", taken out: " << printable(d.lost);
-            out << "\n";
-        }
-    std::cout << out.str();
+    for (const auto& d : s.devices) {
+        out << "device " << d.name << ": " << d.images << " images, busy " << d.busy_s << " s";
+        if (!d.lost.empty()) out << ", taken out: " << printable(d.lost);
+        out << "\n";
+    }
+    return out.str();
 }
 
 // --stats for one image: how long each step took, and the time before main
@@ -681,7 +680,14 @@ int run_batch_mode(const CLI::App& app, const Options& o, const cbi::WriteOption
         line << " in " << std::setprecision(2) << summary.wall_s << " s (" << rate << " images/s)\n";
         write_message(line.str());
     }
-    if (o.stats && reports) print_stats(summary, g_ranks ? g_ranks->size() : 1);
+    if (o.stats && !g_ranks) {
+        std::cout << format_stats(summary);
+    } else if (o.stats && signal == 0) {  // every rank's block, printed by rank 0
+        const std::vector<std::string> blocks = g_ranks->gather(format_stats(summary));
+        for (std::size_t r = 0; r < blocks.size(); ++r)
+            std::cout << (blocks.size() > 1 ? "rank " + std::to_string(r) + " of " + std::to_string(blocks.size()) + ":\n" : "")
+                      << blocks[r];
+    }
     print_tuning_notice(run_options);
     if (signal != 0) return 128 + signal;
     return counts.failed > 0 ? kExitRuntime : 0;
@@ -931,7 +937,7 @@ int main(int argc, char** argv) {
                  "print the resolved graph (nodes, schedules, borders, buffer reuse for IN's size) and exit");
     app.add_flag("--stats", o.stats,
                  "print where the time went on stdout: per step for one image, per stage (busy time, wall time, "
-                 "images/s) in batch mode");
+                 "images/s) and per device in batch mode (under mpirun: every rank's, printed by rank 0)");
     auto* batch = app.add_option_group("Batch mode", "a folder (--input-dir) or several inputs");
     batch->add_option("--input-dir", o.input_dir, "process the images in this folder");
     batch->add_option("--output-dir", o.output_dir, "write the outputs here, sub-folders mirrored (not the input folder)");

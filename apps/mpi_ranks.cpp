@@ -176,6 +176,23 @@ RankCounts MpiRanks::combine(const RankCounts& mine) {
     return from_wire(out);
 }
 
+std::vector<std::string> MpiRanks::gather(const std::string& mine) {
+    const int length = static_cast<int>(mine.size());
+    std::vector<int> lengths(rank_ == 0 ? size_ : 0), offsets(lengths.size());
+    check(MPI_Gather(&length, 1, MPI_INT, lengths.data(), 1, MPI_INT, 0, MPI_COMM_WORLD), "MPI_Gather");
+    std::string all;
+    if (rank_ == 0) {
+        for (int r = 1; r < size_; ++r) offsets[r] = offsets[r - 1] + lengths[r - 1];
+        all.resize(static_cast<std::size_t>(offsets.back() + lengths.back()));
+    }
+    check(MPI_Gatherv(mine.data(), length, MPI_CHAR, all.data(), lengths.data(), offsets.data(), MPI_CHAR, 0,
+                      MPI_COMM_WORLD),
+          "MPI_Gatherv");
+    std::vector<std::string> texts;
+    for (int r = 0; r < static_cast<int>(lengths.size()); ++r) texts.push_back(all.substr(offsets[r], lengths[r]));
+    return texts;
+}
+
 MpiRanks::Agreement MpiRanks::agree(int code) {
     int in[2] = {code, rank_}, out[2] = {0, 0};
     check(MPI_Allreduce(in, out, 1, MPI_2INT, MPI_MAXLOC, MPI_COMM_WORLD), "MPI_Allreduce");
@@ -209,6 +226,7 @@ std::optional<std::size_t> MpiRanks::next_job(const std::atomic<bool>*) { return
 void MpiRanks::report(const RankCounts&) {}
 RankCounts MpiRanks::others() const { return {}; }
 RankCounts MpiRanks::combine(const RankCounts& mine) { return mine; }
+std::vector<std::string> MpiRanks::gather(const std::string& mine) { return {mine}; }
 MpiRanks::Agreement MpiRanks::agree(int code) { return {code, true}; }
 void MpiRanks::abandon() {}
 void MpiRanks::abort(int code) { std::_Exit(code); }

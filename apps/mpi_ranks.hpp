@@ -14,6 +14,7 @@
 #include <string>
 #include <memory>
 #include <optional>
+#include <vector>
 
 namespace cbi_app {
 
@@ -59,6 +60,9 @@ public:
     // After every rank's batch: the counts summed over the ranks, on every
     // rank (a collective: all ranks must call it).
     RankCounts combine(const RankCounts& mine);
+    // After every rank's batch: each rank's text, in rank order, on rank 0
+    // (empty on the others). A collective, like combine.
+    std::vector<std::string> gather(const std::string& mine);
     // After an interrupt: leave without collectives or MPI_Finalize (the
     // launcher is ending the job; the other ranks may be gone).
     void abandon();

@@ -284,12 +284,15 @@ public:
             if (!d.free.empty()) d.free.front()->jpeg_codec_ready();
     }
 
-    // Whether the processors decode JPEG on their device (the first
-    // processor of each device answers for its device).
-    bool decodes_jpeg() const {
+    // How many devices decode JPEG (the first processor of each answers for
+    // its device; a device listed twice, cuda:0,0, counts once).
+    int jpeg_decoders() const {
+        std::vector<std::string> names;
         for (const auto& d : devices_)
-            if (!d.free.empty() && d.free.front()->decodes_jpeg()) return true;
-        return false;
+            if (!d.free.empty() && d.free.front()->decodes_jpeg() &&
+                std::find(names.begin(), names.end(), d.stats.name) == names.end())
+                names.push_back(d.stats.name);
+        return static_cast<int>(names.size());
     }
 
     std::vector<DeviceStats> stats() const {
@@ -354,7 +357,8 @@ class BatchRun {
 public:
     BatchRun(const BatchPlan& plan, const std::vector<BatchDevice>& devices, const BatchOptions& options, int jobs, int k)
         : plan_(plan), options_(options), jobs_(jobs), k_(k), pool_(devices, k), slots_(plan.jobs.size()),
-          jpeg_on_device_(options.jpeg != BatchOptions::JpegCodec::cpu && pool_.decodes_jpeg()),
+          jpeg_decoders_(options.jpeg == BatchOptions::JpegCodec::cpu ? 0 : pool_.jpeg_decoders()),
+          jpeg_on_device_(jpeg_decoders_ > 0),
           mixed_codecs_(jpeg_on_device_ && options.jpeg == BatchOptions::JpegCodec::automatic &&
                         std::any_of(plan.jobs.begin(), plan.jobs.end(), [](const BatchJob& job) {
                             return output_format(job.input) == "JPEG" || output_format(job.output) == "JPEG";
@@ -452,7 +456,7 @@ private:
                 // auto: to the device's decoder once it has started and while
                 // it has few JPEGs waiting; the CPU's decoders take the rest.
                 if (jpeg && mixed_codecs_ && device_decoder_ready_) {
-                    leave_to_device = device_jpegs_.fetch_add(1) < kDeviceJpegs;
+                    leave_to_device = device_jpegs_.fetch_add(1) < kDeviceJpegs * jpeg_decoders_;
                     if (leave_to_device) slots_[i].counted = true;
                     else --device_jpegs_;
                 }
@@ -587,14 +591,15 @@ private:
     BatchSummary summary_;
     std::size_t first_job_ = 0;
     std::vector<Slot> slots_;
+    const int jpeg_decoders_;  // devices that decode JPEG (0 with --codec cpu)
     const bool jpeg_on_device_;
     // auto with a JPEG among the inputs or outputs: OpenCV's codecs and the
     // device's at once (nvJPEG is not started for a batch without JPEG).
     const bool mixed_codecs_;
-    // auto: whether the device's codec (encoder) and decoder have started,
-    // and how many JPEGs wait for its decoder. A few keep its hardware
-    // decoders busy (two states); more would hold worker threads that the
-    // CPU's decoders can use.
+    // auto: whether the devices' codecs (encoders) and decoders have started,
+    // and how many JPEGs wait for their decoders. A few per device keep its
+    // hardware decoders busy (two states); more would hold worker threads
+    // that the CPU's decoders can use.
     static constexpr int kDeviceJpegs = 6;
     std::atomic<bool> device_codec_ready_{false}, device_decoder_ready_{false};
     std::atomic<int> device_jpegs_{0};

@@ -11,6 +11,11 @@
 #                     --device cuda:0 and cuda:0,0, then mpirun -n 1 and -n 2;
 #                     outputs compared byte for byte, images/s beside
 #                     OpenCV's decode+encode alone on all cores
+#   run.sh gpus       issue-22 checks on every GPU of the host: 800 JPEGs and 200
+#                     PNGs (2048x2048), --blur 9 and a three-stage pipeline,
+#                     --device cuda:0, cuda:all and mpirun -n GPUs, --stats,
+#                     beside OpenCV's decode+encode alone; a rank killed and
+#                     the job completed with --skip-existing
 #   run.sh single     one 24-megapixel JPEG, whole process: --codec cpu and gpu
 #                     against OpenCV (Python) doing the same
 #   run.sh device     one image, --device auto (the default) against --device
@@ -274,13 +279,16 @@ print(f"codec-only (OpenCV decode+encode, {os.cpu_count()} processes): {len(file
 PY
 }
 
-# timed LABEL CMD...: runs CMD, prints its wall time and images/s for $n files.
+# timed LABEL CMD...: runs CMD, prints its wall time, images/s for $n files
+# and the CPU time it and its children used (user + system: mpirun's ranks too).
 timed() {
   local label=$1; shift
-  local t0 t1; t0=$(date +%s.%N)
-  "$@" > "$out/$label.txt" 2> "$out/$label.err" || { echo "$label: exit $?"; tail -3 "$out/$label.err"; status=1; }
-  t1=$(date +%s.%N)
-  awk -v l="$label" -v a="$t0" -v b="$t1" -v n="$n" 'BEGIN { printf "%s: %.2f s, %.1f images/s\n", l, b - a, n / (b - a) }'
+  local TIMEFORMAT="%R %U %S" rc=0
+  { time "$@" > "$out/$label.txt" 2> "$out/$label.err" || rc=$?; } 2> "$out/$label.time"
+  [ $rc = 0 ] || { echo "$label: exit $rc"; tail -3 "$out/$label.err"; status=1; }
+  read -r real user sys < "$out/$label.time"
+  awk -v l="$label" -v r="$real" -v u="$user" -v s="$sys" -v n="$n" -v c="$(nproc)" 'BEGIN {
+    printf "%s: %.2f s, %.1f images/s; CPU %.1f s user + %.1f s system = %.1f of %d cores\n", l, r, n / r, u, s, (u + s) / r, c }'
   grep -v '^$' "$out/$label.txt" | sed 's/^/    /'
 }
 
@@ -478,6 +486,89 @@ run_small() {
   rm -rf "$dir"
 }
 
+# Every GPU of the host (issue 22): a batch of generated 2048x2048 JPEGs
+# (CBI_GPUS_JPEGS, default 800, q90) and PNGs (CBI_GPUS_PNGS, 200) through
+# --blur 9 and the three-stage pipeline, each with --device cuda:0, cuda:all
+# and mpirun -n G (G = the host's GPUs: one rank a GPU), --stats, the JPEGs
+# with each --codec of CBI_GPUS_CODECS (default: auto, the default only);
+# OpenCV's decode+encode alone on all cores before and after each format's
+# runs, and cbi-codec-bench (nvJPEG's too); the GPUs' utilisation sampled
+# each second throughout (nvidia-smi dmon); PNG outputs (CPU codecs)
+# compared byte for byte across the three; then one rank killed mid-run on
+# the PNGs and the job completed with --skip-existing, every output decoded.
+run_gpus() {
+  local dir=/tmp/cbi-gpus gpus filt how fmt codec dmon
+  gpus=$(nvidia-smi --query-gpu=name --format=csv,noheader | wc -l)
+  rm -rf "$dir"
+  nvidia-smi --query-gpu=index,name,pci.bus_id,memory.total --format=csv,noheader
+  nvidia-smi topo -m 2>/dev/null | head -4
+  echo "gpus: $(nproc) cores, $gpus GPUs, $(mpirun --version 2>/dev/null | head -1)"
+  make_images "$dir/jpg" "${CBI_GPUS_JPEGS:-800}" jpg && make_images "$dir/png" "${CBI_GPUS_PNGS:-200}" png ||
+    { echo "gpus: cannot generate the images"; status=1; return; }
+  export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_btl=self,vader \
+         OMPI_MCA_btl_vader_single_copy_mechanism=none
+  nvidia-smi dmon -s u -o T > "$out/gpus-dmon.txt" 2>&1 &
+  dmon=$!
+  local -A filters=([blur]="--blur 9" [three]="--pipeline color:gray|gaussian:5|sobel:mag")
+  for fmt in jpg png; do
+    n=$(find "$dir/$fmt" -type f | wc -l)
+    echo "gpus: $n ${fmt^^}s, $(du -sh "$dir/$fmt" | cut -f1)"
+    codec_bound "$dir/$fmt"
+    for filt in blur three; do
+      for codec in $([ $fmt = jpg ] && echo "${CBI_GPUS_CODECS:-auto}" || echo auto); do
+        [ $filt = three ] && [ $codec != auto ] && continue  # the codecs' effect: on the blur
+        local args=(--input-dir "$dir/$fmt" ${filters[$filt]} --codec $codec --stats) tag=$fmt-$filt-$codec
+        echo "== $(date +%T) $tag"
+        timed "gpus-$tag-cuda0" "$bin/cbi-filter" "${args[@]}" --output-dir "$dir/out-$tag-cuda0" --device cuda:0
+        timed "gpus-$tag-all" "$bin/cbi-filter" "${args[@]}" --output-dir "$dir/out-$tag-all" --device cuda:all
+        timed "gpus-$tag-mpi$gpus" mpirun -n "$gpus" --bind-to none "$bin/cbi-filter" "${args[@]}" \
+          --output-dir "$dir/out-$tag-mpi" --device cuda
+        if [ "$fmt" = png ]; then
+          for how in all mpi; do
+            diff -r -q "$dir/out-$tag-cuda0" "$dir/out-$tag-$how" >/dev/null &&
+              echo "gpus: $tag: $how wrote the same $n files as cuda:0, byte for byte" ||
+              { echo "gpus: $tag: $how outputs DIFFER from cuda:0"; status=1; }
+          done
+        fi
+        rm -rf "$dir"/out-$tag-*
+      done
+    done
+    codec_bound "$dir/$fmt"
+  done
+  kill $dmon
+  [ -x "$bin/cbi-codec-bench" ] && timeout 120 "$bin/cbi-codec-bench" "$dir/jpg" --threads "$(nproc)"
+  # One rank killed (SIGKILL) once a few outputs are in; the rerun with --skip-existing completes the job.
+  local killed=$dir/out-killed victim="" pid done_before launcher rc=0
+  n=$(find "$dir/png" -type f | wc -l)
+  mpirun -n "$gpus" --bind-to none "$bin/cbi-filter" --input-dir "$dir/png" --output-dir "$killed" --device cuda \
+    --blur 9 --quiet 2> "$out/gpus-killed.err" &
+  launcher=$!
+  for _ in $(seq 1 3000); do
+    [ -z "$victim" ] && for pid in $(pgrep -f "output-dir $killed" || true); do
+      tr '\0' '\n' < "/proc/$pid/environ" 2>/dev/null | grep -qx 'OMPI_COMM_WORLD_RANK=1' && victim=$pid
+    done
+    [ -n "$victim" ] && [ "$(find "$killed" -type f -not -name '.cbi-tmp-*' 2>/dev/null | wc -l)" -ge 20 ] && break
+    sleep 0.01
+  done
+  [ -n "$victim" ] && kill -KILL "$victim"
+  wait "$launcher" || rc=$?
+  done_before=$(find "$killed" -type f -not -name '.cbi-tmp-*' | wc -l)
+  echo "gpus: killed rank 1 (pid ${victim:-none}): mpirun exited $rc with $done_before of $n outputs written"
+  tail -2 "$out/gpus-killed.err" | sed 's/^/    /'
+  timed gpus-rerun mpirun -n "$gpus" --bind-to none "$bin/cbi-filter" --input-dir "$dir/png" --output-dir "$killed" \
+    --device cuda --blur 9 --skip-existing
+  python3 - "$killed" "$n" <<'PY' || status=1
+import sys, glob, os, cv2
+files = sorted(glob.glob(sys.argv[1] + "/*") + glob.glob(sys.argv[1] + "/.cbi-tmp*"))
+bad = [f for f in files if os.path.basename(f).startswith(".cbi-tmp") or cv2.imread(f, cv2.IMREAD_UNCHANGED) is None]
+print(f"gpus: after the rerun: {len(files)} files of {sys.argv[2]}, {len(bad)} that do not decode or are temporaries")
+sys.exit(0 if len(files) == int(sys.argv[2]) and not bad else 1)
+PY
+  echo "gpus: utilisation each second (nvidia-smi dmon -s u; sm, mem, enc, dec, jpg %):"
+  cat "$out/gpus-dmon.txt"
+  rm -rf "$dir"
+}
+
 # The codecs alone (cbi-codec-bench), on the images `scale` uses.
 run_codecs() {
   local dir=/tmp/cbi-codecs n=${CBI_SCALE_IMAGES:-400}
@@ -531,13 +622,14 @@ case "${1:-all}" in
   single) run_single ;;
   device) run_device ;;
   small) run_small ;;
+  gpus) run_gpus ;;
   codecs) run_codecs ;;
   chain) run_chain ;;
   blend) run_blend ;;
   hostile) run_hostile ;;
   all) run_tests; run_cli; run_sanitize; run_bench ;;
   bench-all) shift; run_bench_all "$@" ;;
-  *) echo "usage: run.sh tests|sanitize|bench|cli|batch|scale|single|device|small|chain|blend|codecs|hostile|all|bench-all" >&2; exit 2 ;;
+  *) echo "usage: run.sh tests|sanitize|bench|cli|batch|scale|gpus|single|device|small|chain|blend|codecs|hostile|all|bench-all" >&2; exit 2 ;;
 esac
 if [ -n "${OUT:-}" ]; then
   tar -C "$out" -czf "$OUT/logs.tgz" .

@@ -3,6 +3,7 @@
 # cores), against one plain process on the same generated folder:
 #   1. mpirun -n 3 writes byte-identical outputs, prints one summary line
 #      (rank 0's, counting every rank's files) and exits 0 on every rank;
+#      with --stats, rank 0 prints every rank's block;
 #   2. a folder with a broken file: exit 1, one error line for it;
 #   3. one rank killed with SIGKILL mid-run: every output on disk is complete
 #      (equal to the plain run's), and a rerun with --skip-existing
@@ -33,13 +34,19 @@ done
 filters=(--blur 9 --gaussian 5 --device cpu --jobs 1)
 "$bin" --input-dir "$work/in" --output-dir "$work/one" --recursive "${filters[@]}" --quiet
 
-# 1. Three ranks.
-mpi 3 "$bin" --input-dir "$work/in" --output-dir "$work/three" --recursive "${filters[@]}" >"$work/out" 2>"$work/err" ||
+# 1. Three ranks, with --stats.
+mpi 3 "$bin" --input-dir "$work/in" --output-dir "$work/three" --recursive "${filters[@]}" --stats >"$work/out" 2>"$work/err" ||
   { cat "$work/err"; fail "mpirun -n 3 exited $?"; }
 diff -r "$work/one" "$work/three" || fail "3 ranks wrote other outputs than one process"
 [ "$(grep -c 'files:' "$work/err")" = 1 ] || { cat "$work/err"; fail "not exactly one summary line"; }
 grep -q "^cbi-filter: $n files: $n processed, 0 failed" "$work/err" || { cat "$work/err"; fail "the summary does not count every rank's files"; }
 echo "ok: mpirun -n 3 wrote the $n outputs of one process, one summary line"
+# --stats: rank 0 prints a block per rank, whose counts add up to every file.
+for r in 0 1 2; do grep -qx "rank $r of 3:" "$work/out" || { cat "$work/out"; fail "--stats has no block for rank $r"; }; done
+[ "$(grep -c '^device cpu: ' "$work/out")" = 3 ] || { cat "$work/out"; fail "--stats: not one device line per rank"; }
+counted=$(grep -oE '^wall [0-9.]+ s, [0-9]+ processed' "$work/out" | awk '{ s += $4 } END { print s }')
+[ "$counted" = "$n" ] || { cat "$work/out"; fail "--stats: the ranks' blocks count $counted files, not $n"; }
+echo "ok: --stats under mpirun -n 3: one block per rank, $n files in all"
 
 # 2. A broken file: the same exit code on every rank, one line for the file.
 mkdir -p "$work/bad"
