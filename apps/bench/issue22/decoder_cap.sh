@@ -1,54 +1,20 @@
 #!/usr/bin/env bash
 # Issue 22, call 4: how many JPEGs may wait for the devices' decoders under
 # --codec auto (pipeline/batch.cpp, kDeviceJpegs per decoding device): the
-# bundle's cbi-filter (6) against builds with 12 and 24 (bin/cbi-filter-12,
-# -24, packed into the bundle for this call), in turn, twice; 1600 generated
-# 2048x2048 JPEGs (q90), --blur 9, --device cuda:0 and cuda:all; the GPUs'
-# utilisation each second at the end. Then the GPU test suites on the
-# bundle (run.sh tests). From the repository root on the GPU host.
+# bundle's cbi-filter (6) against builds of the same code with 12 and 24
+# (the constant edited, cbi-filter rebuilt and stripped, packed into
+# bundle/bin.tar.xz as bin/cbi-filter-12 and -24 for the call), in turn,
+# twice; 1600 generated 2048x2048 JPEGs (q90), --blur 9, --device cuda:0
+# and cuda:all; the GPUs' utilisation each second at the end. From the
+# repository root on the GPU host (the call then ran bundle/run.sh tests).
 set -uo pipefail
-export NCCL_NVLS_ENABLE=0
-u=/tmp/cbi-bundle; rm -rf $u && mkdir -p $u && tar -C $u -xJf bundle/libs.tar.xz && tar -C $u -xJf bundle/bin.tar.xz || exit 1
-cuda_lib=$(dirname "$(find /usr/local/cuda/ /usr/local/cuda/targets/ -maxdepth 3 -name 'libcublas.so.*' 2>/dev/null | head -1)")
-export LD_LIBRARY_PATH=$u/lib:$cuda_lib
-nvidia-smi --query-gpu=index,name --format=csv,noheader
-dir=/tmp/cbi-cap; rm -rf $dir; mkdir -p $dir/in
-python3 - $dir/in ${CBI_IMAGES:-1600} <<'PY'
-import sys
-from multiprocessing import Pool
-import numpy as np, cv2
-out, n, w, h = sys.argv[1], int(sys.argv[2]), 2048, 2048
-x, y = np.meshgrid(np.arange(w), np.arange(h))
-base = np.dstack([x * 255 // w, y * 255 // h, (x + y) * 127 // (w + h)]).astype(np.int32)
-def make(i):
-    noise = np.clip(np.rint(np.random.default_rng(i).normal(0, 12, base.shape)), 0, 255).astype(np.int32)
-    assert cv2.imwrite(f"{out}/img{i:04d}.jpg", np.clip(base + noise, 0, 255).astype(np.uint8), [cv2.IMWRITE_JPEG_QUALITY, 90])
-with Pool() as p:
-    p.map(make, range(n))
-PY
-n=$(ls $dir/in | wc -l); echo "$n JPEGs, $(du -sh $dir/in | cut -f1), $(nproc) cores"
-run() {  # LABEL CMD...: whole-process seconds and CPU, the batch line and devices
-  local label=$1; shift
-  local TIMEFORMAT="%R %U %S" real user sys
-  echo "== $(date +%T) $label"
-  { time "$@" > /tmp/run.out 2> /tmp/run.err; } 2> /tmp/run.time
-  read -r real user sys < /tmp/run.time
-  awk -v l="$label" -v r="$real" -v u="$user" -v s="$sys" -v n="$n" -v b="$(grep -oE 'wall [0-9.]+ s, [0-9]+ processed, [0-9.]+ images/s' /tmp/run.out | tr '\n' ';')" \
-      -v d="$(grep -E '^(device|read|process|encode)' /tmp/run.out | tr -s ' ' | tr '\n' ';')" \
-      'BEGIN { printf "%-18s whole %.2f s = %6.1f images/s; CPU %.1f cores; batch: %s %s\n", l, r, n / r, (u + s) / r, b, d }'
-  grep -iE 'error|fail' /tmp/run.err | head -2
-}
-nvidia-smi dmon -s u -o T > /tmp/dmon.txt 2>&1 &
-dmon=$!
+source apps/bench/issue22/common.sh
 for round in 1 2; do
   for k in 6 12 24; do
     bin=$u/bin/cbi-filter; [ $k != 6 ] && bin=$u/bin/cbi-filter-$k
     for dev in cuda:0 cuda:all; do
-      rm -rf $dir/o; run "cap $k $dev" $bin --input-dir $dir/in --output-dir $dir/o --blur 9 --stats --device $dev
+      run "cap $k $dev" $bin --input-dir $dir/in --output-dir $dir/o --blur 9 --stats --device $dev
     done
   done
 done
-kill $dmon
-echo "utilisation each second (nvidia-smi dmon -s u):"
-grep -v '^#' /tmp/dmon.txt | awk '{ printf "%s gpu%s sm %s jpg %s%s", $1, $2, $3, $7, ($2 == 1 ? "\n" : " | ") }'
-rm -rf $dir
+finish
