@@ -460,7 +460,10 @@ private:
                     if (leave_to_device) slots_[i].counted = true;
                     else --device_jpegs_;
                 }
-                if (!leave_to_device) slots_[i].input = decode_image(bytes, subject, options_.max_pixels, options_.max_bytes);
+                if (!leave_to_device) {
+                    slots_[i].input = decode_image(bytes, subject, options_.max_pixels, options_.max_bytes);
+                    if (jpeg) ++jpeg_by_opencv_;
+                }
                 if (!options_.write.strip) {
                     try {
                         slots_[i].metadata = read_metadata(bytes, subject);
@@ -511,11 +514,13 @@ private:
                 slot.output = std::move(r->image);
                 slot.encoded = std::move(r->encoded);
                 slot.encoded_channels = r->channels;
+                ++jpeg_on_devices_;
                 return;
             }
             // The device's decoder refused it (or is starting): OpenCV reports a corrupt file.
             slot.input = decode_image(slot.jpeg, plan_.jobs[i].input.string(), options_.max_pixels, options_.max_bytes);
             slot.jpeg = {};
+            ++jpeg_by_opencv_after_device_;
         }
         // auto: once the device's codec has started, it also encodes what the CPU decoded.
         int quality = 0;
@@ -582,6 +587,9 @@ private:
             summary_.skipped += item.status == ItemStatus::skipped;
             summary_.cancelled += item.status == ItemStatus::cancelled;
         }
+        summary_.jpeg_on_devices = jpeg_on_devices_;
+        summary_.jpeg_by_opencv = jpeg_by_opencv_ + jpeg_by_opencv_after_device_;
+        summary_.jpeg_by_opencv_after_device = jpeg_by_opencv_after_device_;
     }
 
     const BatchPlan& plan_;
@@ -603,6 +611,7 @@ private:
     static constexpr int kDeviceJpegs = 6;
     std::atomic<bool> device_codec_ready_{false}, device_decoder_ready_{false};
     std::atomic<int> device_jpegs_{0};
+    std::atomic<std::size_t> jpeg_on_devices_{0}, jpeg_by_opencv_{0}, jpeg_by_opencv_after_device_{0};  // for --stats
     std::mutex progress_mutex_;
     BatchProgress progress_;
     Clock::time_point start_;

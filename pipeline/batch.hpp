@@ -176,6 +176,10 @@ struct BatchSummary {
     std::vector<BatchItem> items;  // rejected first, then the jobs in plan order
     std::vector<DeviceStats> devices;
     std::size_t processed = 0, failed = 0, skipped = 0, cancelled = 0;
+    // JPEG inputs decoded: by the devices' decoders, by OpenCV (in the read
+    // stage, or in the process stage where a device's decoder refused one
+    // or had not started).
+    std::size_t jpeg_on_devices = 0, jpeg_by_opencv = 0, jpeg_by_opencv_after_device = 0;
     double wall_s = 0;
     std::vector<StageStats> stages;
     int jobs = 0, in_flight = 0;

@@ -37,7 +37,7 @@ run() {
   { time "$@" > /tmp/run.out 2> /tmp/run.err; } 2> /tmp/run.time
   read -r real user sys < /tmp/run.time
   awk -v l="$label" -v r="$real" -v u="$user" -v s="$sys" -v n="$n" -v b="$(grep -oE 'wall [0-9.]+ s, [0-9]+ processed, [0-9.]+ images/s' /tmp/run.out | tr '\n' ';')" \
-      -v d="$(grep -E '^(device|read|process|encode)' /tmp/run.out | tr -s ' ' | tr '\n' ';')" \
+      -v d="$(grep -E '^(device|read|process|encode|jpeg)' /tmp/run.out | tr -s ' ' | tr '\n' ';')" \
       'BEGIN { printf "%-22s whole %.2f s = %6.1f images/s; CPU %.1f cores; batch: %s %s\n", l, r, n / r, (u + s) / r, b, d }'
   grep -iE 'error|fail' /tmp/run.err | head -2
 }
