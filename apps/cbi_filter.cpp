@@ -940,7 +940,7 @@ int main(int argc, char** argv) {
                  "print the resolved graph (nodes, schedules, borders, buffer reuse for IN's size) and exit");
     app.add_flag("--stats", o.stats,
                  "print where the time went on stdout: per step for one image, per stage (busy time, wall time, "
-                 "images/s) and per device in batch mode (under mpirun: every rank's, printed by rank 0)");
+                 "images/s), JPEG decodes and per device in batch mode (under mpirun: every rank's, printed by rank 0)");
     auto* batch = app.add_option_group("Batch mode", "a folder (--input-dir) or several inputs");
     batch->add_option("--input-dir", o.input_dir, "process the images in this folder");
     batch->add_option("--output-dir", o.output_dir, "write the outputs here, sub-folders mirrored (not the input folder)");
