@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Issue 22, call 6: what holds --codec auto (the default) near 600 images/s
-# on one GPU, with the CPU and the JPEG engine not saturated: the final
-# cbi-filter on 1600 generated 2048x2048 JPEGs (q90), --blur 9, --device
+# on one GPU, with the CPU and the JPEG engine not saturated: the
+# bundle's cbi-filter on 1600 generated 2048x2048 JPEGs (q90), --blur 9, --device
 # cuda:0, as is; with --strip (no metadata read or written: exiv2 left
 # out); writing to /dev/shm (tmpfs: no disk under fsync); with --in-flight
 # 128 (twice the default tokens); and --codec cpu beside them; in turn,

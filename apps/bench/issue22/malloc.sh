@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Issue 22, call 7: whether the batch waits on the kernel for its decoded
 # images' memory. A 2048x2048 RGB image is 12.6 MB: glibc maps each such
-# allocation afresh (mmap, page faults, munmap). The final cbi-filter on
+# allocation afresh (mmap, page faults, munmap). The cbi-filter of the cap change on
 # 1600 generated JPEGs (q90), --blur 9, --device cuda:0, --codec auto and
 # cpu, as is and with glibc told to keep such blocks in its heaps
 # (MALLOC_MMAP_THRESHOLD_=33554432 MALLOC_TRIM_THRESHOLD_=1073741824), in
