@@ -32,6 +32,11 @@ checks() {
   for t in "$@"; do grep -hE "Failure|FAILED|Expected|Which is" "/tmp/$t.log" | head -10; done
   sanitize "$filter"
 }
+# final_checks: the fusion suites and their sanitizers that the last calls of a session run.
+final_checks() {
+  checks "Fusion.StencilPairsOnStream*:Fusion.StreamPairs*:Fusion.PairsMeasuredFaster*:Fusion.DefaultStreamSchedules*:Fusion.Blends*" \
+    test_fusion test_defaults test_filters_cuda
+}
 # unpack NAME: a build's cbi-bench, bundle-extra/NAME-bin.tar.xz, as /tmp/NAME/bin/cbi-bench.
 unpack() { mkdir -p "/tmp/$1" && tar -C "/tmp/$1" -xJf "bundle-extra/$1-bin.tar.xz"; }
 # The gray pipelines, as cbi-bench arguments.

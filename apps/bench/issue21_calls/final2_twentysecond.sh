@@ -8,8 +8,7 @@ set -uo pipefail
 cd "$(dirname "$0")/../../.."  # the repository root
 . apps/bench/issue21_calls/common.sh
 gpu_line
-checks "Fusion.StencilPairsOnStream*:Fusion.StreamPairs*:Fusion.PairsMeasuredFaster*:Fusion.DefaultStreamSchedules*:Fusion.Blends*" \
-  test_fusion test_defaults test_filters_cuda
+final_checks
 d=/tmp/photo; mkdir -p $d
 python3 -c "import cv2; m = cv2.imread('bundle/samples/butterfly.jpg'); assert cv2.imwrite('$d/12mp.jpg', cv2.resize(m, (4000, 3000), interpolation=cv2.INTER_CUBIC), [cv2.IMWRITE_JPEG_QUALITY, 92])"
 P="color:gray | gaussian:5 | sobel:mag"

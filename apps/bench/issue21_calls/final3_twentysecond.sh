@@ -7,6 +7,5 @@ set -uo pipefail
 cd "$(dirname "$0")/../../.."  # the repository root
 . apps/bench/issue21_calls/common.sh
 gpu_line
-checks "Fusion.StencilPairsOnStream*:Fusion.StreamPairs*:Fusion.PairsMeasuredFaster*:Fusion.DefaultStreamSchedules*:Fusion.Blends*" \
-  test_fusion test_defaults test_filters_cuda
+final_checks
 . apps/bench/issue21_calls/user_run.sh
