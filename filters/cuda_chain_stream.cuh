@@ -422,32 +422,48 @@ __global__ void __maxnreg__(kChainRegisters) chain_stream(const __grid_constant_
                 part[K1 - 2][i] = taps1.col_bias[0] * 0x00010001u + taps1.y[0][0] * v[i];
             }
         };
-#pragma unroll 1
-        for (int r = m_first - h1; r < m_first + h1; ++r) {
-            std::uint32_t v[4], unused[4];
-            fetch(r, v);
-            feed(v, unused);
-        }
         // Input rows inside the image on whole-word lanes load a row ahead.
         const auto direct = [&](int r) { return fast_load && r < height; };
-        unsigned long long ahead[CI];
-        const auto load_ahead = [&](int r) {
+        const auto load = [&](int r, unsigned long long(&words)[CI]) {
             const auto* p = reinterpret_cast<const unsigned long long*>(in.template row<const std::uint8_t>(r) + b * CI);
 #pragma unroll
-            for (int w = 0; w < CI; ++w) ahead[w] = __ldg(p + w);
+            for (int w = 0; w < CI; ++w) words[w] = __ldg(p + w);
         };
-        if (direct(m_first + h1)) load_ahead(m_first + h1);
+        const auto to_samples = [&](const unsigned long long(&words)[CI], std::uint32_t(&v)[4]) {
+            if constexpr (kGray) chain_gray_pairs(gray, words, v);
+            else to_pairs(words[0], v);
+        };
+        unsigned long long ahead[CI];
+        std::uint32_t unused[4];
+        if (fast_load && m_first - h1 >= 0 && m_first + h1 < height) {
+            // The rings' first rows and the loop's first row: every load in
+            // flight at once, not one latency after the other.
+            unsigned long long first[K1 - 1][CI];
+#pragma unroll
+            for (int i = 0; i < K1 - 1; ++i) load(m_first - h1 + i, first[i]);
+            load(m_first + h1, ahead);
+#pragma unroll
+            for (int i = 0; i < K1 - 1; ++i) {
+                std::uint32_t v[4];
+                to_samples(first[i], v);
+                feed(v, unused);
+            }
+        } else {
+#pragma unroll 1
+            for (int r = m_first - h1; r < m_first + h1; ++r) {
+                std::uint32_t v[4];
+                fetch(r, v);
+                feed(v, unused);
+            }
+            if (direct(m_first + h1)) load(m_first + h1, ahead);
+        }
 #pragma unroll 1
         for (int m = m_first; m <= m_last; ++m) {
             // 1. + 2. Input row m + h1 in, intermediate row m out.
             std::uint32_t v[4], col1[1][4], row1[1][4];
-            if (direct(m + h1)) {
-                if constexpr (kGray) chain_gray_pairs(gray, ahead, v);
-                else to_pairs(ahead[0], v);
-            } else {
-                fetch(m + h1, v);
-            }
-            if (m < m_last && direct(m + 1 + h1)) load_ahead(m + 1 + h1);
+            if (direct(m + h1)) to_samples(ahead, v);
+            else fetch(m + h1, v);
+            if (m < m_last && direct(m + 1 + h1)) load(m + 1 + h1, ahead);
             feed(v, col1[0]);
             chain_row_sums<K1, C>(col1, taps1, [&](int, int t) { return taps1.x[0][t]; }, row1);
 #pragma unroll

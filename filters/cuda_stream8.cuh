@@ -433,6 +433,9 @@ struct Stream8Shape {
         const int limit = std::clamp(std::min({block / 32, static_cast<int>(48 * 1024 / warp_bytes), max_warps}), 1, 16);
         Stream8Shape s;
         s.warps = std::clamp((strip.tile_width * channels + chunk - 1) / chunk, 1, std::min(limit, chunks));
+        // Warps of a row's last block beyond its end would hold their slots
+        // idle while the others walk: as many a block as divide the row's chunks.
+        while (chunks % s.warps != 0) --s.warps;
         s.strip_h = std::min(strip.tile_height, height);
         s.strips_y = (height + s.strip_h - 1) / s.strip_h;
         s.warp_bytes = warp_bytes;
