@@ -156,6 +156,13 @@ CBI_HOST_DEVICE constexpr std::uint32_t sobel3_mag_weight(bool across, int p, in
     return smooth ? (t == 1 ? 2u : 1u) : t == 0 ? ~0u : t == 1 ? 0u : 1u;
 }
 
+// OpenCV's 5-tap Gaussian of default sigma, (1 4 6 4 1) / 16 on each axis,
+// as chain_taps gives it: weight t of either axis, and the shift that
+// rounds its sums (chain_finish_shift), for kernels that take them as
+// constants (multiplies by 1, 4 and 6 become adds and shifts).
+CBI_HOST_DEVICE constexpr std::uint32_t binomial5_weight(int t) { return t == 0 || t == 4 ? 1u : t == 2 ? 6u : 4u; }
+inline constexpr int kBinomial5Shift = 8;
+
 // The shared memory of a warp: what the edge warps need.
 struct ChainWarpStorage {
     unsigned long long mid[32];            // an intermediate row, for the border copies (edge warps)
@@ -314,12 +321,13 @@ __device__ __forceinline__ unsigned long long chain_finish(const Op& op, const s
 // taps at the ends); Op: the consumer, K2 x K2 with P2 passes; C:
 // intermediate channels; kGray: Pre's source converts 3-channel BGR to gray.
 // kSobel3: the consumer's weights are sobel3_mag_weight's (launch_chain_stream
-// checks), constants whose zero and unit weights cost no multiply.
+// checks), constants whose zero and unit weights cost no multiply; kBinomial5:
+// the first stencil's are binomial5_weight's.
 // Registers limit the warps an SM holds: 72 a thread (28 warps) was faster
 // than 80 (24 warps) and 64 (32 warps, spilling), and than both rings in
 // shared memory (up to 35 warps, loads where the moves were),
 // apps/bench/README.md.
-template <class Pre, class Op, int K2, int C, int P2, bool kGray, bool kSobel3>
+template <class Pre, class Op, int K2, int C, int P2, bool kGray, bool kSobel3, bool kBinomial5>
 __global__ void __maxnreg__(kChainRegisters) chain_stream(const __grid_constant__ Pre pre, const __grid_constant__ Op op,
                              const __grid_constant__ ChainTaps<1, kChainRing> taps1, const __grid_constant__ ChainTaps<P2, K2> taps2,
                              const ChainGray gray, int strip_h, int strips_y, const TileOrder order) {
@@ -350,6 +358,8 @@ __global__ void __maxnreg__(kChainRegisters) chain_stream(const __grid_constant_
     const bool edge_warp = b0 < 0 || b0 + (33 - HL) * G > row_bytes;
     const unsigned long long const1 = 0x0101010101010101ull * static_cast<std::uint8_t>(pre.src.constant);
     const unsigned long long const2 = 0x0101010101010101ull * static_cast<std::uint8_t>(op.src.constant);
+    const auto w1 = [&](bool across, int t) { return kBinomial5 ? binomial5_weight(t) : across ? taps1.x[0][t] : taps1.y[0][t]; };
+    const int shift1 = kBinomial5 ? kBinomial5Shift : taps1.shift;
     const auto wx2 = [&](int p, int t) { return kSobel3 ? sobel3_mag_weight(true, p, t) : taps2.x[p][t]; };
     const auto wy2 = [&](int p, int t) { return kSobel3 ? sobel3_mag_weight(false, p, t) : taps2.y[p][t]; };
     int(&fetch_offsets)[G] = ws.fetch_offsets[lane];
@@ -416,10 +426,10 @@ __global__ void __maxnreg__(kChainRegisters) chain_stream(const __grid_constant_
         const auto feed = [&](const std::uint32_t(&v)[4], std::uint32_t(&col)[4]) {  // col: row n - h1's column sums
 #pragma unroll
             for (int i = 0; i < 4; ++i) {
-                col[i] = part[0][i] + taps1.y[0][K1 - 1] * v[i];
+                col[i] = part[0][i] + w1(false, K1 - 1) * v[i];
 #pragma unroll
-                for (int j = 0; j + 2 < K1; ++j) part[j][i] = part[j + 1][i] + taps1.y[0][K1 - 2 - j] * v[i];
-                part[K1 - 2][i] = taps1.col_bias[0] * 0x00010001u + taps1.y[0][0] * v[i];
+                for (int j = 0; j + 2 < K1; ++j) part[j][i] = part[j + 1][i] + w1(false, K1 - 2 - j) * v[i];
+                part[K1 - 2][i] = taps1.col_bias[0] * 0x00010001u + w1(false, 0) * v[i];
             }
         };
         // Input rows inside the image on whole-word lanes load a row ahead.
@@ -465,16 +475,16 @@ __global__ void __maxnreg__(kChainRegisters) chain_stream(const __grid_constant_
             else fetch(m + h1, v);
             if (m < m_last && direct(m + 1 + h1)) load(m + 1 + h1, ahead);
             feed(v, col1[0]);
-            chain_row_sums<K1, C>(col1, taps1, [&](int, int t) { return taps1.x[0][t]; }, row1);
+            chain_row_sums<K1, C>(col1, taps1, [&](int, int t) { return w1(true, t); }, row1);
 #pragma unroll
             for (int t = 0; t + 1 < R2; ++t)
 #pragma unroll
                 for (int i = 0; i < 4; ++i) ring2[t][i] = ring2[t + 1][i];
             std::uint32_t(&mid)[4] = ring2[R2 - 1];
-            if (taps1.shift) {  // both lanes of a word rounded at once
-                const std::uint32_t half = (1u << (taps1.shift - 1)) * 0x00010001u;
+            if (shift1) {  // both lanes of a word rounded at once
+                const std::uint32_t half = (1u << (shift1 - 1)) * 0x00010001u;
 #pragma unroll
-                for (int i = 0; i < 4; ++i) mid[i] = ((row1[0][i] + half) >> taps1.shift) & 0x00ff00ffu;
+                for (int i = 0; i < 4; ++i) mid[i] = ((row1[0][i] + half) >> shift1) & 0x00ff00ffu;
             } else {
                 to_pairs(chain_finish(pre, row1, taps1), mid);
             }
@@ -583,9 +593,16 @@ void with_chain_stream_kernel(const Pre& pre, const Op& op, F&& f) {
                 for (int t = 0; t < 3; ++t)
                     sobel3 = sobel3 && taps2->x[p][t] == sobel3_mag_weight(true, p, t) &&
                              taps2->y[p][t] == sobel3_mag_weight(false, p, t);
-            if (sobel3) return f(chain_stream<Pre, Op, K2, C, P2, gray, true>, *taps2, C, chain_chunk(K2, C));
+            if (sobel3 && kGaussian8<Pre>) {
+                const auto taps1 = chain_taps<1, kChainRing>(pre);
+                bool binomial5 = taps1 && taps1->shift == kBinomial5Shift && taps1->col_bias[0] == 0 && taps1->row_bias[0] == 0;
+                for (int t = 0; t < kChainRing; ++t)
+                    binomial5 = binomial5 && taps1->x[0][t] == binomial5_weight(t) && taps1->y[0][t] == binomial5_weight(t);
+                if (binomial5) return f(chain_stream<Pre, Op, K2, C, P2, gray, true, true>, *taps2, C, chain_chunk(K2, C));
+            }
+            if (sobel3) return f(chain_stream<Pre, Op, K2, C, P2, gray, true, false>, *taps2, C, chain_chunk(K2, C));
         }
-        f(chain_stream<Pre, Op, K2, C, P2, gray, false>, *taps2, C, chain_chunk(K2, C));
+        f(chain_stream<Pre, Op, K2, C, P2, gray, false, false>, *taps2, C, chain_chunk(K2, C));
     };
     with_one_of<3, 5>(square_kernel_size(op), [&](auto kc) {
         const auto with_c = [&](auto cc) { with_passes(op, [&](auto pc) { go(kc, cc, pc); }); };

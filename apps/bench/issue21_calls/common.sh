@@ -56,7 +56,7 @@ ncu_gray() {
 }
 # sass_gray BIN FILE: the SASS of the gray pipeline's pair kernel (border 0
 # on both stencils, 3x3 Sobel magnitude) in FILE, and its instruction count.
-gray_pair_kernel=_ZN3cbi4cuda12chain_streamINS_10GaussianOpIhLNS_10BorderModeE0ENS_20AnyBorderColorSourceIhEEEENS_7SobelOpIhLS3_0ENS_15AnyBorderSourceIhEEEELi3ELi1ELi2ELb1ELb1EEEvT_T0_NS0_9ChainTapsILi1ELi5EEENSD_IXT3_EXT1_EEENS0_9ChainGrayEiiNS_9TileOrderE
+gray_pair_kernel=_ZN3cbi4cuda12chain_streamINS_10GaussianOpIhLNS_10BorderModeE0ENS_20AnyBorderColorSourceIhEEEENS_7SobelOpIhLS3_0ENS_15AnyBorderSourceIhEEEELi3ELi1ELi2ELb1ELb1ELb1EEEvT_T0_NS0_9ChainTapsILi1ELi5EEENSD_IXT3_EXT1_EEENS0_9ChainGrayEiiNS_9TileOrderE
 sass_gray() { cuobjdump -sass -fun "$gray_pair_kernel" "$1" > "$2" 2>&1; echo "sass $1 rc=$? $(grep -cE '^\s+/\*[0-9a-f]+\*/' "$2") instructions"; }
 # builds_in_turn DIR LIMIT BUILD...: each build's cbi-bench (/tmp/BUILD/bin)
 # with the arguments in three_run (on 8u:3) and one_run (on 8u:1), 20 runs,
