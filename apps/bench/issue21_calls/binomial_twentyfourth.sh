@@ -8,8 +8,7 @@ set -uo pipefail
 cd "$(dirname "$0")/../../.."  # the repository root
 . apps/bench/issue21_calls/common.sh
 gpu_line
-tar -C /tmp -xJf bundle-extra/blk-bin.tar.xz
-mkdir -p /tmp/b5 && ln -sfn $u/bin /tmp/b5/bin
+builds b5 blk-bin.tar.xz
 checks 'Fusion.StencilPairsOnStream*:Fusion.StreamPairs*:Fusion.FusedEqualsUnfused*' test_fusion test_defaults
 d=/tmp/call4; mkdir -p $d
 three_run=(--size 1920x1080 --size 3000x2000 --size 4096x4096 --size 6000x4000 --size 8192x8192

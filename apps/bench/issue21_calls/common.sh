@@ -39,6 +39,9 @@ final_checks() {
 }
 # unpack NAME: a build's cbi-bench, bundle-extra/NAME-bin.tar.xz, as /tmp/NAME/bin/cbi-bench.
 unpack() { mkdir -p "/tmp/$1" && tar -C "/tmp/$1" -xJf "bundle-extra/$1-bin.tar.xz"; }
+# builds NAME ARCHIVE: the builds in bundle-extra/ARCHIVE (NAME2/bin/cbi-bench
+# each) under /tmp, and the bundle's own binaries as /tmp/NAME/bin.
+builds() { tar -C /tmp -xJf "bundle-extra/$2" && mkdir -p "/tmp/$1" && ln -sfn "$u/bin" "/tmp/$1/bin"; }
 # The gray pipelines, as cbi-bench arguments.
 gray_pipes=(--pipeline "color:gray | gaussian:5 | sobel:mag" --pipeline "color:gray | blur:3 | sobel:mag"
             --pipeline "color:gray | gaussian:5 | gaussian:5")

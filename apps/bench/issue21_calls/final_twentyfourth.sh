@@ -9,8 +9,7 @@ set -uo pipefail
 cd "$(dirname "$0")/../../.."  # the repository root
 . apps/bench/issue21_calls/common.sh
 gpu_line
-tar -C /tmp -xJf bundle-extra/curpro.tar.xz
-mkdir -p /tmp/blk && ln -sfn $u/bin /tmp/blk/bin
+builds blk curpro.tar.xz
 suites test_fusion test_defaults
 d=/tmp/call3; mkdir -p $d
 three_run=(--size 640x480 --size 1920x1080 --size 3000x2000 --size 4096x4096 --size 6000x4000 --size 8192x8192
