@@ -304,6 +304,7 @@ constexpr PairCase kStreamPairs[] = {
     {"color:gray | gaussian:5@stream:64x16 | sobel:mag@stream:64x16", "constant:9", 3},
     {"color:gray | gaussian:3@stream:512x7 | gaussian:5@stream:512x7", "replicate", 3},
     {"gaussian:5@stream:32x8 | sobel:mag@stream:32x8", "replicate", 1},
+    {"gaussian:5@stream:300x5 | sobel:mag@stream:300x5", "reflect", 3},  // constant weights (binomial5_weight) on 3 channels
     {"blur:3@stream:7x5 | gaussian:5@stream:7x5", "reflect", 3},
     {"blur:5@stream:16x3 | sobel:x:5@stream:16x3", "constant:200", 1},
     {"gaussian:5@stream:1x1 | sobel:y@stream:1x1", "replicate", 1},
