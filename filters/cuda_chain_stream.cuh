@@ -445,7 +445,7 @@ __global__ void __maxnreg__(kChainRegisters) chain_stream(const __grid_constant_
         };
         unsigned long long ahead[CI];
         std::uint32_t unused[4];
-        if (fast_load && m_first - h1 >= 0 && m_first + h1 < height) {
+        if (m_first - h1 >= 0 && direct(m_first + h1)) {
             // The rings' first rows and the loop's first row: every load in
             // flight at once, not one latency after the other.
             unsigned long long first[K1 - 1][CI];
@@ -577,32 +577,42 @@ bool chain_stream_takes(const Pre& pre, const Op& op) {
     }
 }
 
-// Calls f(kernel, taps2, C, chunk) with the pair's kernel: its consumer's
-// size, intermediate channels C, passes and weights (kSobel3 where the
-// consumer's weights are sobel3_mag_weight's).
+// Whether t's weights are wx(p, i) across and wy(p, i) down, every pass and tap.
+template <int P, int K, class WX, class WY>
+bool chain_taps_are(const ChainTaps<P, K>& t, const WX& wx, const WY& wy) {
+    for (int p = 0; p < P; ++p)
+        for (int i = 0; i < K; ++i)
+            if (t.x[p][i] != wx(p, i) || t.y[p][i] != wy(p, i)) return false;
+    return true;
+}
+
+// Calls f(kernel, taps1, taps2, C, chunk) with the pair's kernel and both
+// stencils' ChainTaps: its consumer's size, intermediate channels C, passes
+// and weights (kSobel3 where the consumer's weights are sobel3_mag_weight's;
+// kBinomial5 where, before such a Sobel, the first stencil's are
+// binomial5_weight's, rounded by kBinomial5Shift).
 template <class Pre, class Op, class F>
 void with_chain_stream_kernel(const Pre& pre, const Op& op, F&& f) {
     constexpr bool gray = !std::remove_cvref_t<decltype(pre.src)>::kStored;
+    const auto taps1 = chain_taps<1, kChainRing>(pre);  // centred: zero at the ends of smaller kernels
+    if (!taps1) throw std::logic_error("chain_stream: sums do not fit 16-bit lanes");
     const auto go = [&](auto kc, auto cc, auto pc) {
         constexpr int K2 = kc(), C = cc(), P2 = pc();
         const auto taps2 = chain_taps<P2, K2>(op);
         if (!taps2) throw std::logic_error("chain_stream: sums do not fit 16-bit lanes");
+        const auto run = [&](auto kernel) { f(kernel, *taps1, *taps2, C, chain_chunk(K2, C)); };
         if constexpr (K2 == 3 && P2 == 2 && kGradientFinish<Op>) {
-            bool sobel3 = true;
-            for (int p = 0; p < 2; ++p)
-                for (int t = 0; t < 3; ++t)
-                    sobel3 = sobel3 && taps2->x[p][t] == sobel3_mag_weight(true, p, t) &&
-                             taps2->y[p][t] == sobel3_mag_weight(false, p, t);
-            if (sobel3 && kGaussian8<Pre>) {
-                const auto taps1 = chain_taps<1, kChainRing>(pre);
-                bool binomial5 = taps1 && taps1->shift == kBinomial5Shift && taps1->col_bias[0] == 0 && taps1->row_bias[0] == 0;
-                for (int t = 0; t < kChainRing; ++t)
-                    binomial5 = binomial5 && taps1->x[0][t] == binomial5_weight(t) && taps1->y[0][t] == binomial5_weight(t);
-                if (binomial5) return f(chain_stream<Pre, Op, K2, C, P2, gray, true, true>, *taps2, C, chain_chunk(K2, C));
+            const auto across = [](int p, int t) { return sobel3_mag_weight(true, p, t); };
+            const auto down = [](int p, int t) { return sobel3_mag_weight(false, p, t); };
+            if (chain_taps_are(*taps2, across, down)) {
+                const auto binomial = [](int, int t) { return binomial5_weight(t); };
+                if constexpr (kGaussian8<Pre>)
+                    if (taps1->shift == kBinomial5Shift && chain_taps_are(*taps1, binomial, binomial))
+                        return run(chain_stream<Pre, Op, K2, C, P2, gray, true, true>);
+                return run(chain_stream<Pre, Op, K2, C, P2, gray, true, false>);
             }
-            if (sobel3) return f(chain_stream<Pre, Op, K2, C, P2, gray, true, false>, *taps2, C, chain_chunk(K2, C));
         }
-        f(chain_stream<Pre, Op, K2, C, P2, gray, false, false>, *taps2, C, chain_chunk(K2, C));
+        run(chain_stream<Pre, Op, K2, C, P2, gray, false, false>);
     };
     with_one_of<3, 5>(square_kernel_size(op), [&](auto kc) {
         const auto with_c = [&](auto cc) { with_passes(op, [&](auto pc) { go(kc, cc, pc); }); };
@@ -616,14 +626,12 @@ void launch_chain_stream(const StreamSchedule& strip, const Pre& pre, const Op& 
                          const TileOrder& order) {
     if constexpr (kChainFirst<Pre> && kStream8Op<Op>) {
         if (op.dst.empty()) return;
-        const auto taps1 = chain_taps<1, kChainRing>(pre);  // centred: zero at the ends of smaller kernels
-        if (!taps1) throw std::logic_error("chain_stream: sums do not fit 16-bit lanes");
         ChainGray gray_weights{};
         if constexpr (!std::remove_cvref_t<decltype(pre.src)>::kStored) gray_weights = chain_gray(pre.src.matrix).value();
-        with_chain_stream_kernel(pre, op, [&](auto kernel, const auto& taps2, int channels, int chunk) {
+        with_chain_stream_kernel(pre, op, [&](auto kernel, const auto& taps1, const auto& taps2, int channels, int chunk) {
             const auto s = Stream8Shape::of(strip, op.dst.width, op.dst.height, channels, chunk, sizeof(ChainWarpStorage),
                                             kChainMaxWarps, block, order);
-            kernel<<<s.grid, s.threads(), s.shared_bytes(), stream>>>(pre, op, *taps1, taps2, gray_weights, s.strip_h,
+            kernel<<<s.grid, s.threads(), s.shared_bytes(), stream>>>(pre, op, taps1, taps2, gray_weights, s.strip_h,
                                                                        s.strips_y, order);
         });
     }
@@ -643,7 +651,7 @@ int chain_stream_strip_height(int strip_w, const Pre& pre, const Op& op, int blo
     if constexpr (kChainFirst<Pre> && kStream8Op<Op>) {
         if (op.dst.empty() || !chain_stream_takes(pre, op)) return 0;
         const int halo = kChainRing - 1 + square_kernel_size(op) - 1;
-        with_chain_stream_kernel(pre, op, [&](auto kernel, const auto&, int channels, int chunk) {
+        with_chain_stream_kernel(pre, op, [&](auto kernel, const auto&, const auto&, int channels, int chunk) {
             best = strip_height_by_waves(kChainStripHeights, halo, kernel, device, [&](int h) {
                 return Stream8Shape::of(stream_schedule(strip_w, h), op.dst.width, op.dst.height, channels, chunk,
                                         sizeof(ChainWarpStorage), kChainMaxWarps, block, order);
