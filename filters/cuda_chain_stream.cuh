@@ -9,8 +9,9 @@
 // 2j + 1 in the low and high 16-bit lanes of word j, so one 32-bit add or
 // multiply serves two samples in both passes of both stencils. Per input row:
 //  1. fetch: the lane's 8 samples of the first stencil's input (for a
-//     fused gray conversion, 24 bytes of BGR), through the first stencil's
-//     border rule;
+//     fused gray conversion, 24 bytes of BGR); lanes outside the image copy
+//     theirs, through the first stencil's border rule, from the lanes that
+//     hold them (edge warps only, offsets resolved once);
 //  2. the first stencil's column sums, each input row adding its share to
 //     the partial sums of the 5 intermediate rows that read it (registers);
 //     its row sums from the lane's and its neighbours' column sums (warp
@@ -165,10 +166,30 @@ inline constexpr int kBinomial5Shift = 8;
 
 // The shared memory of a warp: what the edge warps need.
 struct ChainWarpStorage {
-    unsigned long long mid[32];            // an intermediate row, for the border copies (edge warps)
-    int fetch_offsets[32][kStream8Bytes];  // per lane: each sample's offset in its input row (-1: the constant)
-    int copy_from[32][kStream8Bytes];      // per lane: each intermediate sample's source in `mid` (-1: the constant, -2: its own)
+    // A row of the warp's samples (an input row, or the intermediate row),
+    // then each stencil's border constant as 8 bytes (kChainConstant1, 2):
+    // what lanes copy samples from.
+    unsigned long long row[34];
+    // Per lane and sample: the byte of `row` it is copied from. [0]: input
+    // samples of lanes outside the image; [1]: intermediate samples (edge warps).
+    std::uint16_t copy_from[2][32][kStream8Bytes];
+    int fetch_offsets[32][kStream8Bytes];  // per lane read byte by byte: each sample's offset in its input row (-1: the constant)
 };
+inline constexpr int kChainConstant1 = 32 * kStream8Bytes, kChainConstant2 = 33 * kStream8Bytes;
+
+// The lane's 8 samples copied from a warp's row (stored, and synced, by
+// the caller): byte i from ws.row's byte from[i].
+__device__ __forceinline__ unsigned long long chain_copy(const ChainWarpStorage& ws, const std::uint16_t (&from)[kStream8Bytes]) {
+    const auto* bytes = reinterpret_cast<const std::uint8_t*>(ws.row);
+    std::uint32_t word[2];
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {  // a word at a time: few registers
+        const uint2 at = reinterpret_cast<const uint2*>(from)[h];
+        const std::uint32_t b0 = bytes[at.x & 0xffffu], b1 = bytes[at.x >> 16], b2 = bytes[at.y & 0xffffu], b3 = bytes[at.y >> 16];
+        word[h] = __byte_perm(__byte_perm(b0, b1, 0x0040), __byte_perm(b2, b3, 0x0040), 0x5410);
+    }
+    return word[0] | static_cast<unsigned long long>(word[1]) << 32;
+}
 
 // 8 bytes as pair words (samples 2j, 2j + 1 in word j's 16-bit lanes), and back.
 __device__ __forceinline__ void to_pairs(unsigned long long v, std::uint32_t (&w)[4]) {
@@ -358,19 +379,30 @@ __global__ void __maxnreg__(kChainRegisters) chain_stream(const __grid_constant_
     const bool edge_warp = b0 < 0 || b0 + (33 - HL) * G > row_bytes;
     const unsigned long long const1 = 0x0101010101010101ull * static_cast<std::uint8_t>(pre.src.constant);
     const unsigned long long const2 = 0x0101010101010101ull * static_cast<std::uint8_t>(op.src.constant);
+    if (lane == 0) ws.row[kChainConstant1 / G] = const1, ws.row[kChainConstant2 / G] = const2;  // rows stored later keep to [0, 32)
     const auto w1 = [&](bool across, int t) { return kBinomial5 ? binomial5_weight(t) : across ? taps1.x[0][t] : taps1.y[0][t]; };
     const int shift1 = kBinomial5 ? kBinomial5Shift : taps1.shift;
     const auto wx2 = [&](int p, int t) { return kSobel3 ? sobel3_mag_weight(true, p, t) : taps2.x[p][t]; };
     const auto wy2 = [&](int p, int t) { return kSobel3 ? sobel3_mag_weight(false, p, t) : taps2.y[p][t]; };
     int(&fetch_offsets)[G] = ws.fetch_offsets[lane];
-    int(&copy_from)[G] = ws.copy_from[lane];
-    if (!fast_load && needed)
+    // Lanes wholly outside the image copy their input samples (through the
+    // first stencil's border rule) from the lanes of the warp that load
+    // them: as many instructions as a lane's own loads, where reading them
+    // byte by byte made the edge warps twice as slow as the others. Other
+    // lanes without 8-byte loads (a row's last bytes, unaligned rows) read
+    // byte by byte.
+    bool copies = !fast_load && (b >= row_bytes || b + G <= 0);
+    if (!fast_load)
 #pragma unroll 1
         for (int i = 0; i < G; ++i) {  // through the first stencil's border rule
             const int q = b + i;
             const int px = (q + 4 * G * C) / C - 4 * G;  // floor(q / C): q >= -2 * G
             const int x = border_index(pre.src.mode, px, width);
             fetch_offsets[i] = x < 0 ? -1 : kGray ? x * 3 : x * C + (q - px * C);
+            const bool read = q >= -(h1 + h2) * C && q < row_bytes + (h1 + h2) * C;  // an output reads it
+            const int from = !read || x < 0 ? kChainConstant1 : x * C + (q - px * C) - b0;
+            copies = copies && from >= 0 && from <= kChainConstant1;  // a lane inside the image holds it, or the constant
+            ws.copy_from[0][lane][i] = static_cast<std::uint16_t>(from);
         }
     if (edge_warp)
 #pragma unroll 1
@@ -379,7 +411,8 @@ __global__ void __maxnreg__(kChainRegisters) chain_stream(const __grid_constant_
             const int px = (q + 4 * G * C) / C - 4 * G;
             const bool read = px >= -h2 && px < width + h2;  // an output reads it
             const int x = border_index(op.src.mode, px, width);
-            copy_from[i] = (q >= 0 && q < row_bytes) || !read ? -2 : x < 0 ? -1 : x * C + (q - px * C) - b0;
+            const int from = (q >= 0 && q < row_bytes) || !read ? lane * G + i : x < 0 ? kChainConstant2 : x * C + (q - px * C) - b0;
+            ws.copy_from[1][lane][i] = static_cast<std::uint16_t>(from);
         }
     // The lane's 8 samples of input row r as pair words (the gray of 8 pixels with kGray).
     const auto fetch = [&](int r, std::uint32_t(&pairs)[4]) {
@@ -405,6 +438,20 @@ __global__ void __maxnreg__(kChainRegisters) chain_stream(const __grid_constant_
             v |= static_cast<unsigned long long>(s) << (8 * i);
         }
         to_pairs(v, pairs);
+    };
+    // Without its load ahead: fetch, or nothing for lanes that copy.
+    const auto fetched = [&](int r, std::uint32_t(&pairs)[4]) {
+        if (!copies) return fetch(r, pairs);
+#pragma unroll
+        for (int i = 0; i < 4; ++i) pairs[i] = 0;
+    };
+    // Every lane of an edge warp (where the lanes that copy are), after its
+    // own samples of a row: the copying lanes' samples.
+    const auto copy_input = [&](std::uint32_t(&pairs)[4]) {
+        ws.row[lane] = from_pairs(pairs);
+        __syncwarp();
+        if (copies) to_pairs(chain_copy(ws, ws.copy_from[0][lane]), pairs);
+        __syncwarp();
     };
 
     for (int sy = strips.first; sy < strips.end; sy += strips.step) {
@@ -445,7 +492,7 @@ __global__ void __maxnreg__(kChainRegisters) chain_stream(const __grid_constant_
         };
         unsigned long long ahead[CI];
         std::uint32_t unused[4];
-        if (m_first - h1 >= 0 && direct(m_first + h1)) {
+        if (m_first - h1 >= 0 && direct(m_first + h1) && !edge_warp) {
             // The rings' first rows and the loop's first row: every load in
             // flight at once, not one latency after the other.
             unsigned long long first[K1 - 1][CI];
@@ -459,20 +506,27 @@ __global__ void __maxnreg__(kChainRegisters) chain_stream(const __grid_constant_
                 feed(v, unused);
             }
         } else {
+            // A row at a time, each loaded while the one before is fed (the
+            // whole warp here in edge warps, whose lanes copy in step; the
+            // same registers held them at once spilled).
+            if (m_first - h1 >= 0 && direct(m_first - h1)) load(m_first - h1, ahead);
 #pragma unroll 1
             for (int r = m_first - h1; r < m_first + h1; ++r) {
                 std::uint32_t v[4];
-                fetch(r, v);
+                if (r >= 0 && direct(r)) to_samples(ahead, v);
+                else fetched(r, v);
+                if (r + 1 >= 0 && direct(r + 1)) load(r + 1, ahead);
+                if (edge_warp) copy_input(v);
                 feed(v, unused);
             }
-            if (direct(m_first + h1)) load(m_first + h1, ahead);
         }
 #pragma unroll 1
         for (int m = m_first; m <= m_last; ++m) {
             // 1. + 2. Input row m + h1 in, intermediate row m out.
             std::uint32_t v[4], col1[1][4], row1[1][4];
             if (direct(m + h1)) to_samples(ahead, v);
-            else fetch(m + h1, v);
+            else fetched(m + h1, v);
+            if (edge_warp) copy_input(v);
             if (m < m_last && direct(m + 1 + h1)) load(m + 1 + h1, ahead);
             feed(v, col1[0]);
             chain_row_sums<K1, C>(col1, taps1, [&](int, int t) { return w1(true, t); }, row1);
@@ -490,18 +544,9 @@ __global__ void __maxnreg__(kChainRegisters) chain_stream(const __grid_constant_
             }
             // 3. The consumer's border across x.
             if (edge_warp) {
-                const unsigned long long bytes_in = from_pairs(mid);
-                ws.mid[lane] = bytes_in;
+                ws.row[lane] = from_pairs(mid);
                 __syncwarp();
-                const auto* row = reinterpret_cast<const std::uint8_t*>(ws.mid);
-                unsigned long long fixed = 0;
-#pragma unroll
-                for (int i = 0; i < G; ++i) {
-                    const int from = copy_from[i];
-                    const unsigned long long s = from == -2 ? (bytes_in >> (8 * i)) & 0xff : from < 0 ? const2 & 0xff : row[from];
-                    fixed |= s << (8 * i);
-                }
-                to_pairs(fixed, mid);
+                to_pairs(chain_copy(ws, ws.copy_from[1][lane]), mid);
                 __syncwarp();
             }
             // 4. Output rows whose rows below are in: y = m - h2, and at the
