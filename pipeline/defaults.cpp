@@ -185,14 +185,12 @@ std::vector<ScheduleSpec> default_candidates(const NodeOp& op, const Border& bor
     return out;
 }
 
-bool fuses_pair_by_default(const FilterRun& pair, const NodeFormat& format, std::uint64_t width, std::uint64_t height) {
+bool fuses_pair_by_default(const FilterRun& pair, const NodeFormat& format) {
     if (!pair.fused_stencil || !format.cuda) return false;
     if (format.depth != Depth::u8 || pair.schedule.family != ScheduleFamily::stream) return false;
+    if (pair.fused_color) return format.channels == 3;
     const auto* sobel = std::get_if<SobelFilter>(&pair.filter);
-    const bool sobel3 = sobel && sobel->ksize == 3;
-    if (pair.fused_color)
-        return format.channels == 3 && width * height >= (sobel3 ? kFusedGraySobelPairMinPixels : kFusedGrayPairMinPixels);
-    return sobel3;
+    return sobel && sobel->ksize == 3;
 }
 
 }  // namespace cbi

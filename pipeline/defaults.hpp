@@ -50,11 +50,10 @@ std::vector<ScheduleSpec> default_candidates(const NodeOp& op, const Border& bor
 // (apps/bench/README.md, "Strip heights by waves"). 8-bit pairs on stream,
 // either
 // - read through a gray conversion of 3-channel BGR (the kernel stores
-//   neither the gray image nor the first stencil's), on images of at least
-//   kFusedGraySobelPairMinPixels when the pair ends in a 3x3 Sobel (faster
-//   fused at 8 MP and more, even at 6 MP, slower below), else
-//   kFusedGrayPairMinPixels (faster at 16.8 MP, even at 8 and 12 MP)
-//   (apps/bench/README.md, "Gray pairs ending in a Sobel fuse from 7 MP"); or
+//   neither the gray image nor the first stencil's): faster fused at every
+//   size from 0.3 MP to 16.8 MP, by 18-46 %, once the kernel's edge warps
+//   stopped reading byte by byte (apps/bench/README.md, "Edge warps that
+//   copy"); or
 // - ending in a 3x3 Sobel: faster fused from 0.3 MP to 67 MP (but two
 //   cells within 2.2 % at 0.3 MP), 1 or 3 channels.
 // Other pairs (a blur or Gaussian after another) were as fast or slower
@@ -64,9 +63,7 @@ std::vector<ScheduleSpec> default_candidates(const NodeOp& op, const Border& bor
 // 2, 4 and 16 threads from 1 MP to 16.8 MP, about as often slower as faster
 // (apps/bench/README.md, "Chains on the CPU through line buffers").
 // --fuse-stencils fuses them there, saving the intermediate image's memory.
-inline constexpr std::uint64_t kFusedGraySobelPairMinPixels = 7'000'000;  // between 6 MP (even) and 8 MP (faster)
-inline constexpr std::uint64_t kFusedGrayPairMinPixels = 16'000'000;
-bool fuses_pair_by_default(const FilterRun& pair, const NodeFormat& format, std::uint64_t width, std::uint64_t height);
+bool fuses_pair_by_default(const FilterRun& pair, const NodeFormat& format);
 
 // Whether a colour node read only by a stencil fuses into it by default
 // (into the stencil alone or into a pair's kernel): on the GPU, yes; on the

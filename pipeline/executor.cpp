@@ -193,7 +193,7 @@ void GraphExecutor::Plan::fuse_stencil_pairs(const Graph& graph, const std::vect
         const FilterRun chained{*second, b2, schedule[id], colour, FusedStencil{*first, b1}};
         const NodeId source = colour && !fused_color[in] ? nodes[before].inputs[0] : reads[in][0];
         if (!backend.chain_fits(chained, depth, channels_of[source], channels_of[in])) continue;
-        if (!all && !fuses_pair_by_default(chained, NodeFormat{depth, channels_of[source], cuda}, width, height)) continue;
+        if (!all && !fuses_pair_by_default(chained, NodeFormat{depth, channels_of[source], cuda})) continue;
         if (colour && !fused_color[in]) {
             fused_into[before] = in;  // moved to this kernel below, with the first stencil's
             reads[in] = nodes[before].inputs;
