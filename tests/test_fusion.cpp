@@ -400,8 +400,9 @@ TEST(Fusion, PairsMeasuredFasterFuseByDefaultOnTheGpu) {
         EXPECT_EQ(cv::norm(a, first_output(plain, src), cv::NORM_INF), 0.0);
         EXPECT_EQ(cv::norm(a, first_output(cpu, src), cv::NORM_INF), 0.0);
     };
-    // An odd-sized photo-like image of that size.
-    fuses_and_matches("color:gray | gaussian:5 | sobel:mag", "reflect101", random_image(w + 1, h, 3, Depth::u8, 17));
+    // Odd-sized images, one of a photo's size.
+    fuses_and_matches("color:gray | gaussian:5 | sobel:mag", "reflect101", random_image(4001, 1750, 3, Depth::u8, 17));
+    fuses_and_matches("color:gray | blur:3 | gaussian:5", "replicate", random_image(203, 101, 3, Depth::u8, 18));
     // A Sobel pair on a small odd-sized image, 3 channels, constant border.
     fuses_and_matches("blur:5 | sobel:mag", "constant:40", random_image(333, 97, 3, Depth::u8, 19));
 }
