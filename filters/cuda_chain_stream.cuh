@@ -157,10 +157,16 @@ CBI_HOST_DEVICE constexpr std::uint32_t sobel3_mag_weight(bool across, int p, in
     return smooth ? (t == 1 ? 2u : 1u) : t == 0 ? ~0u : t == 1 ? 0u : 1u;
 }
 
+// The biases chain_taps gives those passes (col: ChainTaps::col_bias, else
+// row_bias): gx's column sums have no negative weights and its row sums
+// reach -4 * 255; gy's column sums reach -255 and its row sums none.
+CBI_HOST_DEVICE constexpr std::uint32_t sobel3_mag_bias(bool col, int p) { return col ? (p == 1 ? 255u : 0u) : (p == 0 ? 1020u : 0u); }
+
 // OpenCV's 5-tap Gaussian of default sigma, (1 4 6 4 1) / 16 on each axis,
 // as chain_taps gives it: weight t of either axis, and the shift that
 // rounds its sums (chain_finish_shift), for kernels that take them as
-// constants (multiplies by 1, 4 and 6 become adds and shifts).
+// constants (multiplies by 1, 4 and 6 become adds and shifts); its
+// weights are non-negative, so its biases are zero.
 CBI_HOST_DEVICE constexpr std::uint32_t binomial5_weight(int t) { return t == 0 || t == 4 ? 1u : t == 2 ? 6u : 4u; }
 inline constexpr int kBinomial5Shift = 8;
 
@@ -272,10 +278,11 @@ __device__ __forceinline__ void chain_pick(const std::uint32_t (&ring)[R][4], in
 
 // Row pass: each pass's row sums of the lane's 8 outputs (pair words) from
 // its column sums and its neighbours' (taps C samples apart), with weights
-// wx(p, t). Every lane of the warp must call it; lanes 0 and 31 get sums of
-// their own columns where a neighbour's belong, which no output reads.
-template <int K, int C, int P, class WX>
-__device__ __forceinline__ void chain_row_sums(const std::uint32_t (&col)[P][4], const ChainTaps<P, K>& taps, const WX& wx,
+// wx(p, t) and biases bias(p). Every lane of the warp must call it; lanes 0
+// and 31 get sums of their own columns where a neighbour's belong, which no
+// output reads.
+template <int K, int C, int P, class WX, class B>
+__device__ __forceinline__ void chain_row_sums(const std::uint32_t (&col)[P][4], const WX& wx, const B& bias,
                                                std::uint32_t (&out)[P][4]) {
     constexpr int h = K / 2, NW = (h * C + 1) / 2;  // words of each neighbour read
     static_assert(NW <= 4, "one neighbour lane on each side");
@@ -295,7 +302,7 @@ __device__ __forceinline__ void chain_row_sums(const std::uint32_t (&col)[P][4],
         };
 #pragma unroll
         for (int j = 0; j < 4; ++j) {
-            std::uint32_t s = taps.row_bias[p] * 0x00010001u;
+            std::uint32_t s = bias(p) * 0x00010001u;
 #pragma unroll
             for (int t = 0; t < K; ++t) s += wx(p, t) * pair_at(2 * j + (t - h) * C);
             out[p][j] = s;
@@ -341,9 +348,10 @@ __device__ __forceinline__ unsigned long long chain_finish(const Op& op, const s
 // The kernel. Pre: the first stencil (K1 = 5: smaller kernels take zero
 // taps at the ends); Op: the consumer, K2 x K2 with P2 passes; C:
 // intermediate channels; kGray: Pre's source converts 3-channel BGR to gray.
-// kSobel3: the consumer's weights are sobel3_mag_weight's (launch_chain_stream
-// checks), constants whose zero and unit weights cost no multiply; kBinomial5:
-// the first stencil's are binomial5_weight's.
+// kSobel3: the consumer's weights and biases are sobel3_mag_weight's and
+// sobel3_mag_bias's (with_chain_stream_kernel checks), constants whose zero
+// and unit weights cost no multiply and zero biases no add; kBinomial5: the
+// first stencil's are binomial5_weight's, its biases zero.
 // Registers limit the warps an SM holds: 72 a thread (28 warps) was faster
 // than 80 (24 warps) and 64 (32 warps, spilling), and than both rings in
 // shared memory (up to 35 warps, loads where the moves were),
@@ -383,6 +391,10 @@ __global__ void __maxnreg__(kChainRegisters) chain_stream(const __grid_constant_
     const auto w1 = [&](bool across, int t) { return kBinomial5 ? binomial5_weight(t) : across ? taps1.x[0][t] : taps1.y[0][t]; };
     const int shift1 = kBinomial5 ? kBinomial5Shift : taps1.shift;
     const auto wx2 = [&](int p, int t) { return kSobel3 ? sobel3_mag_weight(true, p, t) : taps2.x[p][t]; };
+    // Constant biases where the weights are (zero ones cost no add).
+    const std::uint32_t col_bias1 = kBinomial5 ? 0u : taps1.col_bias[0], row_bias1 = kBinomial5 ? 0u : taps1.row_bias[0];
+    const auto col_bias2 = [&](int p) { return kSobel3 ? sobel3_mag_bias(true, p) : taps2.col_bias[p]; };
+    const auto row_bias2 = [&](int p) { return kSobel3 ? sobel3_mag_bias(false, p) : taps2.row_bias[p]; };
     const auto wy2 = [&](int p, int t) { return kSobel3 ? sobel3_mag_weight(false, p, t) : taps2.y[p][t]; };
     int(&fetch_offsets)[G] = ws.fetch_offsets[lane];
     // Lanes wholly outside the image copy their input samples (through the
@@ -476,7 +488,7 @@ __global__ void __maxnreg__(kChainRegisters) chain_stream(const __grid_constant_
                 col[i] = part[0][i] + w1(false, K1 - 1) * v[i];
 #pragma unroll
                 for (int j = 0; j + 2 < K1; ++j) part[j][i] = part[j + 1][i] + w1(false, K1 - 2 - j) * v[i];
-                part[K1 - 2][i] = taps1.col_bias[0] * 0x00010001u + w1(false, 0) * v[i];
+                part[K1 - 2][i] = col_bias1 * 0x00010001u + w1(false, 0) * v[i];
             }
         };
         // Input rows inside the image on whole-word lanes load a row ahead.
@@ -529,7 +541,7 @@ __global__ void __maxnreg__(kChainRegisters) chain_stream(const __grid_constant_
             if (edge_warp) copy_input(v);
             if (m < m_last && direct(m + 1 + h1)) load(m + 1 + h1, ahead);
             feed(v, col1[0]);
-            chain_row_sums<K1, C>(col1, taps1, [&](int, int t) { return w1(true, t); }, row1);
+            chain_row_sums<K1, C>(col1, [&](int, int t) { return w1(true, t); }, [&](int) { return row_bias1; }, row1);
 #pragma unroll
             for (int t = 0; t + 1 < R2; ++t)
 #pragma unroll
@@ -538,7 +550,9 @@ __global__ void __maxnreg__(kChainRegisters) chain_stream(const __grid_constant_
             if (shift1) {  // both lanes of a word rounded at once
                 const std::uint32_t half = (1u << (shift1 - 1)) * 0x00010001u;
 #pragma unroll
-                for (int i = 0; i < 4; ++i) mid[i] = ((row1[0][i] + half) >> shift1) & 0x00ff00ffu;
+                for (int i = 0; i < 4; ++i)
+                    if constexpr (kBinomial5) mid[i] = __byte_perm(row1[0][i] + half, 0, 0x4341);  // a shift by 8: bytes 1 and 3
+                    else mid[i] = ((row1[0][i] + half) >> shift1) & 0x00ff00ffu;
             } else {
                 to_pairs(chain_finish(pre, row1, taps1), mid);
             }
@@ -558,7 +572,7 @@ __global__ void __maxnreg__(kChainRegisters) chain_stream(const __grid_constant_
 #pragma unroll
                 for (int p = 0; p < P2; ++p)
 #pragma unroll
-                    for (int i = 0; i < 4; ++i) col2[p][i] = taps2.col_bias[p] * 0x00010001u;
+                    for (int i = 0; i < 4; ++i) col2[p][i] = col_bias2(p) * 0x00010001u;
                 if (y - h2 >= 0 && y + h2 == m) {  // rows y - h2 .. m: the ring
 #pragma unroll
                     for (int t = 0; t < K2; ++t)
@@ -580,7 +594,7 @@ __global__ void __maxnreg__(kChainRegisters) chain_stream(const __grid_constant_
                             for (int i = 0; i < 4; ++i) col2[p][i] += wy2(p, t) * (mm < 0 ? c2[i] : v[i]);
                     }
                 }
-                chain_row_sums<K2, C>(col2, taps2, wx2, row2);
+                chain_row_sums<K2, C>(col2, wx2, row_bias2, row2);
                 if (outputs) {
                     const unsigned long long out = chain_finish(op, row2, taps2);
                     std::uint8_t* const dst = op.dst.template row<std::uint8_t>(y) + b;
@@ -633,9 +647,10 @@ bool chain_taps_are(const ChainTaps<P, K>& t, const WX& wx, const WY& wy) {
 
 // Calls f(kernel, taps1, taps2, C, chunk) with the pair's kernel and both
 // stencils' ChainTaps: its consumer's size, intermediate channels C, passes
-// and weights (kSobel3 where the consumer's weights are sobel3_mag_weight's;
-// kBinomial5 where, before such a Sobel, the first stencil's are
-// binomial5_weight's, rounded by kBinomial5Shift).
+// and weights (kSobel3 where the consumer's weights and biases are
+// sobel3_mag_weight's and sobel3_mag_bias's; kBinomial5 where, before such
+// a Sobel, the first stencil's are binomial5_weight's, its biases zero,
+// rounded by kBinomial5Shift).
 template <class Pre, class Op, class F>
 void with_chain_stream_kernel(const Pre& pre, const Op& op, F&& f) {
     constexpr bool gray = !std::remove_cvref_t<decltype(pre.src)>::kStored;
@@ -649,10 +664,18 @@ void with_chain_stream_kernel(const Pre& pre, const Op& op, F&& f) {
         if constexpr (K2 == 3 && P2 == 2 && kGradientFinish<Op>) {
             const auto across = [](int p, int t) { return sobel3_mag_weight(true, p, t); };
             const auto down = [](int p, int t) { return sobel3_mag_weight(false, p, t); };
-            if (chain_taps_are(*taps2, across, down)) {
+            const auto biases = [](const auto& t, const auto& col, const auto& row) {
+                for (int p = 0; p < static_cast<int>(std::size(t.col_bias)); ++p)
+                    if (t.col_bias[p] != col(p) || t.row_bias[p] != row(p)) return false;
+                return true;
+            };
+            const auto sobel_col = [](int p) { return sobel3_mag_bias(true, p); };
+            const auto sobel_row = [](int p) { return sobel3_mag_bias(false, p); };
+            if (chain_taps_are(*taps2, across, down) && biases(*taps2, sobel_col, sobel_row)) {
                 const auto binomial = [](int, int t) { return binomial5_weight(t); };
+                const auto zero = [](int) { return 0u; };
                 if constexpr (kGaussian8<Pre>)
-                    if (taps1->shift == kBinomial5Shift && chain_taps_are(*taps1, binomial, binomial))
+                    if (taps1->shift == kBinomial5Shift && chain_taps_are(*taps1, binomial, binomial) && biases(*taps1, zero, zero))
                         return run(chain_stream<Pre, Op, K2, C, P2, gray, true, true>);
                 return run(chain_stream<Pre, Op, K2, C, P2, gray, true, false>);
             }
