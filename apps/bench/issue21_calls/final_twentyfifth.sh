@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Twenty-fifth session, call 4 (on an H100): the last commit's code (the
+# Twenty-fifth session, calls 4 and 6 (on an H100): the last commit's code (the
 # full bundle): every GPU suite (the *Cli* tests left out, as bundle/run.sh
 # does: they run the build tree's cbi-filter), the fusion sanitizers, the
 # issue's pipelines with their floors, a user's run.
