@@ -930,8 +930,8 @@ int main(int argc, char** argv) {
                  "run every node on its own, its output stored (no colour node or stencil fused into the stencil that reads it)");
     app.add_flag("--fuse-stencils", o.fuse_stencils,
                  "fuse every stencil pair a kernel takes, and on the CPU colour nodes too (through line buffers; by default "
-                 "only what was measured faster fused: on the GPU 8-bit pairs on stream that end in a 3x3 Sobel or read a "
-                 "gray conversion of a 3-channel image; on the CPU nothing)")
+                 "only what was measured faster fused: on the GPU 8-bit pairs on stream that end in a 3x3 Sobel, read a "
+                 "gray conversion of a 3-channel image, or are a Gaussian before a Gaussian or a Sobel; on the CPU nothing)")
         ->excludes("--no-fuse");
     app.add_flag("--print-pipeline", o.print_pipeline,
                  "print the resolved graph (nodes, schedules, borders, buffer reuse for IN's size) and exit");

@@ -190,7 +190,9 @@ bool fuses_pair_by_default(const FilterRun& pair, const NodeFormat& format) {
     if (format.depth != Depth::u8 || pair.schedule.family != ScheduleFamily::stream) return false;
     if (pair.fused_color) return format.channels == 3;
     const auto* sobel = std::get_if<SobelFilter>(&pair.filter);
-    return sobel && sobel->ksize == 3;
+    if (sobel && sobel->ksize == 3) return true;
+    return std::holds_alternative<GaussianFilter>(pair.fused_stencil->filter) &&
+           (sobel || std::holds_alternative<GaussianFilter>(pair.filter));
 }
 
 }  // namespace cbi

@@ -52,12 +52,16 @@ std::vector<ScheduleSpec> default_candidates(const NodeOp& op, const Border& bor
 // - read through a gray conversion of 3-channel BGR (the kernel stores
 //   neither the gray image nor the first stencil's): faster fused at every
 //   size from 0.3 MP to 16.8 MP, by 18-46 %, once the kernel's edge warps
-//   stopped reading byte by byte (apps/bench/README.md, "Edge warps that
-//   copy"); or
+//   stopped reading byte by byte
+//   (apps/bench/README.md, "Edge warps that copy"); or
 // - ending in a 3x3 Sobel: faster fused from 0.3 MP to 67 MP (but two
-//   cells within 2.2 % at 0.3 MP), 1 or 3 channels.
-// Other pairs (a blur or Gaussian after another) were as fast or slower
-// fused in 19 of 20 cells from 0.3 MP to 67 MP (the other: 1.4 % faster).
+//   cells within 2.2 % at 0.3 MP), 1 or 3 channels; or
+// - a Gaussian, then a Gaussian or a Sobel: faster fused in each of 30
+//   cells from 0.3 MP to 67 MP, 1 and 3 channels, by 2.5-24 %
+//   (apps/bench/README.md, "Edge warps that copy").
+// A blur before a blur or Gaussian stays two kernels: slower fused on large
+// images (up to 24 % at 67 MP), where the unfused blur's running sums are
+// cheap.
 // On the CPU (format.cuda false) no pair fuses by default: the
 // line-buffer walk (cpu_chain.hpp) took 0.87-1.19x the two nodes' time on
 // 2, 4 and 16 threads from 1 MP to 16.8 MP, about as often slower as faster

@@ -119,8 +119,9 @@ TEST(Routing, CpuNodesRunTheKernelTheirScheduleNames) {
 }
 
 // Stencil pairs fuse by default only where the line-buffer kernel was
-// measured faster: 8-bit, on stream, and either a gray conversion of BGR
-// before the pair or a 3x3 Sobel at the end, at any size.
+// measured faster: 8-bit, on stream, and a gray conversion of BGR before
+// the pair, a 3x3 Sobel at the end, or a Gaussian before a Gaussian or a
+// Sobel, at any size.
 TEST(DefaultPairs, OnlyPairsMeasuredFasterFuseByDefault) {
     const auto pair = [](const char* first, const char* second, const char* schedule, bool gray) {
         FilterRun run{parse_filter(second), Border{}, parse_schedule(schedule)};
@@ -142,11 +143,15 @@ TEST(DefaultPairs, OnlyPairsMeasuredFasterFuseByDefault) {
     EXPECT_TRUE(fuses_pair_by_default(sobel, {Depth::u8, 1, true}));
     EXPECT_TRUE(fuses_pair_by_default(pair("blur:3", "sobel:x", "stream:256x16", false), {Depth::u8, 1, true}));
     EXPECT_FALSE(fuses_pair_by_default(sobel, {Depth::u16, 1, true}));
-    EXPECT_FALSE(fuses_pair_by_default(pair("gaussian:5", "sobel:mag:5", "stream:256x16", false), {Depth::u8, 1, true}));
+    // A Gaussian, then a Gaussian or a Sobel of any size.
+    EXPECT_TRUE(fuses_pair_by_default(pair("gaussian:5", "sobel:mag:5", "stream:256x16", false), {Depth::u8, 1, true}));
+    EXPECT_TRUE(fuses_pair_by_default(pair("gaussian:3", "gaussian:3", "stream:256x16", false), {Depth::u8, 3, true}));
     EXPECT_FALSE(fuses_pair_by_default(pair("gaussian:5", "sobel:mag", "sep:64x32", false), {Depth::u8, 1, true}));
-    // Other pairs without a gray conversion: as fast or slower fused.
-    EXPECT_FALSE(fuses_pair_by_default(pair("gaussian:5", "gaussian:5", "stream:256x16", false), {Depth::u8, 1, true}));
+    EXPECT_TRUE(fuses_pair_by_default(pair("gaussian:5", "gaussian:5", "stream:256x16", false), {Depth::u8, 1, true}));
+    // A blur before a blur or Gaussian: slower fused on large images.
     EXPECT_FALSE(fuses_pair_by_default(pair("blur:3", "gaussian:5", "stream:256x16", false), {Depth::u8, 1, true}));
+    EXPECT_FALSE(fuses_pair_by_default(pair("blur:3", "blur:5", "stream:256x16", false), {Depth::u8, 3, true}));
+    EXPECT_FALSE(fuses_pair_by_default(pair("gaussian:5", "blur:3", "stream:256x16", false), {Depth::u8, 3, true}));  // not measured
     FilterRun single = gray;
     single.fused_stencil.reset();  // a colour node fused into one stencil: not a pair
     EXPECT_FALSE(fuses_pair_by_default(single, {Depth::u8, 3, true}));

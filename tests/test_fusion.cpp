@@ -356,7 +356,7 @@ TEST(Fusion, StreamPairsOutsideTheLineBufferKernelRunUnfusedOnTheGpu) {
               std::string::npos);  // gray of BGRA
     EXPECT_EQ(describe("color:gray | blur:5@stream:64x8 | gaussian:3@stream:64x8", Depth::u8, 1).find("stencil fused"),
               std::string::npos);  // gray of gray
-    // Not asked for (a pair without a gray conversion or a 3x3 Sobel), or --no-fuse: every node its own kernel.
+    // Not asked for (a blur before a Gaussian), or --no-fuse: every node its own kernel.
     GraphExecutor smoothing(parse_pipeline("blur:3 | gaussian:5", DefaultSchedule{}), options(true, true));
     smoothing.plan(64, 48, 3, Depth::u8);
     EXPECT_EQ(smoothing.describe().find("fused"), std::string::npos) << smoothing.describe();
@@ -367,9 +367,9 @@ TEST(Fusion, StreamPairsOutsideTheLineBufferKernelRunUnfusedOnTheGpu) {
 
 // By default (no --fuse-stencils) a stencil pair fuses where the line-buffer
 // kernel was measured faster (fuses_pair_by_default): 8-bit pairs on stream
-// with a gray conversion of BGR before them, or
-// with a 3x3 Sobel at the end. Such images run here, against the unfused
-// graph and the CPU.
+// with a gray conversion of BGR before them, with a 3x3 Sobel at the end,
+// or a Gaussian before a Gaussian or a Sobel. Such images run here, against
+// the unfused graph and the CPU.
 TEST(Fusion, PairsMeasuredFasterFuseByDefaultOnTheGpu) {
     std::string why;
     if (!has_gpu(why)) GTEST_SKIP() << "no CUDA device: " << why;
@@ -383,9 +383,10 @@ TEST(Fusion, PairsMeasuredFasterFuseByDefaultOnTheGpu) {
     EXPECT_TRUE(fused("color:gray | blur:3 | gaussian:5", 640, 480, 3));
     EXPECT_TRUE(fused("gaussian:5 | sobel:mag", 6000, 4000, 3));  // a 3x3 Sobel: any size
     EXPECT_TRUE(fused("blur:3 | sobel:x", 640, 480, 1));
-    EXPECT_FALSE(fused("blur:3 | gaussian:5", 6000, 4000, 1));  // no gray conversion, no Sobel: not in the rule
+    EXPECT_FALSE(fused("blur:3 | gaussian:5", 6000, 4000, 1));  // a blur first, no gray conversion, no 3x3 Sobel
     EXPECT_FALSE(fused("blur:3 | gaussian:5", 640, 480, 1));
-    EXPECT_FALSE(fused("gaussian:5 | sobel:mag:5", 6000, 4000, 1));
+    EXPECT_TRUE(fused("gaussian:5 | sobel:mag:5", 6000, 4000, 1));  // a Gaussian first, then a Gaussian or a Sobel
+    EXPECT_TRUE(fused("gaussian:3 | gaussian:3", 640, 480, 3));
     RunOptions none = options(true, true);
     none.stencil_pairs = RunOptions::StencilPairs::none;
     EXPECT_FALSE(fused("color:gray | gaussian:5 | sobel:mag", 6000, 4000, 3, none));
@@ -405,6 +406,7 @@ TEST(Fusion, PairsMeasuredFasterFuseByDefaultOnTheGpu) {
     fuses_and_matches("color:gray | blur:3 | gaussian:5", "replicate", random_image(203, 101, 3, Depth::u8, 18));
     // A Sobel pair on a small odd-sized image, 3 channels, constant border.
     fuses_and_matches("blur:5 | sobel:mag", "constant:40", random_image(333, 97, 3, Depth::u8, 19));
+    fuses_and_matches("gaussian:5 | gaussian:5", "reflect", random_image(517, 203, 1, Depth::u8, 20));
 }
 
 // A stencil, a fused pair or a fused blend on the default table's schedule
