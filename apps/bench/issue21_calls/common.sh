@@ -32,6 +32,17 @@ checks() {
   for t in "$@"; do grep -hE "Failure|FAILED|Expected|Which is" "/tmp/$t.log" | head -10; done
   sanitize "$filter"
 }
+# gpu_suites: every GPU suite of the bundle, test_tuning's and test_devices'
+# *Cli* tests left out as bundle/run.sh does (they run the build tree's
+# cbi-filter), then final_checks.
+gpu_suites() {
+  for t in test_tuning test_devices; do
+    "$u/bin/$t" --gtest_brief=1 --gtest_filter=-*Cli* > "/tmp/$t.log" 2>&1
+    echo "$t rc=$? $(grep -E '^\[  PASSED|^\[  FAILED' "/tmp/$t.log" | tr '\n' ' ')"
+  done
+  suites test_cuda_errors test_cuda_wait test_jpeg_gpu test_graph test_schedules
+  final_checks
+}
 # final_checks: the fusion suites and their sanitizers that the last calls of a session run.
 final_checks() {
   checks "Fusion.StencilPairsOnStream*:Fusion.StreamPairs*:Fusion.PairsMeasuredFaster*:Fusion.DefaultStreamSchedules*:Fusion.Blends*" \

@@ -25,18 +25,7 @@ for round in 1 2; do
   echo "sizes $round rc=$? ${SECONDS}s"
 done
 grep -hE "DIFFERS|error|FAIL" /tmp/s?.txt | head
-python3 - $d "${sizes[@]}" <<'PY'
-import csv, sys, collections
-o, sizes = sys.argv[1], sys.argv[2:]
-d = collections.defaultdict(list)
-for n in (1, 2):
-    for r in csv.DictReader(open(f"{o}/sizes{n}.csv")):
-        if r["suite"] == "pipeline": d[(r["workload"], r["width"] + "x" + r["height"], r["variant"])].append(float(r["median_ms"]))
-for w in sorted({k[0] for k in d}):
-    for s in sizes:
-        f, n, df = d[(w, s, "fused")], d[(w, s, "no-pairs")], d[(w, s, "default")]
-        print(f"{w[:36]:36s} {s:10s} fused {' '.join(f'{x:.4f}' for x in f)} | no-pairs {' '.join(f'{x:.4f}' for x in n)} | default {' '.join(f'{x:.4f}' for x in df)} | fused/no-pairs {sum(f)/sum(n):.3f}")
-PY
+python3 apps/bench/issue21_calls/fused_vs_unfused.py $d "${sizes[@]}"
 args=()
 for w in 128 256; do for h in 12 16 20 24; do
   args+=(--pipeline "color:gray | gaussian:5@stream:${w}x$h | sobel:mag@stream:${w}x$h")
@@ -44,16 +33,7 @@ done; done
 $u/bin/cbi-bench --suite filters --image 8u:3 --size 1920x1080 --size 4096x4096 --size 8192x8192 --filter sobel:mag --schedule stream:256x16 \
   --pipeline "color:gray | gaussian:5 | sobel:mag" "${args[@]}" --runs 20 --csv $d/shapes.csv > /tmp/shapes.txt 2>&1; echo "shapes rc=$? ${SECONDS}s"
 grep -hE "DIFFERS|error|FAIL" /tmp/shapes.txt | head
-python3 - $d <<'PY'
-import csv, sys, re, collections
-d = collections.defaultdict(dict)
-for r in csv.DictReader(open(f"{sys.argv[1]}/shapes.csv")):
-    if r["suite"] != "pipeline" or r["variant"] != "fused": continue
-    m = re.search(r"stream:(\d+)x(\d+)", r["workload"])
-    d[r["width"] + "x" + r["height"]][m.group(1) + "x" + m.group(2) if m else "default"] = (float(r["median_ms"]), float(r["x_floor"]))
-for size, v in d.items():
-    print(f"{size:>10s} " + "  ".join(f"{k} {m:.4f} ({x:.2f}x)" for k, (m, x) in sorted(v.items())))
-PY
+python3 apps/bench/issue21_calls/shapes_table.py $d/shapes.csv
 timeout 120 ncu --kernel-name-base mangled -k regex:BlendedStencils -c 1 --section SourceCounters --section WarpStateStats --section SpeedOfLight \
   --section Occupancy --section LaunchStats -f -o /tmp/r-blend $u/bin/cbi-bench --suite filters --image 8u:3 --size 4096x4096 \
   --filter gaussian:9 --schedule stream:256x16 --pipeline apps/bench/pipelines/unsharp.json --runs 20 > /tmp/ncu-blend.log 2>&1

@@ -24,16 +24,5 @@ for round in 1 2; do
   echo "sizes $round rc=$? ${SECONDS}s"
 done
 grep -hE "DIFFERS|error|FAIL" /tmp/s?.txt | head
-python3 - $d "${sizes[@]}" <<'PY'
-import csv, sys, collections
-o, sizes = sys.argv[1], sys.argv[2:]
-d = collections.defaultdict(list)
-for n in (1, 2):
-    for r in csv.DictReader(open(f"{o}/sizes{n}.csv")):
-        if r["suite"] == "pipeline": d[(r["workload"], r["width"] + "x" + r["height"], r["variant"])].append(float(r["median_ms"]))
-for w in sorted({k[0] for k in d}):
-    for s in sizes:
-        f, n = d[(w, s, "fused")], d[(w, s, "no-pairs")]
-        print(f"{w[:36]:36s} {s:10s} fused {' '.join(f'{x:.4f}' for x in f)} | no-pairs {' '.join(f'{x:.4f}' for x in n)} | ratio {sum(f)/sum(n):.3f}")
-PY
+python3 apps/bench/issue21_calls/fused_vs_unfused.py $d "${sizes[@]}"
 tar -C $d -cJf $OUT/$call.tar.xz .

@@ -21,16 +21,7 @@ done; done
 /tmp/cur/bin/cbi-bench --suite filters --image 8u:3 --size 4096x4096 --size 6000x4000 --size 8192x8192 \
   --filter sobel:mag --schedule stream:256x16 "${args[@]}" --runs 20 --csv $d/blocks.csv > /tmp/blocks.txt 2>&1; echo "blocks rc=$? ${SECONDS}s"
 grep -hE "DIFFERS|error|FAIL" /tmp/blocks.txt | head
-python3 - $d <<'PY'
-import csv, sys, re, collections
-d = collections.defaultdict(dict)
-for r in csv.DictReader(open(f"{sys.argv[1]}/blocks.csv")):
-    if r["suite"] != "pipeline" or r["variant"] != "fused": continue
-    m = re.search(r"stream:(\d+)x(\d+)", r["workload"])
-    d[r["width"] + "x" + r["height"]][m.group(1) + "x" + m.group(2)] = (float(r["median_ms"]), float(r["x_floor"]))
-for size, v in d.items():
-    print(f"{size:>10s} " + "  ".join(f"{k} {m:.4f} ({x:.2f}x)" for k, (m, x) in sorted(v.items())))
-PY
+python3 apps/bench/issue21_calls/shapes_table.py $d/blocks.csv
 for s in 4096x4096 8192x8192; do ncu_gray /tmp/cur/bin/cbi-bench $s $d/ncu-$s.txt WarpStateStats SourceCounters; done
 grep -E "Warp Cycles|stalled|spends" $d/ncu-*.txt | head -30
 for s in 4096x4096 8192x8192; do

@@ -20,16 +20,5 @@ for round in 1 2; do
   done
 done
 grep -hE "DIFFERS|error|FAIL" /tmp/s?.txt | head
-python3 - $d "${sizes[@]}" <<'PY'
-import csv, sys, glob, collections
-o, sizes = sys.argv[1], sys.argv[2:]
-d = collections.defaultdict(list)
-for f in sorted(glob.glob(f"{o}/sizes-*.csv")):
-    for r in csv.DictReader(open(f)):
-        if r["suite"] == "pipeline": d[(r["workload"], r["channels"], r["width"] + "x" + r["height"], r["variant"])].append(float(r["median_ms"]))
-for w, c in sorted({k[:2] for k in d}):
-    for s in sizes:
-        f, n = d[(w, c, s, "fused")], d[(w, c, s, "no-pairs")]
-        if f and n: print(f"{w[:28]:28s} c{c} {s:10s} fused {' '.join(f'{x:.4f}' for x in f)} | no-pairs {' '.join(f'{x:.4f}' for x in n)} | fused/no-pairs {sum(f)/sum(n):.3f}")
-PY
+python3 apps/bench/issue21_calls/fused_vs_unfused.py $d "${sizes[@]}"
 tar -C $d -cJf $OUT/c7.tar.xz .

@@ -7,12 +7,7 @@ set -uo pipefail
 cd "$(dirname "$0")/../../.."  # the repository root
 . apps/bench/issue21_calls/common.sh
 gpu_line
-for t in test_tuning test_devices; do
-  "$u/bin/$t" --gtest_brief=1 --gtest_filter=-*Cli* > "/tmp/$t.log" 2>&1
-  echo "$t rc=$? $(grep -E '^\[  PASSED|^\[  FAILED' "/tmp/$t.log" | tr '\n' ' ')"
-done
-suites test_cuda_errors test_cuda_wait test_jpeg_gpu test_graph test_schedules
-final_checks
+gpu_suites
 python3 -c "import cv2; cv2.imwrite('/tmp/hd.png', cv2.resize(cv2.imread('bundle/samples/butterfly.jpg'), (1920, 1080)))"
 $u/bin/cbi-filter /tmp/hd.png --pipeline "color:gray | gaussian:5 | sobel:mag" --device cuda --print-pipeline
 $u/bin/cbi-filter /tmp/hd.png --pipeline "gaussian:3 | gaussian:3" --device cuda --print-pipeline | tail -3
