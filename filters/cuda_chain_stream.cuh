@@ -397,13 +397,15 @@ __global__ void __maxnreg__(kChainRegisters) chain_stream(const __grid_constant_
     const auto row_bias2 = [&](int p) { return kSobel3 ? sobel3_mag_bias(false, p) : taps2.row_bias[p]; };
     const auto wy2 = [&](int p, int t) { return kSobel3 ? sobel3_mag_weight(false, p, t) : taps2.y[p][t]; };
     int(&fetch_offsets)[G] = ws.fetch_offsets[lane];
-    // Lanes wholly outside the image copy their input samples (through the
-    // first stencil's border rule) from the lanes of the warp that load
-    // them: as many instructions as a lane's own loads, where reading them
-    // byte by byte made the edge warps twice as slow as the others. Other
-    // lanes without 8-byte loads (a row's last bytes, unaligned rows) read
+    // Lanes of edge warps wholly outside the image copy their input samples
+    // (through the first stencil's border rule) from the lanes of the warp
+    // that load them: some 40 instructions a row, where reading them byte
+    // by byte took 257 and made the edge warps twice as slow as the others
+    // (apps/bench/README.md, "Edge warps that copy"). Other lanes without
+    // 8-byte loads (a row's last bytes, unaligned rows, and a halo lane past
+    // the row's end in a warp whose outputs end 8 bytes before it) read
     // byte by byte.
-    bool copies = !fast_load && (b >= row_bytes || b + G <= 0);
+    bool copies = edge_warp && !fast_load && (b >= row_bytes || b + G <= 0);
     if (!fast_load)
 #pragma unroll 1
         for (int i = 0; i < G; ++i) {  // through the first stencil's border rule
@@ -518,9 +520,10 @@ __global__ void __maxnreg__(kChainRegisters) chain_stream(const __grid_constant_
                 feed(v, unused);
             }
         } else {
-            // A row at a time, each loaded while the one before is fed (the
-            // whole warp here in edge warps, whose lanes copy in step; the
-            // same registers held them at once spilled).
+            // A row at a time, each loaded while the one before is fed. Edge
+            // warps take this path with all their lanes, so that the lanes
+            // that copy do it in step with the others (loading every row at
+            // once here spilled registers).
             if (m_first - h1 >= 0 && direct(m_first - h1)) load(m_first - h1, ahead);
 #pragma unroll 1
             for (int r = m_first - h1; r < m_first + h1; ++r) {
