@@ -639,12 +639,16 @@ bool chain_stream_takes(const Pre& pre, const Op& op) {
     }
 }
 
-// Whether t's weights are wx(p, i) across and wy(p, i) down, every pass and tap.
-template <int P, int K, class WX, class WY>
-bool chain_taps_are(const ChainTaps<P, K>& t, const WX& wx, const WY& wy) {
-    for (int p = 0; p < P; ++p)
+// Whether t's weights are wx(p, i) across and wy(p, i) down, and its
+// biases bias(true, p) (column sums) and bias(false, p) (row sums), every
+// pass and tap.
+template <int P, int K, class WX, class WY, class B>
+bool chain_taps_are(const ChainTaps<P, K>& t, const WX& wx, const WY& wy, const B& bias) {
+    for (int p = 0; p < P; ++p) {
+        if (t.col_bias[p] != bias(true, p) || t.row_bias[p] != bias(false, p)) return false;
         for (int i = 0; i < K; ++i)
             if (t.x[p][i] != wx(p, i) || t.y[p][i] != wy(p, i)) return false;
+    }
     return true;
 }
 
@@ -667,18 +671,11 @@ void with_chain_stream_kernel(const Pre& pre, const Op& op, F&& f) {
         if constexpr (K2 == 3 && P2 == 2 && kGradientFinish<Op>) {
             const auto across = [](int p, int t) { return sobel3_mag_weight(true, p, t); };
             const auto down = [](int p, int t) { return sobel3_mag_weight(false, p, t); };
-            const auto biases = [](const auto& t, const auto& col, const auto& row) {
-                for (int p = 0; p < static_cast<int>(std::size(t.col_bias)); ++p)
-                    if (t.col_bias[p] != col(p) || t.row_bias[p] != row(p)) return false;
-                return true;
-            };
-            const auto sobel_col = [](int p) { return sobel3_mag_bias(true, p); };
-            const auto sobel_row = [](int p) { return sobel3_mag_bias(false, p); };
-            if (chain_taps_are(*taps2, across, down) && biases(*taps2, sobel_col, sobel_row)) {
+            if (chain_taps_are(*taps2, across, down, sobel3_mag_bias)) {
                 const auto binomial = [](int, int t) { return binomial5_weight(t); };
-                const auto zero = [](int) { return 0u; };
+                const auto zero = [](bool, int) { return 0u; };
                 if constexpr (kGaussian8<Pre>)
-                    if (taps1->shift == kBinomial5Shift && chain_taps_are(*taps1, binomial, binomial) && biases(*taps1, zero, zero))
+                    if (taps1->shift == kBinomial5Shift && chain_taps_are(*taps1, binomial, binomial, zero))
                         return run(chain_stream<Pre, Op, K2, C, P2, gray, true, true>);
                 return run(chain_stream<Pre, Op, K2, C, P2, gray, true, false>);
             }
