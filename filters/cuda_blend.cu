@@ -55,12 +55,14 @@ void with_blended_op(const BlendRun& node, const ImageView& src, const ImageView
 }
 
 // Whether the kernel takes op: each side one pass, K of 3 to 9, column sums
-// within 16-bit lanes, 1 or 3 channels.
+// within 16-bit lanes, 1 or 3 channels; Gaussians' x weights of one byte
+// (pair rows).
 template <class Op>
 bool blend_kernel_takes(const Op& op) {
     const int k = cuda::stream8_kernel_size(op);
     const int c = op.src.view.channels;
-    return op.a.passes() == 1 && op.b.passes() <= 1 && k >= 3 && k <= 9 && cuda::stream8_lanes_fit(op) && (c == 1 || c == 3);
+    return op.a.passes() == 1 && op.b.passes() <= 1 && k >= 3 && k <= 9 && cuda::stream8_lanes_fit(op) && (c == 1 || c == 3) &&
+           (!cuda::kStream8PairRows<Op> || cuda::stream8_pair_weights_fit(op));
 }
 
 }  // namespace

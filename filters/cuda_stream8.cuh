@@ -24,12 +24,19 @@
 // The kernel's steps per batch of K rows: stream8_fetch (stage a row),
 // stream8_column_sums and stream8_store_columns (column pass), then per row
 // stream8_row_sums (row pass) and stream8_finish.
+// Blends of 8-bit Gaussians (kStream8PairRows: unsharp masks, differences of
+// Gaussians) sum rows two taps an instruction: their column sums are stored
+// as words (col[q], col[q + C]) and dp2a weighs both halves (byte weights,
+// checked on launch); and a blend with binary-fraction weights finishes two
+// samples a register in integers (Stream8IntBlend).
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdlib>
 #include <cstdint>
 #include <span>
+#include <stdexcept>
 #include <type_traits>
 #include <utility>
 
@@ -72,11 +79,50 @@ CBI_HOST_DEVICE constexpr int stream8_strips_x(int row_bytes, int chunk, int war
     return ((row_bytes + chunk - 1) / chunk + warps - 1) / warps;
 }
 
+template <class Op>
+inline constexpr bool kGaussian8 = false;
+template <BorderMode B, class Src>
+inline constexpr bool kGaussian8<GaussianOp<std::uint8_t, B, Src>> = true;
+// Ops whose rows are summed over pairs of column sums (see above).
+template <class Op>
+inline constexpr bool kStream8PairRows = false;
+template <class A, class B>
+inline constexpr bool kStream8PairRows<BlendedStencils<A, B>> = kGaussian8<A>;
+
 // The shared memory of one warp; a block's warps take consecutive ones.
-template <int K, int P>
+// A row of column sums per lane: samples 0..7, two per word (at [lane]);
+// pair rows: samples q = 0..7 as (col[q], col[q + C]), 0..3 at [lane] and
+// 4..7 at [32 + lane] (stream8_store_pairs). Row slot j of a batch is
+// stored in row j % kRows.
+template <int K, int P, bool kPairs>
 struct Stream8WarpStorage {
-    uint4 sums[P][K][32];                 // each pass's column sums of K rows per lane: samples 0..7, two per word
+    static constexpr int kRowWords = kPairs ? 64 : 32;  // uint4 words of a row
+    // Rows a turn of the walk stores: pair rows of two passes, twice the
+    // words each, take a batch of K rows in turns of 3, so that shared
+    // memory holds as many warps as registers do.
+    static constexpr int kRows = kPairs && P == 2 ? std::min(K, 3) : K;
+    uint4 sums[P][kRows][kRowWords];      // each pass's rows
     int edge_offsets[32][kStream8Bytes];  // per lane: each byte's offset in its row (-1: the constant), see stream8_fetch
+};
+template <class Op, int K, int P>
+using Stream8Storage = Stream8WarpStorage<K, P, kStream8PairRows<Op>>;
+
+// A blend whose weights are binary fractions, alpha = p / 2^s, beta = q / 2^s,
+// gamma = r / 2^s, small enough that BlendOp::sample's float arithmetic is
+// exact: its result is then (p a + q b + r) / 2^s rounded half to even and
+// clamped, which this computes two samples a register as 16-bit lanes,
+// biased by B 2^s so that every lane lies in 0 .. 2^16 (B even: the parity
+// that rounding half to even reads is kept). Set by stream8_int_blend.
+struct Stream8IntBlend {
+    std::uint32_t on;            // 0: the op's own (float) finish
+    std::uint32_t row_init;      // row sums start here: 2^15 (the Gaussians' rounding) when on
+    std::uint32_t a_mul, b_mul;  // p and q (modulo 2^32)
+    std::uint32_t add;           // r + B 2^s, in both lanes
+    std::uint32_t shift;         // s
+    std::uint32_t round_add;     // 2^(s - 1) - 1, in both lanes (s = 0: 0)
+    std::uint32_t odd;           // bit 0 of both lanes (s = 0: 0)
+    std::uint32_t mask;          // 0xffff >> s, in both lanes (s = 0: all bits)
+    std::uint32_t neg_bias;      // -B as signed 16-bit lanes
 };
 
 // Each pass's weights (unused by box), as kernel parameters: constant
@@ -86,6 +132,8 @@ struct Stream8Taps {
     std::uint32_t x[P][K], y[P][K];
     std::uint32_t bias[P];        // added to each column sum: 255 * the magnitude of y's negative weights
     std::uint32_t bias_out[P];    // what the bias adds to a row sum of column sums: bias * sum of x
+    std::uint32_t x_pairs[P][(K + 1) / 2];  // pair rows: x weights 2m and 2m + 1 as bytes 0 and 1 (dp2a)
+    Stream8IntBlend blend;                  // pair rows: the integer finish
 };
 
 // Bytes 0 and 2 of w as 16-bit lanes, and bytes 1 and 3.
@@ -185,7 +233,9 @@ struct Stream8Ring {
 
 // Column pass: row `bytes` into slot J, and each pass's column sums of the
 // K-row window ending at it as 16-bit lanes.
-template <int J, bool kBiased, int K, int P, bool kBox>
+// kSymmetric: every pass's y weights are symmetric (y[h - k] = y[h + k]),
+// and none is biased.
+template <int J, bool kBiased, bool kSymmetric, int K, int P, bool kBox>
 __device__ __forceinline__ void stream8_column_sums(Stream8Ring<K, kBox>& ring, unsigned long long bytes, const Stream8Taps<P, K>& taps,
                                                     std::uint32_t (&col)[P][4]) {
     std::uint32_t lanes[4];
@@ -198,6 +248,26 @@ __device__ __forceinline__ void stream8_column_sums(Stream8Ring<K, kBox>& ring, 
         for (int i = 0; i < 4; ++i) {
             ring.running[i] = ring.running[i] + lanes[i] - leaving[i];  // per lane non-negative: exact
             col[0][i] = ring.running[i];
+        }
+    } else if constexpr (kSymmetric) {
+#pragma unroll
+        for (int i = 0; i < 4; ++i) ring.lanes[J][i] = lanes[i];
+        // Rows h - k and h + k added first (each lane <= 2 * 255), then each
+        // pass weighs the h + 1 sums: two passes share the additions.
+        constexpr int h = K / 2;
+#pragma unroll
+        for (int i = 0; i < 4; ++i) {
+            std::uint32_t folded[h + 1];
+            folded[0] = ring.lanes[(J + 1 + h) % K][i];
+#pragma unroll
+            for (int k = 1; k <= h; ++k) folded[k] = ring.lanes[(J + 1 + h - k) % K][i] + ring.lanes[(J + 1 + h + k) % K][i];
+#pragma unroll
+            for (int p = 0; p < P; ++p) {
+                std::uint32_t s = 0;
+#pragma unroll
+                for (int k = 0; k <= h; ++k) s += taps.y[p][h + k] * folded[k];
+                col[p][i] = s;
+            }
         }
     } else {
 #pragma unroll
@@ -260,6 +330,107 @@ __device__ __forceinline__ void stream8_row_sums(const uint4* row, int pass_stri
     }
 }
 
+// Pair rows: the lane's column sums (as stream8_column_sums leaves them:
+// samples 0 and 2, 1 and 3, 4 and 6, 5 and 7 a word) as words
+// (col[q], col[q + C]) for its samples q = 0..7. The second halves of its
+// last C words are the next lane's first C samples: each lane writes them
+// into its left neighbour's words, 16 bits each, so every byte has one
+// writer and no lane waits for another (shuffles here made the compiler
+// keep a batch's column sums live, and spill). Lane 31's last C second
+// halves are left as they were: no output weighs them.
+template <int C, int P>
+__device__ __forceinline__ void stream8_store_pairs(uint4* row, int pass_stride, int lane, const std::uint32_t (&col)[P][4]) {
+    static_assert(C >= 1 && C <= 4, "a lane's last C words need the next lane's first C samples");
+    constexpr int kFull = 8 - C;  // words whose both halves are this lane's
+#pragma unroll
+    for (int p = 0; p < P; ++p) {
+        const auto word = [&](int i) { return col[p][(i / 4) * 2 + i % 2]; };  // sample i is half (i % 4) / 2 of it
+        const auto sample = [&](int i) { return static_cast<std::uint16_t>((i % 4) / 2 ? word(i) >> 16 : word(i)); };
+        std::uint32_t w[8];
+#pragma unroll
+        for (int q = 0; q < kFull; ++q)
+            w[q] = __byte_perm(word(q), word(q + C), ((q % 4) / 2 ? 0x32u : 0x10u) | (((q + C) % 4) / 2 ? 0x7600u : 0x5400u));
+        uint4* const first = row + p * pass_stride + lane;  // words 0..3
+        std::uint32_t* const second = reinterpret_cast<std::uint32_t*>(first + 32);  // words 4..7
+        *first = make_uint4(w[0], w[1], w[2], w[3]);
+#pragma unroll
+        for (int q = 4; q < 8; ++q) {
+            if (q < kFull) second[q - 4] = w[q];
+            else reinterpret_cast<std::uint16_t*>(second + q - 4)[0] = sample(q);
+        }
+        // The left neighbour's last C words' second halves: this lane's samples 0 .. C - 1.
+        if (lane > 0) {
+            std::uint16_t* const left = reinterpret_cast<std::uint16_t*>(second - 4);  // lane - 1's words 4..7
+#pragma unroll
+            for (int i = 0; i < C; ++i) left[2 * (kFull - 4 + i) + 1] = sample(i);
+        }
+    }
+}
+
+// Pair rows: each pass's row sums of the lane's 8 outputs (from
+// blend.row_init): output b + o weighs the pairs of samples
+// b + o + C (2m - h), m = 0 .. h (K odd: the last pair's second weight is
+// 0), one dp2a each. Each loaded word goes to the outputs that weigh it at
+// once (integer sums: the order does not matter), so few words are live.
+template <int K, int C, int P>
+__device__ __forceinline__ void stream8_pair_row_sums(const uint4* row, int pass_stride, int lane, const Stream8Taps<P, K>& taps,
+                                                      std::uint32_t (&acc)[P][kStream8Bytes]) {
+    constexpr int G = kStream8Bytes;
+    constexpr int h = K / 2;
+    constexpr int HL = stream8_halo_lanes(K, C);
+#pragma unroll
+    for (int p = 0; p < P; ++p) {
+#pragma unroll
+        for (int o = 0; o < G; ++o) acc[p][o] = taps.blend.row_init;
+        // The pairs of samples b + at, at = -HL * G .. (HL + 1) * G - 1: half k of lane lane - HL + n.
+#pragma unroll
+        for (int n = 0; n < 2 * HL + 1; ++n)
+#pragma unroll
+            for (int k = 0; k < 2; ++k) {
+                const int first = (n - HL) * G + 4 * k;  // `at` of the uint4's first word
+                bool used = false;
+#pragma unroll
+                for (int o = 0; o < G; ++o)
+#pragma unroll
+                    for (int m = 0; m <= h; ++m) used |= o + C * (2 * m - h) >= first && o + C * (2 * m - h) < first + 4;
+                if (!used) continue;
+                const uint4 v = row[p * pass_stride + 32 * k + lane - HL + n];
+                const std::uint32_t words[4] = {v.x, v.y, v.z, v.w};
+#pragma unroll
+                for (int o = 0; o < G; ++o)
+#pragma unroll
+                    for (int m = 0; m <= h; ++m) {
+                        const int at = o + C * (2 * m - h);
+                        if (at >= first && at < first + 4) acc[p][o] = __dp2a_lo(words[at - first], taps.x_pairs[p][m], acc[p][o]);
+                    }
+            }
+    }
+}
+
+// Pair rows with the integer finish (Stream8IntBlend): the 8 output bytes
+// from the row sums (each 2^15 above the sum, so byte 2 is the Gaussian's
+// rounded sample and byte 3 is 0) and, for a blend with the source, the
+// source's bytes. Samples pair as to_lanes pairs them.
+template <bool kReadsSource, int P>
+__device__ __forceinline__ unsigned long long stream8_int_blend_bytes(const Stream8IntBlend& f, const std::uint32_t (&acc)[P][kStream8Bytes],
+                                                                      unsigned long long source) {
+    std::uint32_t src[4] = {};
+    if constexpr (kReadsSource) to_lanes(source, src);
+    std::uint32_t y[4];
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+        const int o = (i / 2) * 4 + i % 2;  // samples o and o + 2
+        const std::uint32_t a = __byte_perm(acc[0][o], acc[0][o + 2], 0x7632);
+        const std::uint32_t b = kReadsSource ? src[i] : __byte_perm(acc[P - 1][o], acc[P - 1][o + 2], 0x7632);
+        std::uint32_t u = b * f.b_mul + (a * f.a_mul + f.add);  // each lane in 0 .. 2^16: exact
+        // Divided by 2^s, rounded half to even: 2^(s-1) - 1 added, and 1 more where bit s is set (s = 0: no change).
+        u = ((u + f.round_add + ((u >> f.shift) & f.odd)) >> f.shift) & f.mask;
+        y[i] = __viaddmin_s16x2_relu(u, f.neg_bias, 0x00ff00ffu);  // clamp(u - B, 0, 255) per lane
+    }
+    const std::uint32_t lo = __byte_perm(y[0], y[1], 0x6240), hi = __byte_perm(y[2], y[3], 0x6240);
+    return static_cast<unsigned long long>(hi) << 32 | lo;
+}
+
 // The lane's 8 bytes of source row y (inside the image) at the lane's
 // outputs: a row the warp read a few rows ago, so mostly from L1.
 template <class Op>
@@ -274,24 +445,30 @@ __device__ __forceinline__ unsigned long long stream8_source_bytes(const Op& op,
 }
 
 // Finish: the op's finish of the lane's 8 outputs of row y, stored (a blend
-// with the source: with the source's samples).
-template <class Op, int P>
-__device__ __forceinline__ void stream8_finish(const Op& op, const Stream8Lane& ln, const std::uint32_t (&acc)[P][kStream8Bytes], int y,
+// with the source: with `source`, the source's bytes at the outputs, which
+// the caller loads before the row pass so that its latency hides behind it).
+// Row sums start at blend.row_init (0 but for the integer finish, which
+// kInt picks: Stream8IntBlend).
+template <bool kInt, class Op, int P, int K>
+__device__ __forceinline__ void stream8_finish(const Op& op, const Stream8Taps<P, K>& taps, const Stream8Lane& ln,
+                                               const std::uint32_t (&acc)[P][kStream8Bytes], unsigned long long source, int y,
                                                int row_bytes) {
     constexpr int G = kStream8Bytes;
     constexpr bool reads_source = requires { requires Op::kReadsSource; };
-    unsigned long long source = 0;
-    if constexpr (reads_source) source = stream8_source_bytes(op, ln, y, row_bytes);
     unsigned long long out = 0;
+    if constexpr (kInt) {
+        out = stream8_int_blend_bytes<reads_source>(taps.blend, acc, source);
+    } else {
 #pragma unroll
-    for (int o = 0; o < G; ++o) {
-        typename Op::Acc a[Op::kMaxPasses] = {};
+        for (int o = 0; o < G; ++o) {
+            typename Op::Acc a[Op::kMaxPasses] = {};
 #pragma unroll
-        for (int p = 0; p < P; ++p) a[p] = static_cast<typename Op::Acc>(acc[p][o]);
-        std::uint8_t v;
-        if constexpr (reads_source) v = op.finish(a, static_cast<std::uint8_t>(source >> (8 * o)));
-        else v = op.finish(a);
-        out |= static_cast<unsigned long long>(v) << (8 * o);
+            for (int p = 0; p < P; ++p) a[p] = static_cast<typename Op::Acc>(acc[p][o] - (kStream8PairRows<Op> ? taps.blend.row_init : 0u));
+            std::uint8_t v;
+            if constexpr (reads_source) v = op.finish(a, static_cast<std::uint8_t>(source >> (8 * o)));
+            else v = op.finish(a);
+            out |= static_cast<unsigned long long>(v) << (8 * o);
+        }
     }
     std::uint8_t* const dst = op.dst.template row<std::uint8_t>(y) + ln.b;
     if (ln.fast_store) {
@@ -310,13 +487,16 @@ __device__ __forceinline__ void stream8_walk(const Op& op, const Stream8Taps<P, 
     constexpr int h = K / 2;
     constexpr bool box = UnitWeightOp<Op>;
     constexpr bool biased = kStream8Biased<Op>;
+    constexpr bool reads_source = requires { requires Op::kReadsSource; };
     extern __shared__ __align__(16) uint4 stream8_smem[];
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
     // The warp's storage; its offset and the sums' indices in int
     // arithmetic, as 64-bit subscripts cost the kernel registers.
-    constexpr int warp_words = sizeof(Stream8WarpStorage<K, P>) / sizeof(uint4);
-    Stream8WarpStorage<K, P>& ws = *reinterpret_cast<Stream8WarpStorage<K, P>*>(stream8_smem + warp * warp_words);
-    uint4* const sums = &ws.sums[0][0][0];  // [pass][K rows][lane], flat
+    using Storage = Stream8Storage<Op, K, P>;
+    constexpr int warp_words = sizeof(Storage) / sizeof(uint4);
+    constexpr int W = Storage::kRowWords, R = Storage::kRows;
+    Storage& ws = *reinterpret_cast<Storage*>(stream8_smem + warp * warp_words);
+    uint4* const sums = &ws.sums[0][0][0];  // [pass][K rows][W], flat
     int (&edge_offsets)[kStream8Bytes] = ws.edge_offsets[lane];
     const int height = op.dst.height;
     const int row_bytes = op.dst.width * C;
@@ -349,37 +529,68 @@ __device__ __forceinline__ void stream8_walk(const Op& op, const Stream8Taps<P, 
         // row's K-row window into the warp's shared-memory row j.
         const auto push = [&](auto slot, unsigned long long bytes, bool output) {
             std::uint32_t col[P][4];  // each pass's column sums as 16-bit lanes
-            stream8_column_sums<slot(), biased>(ring, bytes, taps, col);
-            if (output) stream8_store_columns(sums + slot() * 32, K * 32, lane, col);
+            stream8_column_sums<slot(), biased, kStream8PairRows<Op>>(ring, bytes, taps, col);
+            if constexpr (kStream8PairRows<Op>) {
+                if (output) stream8_store_pairs<C>(sums + (slot() % R) * W, R * W, lane, col);
+            } else {
+                if (output) stream8_store_columns(sums + (slot() % R) * W, R * W, lane, col);
+            }
         };
         // Warm-up: rows y0 - h .. y0 + h - 1 (all below r_end).
         with_slots<K>([&](auto slot) {
             if constexpr (slot() > 0) push(slot, stream8_fetch(op, ln, edge_offsets, const_bytes, y0 - h + slot() - 1), false);
         });
         for (int base = y0 + h; base < r_end; base += K) {
-            // Stage and column pass: rows base .. base + K - 1 into the warp's rows.
-            if (base + K <= r_end && rows_inside && ln.fast_load) {  // the common case: no checks, K loads in flight
-                unsigned long long rows[K];
+            // Rows base .. base + K - 1, in turns of R rows: stage and column
+            // pass into the warp's rows, then the row pass and finish of each.
+            const bool fast = base + K <= r_end && rows_inside && ln.fast_load;  // the common case: no checks, loads in flight
+            unsigned long long rows[K];
+            // Loads of slots [from, to): the first turn's, then each turn the
+            // next one's, in flight during this one (a batch's all at once
+            // held them live through the turns' row passes, and spilled).
+            const auto load = [&](int from, int to) {
                 with_slots<K>([&](auto slot) {
-                    rows[slot()] = __ldg(reinterpret_cast<const unsigned long long*>(direct + static_cast<std::size_t>(base + slot()) * op.src.view.stride));
+                    if (slot() >= from && slot() < to)
+                        rows[slot()] = __ldg(reinterpret_cast<const unsigned long long*>(direct + static_cast<std::size_t>(base + slot()) * op.src.view.stride));
                 });
-                with_slots<K>([&](auto slot) { push(slot, rows[slot()], true); });
-            } else {
-                with_slots<K>([&](auto slot) {
-                    if (base + slot() < r_end) push(slot, stream8_fetch(op, ln, edge_offsets, const_bytes, base + slot()), true);
-                });
-            }
-            __syncwarp();
-            // Row pass and finish: one output row per slot (a rolled loop: one copy of this code).
-            if (ln.outputs) {
-#pragma unroll 1
-                for (int j = 0; j < K && base + j < r_end; ++j) {
-                    std::uint32_t acc[P][kStream8Bytes];
-                    stream8_row_sums<box, biased, K, C>(sums + j * 32, K * 32, lane, taps, acc);
-                    stream8_finish(op, ln, acc, base + j - h, row_bytes);
+            };
+            if (fast) load(0, R == K ? K : R);
+            with_slots<(K + R - 1) / R>([&](auto turn) {
+                constexpr int first = turn() * R, end = std::min(K, first + R);
+                if (fast) {
+                    if constexpr (end < K) load(end, std::min(K, end + R));
+                    with_slots<K>([&](auto slot) {
+                        if constexpr (slot() >= first && slot() < end) push(slot, rows[slot()], true);
+                    });
+                } else {
+                    with_slots<K>([&](auto slot) {
+                        if constexpr (slot() >= first && slot() < end)
+                            if (base + slot() < r_end) push(slot, stream8_fetch(op, ln, edge_offsets, const_bytes, base + slot()), true);
+                    });
                 }
-            }
-            __syncwarp();  // the next rows reuse the warp's shared-memory rows
+                __syncwarp();
+                // One output row per slot (a rolled loop: one copy of this code
+                // a turn and finish).
+                const auto row_pass = [&](auto int_finish) {
+#pragma unroll 1
+                    for (int j = first; j < end && base + j < r_end; ++j) {
+                        unsigned long long source = 0;
+                        if constexpr (reads_source) source = stream8_source_bytes(op, ln, base + j - h, row_bytes);
+                        std::uint32_t acc[P][kStream8Bytes];
+                        if constexpr (kStream8PairRows<Op>) stream8_pair_row_sums<K, C>(sums + (j - first) * W, R * W, lane, taps, acc);
+                        else stream8_row_sums<box, biased, K, C>(sums + (j - first) * W, R * W, lane, taps, acc);
+                        stream8_finish<int_finish()>(op, taps, ln, acc, source, base + j - h, row_bytes);
+                    }
+                };
+                if (ln.outputs) {
+                    if (kStream8PairRows<Op> && taps.blend.on) {
+                        if constexpr (kStream8PairRows<Op>) row_pass(std::true_type{});
+                    } else {
+                        row_pass(std::false_type{});
+                    }
+                }
+                __syncwarp();  // the next rows reuse the warp's shared-memory rows
+            });
         }
     }
 }
@@ -402,10 +613,6 @@ __global__ void __maxnreg__(kStream8CappedRegisters) stream8_stencil_capped(cons
                                                                             int strip_h, int strips_y, const TileOrder order) {
     stream8_walk<Op, K, C, P>(op, taps, strip_h, strips_y, order);
 }
-template <class Op>
-inline constexpr bool kGaussian8 = false;
-template <BorderMode B, class Src>
-inline constexpr bool kGaussian8<GaussianOp<std::uint8_t, B, Src>> = true;
 template <class Op, int K, int C>
 inline constexpr bool kStream8Capped = false;
 template <class A, class B>
@@ -494,6 +701,38 @@ int stream8_kernel_size(const Op& op) {
     return k;
 }
 
+// The integer finish of a blend of weights alpha, beta, gamma where it is
+// exact (Stream8IntBlend); off otherwise.
+inline Stream8IntBlend stream8_int_blend(float alpha, float beta, float gamma) {
+    for (int s = 0; s <= 8; ++s) {
+        const double scale = std::ldexp(1.0, s);
+        const double p = alpha * scale, q = beta * scale, r = gamma * scale;  // exact: powers of two
+        if (p != std::nearbyint(p) || q != std::nearbyint(q) || r != std::nearbyint(r)) continue;
+        // |p a|, |q b| < 2^20 and |r| <= 2^16: every float step of BlendOp::sample is exact.
+        if (std::abs(p) > 4096 || std::abs(q) > 4096 || std::abs(r) > 65536) break;
+        const long long pi = std::llround(p), qi = std::llround(q), ri = std::llround(r);
+        const long long t_min = ri + 255 * (std::min(pi, 0LL) + std::min(qi, 0LL));
+        const long long t_max = ri + 255 * (std::max(pi, 0LL) + std::max(qi, 0LL));
+        long long b = t_min < 0 ? (-t_min + (1LL << s) - 1) >> s : 0;  // B: ceil(-t_min / 2^s), even
+        b += b & 1;
+        const long long u_max = t_max + (b << s);
+        // Lanes stay below 2^16 through the rounding, and signed 16-bit for the clamp.
+        if (s == 0 ? u_max >= (1LL << 15) : u_max + (1LL << (s - 1)) >= (1LL << 16)) break;
+        const auto lanes = [](long long v) { return (static_cast<std::uint32_t>(v) & 0xffffu) * 0x00010001u; };
+        return {1,
+                1u << 15,
+                static_cast<std::uint32_t>(pi),
+                static_cast<std::uint32_t>(qi),
+                static_cast<std::uint32_t>(ri + (b << s)) * 0x00010001u,
+                static_cast<std::uint32_t>(s),
+                s == 0 ? 0u : lanes((1LL << (s - 1)) - 1),
+                s == 0 ? 0u : 0x00010001u,
+                s == 0 ? ~0u : lanes(0xffff >> s),
+                lanes(-b)};
+    }
+    return {};
+}
+
 // Each pass's weights as Stream8Taps (1 for unit weights), centred in K
 // taps, and the bias that keeps a pass with negative vertical weights in
 // range.
@@ -515,15 +754,33 @@ Stream8Taps<P, K> stream8_taps(const Op& op) {
         }
         taps.bias[p] = 255 * negative;
         taps.bias_out[p] = taps.bias[p] * x_sum;
+        for (int m = 0; m < (K + 1) / 2; ++m)
+            taps.x_pairs[p][m] = (taps.x[p][2 * m] & 0xffu) | (2 * m + 1 < K ? (taps.x[p][2 * m + 1] & 0xffu) << 8 : 0u);
+    }
+    if constexpr (kStream8PairRows<Op>) {
+        static_assert(decltype(op.a)::kRoundingShift == 16, "the integer finish reads byte 2 of a Gaussian's rounded sum");
+        for (int p = 0; p < P; ++p)  // the column pass folds them (kSymmetric): Gaussians' are, by construction
+            for (int t = 0; t < K; ++t)
+                if (taps.y[p][t] != taps.y[p][K - 1 - t]) throw std::logic_error("stream8: a Gaussian's weights are not symmetric");
+        taps.blend = stream8_int_blend(op.blend.alpha, op.blend.beta, op.blend.gamma);
     }
     return taps;
+}
+
+// Whether pair rows take op's x weights: each one byte (dp2a).
+template <class Op>
+bool stream8_pair_weights_fit(const Op& op) {
+    for (int p = 0; p < op.passes(); ++p)
+        for (int i = 0; i < op.kw(p); ++i)
+            if (op.wx(p) && (static_cast<long>(op.wx(p)[i]) < 0 || static_cast<long>(op.wx(p)[i]) > 255)) return false;
+    return true;
 }
 
 // Launches stream8_kernel<Op, K, C, P>() for op over the strips of `strip`.
 template <int K, int C, int P, class Op>
 void launch_stream8_kernel(const StreamSchedule& strip, const Op& op, cudaStream_t stream, int block, const TileOrder& order) {
     const auto taps = stream8_taps<P, K>(op);
-    const auto s = Stream8Shape::of(strip, op.dst.width, op.dst.height, C, stream8_chunk_bytes(K, C), sizeof(Stream8WarpStorage<K, P>), 16,
+    const auto s = Stream8Shape::of(strip, op.dst.width, op.dst.height, C, stream8_chunk_bytes(K, C), sizeof(Stream8Storage<Op, K, P>), 16,
                                     block, order);
     const auto kernel = stream8_kernel<Op, K, C, P>();
     kernel<<<s.grid, s.threads(), s.shared_bytes(), stream>>>(op, taps, s.strip_h, s.strips_y, order);
@@ -544,7 +801,7 @@ int stream8_kernel_strip_height(std::span<const int> heights, int strip_w, const
                                 int device) {
     return strip_height_by_waves(heights, K - 1, stream8_kernel<Op, K, C, P>(), device, [&](int h) {
         return Stream8Shape::of(stream_schedule(strip_w, h), op.dst.width, op.dst.height, C, stream8_chunk_bytes(K, C),
-                                sizeof(Stream8WarpStorage<K, P>), 16, block, order);
+                                sizeof(Stream8Storage<Op, K, P>), 16, block, order);
     });
 }
 

@@ -523,8 +523,9 @@ TEST(Fusion, OnlyColourNodesReadOnceByATileStagingStencilAreFused) {
 // two stencils of one image in one kernel, bit-identical to the unfused
 // graph and to the CPU backend. Both orders of the sides, boxes and
 // Gaussians of 3x3 to 9x9, every border, strips narrower and shorter than
-// the halos, weights that saturate both ways, 1 and 3 channels, a stored
-// gray image as the source.
+// the halos, weights that saturate both ways, binary fractions (the
+// kernel's integer finish) and others (its float finish), 1 and 3
+// channels, a stored gray image as the source.
 struct BlendCase {
     const char* json;
     int input_channels;
@@ -550,6 +551,10 @@ constexpr BlendCase kBlends[] = {
                    {"name": "fine", "filter": "gaussian:5:1", "input": "gray"},
                    {"name": "coarse", "filter": "gaussian:9:2", "input": "gray"},
                    {"name": "out", "blend": "blend:4:-4:128", "inputs": ["fine", "coarse"]}], "outputs": ["out"]})", 3, 2},
+    {R"({"border": "reflect", "nodes": [{"name": "s", "filter": "gaussian:7", "input": "input"},
+                   {"name": "out", "blend": "blend:3:-2:-1.5", "inputs": ["input", "s"]}], "outputs": ["out"]})", 3, 1},
+    {R"({"border": "constant:200", "nodes": [{"name": "s", "filter": "gaussian:3", "input": "input"},
+                   {"name": "out", "blend": "blend:-1.5:2.5:0.25", "inputs": ["s", "input"]}], "outputs": ["out"]})", 3, 1},
 };
 
 TEST(Fusion, BlendsFuseWithTheirStencilsOnTheGpu) {
@@ -597,6 +602,8 @@ TEST(Fusion, BlendsOutsideTheKernelRunUnfusedOnTheGpu) {
     EXPECT_EQ(describe("gaussian:5", "blur:9", Depth::u8, 3).find("fused"), std::string::npos);       // a Gaussian and a box
     EXPECT_EQ(describe("sobel:x", "gaussian:3", Depth::u8, 1).find("fused"), std::string::npos);     // a derivative
     EXPECT_EQ(describe("gaussian:5", "gaussian:11", Depth::u8, 1).find("fused"), std::string::npos);  // 11x11: not on stream
+    // A Gaussian of sigma 0.1 weighs its centre 256: not one byte, as the kernel's row pass takes its weights.
+    EXPECT_EQ(describe("gaussian:3:0.1", "gaussian:9", Depth::u8, 1).find("fused"), std::string::npos);
     EXPECT_EQ(describe("gaussian:5", "gaussian:9", Depth::u8, 3, "reflect101", options(false, true)).find("fused"),
               std::string::npos);  // --no-fuse
     // A side that something else reads too, or that is an output, is stored: the blend reads it.
