@@ -595,32 +595,33 @@ __device__ __forceinline__ void stream8_walk(const Op& op, const Stream8Taps<P, 
     }
 }
 
-// The kernel, with the registers the compiler chooses; and capped at
-// kStream8CappedRegisters for blends of 8-bit Gaussians with K = 9 on 3
-// channels (kStream8Capped): unforced, they hold a block fewer an SM, and
-// capped they ran faster without spilling. The cap made the other kernels
-// it was tried on slower or spill, so they keep the compiler's choice
-// (apps/bench/README.md, "Fused blends at 80 registers").
+// The kernel, with the registers the compiler chooses; and capped
+// (kStream8RegisterCap) for blends of 8-bit Gaussians with K = 9 on 3
+// channels: at 88 registers a blend with the source (the unsharp mask), at
+// 80 a blend of two Gaussians. Unforced, they hold fewer warps an SM, and
+// capped they ran faster though they spill a few bytes (16 and 64); the
+// cap made the other kernels it was tried on slower or spill, so they keep
+// the compiler's choice (apps/bench/README.md, "Fused blends at 80
+// registers" and "Blends of Gaussians two taps an instruction").
 template <class Op, int K, int C, int P>
 __global__ void stream8_stencil(const __grid_constant__ Op op, const __grid_constant__ Stream8Taps<P, K> taps, int strip_h,
                                 int strips_y, const TileOrder order) {
     stream8_walk<Op, K, C, P>(op, taps, strip_h, strips_y, order);
 }
-inline constexpr int kStream8CappedRegisters = 80;
-template <class Op, int K, int C, int P>
-__global__ void __maxnreg__(kStream8CappedRegisters) stream8_stencil_capped(const __grid_constant__ Op op,
-                                                                            const __grid_constant__ Stream8Taps<P, K> taps,
-                                                                            int strip_h, int strips_y, const TileOrder order) {
+template <class Op, int K, int C, int P, int kRegisters>
+__global__ void __maxnreg__(kRegisters) stream8_stencil_capped(const __grid_constant__ Op op, const __grid_constant__ Stream8Taps<P, K> taps,
+                                                               int strip_h, int strips_y, const TileOrder order) {
     stream8_walk<Op, K, C, P>(op, taps, strip_h, strips_y, order);
 }
 template <class Op, int K, int C>
-inline constexpr bool kStream8Capped = false;
+inline constexpr int kStream8RegisterCap = 0;  // none
 template <class A, class B>
-inline constexpr bool kStream8Capped<BlendedStencils<A, B>, 9, 3> = kGaussian8<A>;
+inline constexpr int kStream8RegisterCap<BlendedStencils<A, B>, 9, 3> = !kGaussian8<A> ? 0 : std::is_same_v<B, SourceSample> ? 88 : 80;
 // The entry that runs op with K taps on C channels.
 template <class Op, int K, int C, int P>
 constexpr auto stream8_kernel() {
-    if constexpr (kStream8Capped<Op, K, C>) return stream8_stencil_capped<Op, K, C, P>;
+    constexpr int cap = kStream8RegisterCap<Op, K, C>;
+    if constexpr (cap > 0) return stream8_stencil_capped<Op, K, C, P, cap>;
     else return stream8_stencil<Op, K, C, P>;
 }
 

@@ -551,6 +551,8 @@ constexpr BlendCase kBlends[] = {
                    {"name": "fine", "filter": "gaussian:5:1", "input": "gray"},
                    {"name": "coarse", "filter": "gaussian:9:2", "input": "gray"},
                    {"name": "out", "blend": "blend:4:-4:128", "inputs": ["fine", "coarse"]}], "outputs": ["out"]})", 3, 2},
+    {R"({"nodes": [{"name": "s", "filter": "gaussian:9", "input": "input"},
+                   {"name": "out", "blend": "blend:1.5:-0.5", "inputs": ["input", "s"]}], "outputs": ["out"]})", 3, 1},
     {R"({"border": "reflect", "nodes": [{"name": "s", "filter": "gaussian:7", "input": "input"},
                    {"name": "out", "blend": "blend:3:-2:-1.5", "inputs": ["input", "s"]}], "outputs": ["out"]})", 3, 1},
     {R"({"border": "constant:200", "nodes": [{"name": "s", "filter": "gaussian:3", "input": "input"},
