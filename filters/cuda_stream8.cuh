@@ -370,8 +370,8 @@ __device__ __forceinline__ void stream8_store_pairs(uint4* row, int pass_stride,
 // Pair rows: each pass's row sums of the lane's 8 outputs (from
 // blend.row_init): output b + o weighs the pairs of samples
 // b + o + C (2m - h), m = 0 .. h (K odd: the last pair's second weight is
-// 0), one dp2a each. Each loaded word goes to the outputs that weigh it at
-// once (integer sums: the order does not matter), so few words are live.
+// 0), one dp2a each. Each loaded word goes at once to the outputs that
+// weigh it (integer sums: the order does not matter).
 template <int K, int C, int P>
 __device__ __forceinline__ void stream8_pair_row_sums(const uint4* row, int pass_stride, int lane, const Stream8Taps<P, K>& taps,
                                                       std::uint32_t (&acc)[P][kStream8Bytes]) {
