@@ -382,18 +382,13 @@ __device__ __forceinline__ void stream8_pair_row_sums(const uint4* row, int pass
     for (int p = 0; p < P; ++p) {
 #pragma unroll
         for (int o = 0; o < G; ++o) acc[p][o] = taps.blend.row_init;
-        // The pairs of samples b + at, at = -HL * G .. (HL + 1) * G - 1: half k of lane lane - HL + n.
+        // The pairs of samples b + at, at = -HL * G .. (HL + 1) * G - 1: half k of lane lane - HL + n
+        // (the compiler drops the loads of words no output weighs).
 #pragma unroll
         for (int n = 0; n < 2 * HL + 1; ++n)
 #pragma unroll
             for (int k = 0; k < 2; ++k) {
                 const int first = (n - HL) * G + 4 * k;  // `at` of the uint4's first word
-                bool used = false;
-#pragma unroll
-                for (int o = 0; o < G; ++o)
-#pragma unroll
-                    for (int m = 0; m <= h; ++m) used |= o + C * (2 * m - h) >= first && o + C * (2 * m - h) < first + 4;
-                if (!used) continue;
                 const uint4 v = row[p * pass_stride + 32 * k + lane - HL + n];
                 const std::uint32_t words[4] = {v.x, v.y, v.z, v.w};
 #pragma unroll
@@ -583,11 +578,8 @@ __device__ __forceinline__ void stream8_walk(const Op& op, const Stream8Taps<P, 
                     }
                 };
                 if (ln.outputs) {
-                    if (kStream8PairRows<Op> && taps.blend.on) {
-                        if constexpr (kStream8PairRows<Op>) row_pass(std::true_type{});
-                    } else {
-                        row_pass(std::false_type{});
-                    }
+                    if (kStream8PairRows<Op> && taps.blend.on) row_pass(std::true_type{});
+                    else row_pass(std::false_type{});
                 }
                 __syncwarp();  // the next rows reuse the warp's shared-memory rows
             });
