@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# Twenty-seventh session, call 4: call 3's shuffle copies were slower in
+# every cell, at 8192^2 too, where edge warps are 2 of 35: the row loop
+# lost its barriers, so the copies' shared-memory loads could be hoisted
+# out of it for every warp. edgesvol (bundle-extra/edgesvol.tar.xz) reads
+# them with a volatile load. The SASS of the gray pair kernel of both builds
+# (instruction, shuffle, local-memory counts), then new (the bundle) against
+# edgesvol as call 3 ran them, on the default border, in turn, twice.
+set -uo pipefail
+cd "$(dirname "$0")/../../.."  # the repository root
+. apps/bench/issue21_calls/common.sh
+gpu_line
+builds new edgesvol.tar.xz
+for b in new edgesvol; do
+  sass_gray /tmp/$b/bin/cbi-bench /tmp/$b.sass
+  echo "$b: SHFL $(grep -c SHFL /tmp/$b.sass) LDS $(grep -c 'LDS' /tmp/$b.sass) STL/LDL $(grep -cE 'STL|LDL' /tmp/$b.sass) WARPSYNC/BSSY $(grep -cE 'WARPSYNC|BSSY|NANOSLEEP' /tmp/$b.sass)"
+done
+cp /tmp/new.sass /tmp/edgesvol.sass $OUT/ 2>/dev/null; (cd $OUT && xz -9 *.sass)
+d=$OUT/vol; mkdir -p $d
+sizes=(--size 1920x1080 --size 4096x4096 --size 8192x8192)
+for round in 1 2; do
+  for b in new edgesvol; do
+    /tmp/$b/bin/cbi-bench --suite filters --image 8u:3 "${sizes[@]}" --filter sobel:mag --schedule stream:256x16 \
+      --pipeline "color:gray | gaussian:5 | sobel:mag" --pipeline "gaussian:5 | sobel:mag" --runs 20 --csv $d/$b-$round-3.csv > /tmp/$b-$round-3.txt 2>&1
+    echo "$b $round 3 rc=$? ${SECONDS}s"
+    /tmp/$b/bin/cbi-bench --suite filters --image 8u:1 "${sizes[@]}" --filter sobel:mag --schedule stream:256x16 \
+      --pipeline "gaussian:5 | sobel:mag" --runs 20 --csv $d/$b-$round-1.csv > /tmp/$b-$round-1.txt 2>&1
+    echo "$b $round 1 rc=$? ${SECONDS}s"
+  done
+done
+grep -hE "DIFFERS|error|FAIL" /tmp/*-[12]-[13].txt | head
+python3 apps/bench/issue21_calls/pair_table.py $d new edgesvol
