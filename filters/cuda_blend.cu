@@ -26,8 +26,9 @@ constexpr bool kBlendSide = std::is_same_v<Side, BoxOp<std::uint8_t, kAnyBorder,
                             std::is_same_v<Side, GaussianOp<std::uint8_t, kAnyBorder, Source8>>;
 
 // Builds the BlendedStencils op of `node` (8-bit) reading `src` and writing
-// `dst`, with the stencil side first, and calls f(op); does not call f when
-// the kernel does not take the node's sides. blend(x, s) with weights
+// `dst`, with the stencil side first (of two, the larger: the kernel skips
+// the smaller's zero weights), and calls f(op); does not call f when the
+// kernel does not take the node's sides. blend(x, s) with weights
 // (alpha, beta) is blend(s, x) with (beta, alpha) bit for bit: the two
 // products are added first, and addition commutes.
 template <class F>
@@ -48,7 +49,10 @@ void with_blended_op(const BlendRun& node, const ImageView& src, const ImageView
                 return;
             }
             with_stencil_op<std::uint8_t, kAnyBorder>(*node.b, source, dst, [&](const auto& b) {
-                if constexpr (std::is_same_v<std::remove_cvref_t<decltype(b)>, A>) f(BlendedStencils<A, A>{source, dst, a, b, weights(false)});
+                if constexpr (std::is_same_v<std::remove_cvref_t<decltype(b)>, A>) {
+                    if (b.kw(0) > a.kw(0)) f(BlendedStencils<A, A>{source, dst, b, a, weights(true)});
+                    else f(BlendedStencils<A, A>{source, dst, a, b, weights(false)});
+                }
             });
         }
     });
@@ -75,8 +79,10 @@ bool cuda_blend_fits(const BlendRun& node, Depth depth, int channels) {
     return takes;
 }
 
-// Calls f(op, K, C, P) (integral constants) for the kernel that runs the
-// node on `src`, and returns true, where the kernel takes the node.
+// Calls f(op, K, C, P, KB) (integral constants) for the kernel that runs
+// the node on `src`, and returns true, where the kernel takes the node. KB:
+// the second side's size where pair rows skip its zero weights (two
+// Gaussians), else K.
 template <class F>
 bool with_blend_kernel(const BlendRun& node, const ImageView& src, const ImageView& dst, F&& f) {
     bool takes = false;
@@ -87,7 +93,15 @@ bool with_blend_kernel(const BlendRun& node, const ImageView& src, const ImageVi
             if (!takes || dst.empty()) return;
             cuda::with_one_of<3, 5, 7, 9>(cuda::stream8_kernel_size(op), [&](auto kc) {
                 cuda::with_one_of<1, 3>(src.channels, [&](auto cc) {
-                    f(op, kc, cc, std::integral_constant<int, Op::kReadsSource ? 1 : 2>{});
+                    constexpr int P = Op::kReadsSource ? 1 : 2;
+                    if constexpr (P == 2 && cuda::kStream8PairRows<Op>) {
+                        const bool sized = cuda::with_one_of<3, 5, 7, 9>(op.b.kw(0), [&](auto kbc) {
+                            if constexpr (kbc() <= kc()) f(op, kc, cc, std::integral_constant<int, P>{}, kbc);
+                        });
+                        if (!sized) throw std::logic_error("fused blend: a Gaussian side of an even or 1x1 size");
+                    } else {
+                        f(op, kc, cc, std::integral_constant<int, P>{}, kc);
+                    }
                 });
             });
         });
@@ -98,17 +112,17 @@ bool with_blend_kernel(const BlendRun& node, const ImageView& src, const ImageVi
 int cuda_blend_strip_height(const BlendRun& node, Depth depth, int channels, int width, int height, int device, int block) {
     const ImageView view{nullptr, width, height, channels, depth, 0};
     int h = 0;
-    with_blend_kernel(node, view, view, [&](const auto& op, auto kc, auto cc, auto pc) {
-        h = cuda::stream8_kernel_strip_height<kc(), cc(), pc()>(cuda::kBlendStripHeights, node.schedule.width, op, block,
-                                                                node.schedule.order, device);
+    with_blend_kernel(node, view, view, [&](const auto& op, auto kc, auto cc, auto pc, auto kbc) {
+        h = cuda::stream8_kernel_strip_height<kc(), cc(), pc(), kbc()>(cuda::kBlendStripHeights, node.schedule.width, op, block,
+                                                                        node.schedule.order, device);
     });
     return h;
 }
 
 void run_blend_fused_cuda(const BlendRun& node, const ImageView& src, const ImageView& dst, cudaStream_t stream, int block) {
     const StreamSchedule strip = stream_schedule(node.schedule.width, node.schedule.height);
-    const bool takes = with_blend_kernel(node, src, dst, [&](const auto& op, auto kc, auto cc, auto pc) {
-        cuda::launch_stream8_kernel<kc(), cc(), pc()>(strip, op, stream, block, node.schedule.order);
+    const bool takes = with_blend_kernel(node, src, dst, [&](const auto& op, auto kc, auto cc, auto pc, auto kbc) {
+        cuda::launch_stream8_kernel<kc(), cc(), pc(), kbc()>(strip, op, stream, block, node.schedule.order);
     });
     if (!takes) throw std::logic_error("the 8-bit stream kernel cannot compute this blend with its stencils");
     note_kernel_path(KernelPath::cuda_blend_stream8);

@@ -27,8 +27,9 @@
 // Blends of 8-bit Gaussians (kStream8PairRows: unsharp masks, differences of
 // Gaussians) sum rows two taps an instruction: their column sums are stored
 // as words (col[q], col[q + C]) and dp2a weighs both halves (byte weights,
-// checked on launch); and a blend with binary-fraction weights finishes two
-// samples a register in integers (Stream8IntBlend).
+// checked on launch), skipping a smaller second Gaussian's zero weights
+// (KB); and a blend with binary-fraction weights finishes two samples a
+// register in integers (Stream8IntBlend).
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -234,8 +235,9 @@ struct Stream8Ring {
 // Column pass: row `bytes` into slot J, and each pass's column sums of the
 // K-row window ending at it as 16-bit lanes.
 // kSymmetric: every pass's y weights are symmetric (y[h - k] = y[h + k]),
-// and none is biased.
-template <int J, bool kBiased, bool kSymmetric, int K, int P, bool kBox>
+// and none is biased; a second pass is KB x KB (KB <= K: its weights
+// beyond are zero, and cost nothing).
+template <int J, bool kBiased, bool kSymmetric, int KB, int K, int P, bool kBox>
 __device__ __forceinline__ void stream8_column_sums(Stream8Ring<K, kBox>& ring, unsigned long long bytes, const Stream8Taps<P, K>& taps,
                                                     std::uint32_t (&col)[P][4]) {
     std::uint32_t lanes[4];
@@ -265,7 +267,7 @@ __device__ __forceinline__ void stream8_column_sums(Stream8Ring<K, kBox>& ring, 
             for (int p = 0; p < P; ++p) {
                 std::uint32_t s = 0;
 #pragma unroll
-                for (int k = 0; k <= h; ++k) s += taps.y[p][h + k] * folded[k];
+                for (int k = 0; k <= (p == 1 ? KB : K) / 2; ++k) s += taps.y[p][h + k] * folded[k];
                 col[p][i] = s;
             }
         }
@@ -370,9 +372,10 @@ __device__ __forceinline__ void stream8_store_pairs(uint4* row, int pass_stride,
 // Pair rows: each pass's row sums of the lane's 8 outputs (from
 // blend.row_init): output b + o weighs the pairs of samples
 // b + o + C (2m - h), m = 0 .. h (K odd: the last pair's second weight is
-// 0), one dp2a each. Each loaded word goes at once to the outputs that
-// weigh it (integer sums: the order does not matter).
-template <int K, int C, int P>
+// 0), one dp2a each, but for the pairs of a second pass of KB x KB
+// (KB <= K, centred) whose weights are both zero. Each loaded word goes at
+// once to the outputs that weigh it (integer sums: the order does not matter).
+template <int K, int C, int KB, int P>
 __device__ __forceinline__ void stream8_pair_row_sums(const uint4* row, int pass_stride, int lane, const Stream8Taps<P, K>& taps,
                                                       std::uint32_t (&acc)[P][kStream8Bytes]) {
     constexpr int G = kStream8Bytes;
@@ -395,8 +398,9 @@ __device__ __forceinline__ void stream8_pair_row_sums(const uint4* row, int pass
                 for (int o = 0; o < G; ++o)
 #pragma unroll
                     for (int m = 0; m <= h; ++m) {
-                        const int at = o + C * (2 * m - h);
-                        if (at >= first && at < first + 4) acc[p][o] = __dp2a_lo(words[at - first], taps.x_pairs[p][m], acc[p][o]);
+                        const int at = o + C * (2 * m - h), lead = (K - (p == 1 ? KB : K)) / 2;  // the pass's first tap
+                        const bool weighs = 2 * m + 1 >= lead && 2 * m < K - lead;
+                        if (weighs && at >= first && at < first + 4) acc[p][o] = __dp2a_lo(words[at - first], taps.x_pairs[p][m], acc[p][o]);
                     }
             }
     }
@@ -476,7 +480,7 @@ __device__ __forceinline__ void stream8_finish(const Op& op, const Stream8Taps<P
 }
 
 // The kernel's walk (its two entries follow). Strips: see stream8_strips.
-template <class Op, int K, int C, int P>
+template <class Op, int K, int C, int P, int KB>
 __device__ __forceinline__ void stream8_walk(const Op& op, const Stream8Taps<P, K>& taps, int strip_h, int strips_y,
                                              const TileOrder& order) {
     constexpr int h = K / 2;
@@ -524,7 +528,7 @@ __device__ __forceinline__ void stream8_walk(const Op& op, const Stream8Taps<P, 
         // row's K-row window into the warp's shared-memory row j.
         const auto push = [&](auto slot, unsigned long long bytes, bool output) {
             std::uint32_t col[P][4];  // each pass's column sums as 16-bit lanes
-            stream8_column_sums<slot(), biased, kStream8PairRows<Op>>(ring, bytes, taps, col);
+            stream8_column_sums<slot(), biased, kStream8PairRows<Op>, KB>(ring, bytes, taps, col);
             if constexpr (kStream8PairRows<Op>) {
                 if (output) stream8_store_pairs<C>(sums + (slot() % R) * W, R * W, lane, col);
             } else {
@@ -572,7 +576,7 @@ __device__ __forceinline__ void stream8_walk(const Op& op, const Stream8Taps<P, 
                         unsigned long long source = 0;
                         if constexpr (reads_source) source = stream8_source_bytes(op, ln, base + j - h, row_bytes);
                         std::uint32_t acc[P][kStream8Bytes];
-                        if constexpr (kStream8PairRows<Op>) stream8_pair_row_sums<K, C>(sums + (j - first) * W, R * W, lane, taps, acc);
+                        if constexpr (kStream8PairRows<Op>) stream8_pair_row_sums<K, C, KB>(sums + (j - first) * W, R * W, lane, taps, acc);
                         else stream8_row_sums<box, biased, K, C>(sums + (j - first) * W, R * W, lane, taps, acc);
                         stream8_finish<int_finish()>(op, taps, ln, acc, source, base + j - h, row_bytes);
                     }
@@ -595,26 +599,28 @@ __device__ __forceinline__ void stream8_walk(const Op& op, const Stream8Taps<P, 
 // cap made the other kernels it was tried on slower or spill, so they keep
 // the compiler's choice (apps/bench/README.md, "Fused blends at 80
 // registers" and "Blends of Gaussians two taps an instruction").
-template <class Op, int K, int C, int P>
+template <class Op, int K, int C, int P, int KB>
 __global__ void stream8_stencil(const __grid_constant__ Op op, const __grid_constant__ Stream8Taps<P, K> taps, int strip_h,
                                 int strips_y, const TileOrder order) {
-    stream8_walk<Op, K, C, P>(op, taps, strip_h, strips_y, order);
+    stream8_walk<Op, K, C, P, KB>(op, taps, strip_h, strips_y, order);
 }
-template <class Op, int K, int C, int P, int kRegisters>
+template <class Op, int K, int C, int P, int KB, int kRegisters>
 __global__ void __maxnreg__(kRegisters) stream8_stencil_capped(const __grid_constant__ Op op, const __grid_constant__ Stream8Taps<P, K> taps,
                                                                int strip_h, int strips_y, const TileOrder order) {
-    stream8_walk<Op, K, C, P>(op, taps, strip_h, strips_y, order);
+    stream8_walk<Op, K, C, P, KB>(op, taps, strip_h, strips_y, order);
 }
 template <class Op, int K, int C>
 inline constexpr int kStream8RegisterCap = 0;  // none
 template <class A, class B>
 inline constexpr int kStream8RegisterCap<BlendedStencils<A, B>, 9, 3> = !kGaussian8<A> ? 0 : std::is_same_v<B, SourceSample> ? 88 : 80;
-// The entry that runs op with K taps on C channels.
-template <class Op, int K, int C, int P>
+// The entry that runs op with K taps on C channels (a second pass of KB
+// taps: pair rows and the symmetric column pass skip its zero weights).
+template <class Op, int K, int C, int P, int KB = K>
 constexpr auto stream8_kernel() {
+    static_assert(KB <= K && (KB == K || (P == 2 && kStream8PairRows<Op>)), "a smaller second pass: blends of two Gaussians");
     constexpr int cap = kStream8RegisterCap<Op, K, C>;
-    if constexpr (cap > 0) return stream8_stencil_capped<Op, K, C, P, cap>;
-    else return stream8_stencil<Op, K, C, P>;
+    if constexpr (cap > 0) return stream8_stencil_capped<Op, K, C, P, KB, cap>;
+    else return stream8_stencil<Op, K, C, P, KB>;
 }
 
 // The launch shape of a kernel on warp chunks (stream8_stencil, and the
@@ -769,13 +775,13 @@ bool stream8_pair_weights_fit(const Op& op) {
     return true;
 }
 
-// Launches stream8_kernel<Op, K, C, P>() for op over the strips of `strip`.
-template <int K, int C, int P, class Op>
+// Launches stream8_kernel<Op, K, C, P, KB>() for op over the strips of `strip`.
+template <int K, int C, int P, int KB = K, class Op>
 void launch_stream8_kernel(const StreamSchedule& strip, const Op& op, cudaStream_t stream, int block, const TileOrder& order) {
     const auto taps = stream8_taps<P, K>(op);
     const auto s = Stream8Shape::of(strip, op.dst.width, op.dst.height, C, stream8_chunk_bytes(K, C), sizeof(Stream8Storage<Op, K, P>), 16,
                                     block, order);
-    const auto kernel = stream8_kernel<Op, K, C, P>();
+    const auto kernel = stream8_kernel<Op, K, C, P, KB>();
     kernel<<<s.grid, s.threads(), s.shared_bytes(), stream>>>(op, taps, s.strip_h, s.strips_y, order);
 }
 
@@ -787,12 +793,12 @@ void launch_stream8_kernel(const StreamSchedule& strip, const Op& op, cudaStream
 inline constexpr int kStream8StripHeights[] = {8, 12};
 inline constexpr int kBlendStripHeights[] = {8, 12, 16, 20, 24};
 
-// The strip height of `heights` for stream8_kernel<Op, K, C, P>() on strips
-// `strip_w` wide (strip_height_by_waves; `device` is the current one).
-template <int K, int C, int P, class Op>
+// The strip height of `heights` for stream8_kernel<Op, K, C, P, KB>() on
+// strips `strip_w` wide (strip_height_by_waves; `device` is the current one).
+template <int K, int C, int P, int KB = K, class Op>
 int stream8_kernel_strip_height(std::span<const int> heights, int strip_w, const Op& op, int block, const TileOrder& order,
                                 int device) {
-    return strip_height_by_waves(heights, K - 1, stream8_kernel<Op, K, C, P>(), device, [&](int h) {
+    return strip_height_by_waves(heights, K - 1, stream8_kernel<Op, K, C, P, KB>(), device, [&](int h) {
         return Stream8Shape::of(stream_schedule(strip_w, h), op.dst.width, op.dst.height, C, stream8_chunk_bytes(K, C),
                                 sizeof(Stream8Storage<Op, K, P>), 16, block, order);
     });

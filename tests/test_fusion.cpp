@@ -557,6 +557,13 @@ constexpr BlendCase kBlends[] = {
                    {"name": "out", "blend": "blend:3:-2:-1.5", "inputs": ["input", "s"]}], "outputs": ["out"]})", 3, 1},
     {R"({"border": "constant:200", "nodes": [{"name": "s", "filter": "gaussian:3", "input": "input"},
                    {"name": "out", "blend": "blend:-1.5:2.5:0.25", "inputs": ["s", "input"]}], "outputs": ["out"]})", 3, 1},
+    // Two Gaussians, the larger first (the kernel skips the smaller's zero weights), float finish.
+    {R"({"border": "replicate", "nodes": [{"name": "coarse", "filter": "gaussian:9", "input": "input"},
+                   {"name": "fine", "filter": "gaussian:3", "input": "input"},
+                   {"name": "out", "blend": "blend:1.7:-0.7:5", "inputs": ["coarse", "fine"]}], "outputs": ["out"]})", 1, 2},
+    {R"({"border": "reflect", "nodes": [{"name": "a", "filter": "gaussian:7:2", "input": "input"},
+                   {"name": "b", "filter": "gaussian:7", "input": "input"},
+                   {"name": "out", "blend": "blend:-2:3:64", "inputs": ["a", "b"]}], "outputs": ["out"]})", 3, 2},
 };
 
 TEST(Fusion, BlendsFuseWithTheirStencilsOnTheGpu) {
