@@ -134,3 +134,46 @@ ncu_blend() {
   echo "ncu $2 $3 rc=$? ${SECONDS}s"
   grep -E "Duration|Issued Warp Per|No Eligible|Achieved Occupancy|Theoretical Occupancy|Registers Per|DRAM Throughput|Executed Instructions  |Waves Per SM|Block Limit|Warp Cycles Per Issued" "$4" | head -18
 }
+# pairs_in_turn DIR BUILD...: each build's cbi-bench (/tmp/BUILD/bin) on the
+# pair pipelines (the gray pipeline and gaussian:5 | sobel:mag on 8u:3, the
+# latter on 8u:1 too; 1920x1080, 4096^2 and 8192^2; BORDER if set), in turn,
+# twice; CSVs DIR/BUILD-ROUND-CHANNELS.csv, then any failure lines and
+# the first two builds side by side (pair_table.py).
+pairs_in_turn() {
+  local dir=$1; shift
+  local sizes=(--size 1920x1080 --size 4096x4096 --size 8192x8192) border=()
+  [ -n "${BORDER:-}" ] && border=(--border "$BORDER")
+  for round in 1 2; do
+    for b in "$@"; do
+      /tmp/$b/bin/cbi-bench --suite filters --image 8u:3 "${sizes[@]}" --filter sobel:mag --schedule stream:256x16 "${border[@]}" \
+        --pipeline "color:gray | gaussian:5 | sobel:mag" --pipeline "gaussian:5 | sobel:mag" --runs 20 --csv $dir/$b-$round-3.csv > /tmp/$b-$round-3.txt 2>&1
+      echo "$b $round 3 rc=$? ${SECONDS}s"
+      /tmp/$b/bin/cbi-bench --suite filters --image 8u:1 "${sizes[@]}" --filter sobel:mag --schedule stream:256x16 "${border[@]}" \
+        --pipeline "gaussian:5 | sobel:mag" --runs 20 --csv $dir/$b-$round-1.csv > /tmp/$b-$round-1.txt 2>&1
+      echo "$b $round 1 rc=$? ${SECONDS}s"
+    done
+  done
+  grep -hE "DIFFERS|error|FAIL" /tmp/*-[12]-[13].txt | head
+  python3 apps/bench/issue21_calls/pair_table.py "$dir" "$1" "$2"
+}
+# sass_pairs BUILD...: per build, the instruction and opcode counts of the
+# 3x3 Sobel magnitude pair kernels in its cbi-bench (cuobjdump: minutes).
+sass_pairs() {
+  for b in "$@"; do
+    cuobjdump -sass /tmp/$b/bin/cbi-bench > /tmp/$b-all.sass 2>/dev/null
+    python3 - /tmp/$b-all.sass $b <<'PY'
+import re, sys, collections
+cur = None; funcs = collections.OrderedDict()
+for l in open(sys.argv[1]):
+    m = re.match(r"\s+Function : (\S+)", l)
+    if m: cur = m.group(1); funcs[cur] = collections.Counter(); continue
+    m = re.match(r"\s+/\*[0-9a-f]{4,}\*/\s+(?:@!?U?P\w+\s+)?([A-Z0-9_]+)", l)
+    if m and cur: funcs[cur][m.group(1)] += 1
+for f, c in funcs.items():
+    if "chain_stream" in f and "Li3ELi" in f and "Li2ELb" in f and "Lb1ELb1EE" in f:
+        tag = ("gray " if "ColorSource" in f else "") + re.search(r"Li3ELi(\d)ELi2E", f).group(0)
+        print(sys.argv[2], tag, sum(c.values()), "ISETP", c["ISETP"], "SHFL", c["SHFL"], "LDS", c["LDS"], "BSSY", c["BSSY"],
+              "P2R", c["P2R"], "STL+LDL", c["STL"] + c["LDL"])
+PY
+  done
+}

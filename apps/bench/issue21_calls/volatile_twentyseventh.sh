@@ -17,16 +17,4 @@ for b in new edgesvol; do
 done
 cp /tmp/new.sass /tmp/edgesvol.sass $OUT/ 2>/dev/null; (cd $OUT && xz -9 *.sass)
 d=$OUT/vol; mkdir -p $d
-sizes=(--size 1920x1080 --size 4096x4096 --size 8192x8192)
-for round in 1 2; do
-  for b in new edgesvol; do
-    /tmp/$b/bin/cbi-bench --suite filters --image 8u:3 "${sizes[@]}" --filter sobel:mag --schedule stream:256x16 \
-      --pipeline "color:gray | gaussian:5 | sobel:mag" --pipeline "gaussian:5 | sobel:mag" --runs 20 --csv $d/$b-$round-3.csv > /tmp/$b-$round-3.txt 2>&1
-    echo "$b $round 3 rc=$? ${SECONDS}s"
-    /tmp/$b/bin/cbi-bench --suite filters --image 8u:1 "${sizes[@]}" --filter sobel:mag --schedule stream:256x16 \
-      --pipeline "gaussian:5 | sobel:mag" --runs 20 --csv $d/$b-$round-1.csv > /tmp/$b-$round-1.txt 2>&1
-    echo "$b $round 1 rc=$? ${SECONDS}s"
-  done
-done
-grep -hE "DIFFERS|error|FAIL" /tmp/*-[12]-[13].txt | head
-python3 apps/bench/issue21_calls/pair_table.py $d new edgesvol
+pairs_in_turn $d new edgesvol
