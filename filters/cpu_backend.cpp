@@ -23,6 +23,10 @@ template <class Op>
 constexpr bool kIsColorOp = false;
 template <class T>
 constexpr bool kIsColorOp<ColorOp<T>> = true;
+template <class Op>
+constexpr bool kIsBlendOp = false;
+template <class T>
+constexpr bool kIsBlendOp<BlendOp<T>> = true;
 
 // The tile-staging schedules (kStagesTiles: smem:WxH, sep:WxH) run the
 // separable stencils tile by tile through row-sum buffers
@@ -41,13 +45,17 @@ struct CpuLaunch {
             note_kernel_path(KernelPath::cpu_separable_tiles);
             cpu::run_separable_tiles(schedule, op, width, height, order);
         } else if constexpr (std::is_same_v<Schedule, NaiveSchedule> || std::is_same_v<Schedule, VecSchedule>) {
-            note_kernel_path(kIsColorOp<Op> ? KernelPath::cpu_color_rows : KernelPath::cpu_rows);
+            note_kernel_path(kIsColorOp<Op>   ? KernelPath::cpu_color_rows
+                             : kIsBlendOp<Op> ? KernelPath::cpu_blend_rows
+                                              : KernelPath::cpu_rows);
             // Naive is row-major: the same visit order as rows of x, without
             // mapping (a division) per pixel, so pointwise loops can vectorise.
             tbb::parallel_for(tbb::blocked_range<int>(0, height, std::max(1, 4096 / std::max(width, 1))),
                               [&](const auto& rows) {
                                   if constexpr (kIsColorOp<Op>) {
                                       cpu::color_rows(op, rows.begin(), rows.end());  // cpu_color.cpp
+                                  } else if constexpr (kIsBlendOp<Op>) {
+                                      cpu::blend_rows(op, rows.begin(), rows.end());
                                   } else {
                                       for (int y = rows.begin(); y != rows.end(); ++y)
                                           for (int x = 0; x < width; ++x) op(x, y);

@@ -1,7 +1,7 @@
-// The CPU colour matrix with OpenCV's universal intrinsics at AVX2 width
-// (plus three raw AVX2 instructions, see to_f32), bit-identical to
-// ColorOp<T>::sample; filters/opencv_avx2.hpp (included first) sets up the
-// intrinsics.
+// The CPU colour matrix and blend with OpenCV's universal intrinsics at
+// AVX2 width (plus three raw AVX2 instructions, see to_f32), bit-identical
+// to ColorOp<T>::sample and BlendOp<T>::sample; filters/opencv_avx2.hpp
+// (included first) sets up the intrinsics.
 #include "filters/opencv_avx2.hpp"
 
 #include "filters/cpu_color.hpp"
@@ -100,6 +100,30 @@ CBI_AVX2 int color_row_avx2(const StorageMatrix& matrix, const T* in, T* out, in
     }
     return x;
 }
+
+// Samples [0, returned i) of n: BlendOp::sample's arithmetic (the two
+// products, then the two sums, each rounded), a vector of T at a time. A
+// blend is per sample, so channels and the order to_f32 leaves the samples
+// in do not matter.
+template <class T>
+CBI_AVX2 int blend_row_avx2(const BlendOp<T>& op, const T* a, const T* b, T* out, int n) {
+    using V = typename Avx2<T>::V;
+    constexpr int N = V::nlanes;
+    constexpr int K = N / v_float32x8::nlanes;
+    const v_float32x8 alpha = v256_setall_f32(op.alpha), beta = v256_setall_f32(op.beta),
+                      gamma = v256_setall_f32(op.gamma);
+    int i = 0;
+    for (; i + N <= n; i += N) {
+        v_float32x8 fa[K], fb[K], s[K];
+        to_f32(v256_load(a + i), fa);
+        to_f32(v256_load(b + i), fb);
+        for (int k = 0; k < K; ++k) s[k] = (alpha * fa[k] + beta * fb[k]) + gamma;
+        V o;
+        from_f32(s, o);
+        v_store(out + i, o);
+    }
+    return i;
+}
 #endif
 
 // Rows of op with the channel counts as constants: the AVX2 steps where
@@ -141,8 +165,26 @@ void color_rows(const ColorOp<T>& op, int y0, int y1) {
         for (int x = 0; x < op.dst.width; ++x) op(x, y);
 }
 
+template <class T>
+void blend_rows(const BlendOp<T>& op, int y0, int y1) {
+    const int n = op.dst.width * op.dst.channels;
+    for (int y = y0; y < y1; ++y) {
+        const T* a = op.a.template row<const T>(y);
+        const T* b = op.b.template row<const T>(y);
+        T* out = op.dst.template row<T>(y);
+        int i = 0;
+#if CBI_OPENCV_AVX2
+        if (has_avx2()) i = blend_row_avx2(op, a, b, out, n);
+#endif
+        for (; i < n; ++i) out[i] = op.sample(a[i], b[i]);
+    }
+}
+
 template void color_rows(const ColorOp<std::uint8_t>&, int, int);
 template void color_rows(const ColorOp<std::uint16_t>&, int, int);
 template void color_rows(const ColorOp<float>&, int, int);
+template void blend_rows(const BlendOp<std::uint8_t>&, int, int);
+template void blend_rows(const BlendOp<std::uint16_t>&, int, int);
+template void blend_rows(const BlendOp<float>&, int, int);
 
 }  // namespace cbi::cpu

@@ -1,5 +1,5 @@
 #pragma once
-// The CPU colour matrix, a band of rows at a time (cpu_color.cpp).
+// The CPU colour matrix and blend, a band of rows at a time (cpu_color.cpp).
 #include "filters/ops.hpp"
 
 namespace cbi::cpu {
@@ -9,5 +9,10 @@ namespace cbi::cpu {
 // path where the CPU has AVX2.
 template <class T>
 void color_rows(const ColorOp<T>& op, int y0, int y1);
+
+// Runs op on rows [y0, y1): bit-identical to op(x, y) for every pixel of
+// those rows; AVX2 where the CPU has it.
+template <class T>
+void blend_rows(const BlendOp<T>& op, int y0, int y1);
 
 }  // namespace cbi::cpu

@@ -10,6 +10,7 @@ const char* to_string(KernelPath path) {
         case KernelPath::cpu_index_map: return "cpu index map";
         case KernelPath::cpu_rows: return "cpu rows";
         case KernelPath::cpu_color_rows: return "cpu colour rows";
+        case KernelPath::cpu_blend_rows: return "cpu blend rows";
         case KernelPath::cpu_separable_tiles: return "cpu separable tiles";
         case KernelPath::cpu_chain: return "cpu chain through line buffers";
         case KernelPath::cuda_index_map: return "cuda index map";

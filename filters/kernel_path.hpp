@@ -10,6 +10,7 @@ enum class KernelPath {
     cpu_index_map,        // per pixel, in the schedule's index order
     cpu_rows,             // per pixel, row by row (naive, vec)
     cpu_color_rows,       // colour matrix a row at a time, vectorised (cpu_color.cpp)
+    cpu_blend_rows,       // blend a row at a time, vectorised (cpu_color.cpp)
     cpu_separable_tiles,  // separable passes tile by tile (cpu_separable.hpp)
     cpu_chain,            // a fused colour node or stencil pair, tiles through line buffers (cpu_chain.hpp)
     cuda_index_map,       // one thread per pixel through the schedule's map

@@ -114,6 +114,13 @@ TEST(Routing, CpuNodesRunTheKernelTheirScheduleNames) {
             EXPECT_EQ(cpu_path("blur:9", "column:32", depth, ch), KernelPath::cpu_index_map);
             EXPECT_EQ(cpu_path("blur:9", "naive", depth, ch), KernelPath::cpu_rows);
             EXPECT_EQ(cpu_path("blur:9", "stream:256x16+column:2", depth, ch), KernelPath::cpu_separable_tiles);
+            // A blend on the table's schedule: the vectorised rows.
+            const cv::Mat a = test::random_image(70, 41, ch, depth, 9), b = test::random_image(70, 41, ch, depth, 10);
+            cv::Mat mix(a.size(), a.type());
+            note_kernel_path(KernelPath::none);
+            run_blend_cpu(BlendFilter{}, default_schedule(BlendFilter{}, {}, {depth, ch, false}), view_of(a), view_of(b),
+                          view_of(mix));
+            EXPECT_EQ(last_kernel_path(), KernelPath::cpu_blend_rows);
         }
     EXPECT_STREQ(to_string(KernelPath::cpu_separable_tiles), "cpu separable tiles");
 }

@@ -694,6 +694,56 @@ TEST(CpuColor, RowsMatchPerPixelBitForBit) {
     expect_color_rows_match_per_pixel<float>(Depth::f32);
 }
 
+// The blend's row loop (AVX2 steps, then BlendOp<T>::sample for each row's
+// rest) against BlendOp<T>::operator() pixel by pixel, bit for bit: widths
+// around the vector steps, views with unaligned rows and gaps, weights
+// that saturate both ways and hit exact .5 ties, and for float NaN and
+// +-Inf samples (NaNs compare only as NaN, as above).
+template <class T>
+void expect_blend_rows_match_per_pixel(Depth depth) {
+    const auto same = [](T a, T b) {
+        if constexpr (std::is_same_v<T, float>)
+            if (std::isnan(a) || std::isnan(b)) return std::isnan(a) && std::isnan(b);
+        return std::memcmp(&a, &b, sizeof(T)) == 0;
+    };
+    const float inf = std::numeric_limits<float>::infinity();
+    const BlendFilter blends[] = {{0.5, 0.5, 0}, {1.5, -0.5, 0}, {4, -4, 128}, {1.6, -0.6, 0.3}, {-1, 2, 1e10}, {1e30, -1e30, 0}};
+    unsigned seed = 70;
+    for (const int ch : {1, 3, 4})
+        for (const int width : {1, 7, 8, 15, 16, 31, 32, 33, 67, 1000})
+            for (const BlendFilter& blend : blends) {
+                const cv::Mat big_a = random_image(width + 3, 5, ch, depth, seed++);
+                const cv::Mat big_b = random_image(width + 2, 4, ch, depth, seed++);
+                cv::Mat a = big_a(cv::Rect(1, 1, width, 3)), b = big_b(cv::Rect(2, 0, width, 3));
+                if constexpr (std::is_same_v<T, float>) {
+                    const float special[] = {std::numeric_limits<float>::quiet_NaN(), inf, -inf, 1e38f};
+                    cv::RNG rng(seed);
+                    for (int i = 0; i < width; ++i)
+                        (i % 2 ? a : b).ptr<float>(rng.uniform(0, 3))[rng.uniform(0, width * ch)] = special[i % 4];
+                }
+                cv::Mat got(3, width, cv_type(depth, ch), cv::Scalar::all(7)), want = got.clone();
+                const auto op = [&](const cv::Mat& out) {
+                    return BlendOp<T>{view_of(a), view_of(b), view_of(out), static_cast<float>(blend.alpha),
+                                      static_cast<float>(blend.beta), static_cast<float>(blend.gamma)};
+                };
+                cpu::blend_rows(op(got), 0, 3);
+                for (int y = 0; y < 3; ++y)
+                    for (int x = 0; x < width; ++x) op(want)(x, y);
+                for (int y = 0; y < 3; ++y)
+                    for (int i = 0; i < width * ch; ++i)
+                        ASSERT_TRUE(same(got.ptr<T>(y)[i], want.ptr<T>(y)[i]))
+                            << depth_name(depth) << " " << ch << " ch width " << width << " " << to_string(blend)
+                            << " at row " << y << " sample " << i << ": " << +got.ptr<T>(y)[i] << " vs "
+                            << +want.ptr<T>(y)[i];
+            }
+}
+
+TEST(CpuBlend, RowsMatchPerPixelBitForBit) {
+    expect_blend_rows_match_per_pixel<std::uint8_t>(Depth::u8);
+    expect_blend_rows_match_per_pixel<std::uint16_t>(Depth::u16);
+    expect_blend_rows_match_per_pixel<float>(Depth::f32);
+}
+
 TEST(CpuChain, ChainEqualsComposedReferences) {
     const cv::Mat src = random_image(120, 90, 3, Depth::u8, 11);
     const FilterRun nodes[] = {{parse_filter("color:gray"), Border{}, parse_schedule("column:32")},
