@@ -22,6 +22,7 @@
 
 #include "pipeline/error.hpp"
 #include "pipeline/jpeg_bands.hpp"
+#include "pipeline/png_bands.hpp"
 #include "pipeline/metadata.hpp"
 
 namespace cbi {
@@ -1032,10 +1033,12 @@ EncodedImage encode_image(const fs::path& out, const cv::Mat& image, const Write
     if (format == "TIFF") params = {cv::IMWRITE_TIFF_COMPRESSION, 5 /* LZW */};
     std::vector<std::uint8_t> encoded;
     try {
-        // A JPEG of more than one band is encoded on all cores (the same
-        // pixels as one encoding; pipeline/jpeg_bands.hpp).
+        // A JPEG, or a PNG at the default level, of more than one band is
+        // encoded on all cores (pipeline/jpeg_bands.hpp, png_bands.hpp).
         if (auto bands = format == "JPEG" ? encode_jpeg_bands(image, jpeg_quality(options)) : std::nullopt)
             encoded = std::move(*bands);
+        else if (auto png = format == "PNG" && options.png_compression < 0 ? encode_png_bands(image) : std::nullopt)
+            encoded = std::move(*png);
         else if (!cv::imencode(ext, image, encoded, params))
             throw Error(subject, "encoding failed");
     } catch (const cv::Exception& e) {

@@ -20,12 +20,15 @@
 #include <vector>
 
 #include <gtest/gtest.h>
+#include <oneapi/tbb/task_arena.h>
 #include <opencv2/imgcodecs.hpp>
 #include <opencv2/imgproc.hpp>
+#include <zlib.h>
 
 #include "jpeg_bytes.hpp"
 #include "pipeline/error.hpp"
 #include "pipeline/jpeg_bands.hpp"
+#include "pipeline/png_bands.hpp"
 
 namespace fs = std::filesystem;
 using cbi::Error;
@@ -259,6 +262,80 @@ TEST(ImageIo, TallJpegsAreEncodedInBandsAsLibjpegWithRestartMarkers) {
                                cv::NORM_INF),
                       0.0);
         }
+    }
+}
+
+// A PNG's chunks checked with zlib alone (not libpng): the signature, every
+// chunk's CRC, IHDR, and the IDATs' zlib stream inflated whole (which checks
+// its Adler-32) to `h` rows of a filter byte and the row's bytes.
+void expect_valid_png(const std::vector<std::uint8_t>& png, int w, int h, int bytes_per_pixel) {
+    const std::uint8_t signature[] = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1A, '\n'};
+    ASSERT_GE(png.size(), 8u);
+    ASSERT_TRUE(std::equal(std::begin(signature), std::end(signature), png.begin()));
+    const auto get32 = [&](std::size_t at) {
+        return std::uint32_t{png[at]} << 24 | std::uint32_t{png[at + 1]} << 16 | std::uint32_t{png[at + 2]} << 8 | png[at + 3];
+    };
+    std::vector<std::uint8_t> idat;
+    std::vector<std::string> types;
+    for (std::size_t at = 8; at < png.size();) {
+        ASSERT_LE(at + 12, png.size());
+        const std::uint32_t len = get32(at);
+        ASSERT_LE(at + 12 + len, png.size());
+        const std::string type(png.begin() + static_cast<std::ptrdiff_t>(at + 4), png.begin() + static_cast<std::ptrdiff_t>(at + 8));
+        EXPECT_EQ(get32(at + 8 + len), ::crc32(0, png.data() + at + 4, 4 + len)) << type;
+        if (type == "IDAT") idat.insert(idat.end(), png.begin() + static_cast<std::ptrdiff_t>(at + 8), png.begin() + static_cast<std::ptrdiff_t>(at + 8 + len));
+        if (types.empty() || types.back() != type) types.push_back(type);
+        at += 12 + len;
+    }
+    EXPECT_EQ(types, (std::vector<std::string>{"IHDR", "IDAT", "IEND"}));
+    EXPECT_EQ(get32(16), static_cast<std::uint32_t>(w));
+    EXPECT_EQ(get32(20), static_cast<std::uint32_t>(h));
+    const std::size_t row = 1 + static_cast<std::size_t>(w) * static_cast<std::size_t>(bytes_per_pixel);
+    std::vector<std::uint8_t> raw(row * static_cast<std::size_t>(h) + 1);
+    uLongf n = raw.size();
+    ASSERT_EQ(::uncompress(raw.data(), &n, idat.data(), idat.size()), Z_OK);
+    ASSERT_EQ(n, row * static_cast<std::size_t>(h));
+    for (int y = 0; y < h; ++y) EXPECT_LE(raw[row * static_cast<std::size_t>(y)], 4) << "row " << y;
+}
+
+// A PNG larger than one band at the default level is deflated band by band
+// on all cores into one zlib stream: a valid file (checked with zlib), the
+// same pixels back through OpenCV, the same bytes on one core and all, and
+// about the size of OpenCV's own encoding. One band, or an explicit level,
+// is OpenCV's encoding.
+TEST(ImageIo, LargePngsAreDeflatedInBandsIntoOneValidStream) {
+    cv::RNG rng(8);
+    for (const auto& [w, h, type] : std::vector<std::tuple<int, int, int>>{{1001, 1517, CV_8UC3}, {777, 2025, CV_8UC1},
+                                                                            {600, 900, CV_8UC4}, {513, 1100, CV_16UC3},
+                                                                            {1, 600000, CV_8UC1}, {3000, 120, CV_16UC4},
+                                                                            {100, 100, CV_8UC3}}) {
+        SCOPED_TRACE(std::to_string(w) + "x" + std::to_string(h) + " " + cv::typeToString(type));
+        cv::Mat big(h, w + 2, type);
+        cv::randu(big, 0, CV_MAT_DEPTH(type) == CV_8U ? 256 : 65536);
+        cv::GaussianBlur(big, big, {5, 5}, 0);   // photo-like, not pure noise
+        const cv::Mat img = big.colRange(1, w + 1);  // rows with gaps between them
+        const std::vector<std::uint8_t> ours = cbi::encode_image("x.png", img, {}).bytes;
+        std::vector<std::uint8_t> whole;
+        ASSERT_TRUE(cv::imencode(".png", img, whole));
+        const std::size_t row_bytes = 1 + static_cast<std::size_t>(w) * img.elemSize();
+        if (h <= cbi::png_band_rows(row_bytes)) {
+            EXPECT_EQ(ours, whole);  // one band: OpenCV's own encoding
+            continue;
+        }
+        expect_valid_png(ours, w, h, static_cast<int>(img.elemSize()));
+        const cv::Mat back = cv::imdecode(ours, cv::IMREAD_UNCHANGED);
+        ASSERT_EQ(back.type(), type);
+        EXPECT_EQ(cv::norm(back, img, cv::NORM_INF), 0.0);
+        EXPECT_LE(ours.size(), whole.size() + whole.size() / 50);
+        EXPECT_NE(ours, whole);  // the bands' encoding, not OpenCV's
+        std::vector<std::uint8_t> one_thread;
+        tbb::task_arena(1).execute([&] { one_thread = *cbi::encode_png_bands(img); });
+        EXPECT_EQ(ours, one_thread);  // all cores'
+        cbi::WriteOptions level1;
+        level1.png_compression = 1;
+        std::vector<std::uint8_t> explicit_level;
+        ASSERT_TRUE(cv::imencode(".png", img, explicit_level, {cv::IMWRITE_PNG_COMPRESSION, 1}));
+        EXPECT_EQ(cbi::encode_image("x.png", img, level1).bytes, explicit_level);
     }
 }
 

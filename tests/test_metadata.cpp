@@ -7,6 +7,7 @@
 #include <opencv2/imgcodecs.hpp>
 #include <opencv2/imgproc.hpp>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
@@ -303,6 +304,30 @@ TEST(MetadataCli, KeptInJpegPngTiffWebpWithOrientationOneAndTurnedPixels) {
     // The pixels of lossless outputs are those of a run with --strip.
     ASSERT_EQ(run_cli({(dir / "photo.jpg").string(), "--blur", "1", "--strip", "-o", (dir / "strip.png").string()}, dir.path()).code, 0);
     EXPECT_EQ(cv::norm(cv::imread((dir / "out.png").string(), cv::IMREAD_UNCHANGED), cv::imread((dir / "strip.png").string(), cv::IMREAD_UNCHANGED), cv::NORM_INF), 0.0);
+}
+
+// A PNG large enough to be deflated in bands (pipeline/png_bands.hpp)
+// keeps the metadata as OpenCV's encoding does, and the turned pixels.
+TEST(MetadataCli, KeptInAPngDeflatedInBands) {
+    TempDir dir;
+    const cv::Mat raw = test_image(900, 700);
+    write_photo(dir / "photo.jpg", raw);
+    cv::Mat stored = cv::imread((dir / "photo.jpg").string(), cv::IMREAD_COLOR | cv::IMREAD_IGNORE_ORIENTATION), turned;
+    cv::rotate(stored, turned, cv::ROTATE_90_CLOCKWISE);
+    const fs::path out = dir / "out.png";
+    const auto r = run_cli({(dir / "photo.jpg").string(), "--blur", "1", "-o", out.string()}, dir.path());
+    ASSERT_EQ(r.code, 0) << r.err;
+    EXPECT_EQ(r.err, "");
+    const Read back = read_back(out);
+    EXPECT_EQ(tag(back.exif, "Exif.Image.Make"), "CbiCam");
+    EXPECT_EQ(tag(back.exif, "Exif.Image.Orientation"), "1");
+    EXPECT_EQ(back.icc, icc_profile("RGB "));
+    EXPECT_NE(tag(back.xmp, "Xmp.dc.title").find("A test photo"), std::string::npos);
+    EXPECT_EQ(cv::norm(cv::imread(out.string(), cv::IMREAD_UNCHANGED), turned, cv::NORM_INF), 0.0);
+    // The bands' encoding: its first IDAT holds the zlib header alone.
+    const std::vector<std::uint8_t> bytes = bytes_of(out);
+    const std::uint8_t header_idat[] = {0, 0, 0, 2, 'I', 'D', 'A', 'T', 0x78, 0x01};
+    EXPECT_NE(std::search(bytes.begin(), bytes.end(), std::begin(header_idat), std::end(header_idat)), bytes.end());
 }
 
 TEST(MetadataCli, StripWritesNone) {
