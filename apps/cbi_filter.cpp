@@ -960,7 +960,7 @@ int main(int argc, char** argv) {
         ->type_name("Q");
     output->add_option("--png-compression", o.png_compression,
                        "PNG zlib level 0 (none) .. 9 (smallest, slowest); pixels are the same at every level (default: "
-                       "OpenCV's fast level 1)")
+                       "OpenCV's fast level 1, large images in bands on all cores; a level given: OpenCV's encoder on one core)")
         ->type_name("L");
     output->add_flag("--strip", o.strip,
                      cbi::metadata_supported()

@@ -4,7 +4,9 @@
 # RGB PNG made from a sample photo: five passes of each filter, CPU,
 # THREADS threads each; median of RUNS runs; the outputs compared. Then
 # cbi-filter --schedule auto: its first run (empty tuning cache) and a
-# warm run, median of RUNS each.
+# warm run, median of RUNS each. Then one pass of three pipelines (the
+# gray pipeline, apps/bench/pipelines/dog.json and unsharp.json), the same
+# way, without auto.
 #   apps/bench/cpu_vs_opencv.sh [BUILD_DIR (build)] [THREADS (2)] [RUNS (3)]
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -58,4 +60,19 @@ for op in blur gaussian sobelx sepia; do
   diff=$("$work/make" "$work/ocv.png" "$work/cbi.png" compare)
   printf '%-10s %10.3f %10.3f %8.2f %9s %12.3f %11.3f  %s\n' "$op" "$om" "$cm" "$(echo "$cm / $om" | bc -l)" "$diff" \
     "$a1m" "$a2m" "$choice"
+done
+printf '%-10s %10s %10s %8s %9s\n' pipeline opencv_s cbi_s ratio max_diff
+for op in gray dog unsharp; do
+  case $op in
+    gray) flags=(--pipeline "color:gray | gaussian:5 | sobel:mag") ;;
+    *) flags=(--pipeline-file "apps/bench/pipelines/$op.json") ;;
+  esac
+  o=() c=()
+  for _ in $(seq "$runs"); do
+    o+=("$(time_cmd "$work/opencv_passes" "$work/in.png" "$work/ocv.png" "$op" 1 "$threads")")
+    c+=("$(time_cmd "$build/cbi-filter" "$work/in.png" "${flags[@]}" --device cpu --threads "$threads" -o "$work/cbi.png")")
+  done
+  om=$(printf '%s\n' "${o[@]}" | median) cm=$(printf '%s\n' "${c[@]}" | median)
+  diff=$("$work/make" "$work/ocv.png" "$work/cbi.png" compare)
+  printf '%-10s %10.3f %10.3f %8.2f %9s\n' "$op" "$om" "$cm" "$(echo "$cm / $om" | bc -l)" "$diff"
 done

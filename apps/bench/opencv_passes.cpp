@@ -1,8 +1,9 @@
 // The OpenCV side of apps/bench/cpu_vs_opencv.sh: reads IN, applies the same
 // filter N times with the OpenCV calls cbi's semantics are defined by
 // (filters/filter.hpp), writes OUT. One process, as `cbi-filter IN
-// --FILTER ... -o OUT` is one process.
-//   opencv_passes IN OUT blur|gaussian|sobelx|sepia N THREADS
+// --FILTER ... -o OUT` is one process. The pipelines: gray (`color:gray |
+// gaussian:5 | sobel:mag`), dog and unsharp (apps/bench/pipelines/*.json).
+//   opencv_passes IN OUT blur|gaussian|sobelx|sepia|gray|dog|unsharp N THREADS
 #include <opencv2/core.hpp>
 #include <opencv2/imgcodecs.hpp>
 #include <opencv2/imgproc.hpp>
@@ -13,7 +14,7 @@
 
 int main(int argc, char** argv) {
     if (argc != 6) {
-        std::fprintf(stderr, "usage: opencv_passes IN OUT blur|gaussian|sobelx|sepia N THREADS\n");
+        std::fprintf(stderr, "usage: opencv_passes IN OUT blur|gaussian|sobelx|sepia|gray|dog|unsharp N THREADS\n");
         return 2;
     }
     const std::string op = argv[3];
@@ -34,7 +35,24 @@ int main(int argc, char** argv) {
             cv::Sobel(img, g, CV_32F, 1, 0, 3, 1, 0, cv::BORDER_REFLECT_101);
             cv::convertScaleAbs(g, out);  // |gx|, rounded and saturated to 8 bits
         } else if (op == "sepia") cv::transform(img, out, sepia_bgr);
-        else return 2;
+        else if (op == "gray") {
+            cv::Mat g, gx, gy, m;
+            cv::cvtColor(img, g, cv::COLOR_BGR2GRAY);
+            cv::GaussianBlur(g, g, {5, 5}, 0, 0, cv::BORDER_REFLECT_101);
+            cv::Sobel(g, gx, CV_32F, 1, 0, 3, 1, 0, cv::BORDER_REFLECT_101);
+            cv::Sobel(g, gy, CV_32F, 0, 1, 3, 1, 0, cv::BORDER_REFLECT_101);
+            cv::magnitude(gx, gy, m);
+            m.convertTo(out, CV_8U);  // rounded to nearest even and saturated, as cbi's 8-bit magnitude
+        } else if (op == "dog") {
+            cv::Mat fine, coarse;
+            cv::GaussianBlur(img, fine, {5, 5}, 0, 0, cv::BORDER_REFLECT_101);
+            cv::GaussianBlur(img, coarse, {9, 9}, 0, 0, cv::BORDER_REFLECT_101);
+            cv::addWeighted(fine, 4, coarse, -4, 128, out);
+        } else if (op == "unsharp") {
+            cv::Mat blurred;
+            cv::GaussianBlur(img, blurred, {9, 9}, 0, 0, cv::BORDER_REFLECT_101);
+            cv::addWeighted(img, 1.5, blurred, -0.5, 0, out);
+        } else return 2;
         img = out;
     }
     return cv::imwrite(argv[2], img) ? 0 : 1;
