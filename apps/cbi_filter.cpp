@@ -550,7 +550,8 @@ std::vector<cbi::BatchDevice> batch_devices(const cbi::RunOptions& run_options, 
     for (const cbi::ResolvedDevice& d : resolved) {
         cbi::RunOptions options = run_options;
         options.device = d;
-        devices.push_back({d.cuda ? "cuda:" + std::to_string(d.index) : "cpu", cbi::graph_processor_factory(graph, options)});
+        devices.push_back({d.cuda ? "cuda:" + std::to_string(d.index) : "cpu", cbi::graph_processor_factory(graph, options),
+                           d.cuda ? cbi::kGpuBatchProcessors : 0});
     }
     return devices;
 }

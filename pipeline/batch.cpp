@@ -11,6 +11,7 @@
 #include <cctype>
 #include <cerrno>
 #include <chrono>
+#include <deque>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -22,6 +23,7 @@
 
 #include <oneapi/tbb/info.h>
 #include <oneapi/tbb/parallel_pipeline.h>
+#include <oneapi/tbb/task.h>
 #include <oneapi/tbb/task_arena.h>
 #include <opencv2/core.hpp>
 
@@ -231,30 +233,45 @@ bool attempt(BatchItem& item, const fs::path& subject, F&& f) {
     return false;
 }
 
-// The K processors; a token in the process stage borrows one.
-// The processors of every device: K each, one per image in flight, so a
-// live device always has a free one.
+// The processors of every device: K each (one per image in flight, so a
+// live device always has a free one), or the device's cap; a token in the
+// process stage borrows one, its task suspended while every live device's
+// are in use.
 class DevicePool {
 public:
     DevicePool(const std::vector<BatchDevice>& devices, int per_device) : devices_(devices.size()) {
         for (std::size_t d = 0; d < devices.size(); ++d) {
             devices_[d].stats.name = devices[d].name;
-            for (int i = 0; i < per_device; ++i) devices_[d].free.push_back(devices[d].factory());
+            const int n = devices[d].processors > 0 ? std::min(devices[d].processors, per_device) : per_device;
+            for (int i = 0; i < n; ++i) devices_[d].free.push_back(devices[d].factory());
+            devices_[d].size = devices_[d].free.size();
         }
     }
 
-    // Calls f(processor) on a processor of the device with the most free
-    // ones (ties in turn); on DeviceLost takes that device out and calls f
-    // again on another. Throws the last DeviceLost when no device is left.
+    // Calls f(processor) on a processor of the device with the largest share
+    // of its processors free (ties in turn), suspended while none is free
+    // (a processor given back resumes the first task waiting); on
+    // DeviceLost takes that device out and calls f again on another. Throws
+    // the last DeviceLost when no device is left.
     template <class F>
     void with(F&& f) {
         for (;;) {
             std::size_t d = 0;
             std::unique_ptr<Processor> p;
             {
-                std::lock_guard lock(mutex_);
-                const std::optional<std::size_t> pick = least_busy();
-                if (!pick) throw DeviceLost("", "every device of this batch is unusable: " + last_lost_);
+                std::unique_lock lock(mutex_);
+                std::optional<std::size_t> pick;
+                for (;;) {
+                    if (!any_live()) throw DeviceLost("", "every device of this batch is unusable: " + last_lost_);
+                    if ((pick = least_busy())) break;
+                    // Suspended, not blocked: the worker thread meanwhile
+                    // decodes and encodes other images (as in wait_for_stream).
+                    tbb::task::suspend([&](tbb::task::suspend_point task) {
+                        waiting_.push_back(task);
+                        lock.unlock();
+                    });
+                    lock.lock();
+                }
                 d = *pick;
                 p = std::move(devices_[d].free.back());
                 devices_[d].free.pop_back();
@@ -263,9 +280,14 @@ public:
             try {
                 f(*p);
             } catch (const DeviceLost& e) {
-                std::lock_guard lock(mutex_);
-                if (devices_[d].stats.lost.empty()) devices_[d].stats.lost = e.what();
-                last_lost_ = e.what();
+                std::deque<tbb::task::suspend_point> waiting;
+                {
+                    std::lock_guard lock(mutex_);
+                    if (devices_[d].stats.lost.empty()) devices_[d].stats.lost = e.what();
+                    last_lost_ = e.what();
+                    waiting.swap(waiting_);
+                }
+                for (auto task : waiting) tbb::task::resume(task);  // they go elsewhere, or fail
                 continue;  // p is dropped with its device, which is never picked again
             } catch (...) {
                 give_back(d, std::move(p), t0, false);
@@ -305,8 +327,13 @@ public:
 private:
     struct Device {
         std::vector<std::unique_ptr<Processor>> free;
+        std::size_t size = 0;  // its processors, free or not
         DeviceStats stats;
     };
+
+    bool any_live() const {
+        return std::any_of(devices_.begin(), devices_.end(), [](const Device& d) { return d.stats.lost.empty(); });
+    }
 
     std::optional<std::size_t> least_busy() {
         std::optional<std::size_t> best;
@@ -314,20 +341,30 @@ private:
             const std::size_t d = (turn_ + i) % devices_.size();
             const Device& dev = devices_[d];
             if (!dev.stats.lost.empty() || dev.free.empty()) continue;
-            if (!best || dev.free.size() > devices_[*best].free.size()) best = d;
+            // free / size larger than the best's, without division
+            if (!best || dev.free.size() * devices_[*best].size > devices_[*best].free.size() * dev.size) best = d;
         }
         if (best) turn_ = *best + 1;
         return best;
     }
 
     void give_back(std::size_t d, std::unique_ptr<Processor> p, Clock::time_point t0, bool done) {
-        std::lock_guard lock(mutex_);
-        devices_[d].free.push_back(std::move(p));
-        devices_[d].stats.busy_s += seconds_since(t0);
-        devices_[d].stats.images += done;
+        std::optional<tbb::task::suspend_point> next;
+        {
+            std::lock_guard lock(mutex_);
+            devices_[d].free.push_back(std::move(p));
+            devices_[d].stats.busy_s += seconds_since(t0);
+            devices_[d].stats.images += done;
+            if (!waiting_.empty()) {
+                next = waiting_.front();
+                waiting_.pop_front();
+            }
+        }
+        if (next) tbb::task::resume(*next);
     }
 
     mutable std::mutex mutex_;
+    std::deque<tbb::task::suspend_point> waiting_;  // tasks waiting for a processor, first come first
     std::vector<Device> devices_;
     std::size_t turn_ = 0;
     std::string last_lost_;

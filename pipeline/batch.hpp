@@ -159,11 +159,21 @@ struct StageStats {
 };
 
 // One device of a batch: its processors come from its own factory (on
-// CUDA: their own streams and buffers on that device).
+// CUDA: their own streams and buffers on that device). `processors` caps
+// how many it has (0: one per image in flight); an image whose device has
+// none free waits for one.
 struct BatchDevice {
     std::string name;  // for --stats: "cuda:0", "cpu"
     ProcessorFactory factory;
+    int processors = 0;
 };
+
+// The processors of a GPU in a batch (BatchDevice::processors). Each
+// allocates its device buffers and pinned staging at its first image, and
+// those allocations serialise in the driver; one GPU gains nothing from
+// more images at once than keep its copies and kernels busy
+// (apps/bench/README.md, the twenty-eighth session's section).
+inline constexpr int kGpuBatchProcessors = 4;
 
 struct DeviceStats {
     std::string name;
@@ -194,8 +204,9 @@ struct BatchSummary {
 BatchSummary run_batch(const BatchPlan& plan, const ProcessorFactory& factory, const BatchOptions& options);
 
 // The same over several devices fed by the one pipeline: each device has K
-// processors; an image goes to the device with the most free processors
-// (ties in turn), so a faster device takes more. A device whose processor
+// processors (or its BatchDevice::processors, if fewer); an image goes to
+// the device with the largest share of its processors free (ties in turn),
+// so a faster device takes more, or waits for one. A device whose processor
 // throws cbi::DeviceLost is taken out (DeviceStats::lost) and the image runs
 // again on another; when none is left, the remaining images fail with its
 // error. The same device may be listed twice (cuda:0,0): two sets of

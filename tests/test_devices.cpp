@@ -137,6 +137,59 @@ TEST(Devices, WhenEveryDeviceIsLostTheRestFailAndTheRunEnds) {
         }
 }
 
+// A processor that counts its kind alive and at work, around a real executor.
+class Counted : public Processor {
+public:
+    struct Counts {
+        std::atomic<int> made{0}, busy{0}, most_busy{0};
+    };
+    Counted(std::unique_ptr<Processor> inner, std::shared_ptr<Counts> counts) : inner_(std::move(inner)), counts_(std::move(counts)) {
+        ++counts_->made;
+    }
+    Image process(const ImageView& input) override {
+        const int now = ++counts_->busy;
+        for (int most = counts_->most_busy; now > most && !counts_->most_busy.compare_exchange_weak(most, now);) {
+        }
+        Image out = inner_->process(input);
+        --counts_->busy;
+        return out;
+    }
+
+private:
+    std::unique_ptr<Processor> inner_;
+    std::shared_ptr<Counts> counts_;
+};
+
+// A device with fewer processors than images in flight (a GPU's,
+// kGpuBatchProcessors): images wait for one, never use more at once, and
+// every image is processed as with one processor per image in flight;
+// beside an uncapped device, each takes images in proportion to its free
+// share. A capped device that is lost still ends the run.
+TEST(Devices, ACappedDeviceMakesNoMoreProcessorsAndImagesWaitForThem) {
+    Folder folder(16);
+    BatchOptions wide;
+    wide.jobs = 4;
+    wide.in_flight = 12;
+    const BatchSummary one = run_batch(folder.plan("one"), blur_factory(), wide);
+    ASSERT_EQ(one.processed, 16u);
+    auto counts = std::make_shared<Counted::Counts>();
+    const ProcessorFactory counted = [counts] { return std::make_unique<Counted>(blur_factory()(), counts); };
+    const BatchSummary capped = run_batch(folder.plan("capped"), {{"cuda:0", counted, 1}}, wide);
+    EXPECT_EQ(capped.processed, 16u);
+    EXPECT_EQ(capped.failed, 0u);
+    EXPECT_EQ(counts->made, 1);
+    EXPECT_EQ(counts->most_busy, 1);
+    EXPECT_EQ(folder.outputs("capped"), folder.outputs("one"));
+    const BatchSummary mixed = run_batch(folder.plan("mixed"), {{"cuda:0", blur_factory(), 2}, {"cpu", blur_factory()}}, wide);
+    EXPECT_EQ(mixed.processed, 16u);
+    EXPECT_GT(mixed.devices[0].images, 0u);
+    EXPECT_GT(mixed.devices[1].images, 0u);
+    EXPECT_EQ(folder.outputs("mixed"), folder.outputs("one"));
+    const BatchSummary lost = run_batch(folder.plan("lost"), {{"cuda:0", failing_factory(3), 2}}, wide);
+    EXPECT_EQ(lost.processed, 3u);
+    EXPECT_EQ(lost.failed, 13u);
+}
+
 TEST(Devices, ListsParse) {
     EXPECT_EQ(parse_devices("cpu").size(), 1u);
     EXPECT_EQ(parse_devices("cuda:1").front().index, 1);

@@ -641,12 +641,14 @@ TEST(CpuColor, GrayDropsAlphaAndOthersKeepIt) {
 // compiler may swap the operands of a scalar + or * (the GPU gives one
 // canonical NaN anyway).
 template <class T>
+bool same_sample(T a, T b) {
+    if constexpr (std::is_same_v<T, float>)
+        if (std::isnan(a) || std::isnan(b)) return std::isnan(a) && std::isnan(b);
+    return std::memcmp(&a, &b, sizeof(T)) == 0;
+}
+
+template <class T>
 void expect_color_rows_match_per_pixel(Depth depth) {
-    const auto same = [](T a, T b) {
-        if constexpr (std::is_same_v<T, float>)
-            if (std::isnan(a) || std::isnan(b)) return std::isnan(a) && std::isnan(b);
-        return std::memcmp(&a, &b, sizeof(T)) == 0;
-    };
     const float hi = std::is_same_v<T, float> ? 1.f : static_cast<float>(std::numeric_limits<T>::max());
     const float inf = std::numeric_limits<float>::infinity();
     const StorageMatrix matrices[] = {
@@ -681,7 +683,7 @@ void expect_color_rows_match_per_pixel(Depth depth) {
                     for (int x = 0; x < width; ++x) op(x, y);
                 for (int y = 0; y < 3; ++y)
                     for (int i = 0; i < width * co; ++i)
-                        ASSERT_TRUE(same(got.ptr<T>(y)[i], want.ptr<T>(y)[i]))
+                        ASSERT_TRUE(same_sample(got.ptr<T>(y)[i], want.ptr<T>(y)[i]))
                             << depth_name(depth) << " " << ci << "->" << co << " width " << width << " matrix "
                             << matrix.m[0][0] << " at row " << y << " sample " << i << ": " << +got.ptr<T>(y)[i]
                             << " vs " << +want.ptr<T>(y)[i];
@@ -701,11 +703,6 @@ TEST(CpuColor, RowsMatchPerPixelBitForBit) {
 // +-Inf samples (NaNs compare only as NaN, as above).
 template <class T>
 void expect_blend_rows_match_per_pixel(Depth depth) {
-    const auto same = [](T a, T b) {
-        if constexpr (std::is_same_v<T, float>)
-            if (std::isnan(a) || std::isnan(b)) return std::isnan(a) && std::isnan(b);
-        return std::memcmp(&a, &b, sizeof(T)) == 0;
-    };
     const float inf = std::numeric_limits<float>::infinity();
     const BlendFilter blends[] = {{0.5, 0.5, 0}, {1.5, -0.5, 0}, {4, -4, 128}, {1.6, -0.6, 0.3}, {-1, 2, 1e10}, {1e30, -1e30, 0}};
     unsigned seed = 70;
@@ -731,7 +728,7 @@ void expect_blend_rows_match_per_pixel(Depth depth) {
                     for (int x = 0; x < width; ++x) op(want)(x, y);
                 for (int y = 0; y < 3; ++y)
                     for (int i = 0; i < width * ch; ++i)
-                        ASSERT_TRUE(same(got.ptr<T>(y)[i], want.ptr<T>(y)[i]))
+                        ASSERT_TRUE(same_sample(got.ptr<T>(y)[i], want.ptr<T>(y)[i]))
                             << depth_name(depth) << " " << ch << " ch width " << width << " " << to_string(blend)
                             << " at row " << y << " sample " << i << ": " << +got.ptr<T>(y)[i] << " vs "
                             << +want.ptr<T>(y)[i];

@@ -9,16 +9,7 @@ cd "$(dirname "$0")/../../.."  # the repository root
 . apps/bench/issue21_calls/common.sh
 gpu_line
 d=/tmp/b; rm -rf $d; mkdir -p $d/in32 $d/in128
-python3 - $d <<'PY'
-import sys, cv2
-from multiprocessing import Pool
-m = cv2.imread('bundle/samples/butterfly.jpg'); d = sys.argv[1]
-big = cv2.resize(m, (4096, 4096), interpolation=cv2.INTER_CUBIC)
-def make(i):
-    img = cv2.flip(big, i % 3 - 1) if i % 4 else big
-    assert cv2.imwrite(f"{d}/in32/img{i:03d}.jpg", img, [cv2.IMWRITE_JPEG_QUALITY, 92])
-with Pool() as p: p.map(make, range(32))
-PY
+photos4096 $d/in32
 for i in $(seq 0 127); do cp $d/in32/img$(printf %03d $((i % 32))).jpg $d/in128/img$(printf %03d $i).jpg; done
 for n in 32 128; do
   echo "== batch: $n JPEGs of 4096^2 -> JPEG, dog.json"

@@ -177,3 +177,38 @@ for f, c in funcs.items():
 PY
   done
 }
+# photos4096 DIR: 32 JPEGs (q92) of butterfly.jpg upscaled to 4096^2, some
+# flipped, as DIR/img000.jpg ... img031.jpg.
+photos4096() {
+  mkdir -p "$1"
+  python3 - "$1" <<'PY'
+import sys, cv2
+from multiprocessing import Pool
+m = cv2.imread('bundle/samples/butterfly.jpg'); out = sys.argv[1]
+big = cv2.resize(m, (4096, 4096), interpolation=cv2.INTER_CUBIC)
+def make(i):
+    img = cv2.flip(big, i % 3 - 1) if i % 4 else big
+    assert cv2.imwrite(f"{out}/img{i:03d}.jpg", img, [cv2.IMWRITE_JPEG_QUALITY, 92])
+with Pool() as p: p.map(make, range(32))
+PY
+}
+# codec_only DIR EXT: the codec-only bound of a batch of DIR's files, twice:
+# OpenCV decodes each and encodes it as EXT (JPEG at quality 95), one
+# process per core, one thread each.
+codec_only() {
+  python3 - "$1" "$2" <<'PY'
+import sys, os, time, glob
+from multiprocessing import Pool
+import cv2
+cv2.setNumThreads(1)
+files = sorted(glob.glob(sys.argv[1] + "/*")); ext = "." + sys.argv[2]
+def work(f):
+    img = cv2.imread(f, cv2.IMREAD_UNCHANGED)
+    ok, buf = cv2.imencode(ext, img, [cv2.IMWRITE_JPEG_QUALITY, 95] if ext == ".jpg" else [])
+    return len(buf)
+for r in (1, 2):
+    with Pool(os.cpu_count()) as p:
+        t = time.time(); p.map(work, files, chunksize=1); t = time.time() - t
+    print(f"  codec-only (OpenCV decode + {ext} encode, {os.cpu_count()} processes): {len(files)} files in {t:.2f} s = {len(files) / t:.2f} images/s")
+PY
+}

@@ -13,15 +13,10 @@ cd "$(dirname "$0")/../../.."  # the repository root
 . apps/bench/issue21_calls/common.sh
 gpu_line
 d=/tmp/b; rm -rf $d; mkdir -p $d/in
+photos4096 $d/in
 python3 - $d <<'PY'
-import sys, cv2
-from multiprocessing import Pool
+import cv2, sys
 m = cv2.imread('bundle/samples/butterfly.jpg'); d = sys.argv[1]
-big = cv2.resize(m, (4096, 4096), interpolation=cv2.INTER_CUBIC)
-def make(i):
-    img = cv2.flip(big, i % 3 - 1) if i % 4 else big
-    assert cv2.imwrite(f"{d}/in/img{i:03d}.jpg", img, [cv2.IMWRITE_JPEG_QUALITY, 92])
-with Pool() as p: p.map(make, range(32))
 assert cv2.imwrite(f"{d}/p24.jpg", cv2.resize(m, (6000, 4000), interpolation=cv2.INTER_CUBIC), [cv2.IMWRITE_JPEG_QUALITY, 92])
 PY
 for img in in/img000.jpg p24.jpg; do
@@ -58,19 +53,5 @@ n = 0
 for f in sorted(glob.glob('$d/out-new/*.png')):
     a = cv2.imread(f, -1); b = cv2.imread(f.replace('out-new', 'out-old'), -1); n += int(cv2.absdiff(a, b).max() > 0)
 print('  batch outputs old vs new: files with any pixel different:', n, 'of', len(glob.glob('$d/out-new/*.png')))"
-python3 - $d/in <<'PY'
-import sys, os, time, glob
-from multiprocessing import Pool
-import cv2
-cv2.setNumThreads(1)
-files = sorted(glob.glob(sys.argv[1] + "/*"))
-def work(f):
-    img = cv2.imread(f, cv2.IMREAD_UNCHANGED)
-    ok, buf = cv2.imencode(".png", img)
-    return len(buf)
-for r in (1, 2):
-    with Pool(os.cpu_count()) as p:
-        t = time.time(); p.map(work, files, chunksize=1); t = time.time() - t
-    print(f"  codec-only (OpenCV decode + PNG encode, {os.cpu_count()} processes): {len(files)} files in {t:.2f} s = {len(files) / t:.2f} images/s")
-PY
+codec_only $d/in png
 echo "${SECONDS}s"

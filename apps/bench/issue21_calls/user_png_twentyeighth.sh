@@ -14,16 +14,7 @@ cd "$(dirname "$0")/../../.."  # the repository root
 gpu_line
 gpu_suites
 d=/tmp/b; rm -rf $d; mkdir -p $d/in
-python3 - $d/in <<'PY'
-import sys, cv2
-from multiprocessing import Pool
-m = cv2.imread('bundle/samples/butterfly.jpg'); out = sys.argv[1]
-big = cv2.resize(m, (4096, 4096), interpolation=cv2.INTER_CUBIC)
-def make(i):
-    img = cv2.flip(big, i % 3 - 1) if i % 4 else big
-    assert cv2.imwrite(f"{out}/img{i:03d}.jpg", img, [cv2.IMWRITE_JPEG_QUALITY, 92])
-with Pool() as p: p.map(make, range(32))
-PY
+photos4096 $d/in
 cat > /tmp/ocv.py <<'PY'
 import sys, time
 t0 = time.time()
@@ -62,20 +53,6 @@ for r in 1 2; do
 done
 grep -v '^$' /tmp/bs.txt | head -14 | sed 's/^/    /'
 ls $d/out | head -2; ls $d/out | wc -l
-python3 - $d/in <<'PY'
-import sys, os, time, glob
-from multiprocessing import Pool
-import cv2
-cv2.setNumThreads(1)
-files = sorted(glob.glob(sys.argv[1] + "/*"))
-def work(f):
-    img = cv2.imread(f, cv2.IMREAD_UNCHANGED)
-    ok, buf = cv2.imencode(".png", img)
-    return len(buf)
-for r in (1, 2):
-    with Pool(os.cpu_count()) as p:
-        t = time.time(); p.map(work, files, chunksize=1); t = time.time() - t
-    print(f"  codec-only (OpenCV decode + PNG encode, {os.cpu_count()} processes): {len(files)} files in {t:.2f} s = {len(files) / t:.2f} images/s")
-PY
+codec_only $d/in png
 echo "${SECONDS}s"
 python3 -c "import cv2; a = cv2.imread('$d/cbi-dog.png'); cv2.imwrite('$OUT/dog-preview.png', cv2.resize(a, (1024, 1024), interpolation=cv2.INTER_AREA))"
