@@ -982,7 +982,19 @@ int main(int argc, char** argv) {
         return fail(kExitUsage, "", std::string(e.what()) + " (see --help)");
     }
     try {
-        return run(app, o);
+        const int rc = run(app, o);
+        // Ended while nvJPEG is still starting (a batch of a few JPEGs): the
+        // exit would wait for that start (about 0.8 s on the H100 host), so
+        // that CUDA is not torn down under it. Every output is written and
+        // renamed by now; MPI is finalised, the streams flushed, and _exit
+        // skips the teardown.
+        if (cbi::gpu_codec_starting()) {
+            ranks.reset();
+            std::cout.flush();
+            std::fflush(nullptr);
+            ::_exit(rc);
+        }
+        return rc;
     } catch (const UsageError& e) {
         return fail(kExitUsage, e.subject, e.reason);
     } catch (const cbi::Unsupported& e) {  // a cbi::Error: before it, and never a usage error

@@ -12,6 +12,9 @@
 #include "pipeline/error.hpp"
 #include "pipeline/executor.hpp"
 #include "pipeline/image.hpp"
+#if CBI_HAVE_NVJPEG
+#include "pipeline/jpeg_gpu.hpp"
+#endif
 #if CBI_HAVE_CUDA
 #include "pipeline/cuda_runtime.hpp"
 #endif
@@ -40,6 +43,14 @@ void warm_up(const ResolvedDevice& device) {
 bool built_with_nvjpeg() {
 #if CBI_HAVE_NVJPEG
     return true;
+#else
+    return false;
+#endif
+}
+
+bool gpu_codec_starting() {
+#if CBI_HAVE_NVJPEG
+    return GpuJpegCodec::starting();
 #else
     return false;
 #endif

@@ -50,6 +50,10 @@ bool built_with_cuda();
 void warm_up(const ResolvedDevice& device);
 // Whether JPEG can be decoded and encoded on CUDA devices (nvJPEG).
 bool built_with_nvjpeg();
+// Whether nvJPEG is still starting on some device (on a thread of its own,
+// about 1 s from the first use): a process that returns from main now
+// waits for it at exit.
+bool gpu_codec_starting();
 
 struct RunOptions {
     ResolvedDevice device;

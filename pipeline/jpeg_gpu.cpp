@@ -180,6 +180,24 @@ public:
         return f.get();
     }
 
+    // Whether a start is still under way (its default handle or its
+    // hardware decoder).
+    static bool starting() {
+        std::vector<std::shared_future<DeviceContext*>> all;
+        {
+            std::lock_guard lock(mutex());
+            for (const auto& [device, f] : starts()) all.push_back(f);
+        }
+        for (const auto& f : all) {
+            if (f.wait_for(std::chrono::seconds(0)) != std::future_status::ready) return true;
+            try {
+                if (!f.get()->hardware_started(false)) return true;
+            } catch (...) {  // that start failed: nothing under way
+            }
+        }
+        return false;
+    }
+
     // At exit: waits for the starts still under way. A process that ends
     // first (a batch of a few images) would otherwise tear CUDA down under
     // nvJPEG's start, which then hangs or aborts the process.
@@ -315,6 +333,8 @@ GpuJpegCodec::~GpuJpegCodec() = default;
 bool GpuJpegCodec::hardware_decoder() const { return s_->context->hardware_started(true) && s_->context->hw; }
 
 bool GpuJpegCodec::started(int device) { return DeviceContext::of(device, false) != nullptr; }
+
+bool GpuJpegCodec::starting() { return DeviceContext::starting(); }
 
 bool GpuJpegCodec::decoder_started(int device) {
     DeviceContext* c = DeviceContext::of(device, false);

@@ -35,6 +35,10 @@ public:
     // starts after that (~0.7 s more): decoder_started.
     static bool started(int device);
     static bool decoder_started(int device);
+    // Whether nvJPEG is still starting on some device. A process that ends
+    // meanwhile waits for it at exit (ending under it would tear CUDA down
+    // under nvJPEG's start), unless it ends with _exit.
+    static bool starting();
     // Takes nvJPEG's handles on `device` (waiting for them to start) and
     // makes this codec's states. Throws cbi::Error when nvJPEG cannot start
     // there.
