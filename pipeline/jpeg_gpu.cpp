@@ -181,40 +181,27 @@ public:
     }
 
     // Whether a start is still under way (its default handle or its
-    // hardware decoder).
-    static bool starting() {
+    // hardware decoder); with wait, waits for each to end first (false).
+    static bool under_way(bool wait) {
         std::vector<std::shared_future<DeviceContext*>> all;
         {
             std::lock_guard lock(mutex());
             for (const auto& [device, f] : starts()) all.push_back(f);
         }
         for (const auto& f : all) {
+            if (wait) f.wait();
             if (f.wait_for(std::chrono::seconds(0)) != std::future_status::ready) return true;
             try {
-                if (!f.get()->hardware_started(false)) return true;
+                if (!f.get()->hardware_started(wait)) return true;
             } catch (...) {  // that start failed: nothing under way
             }
         }
         return false;
     }
-
     // At exit: waits for the starts still under way. A process that ends
     // first (a batch of a few images) would otherwise tear CUDA down under
     // nvJPEG's start, which then hangs or aborts the process.
-    static void wait_for_starts() {
-        std::vector<std::shared_future<DeviceContext*>> all;
-        {
-            std::lock_guard lock(mutex());
-            for (const auto& [device, f] : starts()) all.push_back(f);
-        }
-        for (const auto& f : all) {
-            f.wait();
-            try {
-                f.get()->hardware_started(true);
-            } catch (...) {  // that start failed: nothing under way
-            }
-        }
-    }
+    static void wait_for_starts() { under_way(true); }
     static std::mutex& mutex() {
         static auto* m = new std::mutex;  // never destroyed: used at exit
         return *m;
@@ -334,7 +321,7 @@ bool GpuJpegCodec::hardware_decoder() const { return s_->context->hardware_start
 
 bool GpuJpegCodec::started(int device) { return DeviceContext::of(device, false) != nullptr; }
 
-bool GpuJpegCodec::starting() { return DeviceContext::starting(); }
+bool GpuJpegCodec::starting() { return DeviceContext::under_way(false); }
 
 bool GpuJpegCodec::decoder_started(int device) {
     DeviceContext* c = DeviceContext::of(device, false);

@@ -7,7 +7,6 @@
 #include <array>
 #include <cstddef>
 #include <cstring>
-#include <limits>
 #include <span>
 #include <string_view>
 
@@ -26,16 +25,19 @@ std::uint32_t crc(std::uint32_t c, std::span<const std::uint8_t> bytes) {
     return bytes.empty() ? c : static_cast<std::uint32_t>(::crc32_z(c, bytes.data(), bytes.size()));
 }
 
-// A chunk: length, type, data, CRC of type and data.
+// A chunk is its length, type, data and the CRC of type and data: with
+// the n data bytes already at chunk + 8, writes the rest around them.
+void frame_chunk(std::uint8_t* chunk, std::string_view type, std::size_t n) {
+    put32(chunk, static_cast<std::uint32_t>(n));
+    std::memcpy(chunk + 4, type.data(), 4);
+    put32(chunk + 8 + n, crc(0, std::span<const std::uint8_t>(chunk + 4, 4 + n)));
+}
+
 void put_chunk(std::vector<std::uint8_t>& out, std::string_view type, std::span<const std::uint8_t> data) {
-    std::array<std::uint8_t, 8> head{};
-    put32(head.data(), static_cast<std::uint32_t>(data.size()));
-    std::memcpy(head.data() + 4, type.data(), 4);
-    out.insert(out.end(), head.begin(), head.end());
-    out.insert(out.end(), data.begin(), data.end());
-    std::array<std::uint8_t, 4> sum{};
-    put32(sum.data(), crc(crc(0, std::span(head).subspan(4)), data));
-    out.insert(out.end(), sum.begin(), sum.end());
+    const std::size_t at = out.size();
+    out.resize(at + 12 + data.size());
+    std::copy(data.begin(), data.end(), out.begin() + static_cast<std::ptrdiff_t>(at + 8));
+    frame_chunk(out.data() + at, type, data.size());
 }
 
 // One row as PNG stores it: filter type 1 (Sub) and each byte less the
@@ -97,9 +99,7 @@ Band deflate_band(const cv::Mat& image, int y0, int y1, bool last) {
     ::deflateEnd(&z);
     const std::size_t n = bound - z.avail_out;
     if (!ok || n > 0x7FFFFFFF) return {};
-    put32(band.chunk.data(), static_cast<std::uint32_t>(n));
-    std::memcpy(band.chunk.data() + 4, "IDAT", 4);
-    put32(band.chunk.data() + 8 + n, crc(0, std::span<const std::uint8_t>(band.chunk.data() + 4, 4 + n)));
+    frame_chunk(band.chunk.data(), "IDAT", n);
     band.chunk.resize(8 + n + 4);
     return band;
 }

@@ -11,8 +11,7 @@ cd "$(dirname "$0")/../../.."  # the repository root
 . apps/bench/issue21_calls/common.sh
 gpu_line
 d=/tmp/b; rm -rf $d; mkdir -p $d/in32 $d/in128
-photos4096 $d/in32
-for i in $(seq 0 127); do cp $d/in32/img$(printf %03d $((i % 32))).jpg $d/in128/img$(printf %03d $i).jpg; done
+photos4096_x4 $d/in32 $d/in128
 for job in "32 jpg" "128 jpg" "32 png"; do
   set -- $job; n=$1 fmt=$2
   echo "== batch: $n JPEGs of 4096^2 -> $fmt, dog.json"

@@ -11,8 +11,7 @@ cd "$(dirname "$0")/../../.."  # the repository root
 gpu_line
 suites test_devices test_cuda_wait
 d=/tmp/b; rm -rf $d; mkdir -p $d/in32 $d/in128
-photos4096 $d/in32
-for i in $(seq 0 127); do cp $d/in32/img$(printf %03d $((i % 32))).jpg $d/in128/img$(printf %03d $i).jpg; done
+photos4096_x4 $d/in32 $d/in128
 run() {  # LABEL N FORMAT OUT ARGS...
   local label=$1 n=$2 fmt=$3 out=$4; shift 4
   rm -rf $d/$out; local t0=$(date +%s.%N)

@@ -9,8 +9,7 @@ cd "$(dirname "$0")/../../.."  # the repository root
 . apps/bench/issue21_calls/common.sh
 gpu_line
 d=/tmp/b; rm -rf $d; mkdir -p $d/in32 $d/in128
-photos4096 $d/in32
-for i in $(seq 0 127); do cp $d/in32/img$(printf %03d $((i % 32))).jpg $d/in128/img$(printf %03d $i).jpg; done
+photos4096_x4 $d/in32 $d/in128
 for n in 32 128; do
   echo "== batch: $n JPEGs of 4096^2 -> JPEG, dog.json"
   for r in 1 2; do

@@ -212,3 +212,10 @@ for r in (1, 2):
     print(f"  codec-only (OpenCV decode + {ext} encode, {os.cpu_count()} processes): {len(files)} files in {t:.2f} s = {len(files) / t:.2f} images/s")
 PY
 }
+# photos4096_x4 DIR32 DIR128: photos4096 into DIR32, and each of them four
+# times over into DIR128 (img000.jpg ... img127.jpg).
+photos4096_x4() {
+  photos4096 "$1"
+  mkdir -p "$2"
+  for i in $(seq 0 127); do cp "$1/img$(printf %03d $((i % 32))).jpg" "$2/img$(printf %03d $i).jpg"; done
+}
