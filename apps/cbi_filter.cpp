@@ -540,6 +540,28 @@ cbi::DeviceSpec device_for_one_image(const Options& o, const cbi::DeviceSpec& sp
     return {cbi::DeviceSpec::Kind::cpu, 0};
 }
 
+// --device auto for a batch: the CPU where all its images' runs (the first
+// image's size standing for the others') are expected to take less than
+// starting a CUDA device (pipeline/defaults.hpp); --codec gpu asks for the
+// device. `images`: this process's share of the batch.
+cbi::DeviceSpec device_for_batch(const Options& o, const cbi::DeviceSpec& spec, const cbi::Graph& graph,
+                                 const fs::path& first, std::uint64_t images) {
+    if (spec.kind != cbi::DeviceSpec::Kind::automatic || o.codec == "gpu" || !cbi::built_with_cuda() || images == 0) return spec;
+    cbi::ImageHeader header;
+    try {
+        header = cbi::check_image(cbi::read_file(first), first.string(), o.max_pixels, o.max_memory);
+    } catch (const std::exception&) {
+        return spec;  // the batch reports the file
+    }
+    const cbi::Depth depth = header.bytes_per_sample == 1 ? cbi::Depth::u8
+                             : header.bytes_per_sample == 2 ? cbi::Depth::u16
+                                                            : cbi::Depth::f32;
+    const auto threads = static_cast<int>(tbb::global_control::active_value(tbb::global_control::max_allowed_parallelism));
+    if (!cbi::batch_runs_on_cpu(graph, header.width, header.height, static_cast<int>(header.channels), depth, threads, images))
+        return spec;
+    return {cbi::DeviceSpec::Kind::cpu, 0};
+}
+
 // The devices a batch feeds, each with its own processors (executors).
 std::vector<cbi::BatchDevice> batch_devices(const cbi::RunOptions& run_options, const std::vector<cbi::DeviceSpec>& specs,
                                             const cbi::Graph& graph) {
@@ -625,7 +647,10 @@ int run_batch_mode(const CLI::App& app, const Options& o, const cbi::WriteOption
     check_encoding_flags(app, outputs);
 
     // After the plan: its usage errors come before any notice.
-    const cbi::RunOptions run_options = resolve_run_options(o, device_spec, graph);
+    const std::uint64_t share = plan.jobs.size() / static_cast<std::uint64_t>(g_ranks ? std::max(g_ranks->size(), 1) : 1);
+    const cbi::DeviceSpec spec =
+        plan.jobs.empty() ? device_spec : device_for_batch(o, device_spec, graph, plan.jobs.front().input, std::max<std::uint64_t>(share, 1));
+    const cbi::RunOptions run_options = resolve_run_options(o, spec, graph);
     require_codec(o, run_options);
     cbi::BatchOptions batch;
     batch.jobs = o.jobs > 0 ? o.jobs : o.threads;
@@ -904,7 +929,9 @@ int main(int argc, char** argv) {
     app.add_option("--tuning-cache", o.tuning_cache, "where auto keeps its choices (default $XDG_CACHE_HOME/cbi/tuning.json)")
         ->type_name("PATH");
     app.add_option("--device", o.device,
-                   "auto (default), cpu, cuda or cuda:N; in batch mode also several GPUs: cuda:all or cuda:0,2");
+                   "auto (default: the CPU where the filters' expected time is within CUDA's start, for one image "
+                   "or a whole batch; else CUDA), cpu, cuda or cuda:N; in batch mode also several GPUs: cuda:all or "
+                   "cuda:0,2");
     app.add_option("--codec", o.codec,
                    "where JPEG files are decoded and encoded: auto (default: in batch mode on a CUDA device with "
                    "nvJPEG, OpenCV and the GPU at once, so bytes may differ from run to run; one image, and other "

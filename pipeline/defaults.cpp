@@ -153,6 +153,12 @@ bool one_image_runs_on_cpu(const Graph& graph, std::uint64_t width, std::uint64_
     return cpu <= kCudaStartSeconds + kCudaSecondsPerByte * pixels * samples * static_cast<double>(depth_bytes(depth));
 }
 
+bool batch_runs_on_cpu(const Graph& graph, std::uint64_t width, std::uint64_t height, int channels, Depth depth,
+                       int threads, std::uint64_t images) {
+    const double cpu = cpu_run_seconds(graph, width, height, channels, depth, threads);
+    return cpu >= 0 && cpu * static_cast<double>(images) <= kCudaStartSeconds;
+}
+
 OpKind op_kind(const NodeOp& op) {
     const auto* f = std::get_if<Filter>(&op);
     if (!f) return OpKind::blend;

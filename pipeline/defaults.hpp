@@ -84,8 +84,7 @@ constexpr bool fuses_color_by_default(bool cuda) { return cuda; }
 // images on a multicore CPU (apps/bench/README.md, "One image: the CPU or
 // the GPU"). So the image runs on the CPU when cpu_run_seconds is within
 // what the device would add: kCudaStartSeconds plus kCudaSecondsPerByte for
-// each byte of the input and the outputs. Batches keep the GPU: they pay
-// its start once.
+// each byte of the input and the outputs.
 inline constexpr double kCudaStartSeconds = 0.4;
 inline constexpr double kCudaSecondsPerByte = 0.75e-9;
 // The CPU backend's expected seconds for one run of `graph` on a
@@ -96,5 +95,14 @@ double cpu_run_seconds(const Graph& graph, std::uint64_t width, std::uint64_t he
                        int threads);
 bool one_image_runs_on_cpu(const Graph& graph, std::uint64_t width, std::uint64_t height, int channels, Depth depth,
                            int threads);
+// The default device for a batch (`--device auto` with several inputs): a
+// batch pays the device's start once, and then the GPU takes the filters
+// (and with nvJPEG the JPEG codec) off the CPU's cores; but a batch whose
+// filters the CPU runs before the device has started waits for nothing.
+// So a batch of `images` runs on the CPU when cpu_run_seconds of one
+// (its first image stands for the others) times their count is within
+// kCudaStartSeconds (apps/bench/README.md, "A batch's device").
+bool batch_runs_on_cpu(const Graph& graph, std::uint64_t width, std::uint64_t height, int channels, Depth depth,
+                       int threads, std::uint64_t images);
 
 }  // namespace cbi

@@ -170,6 +170,24 @@ TEST(DefaultPairs, OnlyPairsMeasuredFasterFuseByDefault) {
     EXPECT_TRUE(fuses_color_by_default(true));
 }
 
+// --device auto for a batch: the CPU while all its images' runs fit in a
+// CUDA device's start; the GPU once they outgrow it.
+TEST(BatchDevice, ABatchRunsOnTheCpuWhileItsRunsFitInTheDevicesStart) {
+    const Graph two = parse_pipeline("gaussian:9 | sobel:mag");
+    // 16 MP photos on the GPU host's 16 cores: 8 on the CPU, 128 on the GPU.
+    EXPECT_TRUE(batch_runs_on_cpu(two, 4096, 4096, 3, Depth::u8, 16, 8));
+    EXPECT_FALSE(batch_runs_on_cpu(two, 4096, 4096, 3, Depth::u8, 16, 128));
+    // The count where the GPU takes over: all the runs pass kCudaStartSeconds.
+    const double one = cpu_run_seconds(two, 4096, 4096, 3, Depth::u8, 16);
+    const auto last_on_cpu = static_cast<std::uint64_t>(kCudaStartSeconds / one);
+    EXPECT_TRUE(batch_runs_on_cpu(two, 4096, 4096, 3, Depth::u8, 16, last_on_cpu));
+    EXPECT_FALSE(batch_runs_on_cpu(two, 4096, 4096, 3, Depth::u8, 16, last_on_cpu + 1));
+    // Fewer threads: the GPU sooner.
+    EXPECT_FALSE(batch_runs_on_cpu(two, 4096, 4096, 3, Depth::u8, 2, last_on_cpu));
+    // A named schedule is not modelled: the batch keeps the GPU.
+    EXPECT_FALSE(batch_runs_on_cpu(parse_pipeline("gaussian:9@column:32"), 10, 10, 3, Depth::u8, 16, 1));
+}
+
 // --device auto for one image: the CPU where the run is expected to be done
 // before a CUDA device has started; a named schedule keeps the device.
 TEST(OneImageDevice, TheCpuTakesWhatItFinishesBeforeCudaStarts) {

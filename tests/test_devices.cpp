@@ -222,6 +222,34 @@ TEST(DevicesCli, ListsAreForBatchesAndNeedCuda) {
     }
 }
 
+// A small batch under --device auto runs on the CPU (its runs end before a
+// CUDA device would have started); --device cuda keeps the GPU where there
+// is one.
+TEST(DevicesCli, ASmallBatchRunsOnTheCpuUnlessADeviceIsNamed) {
+    TempDir dir;
+    fs::create_directories(dir / "in");
+    for (const char* name : {"a.png", "b.png", "c.png"})
+        cv::imwrite((dir / "in" / name).string(), cbi::test::random_image(64, 48, 3, Depth::u8, 5));
+    const bool gpu = resolve_device(parse_device("auto")).cuda;
+    int runs = 0;
+    const auto device_lines = [&](std::vector<std::string> args) {
+        const fs::path out = dir / ("out" + std::to_string(++runs));
+        args.insert(args.begin(), {"--input-dir", (dir / "in").string(), "--output-dir", out.string(), "--blur", "3", "--stats"});
+        const auto r = cbi::test::run_cli(args, dir.path());
+        EXPECT_EQ(r.code, 0) << r.err;
+        std::string lines;  // "device NAME: N images, ..." -> "NAME N;"
+        for (std::size_t at = r.out.find("\ndevice "); at != std::string::npos; at = r.out.find("\ndevice ", at + 1)) {
+            const std::string line = r.out.substr(at + 8, r.out.find('\n', at + 1) - at - 8);
+            lines += line.substr(0, line.find(": ")) + " " + line.substr(line.find(": ") + 2, line.find(' ', line.find(": ") + 2) - line.find(": ") - 2) + ";";
+        }
+        return lines;
+    };
+    EXPECT_EQ(device_lines({}), "cpu 3;");
+    if (gpu) {
+        EXPECT_EQ(device_lines({"--device", "cuda"}), "cuda:0 3;");
+    }
+}
+
 // One image under --device auto runs on the CPU where that is done before a
 // CUDA device would have started; a named device or schedule keeps the GPU
 // where there is one.
