@@ -540,24 +540,32 @@ cbi::DeviceSpec device_for_one_image(const Options& o, const cbi::DeviceSpec& sp
     return {cbi::DeviceSpec::Kind::cpu, 0};
 }
 
-// --device auto for a batch: the CPU where all its images' runs (the first
-// image's size standing for the others') are expected to take less than
-// starting a CUDA device (pipeline/defaults.hpp); --codec gpu asks for the
-// device. `images`: this process's share of the batch.
+// --device auto for a batch: the CPU where all its images' runs are expected
+// to take less than starting a CUDA device (pipeline/defaults.hpp), the
+// largest of up to 8 images spread over the batch standing for all; --codec
+// gpu asks for the device. `images`: this process's share of the batch.
 cbi::DeviceSpec device_for_batch(const Options& o, const cbi::DeviceSpec& spec, const cbi::Graph& graph,
-                                 const fs::path& first, std::uint64_t images) {
-    if (spec.kind != cbi::DeviceSpec::Kind::automatic || o.codec == "gpu" || !cbi::built_with_cuda() || images == 0) return spec;
-    cbi::ImageHeader header;
-    try {
-        header = cbi::check_image(cbi::read_file(first), first.string(), o.max_pixels, o.max_memory);
-    } catch (const std::exception&) {
-        return spec;  // the batch reports the file
+                                 const std::vector<cbi::BatchJob>& jobs, std::uint64_t images) {
+    if (spec.kind != cbi::DeviceSpec::Kind::automatic || o.codec == "gpu" || !cbi::built_with_cuda() || jobs.empty()) return spec;
+    constexpr std::size_t kSampled = 8;
+    const std::size_t sampled = std::min(kSampled, jobs.size());
+    std::optional<cbi::ImageHeader> largest;
+    for (std::size_t i = 0; i < sampled; ++i) {
+        const fs::path& file = jobs[i * jobs.size() / sampled].input;
+        try {
+            const cbi::ImageHeader h = cbi::probe_image(cbi::read_file(file), file.string());
+            if (!largest || h.decoded_bytes() > largest->decoded_bytes()) largest = h;
+        } catch (const std::exception&) {
+            // the batch reports the file
+        }
     }
-    const cbi::Depth depth = header.bytes_per_sample == 1 ? cbi::Depth::u8
-                             : header.bytes_per_sample == 2 ? cbi::Depth::u16
-                                                            : cbi::Depth::f32;
+    if (!largest) return spec;
+    const cbi::Depth depth = largest->bytes_per_sample == 1 ? cbi::Depth::u8
+                             : largest->bytes_per_sample == 2 ? cbi::Depth::u16
+                                                              : cbi::Depth::f32;
     const auto threads = static_cast<int>(tbb::global_control::active_value(tbb::global_control::max_allowed_parallelism));
-    if (!cbi::batch_runs_on_cpu(graph, header.width, header.height, static_cast<int>(header.channels), depth, threads, images))
+    if (!cbi::batch_runs_on_cpu(graph, largest->width, largest->height, static_cast<int>(largest->channels), depth, threads,
+                                images))
         return spec;
     return {cbi::DeviceSpec::Kind::cpu, 0};
 }
@@ -648,8 +656,7 @@ int run_batch_mode(const CLI::App& app, const Options& o, const cbi::WriteOption
 
     // After the plan: its usage errors come before any notice.
     const std::uint64_t share = plan.jobs.size() / static_cast<std::uint64_t>(g_ranks ? std::max(g_ranks->size(), 1) : 1);
-    const cbi::DeviceSpec spec =
-        plan.jobs.empty() ? device_spec : device_for_batch(o, device_spec, graph, plan.jobs.front().input, std::max<std::uint64_t>(share, 1));
+    const cbi::DeviceSpec spec = device_for_batch(o, device_spec, graph, plan.jobs, std::max<std::uint64_t>(share, 1));
     const cbi::RunOptions run_options = resolve_run_options(o, spec, graph);
     require_codec(o, run_options);
     cbi::BatchOptions batch;

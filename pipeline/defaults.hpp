@@ -100,7 +100,7 @@ bool one_image_runs_on_cpu(const Graph& graph, std::uint64_t width, std::uint64_
 // (and with nvJPEG the JPEG codec) off the CPU's cores; but a batch whose
 // filters the CPU runs before the device has started waits for nothing.
 // So a batch of `images` runs on the CPU when cpu_run_seconds of one
-// (its first image stands for the others) times their count is within
+// (a width x height image standing for all) times their count is within
 // kCudaStartSeconds (apps/bench/README.md, "A batch's device").
 bool batch_runs_on_cpu(const Graph& graph, std::uint64_t width, std::uint64_t height, int channels, Depth depth,
                        int threads, std::uint64_t images);
