@@ -525,17 +525,23 @@ cbi::RunOptions resolve_run_options(const Options& o, const cbi::DeviceSpec& dev
     return run_options;
 }
 
+// The sample depth of an image as its header gives it, and the threads TBB
+// runs on: what the device estimates below take.
+cbi::Depth depth_of(const cbi::ImageHeader& header) {
+    return header.bytes_per_sample == 1 ? cbi::Depth::u8 : header.bytes_per_sample == 2 ? cbi::Depth::u16 : cbi::Depth::f32;
+}
+int active_threads() {
+    return static_cast<int>(tbb::global_control::active_value(tbb::global_control::max_allowed_parallelism));
+}
+
 // --device auto for one image: the CPU where its run is expected to take less
 // than starting a CUDA device (pipeline/defaults.hpp); --codec gpu asks for
 // the device.
 cbi::DeviceSpec device_for_one_image(const Options& o, const cbi::DeviceSpec& spec, const cbi::Graph& graph,
                                      const cbi::ImageHeader& header) {
     if (spec.kind != cbi::DeviceSpec::Kind::automatic || o.codec == "gpu" || !cbi::built_with_cuda()) return spec;
-    const cbi::Depth depth = header.bytes_per_sample == 1 ? cbi::Depth::u8
-                             : header.bytes_per_sample == 2 ? cbi::Depth::u16
-                                                            : cbi::Depth::f32;
-    const auto threads = static_cast<int>(tbb::global_control::active_value(tbb::global_control::max_allowed_parallelism));
-    if (!cbi::one_image_runs_on_cpu(graph, header.width, header.height, static_cast<int>(header.channels), depth, threads))
+    if (!cbi::one_image_runs_on_cpu(graph, header.width, header.height, static_cast<int>(header.channels), depth_of(header),
+                                    active_threads()))
         return spec;
     return {cbi::DeviceSpec::Kind::cpu, 0};
 }
@@ -560,12 +566,8 @@ cbi::DeviceSpec device_for_batch(const Options& o, const cbi::DeviceSpec& spec, 
         }
     }
     if (!largest) return spec;
-    const cbi::Depth depth = largest->bytes_per_sample == 1 ? cbi::Depth::u8
-                             : largest->bytes_per_sample == 2 ? cbi::Depth::u16
-                                                              : cbi::Depth::f32;
-    const auto threads = static_cast<int>(tbb::global_control::active_value(tbb::global_control::max_allowed_parallelism));
-    if (!cbi::batch_runs_on_cpu(graph, largest->width, largest->height, static_cast<int>(largest->channels), depth, threads,
-                                images))
+    if (!cbi::batch_runs_on_cpu(graph, largest->width, largest->height, static_cast<int>(largest->channels), depth_of(*largest),
+                                active_threads(), images))
         return spec;
     return {cbi::DeviceSpec::Kind::cpu, 0};
 }

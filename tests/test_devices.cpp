@@ -8,6 +8,7 @@
 #include <atomic>
 #include <map>
 #include <memory>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -237,16 +238,15 @@ TEST(DevicesCli, ASmallBatchRunsOnTheCpuUnlessADeviceIsNamed) {
         args.insert(args.begin(), {"--input-dir", (dir / "in").string(), "--output-dir", out.string(), "--blur", "3", "--stats"});
         const auto r = cbi::test::run_cli(args, dir.path());
         EXPECT_EQ(r.code, 0) << r.err;
-        std::string lines;  // "device NAME: N images, ..." -> "NAME N;"
-        for (std::size_t at = r.out.find("\ndevice "); at != std::string::npos; at = r.out.find("\ndevice ", at + 1)) {
-            const std::string line = r.out.substr(at + 8, r.out.find('\n', at + 1) - at - 8);
-            lines += line.substr(0, line.find(": ")) + " " + line.substr(line.find(": ") + 2, line.find(' ', line.find(": ") + 2) - line.find(": ") - 2) + ";";
-        }
+        std::string lines;  // the --stats lines "device NAME: N images, busy ...", up to the comma
+        std::istringstream stats(r.out);
+        for (std::string line; std::getline(stats, line);)
+            if (line.rfind("device ", 0) == 0) lines += line.substr(0, line.find(',')) + ";";
         return lines;
     };
-    EXPECT_EQ(device_lines({}), "cpu 3;");
+    EXPECT_EQ(device_lines({}), "device cpu: 3 images;");
     if (gpu) {
-        EXPECT_EQ(device_lines({"--device", "cuda"}), "cuda:0 3;");
+        EXPECT_EQ(device_lines({"--device", "cuda"}), "device cuda:0: 3 images;");
     }
 }
 
