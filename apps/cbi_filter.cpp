@@ -549,9 +549,9 @@ cbi::DeviceSpec device_for_one_image(const Options& o, const cbi::DeviceSpec& sp
 // --device auto for a batch: the CPU where all its images' runs are expected
 // to take less than starting a CUDA device (pipeline/defaults.hpp), the
 // largest of up to 8 images spread over the batch standing for all; --codec
-// gpu asks for the device. `images`: this process's share of the batch.
+// gpu asks for the device.
 cbi::DeviceSpec device_for_batch(const Options& o, const cbi::DeviceSpec& spec, const cbi::Graph& graph,
-                                 const std::vector<cbi::BatchJob>& jobs, std::uint64_t images) {
+                                 const std::vector<cbi::BatchJob>& jobs) {
     if (spec.kind != cbi::DeviceSpec::Kind::automatic || o.codec == "gpu" || !cbi::built_with_cuda() || jobs.empty()) return spec;
     constexpr std::size_t kSampled = 8;
     const std::size_t sampled = std::min(kSampled, jobs.size());
@@ -567,7 +567,7 @@ cbi::DeviceSpec device_for_batch(const Options& o, const cbi::DeviceSpec& spec, 
     }
     if (!largest) return spec;
     if (!cbi::batch_runs_on_cpu(graph, largest->width, largest->height, static_cast<int>(largest->channels), depth_of(*largest),
-                                active_threads(), images))
+                                active_threads(), jobs.size()))
         return spec;
     return {cbi::DeviceSpec::Kind::cpu, 0};
 }
@@ -657,8 +657,9 @@ int run_batch_mode(const CLI::App& app, const Options& o, const cbi::WriteOption
     check_encoding_flags(app, outputs);
 
     // After the plan: its usage errors come before any notice.
-    const std::uint64_t share = plan.jobs.size() / static_cast<std::uint64_t>(g_ranks ? std::max(g_ranks->size(), 1) : 1);
-    const cbi::DeviceSpec spec = device_for_batch(o, device_spec, graph, plan.jobs, std::max<std::uint64_t>(share, 1));
+    // Ranks sharing a batch keep their GPUs: those on one host share its cores.
+    const cbi::DeviceSpec spec =
+        g_ranks && g_ranks->size() > 1 ? device_spec : device_for_batch(o, device_spec, graph, plan.jobs);
     const cbi::RunOptions run_options = resolve_run_options(o, spec, graph);
     require_codec(o, run_options);
     cbi::BatchOptions batch;
