@@ -533,13 +533,18 @@ cbi::Depth depth_of(const cbi::ImageHeader& header) {
 int active_threads() {
     return static_cast<int>(tbb::global_control::active_value(tbb::global_control::max_allowed_parallelism));
 }
+// Whether --device auto may pick the CPU over CUDA: no device named, no
+// --codec gpu (which asks for the device), a build with CUDA.
+bool auto_may_take_cpu(const Options& o, const cbi::DeviceSpec& spec) {
+    return spec.kind == cbi::DeviceSpec::Kind::automatic && o.codec != "gpu" && cbi::built_with_cuda();
+}
 
 // --device auto for one image: the CPU where its run is expected to take less
 // than starting a CUDA device (pipeline/defaults.hpp); --codec gpu asks for
 // the device.
 cbi::DeviceSpec device_for_one_image(const Options& o, const cbi::DeviceSpec& spec, const cbi::Graph& graph,
                                      const cbi::ImageHeader& header) {
-    if (spec.kind != cbi::DeviceSpec::Kind::automatic || o.codec == "gpu" || !cbi::built_with_cuda()) return spec;
+    if (!auto_may_take_cpu(o, spec)) return spec;
     if (!cbi::one_image_runs_on_cpu(graph, header.width, header.height, static_cast<int>(header.channels), depth_of(header),
                                     active_threads()))
         return spec;
@@ -552,7 +557,7 @@ cbi::DeviceSpec device_for_one_image(const Options& o, const cbi::DeviceSpec& sp
 // gpu asks for the device.
 cbi::DeviceSpec device_for_batch(const Options& o, const cbi::DeviceSpec& spec, const cbi::Graph& graph,
                                  const std::vector<cbi::BatchJob>& jobs) {
-    if (spec.kind != cbi::DeviceSpec::Kind::automatic || o.codec == "gpu" || !cbi::built_with_cuda() || jobs.empty()) return spec;
+    if (!auto_may_take_cpu(o, spec) || jobs.empty()) return spec;
     constexpr std::size_t kSampled = 8;
     const std::size_t sampled = std::min(kSampled, jobs.size());
     std::optional<cbi::ImageHeader> largest;

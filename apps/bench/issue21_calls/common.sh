@@ -219,3 +219,9 @@ photos4096_x4() {
   mkdir -p "$2"
   for i in $(seq 0 127); do cp "$1/img$(printf %03d $((i % 32))).jpg" "$2/img$(printf %03d $i).jpg"; done
 }
+# blend_tests: test_fusion's blend cases, one line of counts, then its failure lines counted.
+blend_tests() {
+  "$u/bin/test_fusion" --gtest_brief=1 --gtest_filter='Fusion.Blends*' > /tmp/tf.log 2>&1
+  echo "test_fusion Blends rc=$? $(grep -E '^\[  PASSED|^\[  FAILED' /tmp/tf.log | tr '\n' ' ')"
+  grep -E 'Failure|Expected|Which is|norm|actual' /tmp/tf.log | sort | uniq -c | sort -rn | head -12
+}

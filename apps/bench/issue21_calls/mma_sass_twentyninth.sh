@@ -7,9 +7,7 @@ set -uo pipefail
 cd "$(dirname "$0")/../../.."  # the repository root
 . apps/bench/issue21_calls/common.sh
 gpu_line
-"$u/bin/test_fusion" --gtest_brief=1 --gtest_filter='Fusion.Blends*' > /tmp/tf.log 2>&1
-echo "test_fusion Blends rc=$? $(grep -E '^\[  PASSED|^\[  FAILED' /tmp/tf.log | tr '\n' ' ')"
-grep -E 'Failure|Expected|Which is|norm|actual' /tmp/tf.log | sort | uniq -c | sort -rn | head -12
+blend_tests
 for pipe in ${PIPES:-unsharp}; do
   CBI_MMA_STEPS=${STEPS:-4} timeout 150 ncu -k regex:blend_mma8 -c 1 --section SourceCounters --section WarpStateStats --section LaunchStats \
     --metrics regex:smsp__average_warps_issue_stalled_.*_per_issue_active.ratio -f -o /tmp/r-$pipe \

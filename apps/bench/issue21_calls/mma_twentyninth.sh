@@ -10,9 +10,7 @@ set -uo pipefail
 cd "$(dirname "$0")/../../.."  # the repository root
 . apps/bench/issue21_calls/common.sh
 gpu_line
-"$u/bin/test_fusion" --gtest_brief=1 --gtest_filter='Fusion.Blends*' > /tmp/tf.log 2>&1
-echo "test_fusion Blends rc=$? $(grep -E '^\[  PASSED|^\[  FAILED' /tmp/tf.log | tr '\n' ' ')"
-grep -E 'Failure|Expected|Which is|norm|actual' /tmp/tf.log | sort | uniq -c | sort -rn | head -12
+blend_tests
 for tool in memcheck racecheck; do
   timeout 120 compute-sanitizer --tool $tool --error-exitcode 99 $u/bin/test_fusion --gtest_brief=1 --gtest_filter='Fusion.BlendsFuse*' > /tmp/$tool.log 2>&1
   echo "$tool rc=$? $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' /tmp/$tool.log | tr '\n' ' ') ${SECONDS}s"
