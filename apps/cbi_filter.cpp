@@ -864,7 +864,7 @@ int run(const CLI::App& app, Options& o) {
     };
     // A killed earlier run's temporaries (none that a live write holds).
     const auto clear_temporaries = [&] {
-        cbi::remove_stale_temporaries(output.has_parent_path() ? output.parent_path() : fs::path("."));
+        cbi::remove_stale_temporaries(output.has_parent_path() ? output.parent_path() : fs::path("."), std::span(&input, 1));
     };
     const auto warn = [](const std::string& warning) {
         if (!warning.empty()) say("warning: ", warning);

@@ -155,7 +155,7 @@ public:
                   [](const auto& a, const auto& b) { return a.path().filename() < b.path().filename(); });
         for (const auto& entry : entries) {
             const fs::path name = entry.path().filename();
-            if (name.string().starts_with(temp_prefix)) continue;
+            if (is_temporary_name(name.string())) continue;
             // Not following links: a link to a folder is not descended into
             // (no cycles); links named like images are jobs like files.
             const bool is_dir = entry.symlink_status(ec).type() == fs::file_type::directory;
@@ -383,8 +383,10 @@ std::vector<std::unique_ptr<DirLock>> lock_outputs(const BatchPlan& plan, bool l
         if (lock && id && locked.insert(*id).second) locks.push_back(std::make_unique<DirLock>(root));
     }
     std::set<std::string> out_dirs;
-    for (const BatchJob& job : plan.jobs) out_dirs.insert(job.output.parent_path().string());
-    for (const std::string& dir : out_dirs) remove_stale_temporaries(dir.empty() ? "." : dir);
+    std::vector<fs::path> inputs;  // never removed, whatever their names
+    for (const BatchJob& job : plan.jobs) out_dirs.insert(job.output.parent_path().string()), inputs.push_back(job.input);
+    for (const BatchItem& item : plan.rejected) inputs.push_back(item.input);
+    for (const std::string& dir : out_dirs) remove_stale_temporaries(dir.empty() ? "." : dir, inputs);
     return locks;
 }
 

@@ -6,11 +6,11 @@
 // back as results, progress through a callback.
 //
 // Guarantees:
-//   - every output is written to a `.cbi-tmp-*` file in its directory and
+//   - every output is written to a temporary (is_temporary_name) in its directory and
 //     renamed into place after a successful encode, fsync and close
 //     (write_image_atomic), so a killed run leaves only complete outputs;
 //     each run removes the leftover temporaries that no live write holds in
-//     the folders it writes to, and holds an flock on each output root so
+//     the folders it writes to (never one of its inputs), and holds an flock on each output root so
 //     that two batches never race for the same outputs;
 //   - an input is never overwritten: the plan compares every output with
 //     every input by device and inode (check_overwrites) and run_batch
@@ -89,7 +89,7 @@ struct FolderOptions {
 // they are not regular files (a directory or dangling link named x.png fails
 // when read, with its reason); other directories are descended into when
 // recursive, symbolic links to directories are not followed, the output dir
-// is never descended into, `.cbi-tmp-*` files are ignored. Unlistable
+// is never descended into, temporaries (is_temporary_name) are ignored. Unlistable
 // sub-folders and two inputs that would write the same output (a.png and
 // a.jpg with format png) become `rejected` items.
 // Throws std::invalid_argument (usage) when output_dir is input_dir without

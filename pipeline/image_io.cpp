@@ -1069,19 +1069,32 @@ std::string write_encoded_atomic(const fs::path& out, std::vector<std::uint8_t> 
 }
 
 
-std::size_t remove_stale_temporaries(const fs::path& dir) {
+bool is_temporary_name(std::string_view name) {
+    if (name.size() != temp_prefix.size() + 6 || !name.starts_with(temp_prefix)) return false;
+    return std::all_of(name.begin() + temp_prefix.size(), name.end(),
+                       [](char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9'); });
+}
+
+std::size_t remove_stale_temporaries(const fs::path& dir, std::span<const fs::path> keep) {
+    // The inputs named like temporaries (rarely any), as files.
+    std::vector<std::pair<dev_t, ino_t>> kept;
+    for (const fs::path& k : keep) {
+        struct stat st;
+        if (is_temporary_name(k.filename().string()) && ::stat(k.c_str(), &st) == 0) kept.emplace_back(st.st_dev, st.st_ino);
+    }
     std::size_t removed = 0;
     std::error_code ec;
     for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
         const fs::path& p = it->path();
-        if (!p.filename().string().starts_with(temp_prefix)) continue;
+        if (!is_temporary_name(p.filename().string())) continue;
         const int fd = ::open(p.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
         if (fd < 0) continue;
         struct stat held, named;
         // Unlocked: no write owns it. Still the same file under that name:
-        // not one that a new write created meanwhile.
+        // not one that a new write created meanwhile. Not an input.
         if (::flock(fd, LOCK_EX | LOCK_NB) == 0 && ::fstat(fd, &held) == 0 && S_ISREG(held.st_mode) &&
             ::lstat(p.c_str(), &named) == 0 && held.st_dev == named.st_dev && held.st_ino == named.st_ino &&
+            std::find(kept.begin(), kept.end(), std::pair(held.st_dev, held.st_ino)) == kept.end() &&
             ::unlink(p.c_str()) == 0)
             ++removed;
         ::close(fd);

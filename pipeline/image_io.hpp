@@ -195,13 +195,21 @@ std::string write_image_atomic(const std::filesystem::path& out, const cv::Mat& 
 std::string write_encoded_atomic(const std::filesystem::path& out, std::vector<std::uint8_t> encoded, int channels,
                                  const WriteOptions& options = {}, const ImageMetadata& metadata = {});
 
-// The name prefix of write_image_atomic's temporaries: never inputs.
+// The name prefix of write_image_atomic's temporaries.
 inline constexpr std::string_view temp_prefix = ".cbi-tmp-";
 
-// Removes the `.cbi-tmp-*` files in `dir` that no write holds (a write holds
-// an flock on its temporary until the rename), i.e. those a killed run left
-// behind, in this process or any other. Best effort; returns how many.
-std::size_t remove_stale_temporaries(const std::filesystem::path& dir);
+// Whether `name` (a file name, no folder) is one of write_image_atomic's
+// temporaries: temp_prefix and the six letters or digits mkostemp puts
+// after it. Folders walked for inputs skip such names; a user's
+// `.cbi-tmp-photo.png` is not one.
+bool is_temporary_name(std::string_view name);
+
+// Removes the temporaries (is_temporary_name) in `dir` that no write holds
+// (a write holds an flock on its temporary until the rename), i.e. those a
+// killed run left behind, in this process or any other, but never a file
+// that is one of `keep` (the run's inputs, which may have any name). Best
+// effort; returns how many.
+std::size_t remove_stale_temporaries(const std::filesystem::path& dir, std::span<const std::filesystem::path> keep = {});
 
 // For an app's signal handling, from an ordinary thread (it takes a mutex:
 // not from a signal handler): removes the temporaries of the writes in

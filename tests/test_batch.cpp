@@ -96,7 +96,7 @@ std::vector<std::string> files_under(const fs::path& root) {
     return out;
 }
 
-bool is_temporary(const fs::path& p) { return p.filename().string().starts_with(".cbi-tmp-"); }
+bool is_temporary(const fs::path& p) { return cbi::is_temporary_name(p.filename().string()); }
 
 // Spawns the batch, waits until `outputs` complete files exist under `out`,
 // sends `sig`; returns the exit code (128 + signal when killed by it).
@@ -771,6 +771,40 @@ TEST(BatchCli, SigintDuringASingleImageLeavesNothingAndLaterRunsClearLeftovers) 
     ::close(held);
     EXPECT_EQ(cbi::remove_stale_temporaries(dir.path()), 1u);
     EXPECT_EQ(files_under(dir.path()), (std::vector<std::string>{"big.png", "out.png"}));
+}
+
+// Only write_image_atomic's own temporaries (`.cbi-tmp-` and six letters or
+// digits) are cleared as a killed run's leftovers, and never an input: a
+// user's files that merely start with the prefix, and an input named
+// exactly like a temporary, survive runs into their folder, one image or a
+// batch.
+TEST(BatchCli, FilesNamedLikeTemporariesAreNeverRemovedWhenTheyAreNotOurs) {
+    TempDir dir, scratch;
+    EXPECT_TRUE(cbi::is_temporary_name(".cbi-tmp-Zz9xQ1"));
+    EXPECT_FALSE(cbi::is_temporary_name(".cbi-tmp-photo.png"));
+    EXPECT_FALSE(cbi::is_temporary_name(".cbi-tmp-abc"));
+    EXPECT_FALSE(cbi::is_temporary_name(".cbi-tmp-Ab_2Cd"));
+    const auto png = encode(".png", random_image(40, 30, 3, cbi::Depth::u8, 4));
+    write_bytes(dir / ".cbi-tmp-photo.png", png);  // an input that starts with the prefix
+    write_bytes(dir / ".cbi-tmp-abc", {'u'});      // a user's file: three characters after it
+    write_bytes(dir / ".cbi-tmp-Zz9xQ1", {'l'});   // a killed run's leftover
+    auto r = run_cli({(dir / ".cbi-tmp-photo.png").string(), "--blur", "3", "--device", "cpu"}, scratch.path());
+    EXPECT_EQ(r.code, 0) << r.err;
+    EXPECT_EQ(files_under(dir.path()),
+              (std::vector<std::string>{".cbi-tmp-abc", ".cbi-tmp-photo.cbi.png", ".cbi-tmp-photo.png"}));
+
+    write_bytes(dir / ".cbi-tmp-Ab12Cd", png);  // an input named exactly like a temporary
+    r = run_cli({(dir / ".cbi-tmp-Ab12Cd").string(), "--blur", "3", "--device", "cpu", "-o", (dir / "b.png").string()},
+                scratch.path());
+    EXPECT_EQ(r.code, 0) << r.err;
+    r = run_cli({(dir / ".cbi-tmp-Ab12Cd").string(), (dir / ".cbi-tmp-photo.png").string(), "--blur", "3", "--device", "cpu",
+                 "--output-dir", dir.path().string(), "--in-place", "--format", "png"},
+                scratch.path());
+    EXPECT_EQ(r.code, 0) << r.err;
+    EXPECT_EQ(files_under(dir.path()), (std::vector<std::string>{".cbi-tmp-Ab12Cd", ".cbi-tmp-Ab12Cd.cbi.png", ".cbi-tmp-abc",
+                                                                 ".cbi-tmp-photo.cbi.png", ".cbi-tmp-photo.png", "b.png"}));
+    EXPECT_EQ(cbi::read_file(dir / ".cbi-tmp-Ab12Cd"), png);
+    EXPECT_EQ(cbi::read_file(dir / ".cbi-tmp-photo.png"), png);
 }
 
 TEST(BatchCli, ControlCharactersInNamesStayOnOneLine) {
