@@ -238,6 +238,7 @@ cbi::Graph chain_from_flags(const CLI::App& app, const Options& o) {
                                                                          : nullptr;
         if (!values) continue;
         const std::string& value = (*values)[seen[opt]++];
+        if (value.empty()) throw UsageError{name, "needs a value (see --help)"};
         try {
             cbi::Filter filter = name == "--blur"        ? cbi::Filter(cbi::parse_box(value))
                                  : name == "--gaussian"  ? cbi::Filter(cbi::parse_gaussian(value))
@@ -515,7 +516,10 @@ cbi::RunOptions resolve_run_options(const Options& o, const cbi::DeviceSpec& dev
     run_options.block = o.block;
     run_options.fuse = !o.no_fuse;
     if (o.fuse_stencils) run_options.stencil_pairs = cbi::RunOptions::StencilPairs::all;
-    if (!run_options.device.notice.empty() && (!g_ranks || g_ranks->rank() == 0)) say("notice: ", run_options.device.notice);
+    // --codec gpu without a device ends in require_codec's one error line instead.
+    const bool codec_fails = o.codec == "gpu" && !run_options.device.cuda;
+    if (!run_options.device.notice.empty() && !codec_fails && (!g_ranks || g_ranks->rank() == 0))
+        say("notice: ", run_options.device.notice);
     bool tuned = false;
     for (cbi::NodeId id = 1; id < static_cast<cbi::NodeId>(graph.nodes().size()); ++id)
         tuned = tuned || std::holds_alternative<cbi::AutoSchedule>(graph.schedule_of(id));
@@ -763,6 +767,9 @@ int run(const CLI::App& app, Options& o) {
         list_schedules();
         return 0;
     }
+    for (const char* path_option : {"--output", "--output-dir", "--input-dir"})
+        if (app.count(path_option) > 0 && app.get_option(path_option)->as<std::string>().empty())
+            throw UsageError{path_option, "an empty path"};
     const bool batch = !o.input_dir.empty() || !o.output_dir.empty() || o.inputs.size() > 1;
     if (!batch) {
         for (const char* flag : kBatchFlags)
@@ -776,6 +783,8 @@ int run(const CLI::App& app, Options& o) {
         throw UsageError{"--print-pipeline", "takes at most one input image (it plans buffers for that image's size)"};
     if (!batch && o.input.empty() && !o.print_pipeline)
         throw UsageError{"IN", "an input image is required (see --help)"};
+    if (batch && o.input_dir.empty() && o.inputs.empty())
+        throw UsageError{"IN", "input images or --input-dir are required (see --help)"};
 
     // A device list (cuda:all, cuda:0,2) feeds one batch; RunOptions take its first device.
     std::vector<cbi::DeviceSpec> devices;

@@ -493,6 +493,14 @@ TEST(BatchCli, UsageErrorsExit2) {
              ": is not a folder; in batch mode -o/--output-dir names the output folder"},
         {{"--input-dir", in, a, "--output-dir", (dir / "o").string(), "--device", "cpu"},
          "cbi-filter: error: IN: give either --input-dir or input files, not both"},
+        // Nothing to read: not a batch of no files (and no output folder made).
+        {{"--output-dir", (dir / "o").string(), "--blur", "3", "--device", "cpu"},
+         "cbi-filter: error: IN: input images or --input-dir are required (see --help)"},
+        // Empty values are not defaults.
+        {{a, "--blur", "3", "-o", ""}, "cbi-filter: error: --output: an empty path"},
+        {{"--input-dir", "", "--output-dir", (dir / "o").string(), "--blur", "3"}, "cbi-filter: error: --input-dir: an empty path"},
+        {{a, "--sobel", "", "--device", "cpu"}, "cbi-filter: error: --sobel: needs a value (see --help)"},
+        {{a, "--laplacian", ""}, "cbi-filter: error: --laplacian: needs a value (see --help)"},
     };
     for (const auto& [args, want] : cases) {
         const auto r = run_cli(args, scratch.path());

@@ -223,6 +223,25 @@ TEST(DevicesCli, ListsAreForBatchesAndNeedCuda) {
     }
 }
 
+// --codec gpu where JPEG cannot be decoded on a GPU (no device, or a build
+// without nvJPEG): one error line, exit 1, no notice before it and no output.
+// With a GPU and nvJPEG it runs.
+TEST(DevicesCli, TheGpuCodecWithoutItsDeviceIsOneErrorLine) {
+    TempDir dir;
+    cv::imwrite((dir / "a.jpg").string(), cbi::test::random_image(20, 10, 3, Depth::u8, 1));
+    for (const std::vector<std::string>& args :
+         {std::vector<std::string>{(dir / "a.jpg").string(), "--blur", "3", "--codec", "gpu", "-o", (dir / "b.jpg").string()},
+          std::vector<std::string>{(dir / "a.jpg").string(), (dir / "a.jpg").string(), "--blur", "3", "--codec", "gpu",
+                                   "--output-dir", (dir / "out").string()}}) {
+        const auto r = cbi::test::run_cli(args, dir.path());
+        if (r.code == 0) continue;
+        EXPECT_EQ(r.code, 1) << r.err;
+        EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+        EXPECT_TRUE(r.err.starts_with("cbi-filter: error: --codec gpu: ")) << r.err;
+        EXPECT_FALSE(fs::exists(dir / "b.jpg"));
+    }
+}
+
 // A small batch under --device auto runs on the CPU (its runs end before a
 // CUDA device would have started); --device cuda keeps the GPU where there
 // is one.
