@@ -374,7 +374,8 @@ public:
             clear_bar();
             say("warning: ", p.item->warning);
         }
-        if (quiet_) return;
+        // Interrupted: no "done" line for an image that was not; the summary follows.
+        if (quiet_ || p.item->status == cbi::ItemStatus::cancelled) return;
         const auto now = std::chrono::steady_clock::now();
         const bool last = p.done == p.total;
         if (!last && now - last_print_ < (tty_ ? std::chrono::milliseconds(100) : std::chrono::seconds(5))) return;

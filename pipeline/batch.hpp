@@ -104,7 +104,7 @@ BatchPlan plan_files(const std::vector<std::filesystem::path>& inputs, const std
                      OutputFormat format, bool in_place);
 
 struct BatchProgress {
-    std::size_t done = 0;   // items finished (processed + failed + skipped)
+    std::size_t done = 0;   // items finished (processed + failed + skipped + cancelled)
     std::size_t total = 0;  // jobs + rejected
     std::size_t failed = 0;
     std::size_t skipped = 0;
