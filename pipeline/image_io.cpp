@@ -22,6 +22,7 @@
 
 #include "pipeline/error.hpp"
 #include "pipeline/jpeg_bands.hpp"
+#include "pipeline/jpeg_decode.hpp"
 #include "pipeline/png_bands.hpp"
 #include "pipeline/metadata.hpp"
 
@@ -885,12 +886,17 @@ cv::Mat decode_image(Bytes bytes, const std::string& subject, std::uint64_t max_
     cv::Mat mat;
     try {
         if (bytes.size() > INT32_MAX) throw Error(subject, "files over 2 GiB are not supported by the decoder");
+        // JPEG by libjpeg-turbo directly (the same pixels; corrupt data is
+        // an error), OpenCV for what it leaves.
+        if (format == "JPEG" && !over_opencv_limits)
+            if (auto jpeg = decode_jpeg(bytes, subject)) mat = std::move(*jpeg);
         // A Mat header over the bytes (no copy): imdecode only reads them.
         const cv::Mat buf(1, static_cast<int>(bytes.size()), CV_8U, const_cast<std::uint8_t*>(bytes.data()));
         // IMREAD_UNCHANGED keeps alpha and 16 bits but ignores EXIF
         // orientation; for JPEG (no alpha, 8 bits, gray or BGR)
         // ANYCOLOR|ANYDEPTH gives the same Mat, turned as EXIF says.
-        mat = cv::imdecode(buf, format == "JPEG" ? cv::IMREAD_ANYCOLOR | cv::IMREAD_ANYDEPTH : cv::IMREAD_UNCHANGED);
+        if (mat.empty())
+            mat = cv::imdecode(buf, format == "JPEG" ? cv::IMREAD_ANYCOLOR | cv::IMREAD_ANYDEPTH : cv::IMREAD_UNCHANGED);
     } catch (const cv::Exception& e) {
         if (over_opencv_limits) throw Error(subject, opencv_limits);
         throw Error(subject, "cannot decode " + std::string(h.format) + ": " + cv_reason(e));

@@ -24,7 +24,7 @@ if [ "$mode" != demo ] && [ "$mode" != test ]; then
   exit 2
 fi
 
-packages=(build-essential cmake pkg-config libopencv-dev libtbb-dev libcli11-dev libgtest-dev nlohmann-json3-dev libexiv2-dev zlib1g-dev
+packages=(build-essential cmake pkg-config libopencv-dev libtbb-dev libcli11-dev libgtest-dev nlohmann-json3-dev libexiv2-dev zlib1g-dev libjpeg-dev
           libopenmpi-dev openmpi-bin openssh-client)  # mpirun looks for ssh even on one host
 # test: clang and its runtimes build the fuzz targets (libFuzzer); llvm-14
 # brings llvm-symbolizer, so sanitizer reports name files and lines.

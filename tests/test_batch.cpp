@@ -815,6 +815,28 @@ TEST(BatchCli, FilesNamedLikeTemporariesAreNeverRemovedWhenTheyAreNotOurs) {
     EXPECT_EQ(cbi::read_file(dir / ".cbi-tmp-photo.png"), png);
 }
 
+// A JPEG whose scan is cut short, with an end-of-image marker after it, is
+// refused in one line (OpenCV would have decoded it, filled with gray), one
+// image or in a batch with a good one.
+TEST(BatchCli, AJpegWithACorruptScanIsOneErrorLine) {
+    TempDir dir, scratch;
+    const auto jpg = encode(".jpg", random_image(96, 64, 3, cbi::Depth::u8, 12));
+    std::vector<std::uint8_t> cut(jpg.begin(), jpg.begin() + static_cast<long>(jpg.size() * 3 / 4));
+    cut.insert(cut.end(), {0xFF, 0xD9});
+    write_bytes(dir / "in/cut.jpg", cut);
+    write_bytes(dir / "in/good.jpg", jpg);
+    auto r = run_cli({(dir / "in/cut.jpg").string(), "--blur", "3", "--device", "cpu", "-o", (dir / "o.png").string()}, scratch.path());
+    EXPECT_EQ(r.code, 1);
+    EXPECT_EQ(r.err, "cbi-filter: error: " + (dir / "in/cut.jpg").string() + ": corrupt JPEG data (premature end of data segment)\n");
+    EXPECT_FALSE(fs::exists(dir / "o.png"));
+    r = run_cli({"--input-dir", (dir / "in").string(), "--output-dir", (dir / "out").string(), "--blur", "3", "--device", "cpu",
+                 "--quiet"},
+                scratch.path());
+    EXPECT_EQ(r.code, 1);
+    EXPECT_EQ(r.err, "cbi-filter: error: " + (dir / "in/cut.jpg").string() + ": corrupt JPEG data (premature end of data segment)\n");
+    EXPECT_EQ(files_under(dir / "out"), std::vector<std::string>{"good.jpg"});
+}
+
 TEST(BatchCli, ControlCharactersInNamesStayOnOneLine) {
     TempDir dir, scratch;
     const fs::path bad = dir / "in/two\nlines\x1b[31m.png";

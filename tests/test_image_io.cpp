@@ -770,6 +770,54 @@ TEST(ImageIo, CorruptDataAfterAValidHeader) {
     EXPECT_EQ(e, "bad.png: corrupt or unsupported image data (PNG)");
 }
 
+// libjpeg decodes a JPEG whose scan data is cut short (an end-of-image
+// marker after it) or overwritten, filling what it lost with gray; OpenCV
+// keeps that image without a word. cbi refuses it, naming the file.
+TEST(ImageIo, CorruptJpegScanDataIsAnError) {
+    const std::string photo = shared_images_dir() + "/fruits.jpg";
+    const std::vector<std::uint8_t> jpg = fs::exists(photo) ? cbi::read_file(photo) : encode(".jpg", gradient_image(300, 200, 3));
+    std::vector<std::uint8_t> cut(jpg.begin(), jpg.begin() + static_cast<long>(jpg.size() / 3));
+    cut.insert(cut.end(), {0xFF, 0xD9});
+    EXPECT_FALSE(cv::imdecode(cut, cv::IMREAD_COLOR).empty());  // what OpenCV makes of it
+    EXPECT_EQ(error_of([&] { cbi::decode_image(cut, "cut.jpg"); }), "cut.jpg: corrupt JPEG data (premature end of data segment)");
+    std::vector<std::uint8_t> overwritten = jpg;
+    for (std::size_t i = jpg.size() / 2; i < jpg.size() / 2 + 1000; ++i) overwritten[i] = 0x55;
+    EXPECT_EQ(error_of([&] { cbi::decode_image(overwritten, "bad.jpg"); }).rfind("bad.jpg: corrupt JPEG data (", 0), 0u);
+}
+
+// cbi decodes JPEGs with libjpeg-turbo itself (pipeline/jpeg_decode.hpp):
+// the same pixels as cv::imdecode, turned by all eight EXIF orientations as
+// OpenCV turns them, for gray and colour, baseline, progressive, restart
+// intervals, chroma subsampling and odd sizes.
+TEST(ImageIo, JpegDecodesAsOpenCvDoes) {
+    const cv::Mat colour = random_image(37, 23, CV_8UC3, 31);
+    cv::Mat smooth;
+    cv::GaussianBlur(colour, smooth, {5, 5}, 0);
+    cv::Mat gray;
+    cv::extractChannel(smooth, gray, 2);
+    const std::vector<std::pair<cv::Mat, std::vector<int>>> cases = {
+        {smooth, {}},
+        {gray, {}},
+        {colour, {cv::IMWRITE_JPEG_QUALITY, 100}},
+        {smooth, {cv::IMWRITE_JPEG_PROGRESSIVE, 1}},
+        {smooth, {cv::IMWRITE_JPEG_RST_INTERVAL, 2}},
+        {smooth, {cv::IMWRITE_JPEG_OPTIMIZE, 1, cv::IMWRITE_JPEG_QUALITY, 20}},
+        {gray, {cv::IMWRITE_JPEG_PROGRESSIVE, 1}},
+    };
+    for (std::size_t c = 0; c < cases.size(); ++c) {
+        const auto jpg = encode(".jpg", cases[c].first, cases[c].second);
+        for (std::uint16_t orientation = 1; orientation <= 8; ++orientation) {
+            SCOPED_TRACE("case " + std::to_string(c) + ", orientation " + std::to_string(orientation));
+            const auto bytes = with_exif(jpg, orientation);
+            const cv::Mat ours = cbi::decode_image(bytes, "o.jpg");
+            const cv::Mat theirs = cv::imdecode(bytes, cv::IMREAD_ANYCOLOR | cv::IMREAD_ANYDEPTH);
+            ASSERT_EQ(ours.type(), theirs.type());
+            ASSERT_EQ(ours.size(), theirs.size());
+            EXPECT_EQ(max_abs_diff(ours, theirs), 0.0);
+        }
+    }
+}
+
 TEST(ImageIo, TruncatedPngAndJpeg) {
     TempDir dir;
     const std::string photo = shared_images_dir() + "/fruits.jpg";
