@@ -440,9 +440,9 @@ std::string format_stats(const cbi::BatchSummary& s) {
     // the second compares with all stages sharing the worker threads.
     out << "wall / (busiest busy / lanes) = " << (bound > 0 ? s.wall_s / bound : 0) << " (" << busiest->name
         << "); wall / (all busy / jobs) = " << (all_busy > 0 ? s.wall_s / (all_busy / s.jobs) : 0) << "\n";
-    if (s.jpeg_on_devices + s.jpeg_by_opencv > 0)
-        out << "jpeg decodes: " << s.jpeg_on_devices << " on the devices, " << s.jpeg_by_opencv << " by OpenCV ("
-            << s.jpeg_by_opencv_after_device << " after the device's decoder refused or was starting)\n";
+    if (s.jpeg_on_devices + s.jpeg_on_cpu > 0)
+        out << "jpeg decodes: " << s.jpeg_on_devices << " on the devices, " << s.jpeg_on_cpu << " on the CPU ("
+            << s.jpeg_on_cpu_after_device << " after the device's decoder refused or was starting)\n";
     for (const auto& d : s.devices) {
         out << "device " << d.name << ": " << d.images << " images, busy " << d.busy_s << " s";
         if (!d.lost.empty()) out << ", taken out: " << printable(d.lost);

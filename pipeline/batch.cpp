@@ -104,9 +104,12 @@ public:
         if (fresh) {
             plan_.jobs.push_back({input, output});
         } else {
+            // The same file listed twice, or two inputs one output name.
+            const bool twice = same_file(input, it->second);
             plan_.rejected.push_back(failed_item(
-                input, {}, input.string() + ": its output " + output.string() + " is also the output of " +
-                               it->second.string() + " (choose another output format)"));
+                input, {}, input.string() + (twice ? ": is listed twice (as " + it->second.string() + ")"
+                                                   : ": its output " + output.string() + " is also the output of " +
+                                                         it->second.string() + " (choose another output format)")));
         }
     }
 
@@ -479,7 +482,7 @@ private:
         item.status = ItemStatus::processed;  // until a stage fails or skips it
         std::error_code ec;
         if (!live(i)) {
-        } else if (options_.skip_existing && fs::exists(job.output, ec)) {
+        } else if (options_.skip_existing && fs::is_regular_file(job.output, ec)) {  // a folder of that name is no output
             item.status = ItemStatus::skipped;
         } else if (same_file(job.input, job.output)) {
             item.status = ItemStatus::failed;
@@ -501,7 +504,7 @@ private:
                 }
                 if (!leave_to_device) {
                     slots_[i].input = decode_image(bytes, subject, options_.max_pixels, options_.max_bytes);
-                    if (jpeg) ++jpeg_by_opencv_;
+                    if (jpeg) ++jpeg_on_cpu_;
                 }
                 if (!options_.write.strip) {
                     try {
@@ -556,10 +559,10 @@ private:
                 ++jpeg_on_devices_;
                 return;
             }
-            // The device's decoder refused it (or is starting): OpenCV reports a corrupt file.
+            // The device's decoder refused it (or is starting): the CPU's decoder reports a corrupt file.
             slot.input = decode_image(slot.jpeg, plan_.jobs[i].input.string(), options_.max_pixels, options_.max_bytes);
             slot.jpeg = {};
-            ++jpeg_by_opencv_after_device_;
+            ++jpeg_on_cpu_after_device_;
         }
         // auto: once the device's codec has started, it also encodes what the CPU decoded.
         int quality = 0;
@@ -627,8 +630,8 @@ private:
             summary_.cancelled += item.status == ItemStatus::cancelled;
         }
         summary_.jpeg_on_devices = jpeg_on_devices_;
-        summary_.jpeg_by_opencv = jpeg_by_opencv_ + jpeg_by_opencv_after_device_;
-        summary_.jpeg_by_opencv_after_device = jpeg_by_opencv_after_device_;
+        summary_.jpeg_on_cpu = jpeg_on_cpu_ + jpeg_on_cpu_after_device_;
+        summary_.jpeg_on_cpu_after_device = jpeg_on_cpu_after_device_;
     }
 
     const BatchPlan& plan_;
@@ -640,7 +643,7 @@ private:
     std::vector<Slot> slots_;
     const int jpeg_decoders_;  // devices that decode JPEG (0 with --codec cpu)
     const bool jpeg_on_device_;
-    // auto with a JPEG among the inputs or outputs: OpenCV's codecs and the
+    // auto with a JPEG among the inputs or outputs: the CPU's codecs and the
     // device's at once (nvJPEG is not started for a batch without JPEG).
     const bool mixed_codecs_;
     // auto: whether the devices' codecs (encoders) and decoders have started,
@@ -650,7 +653,7 @@ private:
     static constexpr int kDeviceJpegs = 6;
     std::atomic<bool> device_codec_ready_{false}, device_decoder_ready_{false};
     std::atomic<int> device_jpegs_{0};
-    std::atomic<std::size_t> jpeg_on_devices_{0}, jpeg_by_opencv_{0}, jpeg_by_opencv_after_device_{0};  // for --stats
+    std::atomic<std::size_t> jpeg_on_devices_{0}, jpeg_on_cpu_{0}, jpeg_on_cpu_after_device_{0};  // for --stats
     std::mutex progress_mutex_;
     BatchProgress progress_;
     Clock::time_point start_;

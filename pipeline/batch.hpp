@@ -136,12 +136,13 @@ struct BatchOptions {
     // Hold an flock on each output root for the run (a second batch into the
     // same folder is refused). Processes sharing a plan: one of them locks.
     bool lock_output_roots = true;
-    // Where JPEG inputs are decoded and JPEG outputs encoded: `cpu`, with
-    // OpenCV; `device`, by the processors on their device where they can
-    // (Processor::decodes_jpeg: CUDA with nvJPEG), waiting for its codec to
-    // start; `automatic`, both at once: OpenCV until the device's codec has
-    // started, then the device encodes every JPEG output and decodes the
-    // JPEG inputs it has room for (a few waiting), OpenCV the rest; which
+    // Where JPEG inputs are decoded and JPEG outputs encoded: `cpu`, on the
+    // CPU (decode_image, encode_image); `device`, by the processors on their
+    // device where they can (Processor::decodes_jpeg: CUDA with nvJPEG),
+    // waiting for its codec to start; `automatic`, both at once: the CPU
+    // until the device's codec has started, then the device encodes every
+    // JPEG output and decodes the JPEG inputs it has room for (a few
+    // waiting), the CPU the rest; which
     // codec handled an image depends on timing (outputs may differ from run
     // to run within the codecs' difference: use `device` or `cpu` for
     // reproducible bytes).
@@ -186,10 +187,10 @@ struct BatchSummary {
     std::vector<BatchItem> items;  // rejected first, then the jobs in plan order
     std::vector<DeviceStats> devices;
     std::size_t processed = 0, failed = 0, skipped = 0, cancelled = 0;
-    // JPEG inputs decoded: by the devices' decoders, by OpenCV (in the read
+    // JPEG inputs decoded: by the devices' decoders, on the CPU (in the read
     // stage, or in the process stage where a device's decoder refused one
     // or had not started).
-    std::size_t jpeg_on_devices = 0, jpeg_by_opencv = 0, jpeg_by_opencv_after_device = 0;
+    std::size_t jpeg_on_devices = 0, jpeg_on_cpu = 0, jpeg_on_cpu_after_device = 0;
     double wall_s = 0;
     std::vector<StageStats> stages;
     int jobs = 0, in_flight = 0;

@@ -275,8 +275,9 @@ Graph parse_pipeline(std::string_view text, const ScheduleChoice& default_schedu
         try {
             const auto at = token.find('@');
             NodeOptions options;
-            if (at != std::string_view::npos) options.schedule = parse_schedule_choice(token.substr(at + 1));
-            const Filter filter = parse_filter(token.substr(0, at));
+            // Spaces around '@' as around '|'.
+            if (at != std::string_view::npos) options.schedule = parse_schedule_choice(trim(token.substr(at + 1)));
+            const Filter filter = parse_filter(trim(token.substr(0, at)));
             last = g.add_filter("n" + std::to_string(stage), filter, last, options);
         } catch (const std::invalid_argument& e) {
             invalid(where + e.what());

@@ -115,6 +115,8 @@ TEST(Graph, PerNodeScheduleOverridesTheDefault) {
     const Graph g = parse_pipeline("blur:3 | gaussian:5@tile:32x8", parse_schedule("column:16"));
     EXPECT_EQ(to_string(g.schedule_of(1)), "column:16");
     EXPECT_EQ(to_string(g.schedule_of(2)), "tile:32x8");
+    // Spaces around '@' are trimmed as those around '|'.
+    EXPECT_EQ(parse_pipeline("blur:3 @ naive | gaussian:5 @tile:32x8"), parse_pipeline("blur:3@naive | gaussian:5@tile:32x8"));
 }
 
 // f throws E (and nothing else) with `needle` in its message.
