@@ -87,23 +87,48 @@ void write_message(std::string_view text) {
     }
 }
 
-// Control characters (a newline in a file name, an escape sequence) are
-// written as \n, \t, \xHH, so a message stays one line on the terminal.
+// The length of the well-formed UTF-8 sequence at the start of `s` (a
+// character from U+00A0 on: C1 controls are not kept), or 0.
+std::size_t utf8_length(std::string_view s) {
+    const auto b = [&](std::size_t i) { return i < s.size() ? static_cast<unsigned char>(s[i]) : 0u; };
+    const unsigned lead = b(0);
+    const std::size_t n = lead >= 0xC2 && lead <= 0xDF ? 2 : lead >= 0xE0 && lead <= 0xEF ? 3 : lead >= 0xF0 && lead <= 0xF4 ? 4 : 0;
+    if (n == 0) return 0;
+    // The second byte's range excludes overlong forms, surrogates and code points past U+10FFFF.
+    const unsigned lo = lead == 0xE0 ? 0xA0 : lead == 0xF0 ? 0x90 : 0x80, hi = lead == 0xED ? 0x9F : lead == 0xF4 ? 0x8F : 0xBF;
+    if (b(1) < lo || b(1) > hi || (lead == 0xC2 && b(1) < 0xA0)) return 0;
+    for (std::size_t i = 2; i < n; ++i)
+        if (b(i) < 0x80 || b(i) > 0xBF) return 0;
+    return n;
+}
+
+// Control characters (a newline in a file name, an escape sequence, C1
+// controls) and bytes that are not UTF-8 are written as \n, \t, \xHH, so a
+// message stays one line of text on the terminal.
 std::string printable(std::string_view text) {
     std::string out;
     out.reserve(text.size());
-    for (const char c : text) {
+    for (std::size_t i = 0; i < text.size();) {
+        const char c = text[i];
         const auto u = static_cast<unsigned char>(c);
+        if (u >= 0x80) {
+            if (const std::size_t n = utf8_length(text.substr(i))) {
+                out += text.substr(i, n);
+                i += n;
+                continue;
+            }
+        }
         if (c == '\n') out += "\\n";
         else if (c == '\t') out += "\\t";
         else if (c == '\r') out += "\\r";
-        else if (u < 0x20 || u == 0x7f) {
+        else if (u < 0x20 || u >= 0x7f) {
             char buf[8];
             std::snprintf(buf, sizeof buf, "\\x%02x", u);
             out += buf;
         } else {
             out += c;
         }
+        ++i;
     }
     return out;
 }

@@ -863,6 +863,14 @@ TEST(BatchCli, ControlCharactersInNamesStayOnOneLine) {
     EXPECT_EQ(r.err, "cbi-filter: error: " + (dir / "in").string() +
                          "/two\\nlines\\x1b[31m.png: not a recognized image format (cbi reads PNG, JPEG, TIFF, BMP, WebP, "
                          "PNM/PAM/PFM, OpenEXR, Radiance HDR, Sun raster)\n");
+    // Bytes that are not UTF-8 (a Latin-1 name, a lone continuation byte) and
+    // C1 controls are escaped too; UTF-8 names are kept as they are.
+    const fs::path latin = dir / "in2/caf\xe9 \x9b\xc2\x9b fl\xc3\xbcgel\xe2\x82.png";
+    write_bytes(latin, {'n', 'o', 't'});
+    const auto l = run_cli({latin.string(), "--blur", "3", "--device", "cpu", "-o", (dir / "o.png").string()}, scratch.path());
+    EXPECT_EQ(l.code, 1);
+    EXPECT_EQ(l.err.substr(0, l.err.find(": not a recognized")),
+              "cbi-filter: error: " + (dir / "in2").string() + "/caf\\xe9 \\x9b\\xc2\\x9b fl\xc3\xbcgel\\xe2\\x82.png");
 }
 
 
