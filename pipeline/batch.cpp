@@ -11,6 +11,7 @@
 #include <cctype>
 #include <cerrno>
 #include <chrono>
+#include <condition_variable>
 #include <deque>
 #include <map>
 #include <memory>
@@ -18,13 +19,16 @@
 #include <optional>
 #include <set>
 #include <stdexcept>
+#include <stop_token>
 #include <system_error>
+#include <thread>
 #include <utility>
 
 #include <oneapi/tbb/info.h>
 #include <oneapi/tbb/parallel_pipeline.h>
 #include <oneapi/tbb/task.h>
 #include <oneapi/tbb/task_arena.h>
+#include <oneapi/tbb/task_group.h>
 #include <opencv2/core.hpp>
 
 #include "pipeline/error.hpp"
@@ -393,6 +397,32 @@ std::vector<std::unique_ptr<DirLock>> lock_outputs(const BatchPlan& plan, bool l
     return locks;
 }
 
+// The images being processed, each under its own TBB context: an interrupt
+// cancels their parallel loops, so that the run ends without finishing
+// them (the batch drops their results) instead of after them.
+class InFlight {
+public:
+    void enter(tbb::task_group_context& ctx) {
+        std::lock_guard lock(mutex_);
+        if (cancelled_) ctx.cancel_group_execution();
+        live_.insert(&ctx);
+    }
+    void leave(tbb::task_group_context& ctx) {
+        std::lock_guard lock(mutex_);
+        live_.erase(&ctx);
+    }
+    void cancel() {
+        std::lock_guard lock(mutex_);
+        cancelled_ = true;
+        for (tbb::task_group_context* ctx : live_) ctx->cancel_group_execution();
+    }
+
+private:
+    std::mutex mutex_;
+    std::set<tbb::task_group_context*> live_;
+    bool cancelled_ = false;
+};
+
 // One run of a plan: the items' results, and the stages of the pipeline
 // (read, process, write), each over one job's index.
 class BatchRun {
@@ -426,6 +456,18 @@ public:
         for (std::size_t i = 0; i < first_job_; ++i) finished(summary_.items[i]);
         using tbb::make_filter;
         constexpr auto in_order = tbb::filter_mode::serial_in_order, parallel = tbb::filter_mode::parallel;
+        // Watches BatchOptions::cancel for the images in flight (the stages
+        // look at it themselves between images).
+        std::jthread watcher;
+        if (options_.cancel)
+            watcher = std::jthread([this](std::stop_token stop) {
+                std::mutex m;
+                std::condition_variable_any wake;
+                std::unique_lock lock(m);
+                while (!wake.wait_for(lock, stop, std::chrono::milliseconds(20), [this] { return cancelled(); }))
+                    if (stop.stop_requested()) return;
+                in_flight_.cancel();
+            });
         tbb::task_arena arena(jobs_);
         arena.execute([&] {
             tbb::parallel_pipeline(
@@ -537,7 +579,17 @@ private:
                 // own parallel loops it must not pick up another image's
                 // decode or encode, which would delay this image and blur
                 // the stage times.
-                tbb::this_task_arena::isolate([&] { process_with(processor, i); });
+                tbb::this_task_arena::isolate([&] {
+                    tbb::task_group_context ctx;
+                    tbb::task_group work(ctx);
+                    in_flight_.enter(ctx);
+                    struct Leave {
+                        InFlight& in_flight;
+                        tbb::task_group_context& ctx;
+                        ~Leave() { in_flight.leave(ctx); }
+                    } leave{in_flight_, ctx};
+                    work.run_and_wait([&] { process_with(processor, i); });
+                });
             });
         });
         slots_[i].input = cv::Mat();  // free the decoded input now: memory stays ~K images
@@ -654,6 +706,7 @@ private:
     std::atomic<bool> device_codec_ready_{false}, device_decoder_ready_{false};
     std::atomic<int> device_jpegs_{0};
     std::atomic<std::size_t> jpeg_on_devices_{0}, jpeg_on_cpu_{0}, jpeg_on_cpu_after_device_{0};  // for --stats
+    InFlight in_flight_;
     std::mutex progress_mutex_;
     BatchProgress progress_;
     Clock::time_point start_;

@@ -7,6 +7,9 @@
 #include <sstream>
 #include <stdexcept>
 
+#include <oneapi/tbb/task.h>
+#include <oneapi/tbb/task_group.h>
+
 #include "pipeline/backend.hpp"
 #include "pipeline/defaults.hpp"
 #include "pipeline/error.hpp"
@@ -406,6 +409,9 @@ void GraphExecutor::tune(NodeId id) {
                                               run_node(id, s, first_row, rows);
                                               return backend_->stop_timer_ms();
                                           });
+    // Interrupted (a batch cancels its images' parallel loops): the timings
+    // were cut short, so nothing is kept and the next run times again.
+    if (tbb::task_group_context* ctx = tbb::task::current_context(); ctx && ctx->is_group_execution_cancelled()) return;
     plan.choice[id] = Choice::timed;
     replan_ = true;  // the next run fuses what the tuned schedules can
     options_.tuning->store(key, plan.schedule[id]);

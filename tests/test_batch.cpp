@@ -758,6 +758,27 @@ TEST(BatchCli, SigintAndSigtermStopCleanlyWithASummary) {
     }
 }
 
+// An interrupt cancels the parallel loops of the images being filtered: the
+// run ends at once, not after them (each of these takes tens of seconds on
+// 2 cores).
+TEST(BatchCli, SigintStopsTheImagesBeingFilteredAtOnce) {
+    TempDir dir, scratch;
+    for (int i = 0; i < 2; ++i)
+        write_bytes(dir / ("in/s" + std::to_string(i) + ".png"), encode(".png", random_image(640, 480, 3, cbi::Depth::u8, 40 + i)));
+    const pid_t pid = spawn_cli({"--input-dir", (dir / "in").string(), "--output-dir", (dir / "out").string(), "--blur", "201",
+                                 "--schedule", "naive", "--device", "cpu", "--jobs", "2"},
+                                scratch / "out.txt", scratch / "err.txt");
+    std::this_thread::sleep_for(std::chrono::milliseconds(1500));  // read and filtering
+    const auto t0 = std::chrono::steady_clock::now();
+    ::kill(pid, SIGINT);
+    EXPECT_EQ(wait_code(pid), 128 + SIGINT);
+    const double waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    EXPECT_LT(waited, 8.0);
+    const std::string err = slurp(scratch / "err.txt");
+    EXPECT_NE(err.find("2 files: 0 processed, 0 failed, 0 skipped, 2 not done (interrupted by SIGINT)"), std::string::npos) << err;
+    EXPECT_TRUE(files_under(dir / "out").empty());
+}
+
 TEST(BatchCli, SigintDuringASingleImageLeavesNothingAndLaterRunsClearLeftovers) {
     TempDir dir, scratch;
     // Large enough that the blur takes a while on 2 cores.
