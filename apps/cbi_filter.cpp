@@ -583,8 +583,8 @@ cbi::DeviceSpec device_for_one_image(const Options& o, const cbi::DeviceSpec& sp
 
 // --device auto for a batch: the CPU where all its images' runs are expected
 // to take less than starting a CUDA device (pipeline/defaults.hpp), the
-// largest of up to 8 images spread over the batch standing for all; --codec
-// gpu asks for the device.
+// largest of up to 8 images spread over the batch standing for all (their
+// headers: probe_file); --codec gpu asks for the device.
 cbi::DeviceSpec device_for_batch(const Options& o, const cbi::DeviceSpec& spec, const cbi::Graph& graph,
                                  const std::vector<cbi::BatchJob>& jobs) {
     if (!auto_may_take_cpu(o, spec) || jobs.empty()) return spec;
@@ -594,7 +594,7 @@ cbi::DeviceSpec device_for_batch(const Options& o, const cbi::DeviceSpec& spec, 
     for (std::size_t i = 0; i < sampled; ++i) {
         const fs::path& file = jobs[i * jobs.size() / sampled].input;
         try {
-            const cbi::ImageHeader h = cbi::probe_image(cbi::read_file(file), file.string());
+            const cbi::ImageHeader h = cbi::probe_file(file);
             if (!largest || h.decoded_bytes() > largest->decoded_bytes()) largest = h;
         } catch (const std::exception&) {
             // the batch reports the file

@@ -777,7 +777,7 @@ struct TempFile {
 
 // ---------------------------------------------------------------- public
 
-std::vector<std::uint8_t> read_file(const fs::path& path) {
+std::vector<std::uint8_t> read_file(const fs::path& path, std::size_t at_most) {
     const std::string subject = path.string();
     // O_NONBLOCK: opening a FIFO named like an image must not hang.
     const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
@@ -803,7 +803,7 @@ std::vector<std::uint8_t> read_file(const fs::path& path) {
     if (st.st_size > INT32_MAX)
         throw Error(subject, "file is " + std::to_string(st.st_size) + " bytes; files over 2 GiB are not supported");
 
-    std::vector<std::uint8_t> bytes(static_cast<std::size_t>(st.st_size));
+    std::vector<std::uint8_t> bytes(std::min(static_cast<std::size_t>(st.st_size), at_most));
     std::size_t got = 0;
     while (got < bytes.size()) {
         const ssize_t r = ::read(fd, bytes.data() + got, bytes.size() - got);
@@ -828,6 +828,17 @@ ImageHeader probe_image(Bytes bytes, const std::string& subject) {
         throw Error(subject, m.reason);
     }
     throw Error(subject, std::string("not a recognized image format (cbi reads ") + known_formats + ")");
+}
+
+ImageHeader probe_file(const fs::path& path) {
+    constexpr std::size_t kHead = 256 * 1024;
+    const std::vector<std::uint8_t> head = read_file(path, kHead);
+    if (head.size() < kHead) return probe_image(head, path.string());  // the whole file
+    try {
+        return probe_image(head, path.string());
+    } catch (const Error&) {
+        return probe_image(read_file(path), path.string());
+    }
 }
 
 ImageHeader check_image(Bytes bytes, const std::string& subject, std::uint64_t max_pixels, std::uint64_t max_bytes) {

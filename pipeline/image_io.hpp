@@ -36,6 +36,7 @@
 // Metadata (EXIF, ICC profile, XMP) is read from JPEG, PNG, TIFF and WebP
 // inputs and written into JPEG, PNG, TIFF and WebP outputs through exiv2,
 // when cbi is built with it (metadata_supported()); other formats carry none.
+#include <cstddef>
 #include <cstdint>
 #include <filesystem>
 #include <span>
@@ -81,14 +82,20 @@ struct ImageHeader {
     std::uint64_t decoded_bytes() const;
 };
 
-// Reads the whole file. Errors: missing, dangling symlink, directory, not a
-// regular file (a FIFO does not block), permission denied, empty, over 2 GiB
-// (the decoder's limit), I/O error.
-std::vector<std::uint8_t> read_file(const std::filesystem::path& path);
+// Reads the whole file, or its first `at_most` bytes. Errors: missing,
+// dangling symlink, directory, not a regular file (a FIFO does not block),
+// permission denied, empty, over 2 GiB (the decoder's limit), I/O error.
+std::vector<std::uint8_t> read_file(const std::filesystem::path& path, std::size_t at_most = SIZE_MAX);
 
 // The format and dimensions from the header. Throws cbi::Error(subject, ...)
 // for unrecognized formats and malformed headers.
 ImageHeader probe_image(std::span<const std::uint8_t> bytes, const std::string& subject);
+
+// probe_image of a file, from its first 256 KiB where they hold the header
+// (a batch sampling its photos' sizes need not read them whole), else from
+// all of it (a TIFF's directory at the end, a JPEG with large segments
+// before its frame header). Errors as read_file and probe_image.
+ImageHeader probe_file(const std::filesystem::path& path);
 
 // Probes, enforces max_pixels and max_bytes (decoded_bytes() plus
 // scratch_bytes), checks for truncation (PNG IEND, JPEG EOI, WebP RIFF size)

@@ -472,6 +472,35 @@ TEST(ImageIo, ProbeReadsEveryFormatsHeader) {
     }
 }
 
+// probe_file reads a header from the first 256 KiB, and the whole file where
+// the header lies beyond them: the same answer as probe_image of all bytes.
+TEST(ImageIo, ProbeFileReadsTheHeadOrTheWholeFile) {
+    TempDir dir;
+    const cv::Mat big = random_image(700, 500, CV_8UC3, 33);  // 1 MB of samples
+    write_bytes(dir / "a.png", encode(".png", big));
+    write_bytes(dir / "b.tiff", encode(".tiff", big));  // libtiff writes its directory after the strips
+    // A JPEG whose frame header follows 320 KiB of APP2 segments.
+    const auto jpg = encode(".jpg", gradient_image(64, 48, 3));
+    std::vector<std::uint8_t> padded(jpg.begin(), jpg.begin() + 2);
+    for (int k = 0; k < 5; ++k) {
+        padded.insert(padded.end(), {0xFF, 0xE2, 0xFF, 0xFF});
+        padded.insert(padded.end(), 0xFFFF - 2, static_cast<std::uint8_t>('p'));
+    }
+    padded.insert(padded.end(), jpg.begin() + 2, jpg.end());
+    write_bytes(dir / "c.jpg", padded);
+    for (const char* name : {"a.png", "b.tiff", "c.jpg"}) {
+        SCOPED_TRACE(name);
+        const cbi::ImageHeader all = cbi::probe_image(cbi::read_file(dir / name), name);
+        const cbi::ImageHeader head = cbi::probe_file(dir / name);
+        EXPECT_EQ(std::string(head.format), std::string(all.format));
+        EXPECT_EQ(head.width, all.width);
+        EXPECT_EQ(head.height, all.height);
+        EXPECT_EQ(head.channels, all.channels);
+    }
+    EXPECT_EQ(cbi::probe_file(dir / "c.jpg").width, 64u);
+    EXPECT_EQ(error_of([&] { cbi::probe_file(dir / "none.png"); }), (dir / "none.png").string() + ": no such file");
+}
+
 TEST(ImageIo, ProbeReadsBigTiff) {
     // Little-endian BigTIFF: header (16 bytes), IFD at 16 with 2 entries:
     // ImageWidth LONG8 = 70000, ImageLength LONG = 50000.
