@@ -105,7 +105,7 @@ std::size_t utf8_length(std::string_view s) {
 // Control characters (a newline in a file name, an escape sequence, C1
 // controls) and bytes that are not UTF-8 are written as \n, \t, \xHH, so a
 // message stays one line of text on the terminal.
-std::string printable(std::string_view text) {
+std::string terminal_safe(std::string_view text) {
     std::string out;
     out.reserve(text.size());
     for (std::size_t i = 0; i < text.size();) {
@@ -134,7 +134,7 @@ std::string printable(std::string_view text) {
 }
 
 void say(std::string_view kind, std::string_view message) {
-    write_message(std::string(kProgram) + ": " + std::string(kind) + printable(message) + "\n");
+    write_message(std::string(kProgram) + ": " + std::string(kind) + terminal_safe(message) + "\n");
 }
 
 // ---------------------------------------------------------------- signals
@@ -470,7 +470,7 @@ std::string format_stats(const cbi::BatchSummary& s) {
             << s.jpeg_on_cpu_after_device << " after the device's decoder refused or was starting)\n";
     for (const auto& d : s.devices) {
         out << "device " << d.name << ": " << d.images << " images, busy " << d.busy_s << " s";
-        if (!d.lost.empty()) out << ", taken out: " << printable(d.lost);
+        if (!d.lost.empty()) out << ", taken out: " << terminal_safe(d.lost);
         out << "\n";
     }
     return out.str();
