@@ -390,9 +390,13 @@ std::vector<std::unique_ptr<DirLock>> lock_outputs(const BatchPlan& plan, bool l
         if (lock && id && locked.insert(*id).second) locks.push_back(std::make_unique<DirLock>(root));
     }
     std::set<std::string> out_dirs;
-    std::vector<fs::path> inputs;  // never removed, whatever their names
-    for (const BatchJob& job : plan.jobs) out_dirs.insert(job.output.parent_path().string()), inputs.push_back(job.input);
-    for (const BatchItem& item : plan.rejected) inputs.push_back(item.input);
+    for (const BatchJob& job : plan.jobs) out_dirs.insert(job.output.parent_path().string());
+    std::vector<fs::path> inputs;  // named like temporaries (rarely any): never removed
+    const auto keep = [&](const fs::path& input) {
+        if (is_temporary_name(input.filename().string())) inputs.push_back(input);
+    };
+    for (const BatchJob& job : plan.jobs) keep(job.input);
+    for (const BatchItem& item : plan.rejected) keep(item.input);
     for (const std::string& dir : out_dirs) remove_stale_temporaries(dir.empty() ? "." : dir, inputs);
     return locks;
 }
@@ -402,6 +406,26 @@ std::vector<std::unique_ptr<DirLock>> lock_outputs(const BatchPlan& plan, bool l
 // them (the batch drops their results) instead of after them.
 class InFlight {
 public:
+    // f() under a context of its own, which cancel() cancels.
+    template <class F>
+    void run(F&& f) {
+        tbb::task_group_context ctx;
+        tbb::task_group work(ctx);
+        enter(ctx);
+        struct Leave {
+            InFlight& in_flight;
+            tbb::task_group_context& ctx;
+            ~Leave() { in_flight.leave(ctx); }
+        } leave{*this, ctx};
+        work.run_and_wait(std::forward<F>(f));
+    }
+    void cancel() {
+        std::lock_guard lock(mutex_);
+        cancelled_ = true;
+        for (tbb::task_group_context* ctx : live_) ctx->cancel_group_execution();
+    }
+
+private:
     void enter(tbb::task_group_context& ctx) {
         std::lock_guard lock(mutex_);
         if (cancelled_) ctx.cancel_group_execution();
@@ -411,13 +435,7 @@ public:
         std::lock_guard lock(mutex_);
         live_.erase(&ctx);
     }
-    void cancel() {
-        std::lock_guard lock(mutex_);
-        cancelled_ = true;
-        for (tbb::task_group_context* ctx : live_) ctx->cancel_group_execution();
-    }
 
-private:
     std::mutex mutex_;
     std::set<tbb::task_group_context*> live_;
     bool cancelled_ = false;
@@ -579,17 +597,7 @@ private:
                 // own parallel loops it must not pick up another image's
                 // decode or encode, which would delay this image and blur
                 // the stage times.
-                tbb::this_task_arena::isolate([&] {
-                    tbb::task_group_context ctx;
-                    tbb::task_group work(ctx);
-                    in_flight_.enter(ctx);
-                    struct Leave {
-                        InFlight& in_flight;
-                        tbb::task_group_context& ctx;
-                        ~Leave() { in_flight.leave(ctx); }
-                    } leave{in_flight_, ctx};
-                    work.run_and_wait([&] { process_with(processor, i); });
-                });
+                tbb::this_task_arena::isolate([&] { in_flight_.run([&] { process_with(processor, i); }); });
             });
         });
         slots_[i].input = cv::Mat();  // free the decoded input now: memory stays ~K images

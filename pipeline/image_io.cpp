@@ -20,6 +20,7 @@
 
 #include <opencv2/imgcodecs.hpp>
 
+#include "pipeline/byte_order.hpp"
 #include "pipeline/error.hpp"
 #include "pipeline/jpeg_bands.hpp"
 #include "pipeline/jpeg_decode.hpp"
@@ -36,13 +37,6 @@ using namespace std::string_view_literals;  // magics contain NUL bytes
 std::string errno_text(int err) { return std::system_category().message(err); }
 
 // ---------------------------------------------------------------- reading
-
-std::uint32_t be16(const std::uint8_t* p) { return (std::uint32_t{p[0]} << 8) | p[1]; }
-std::uint32_t be32(const std::uint8_t* p) { return (be16(p) << 16) | be16(p + 2); }
-std::uint32_t le16(const std::uint8_t* p) { return (std::uint32_t{p[1]} << 8) | p[0]; }
-std::uint32_t le32(const std::uint8_t* p) { return (le16(p + 2) << 16) | le16(p); }
-std::uint64_t le64(const std::uint8_t* p) { return (std::uint64_t{le32(p + 4)} << 32) | le32(p); }
-std::uint64_t be64(const std::uint8_t* p) { return (std::uint64_t{be32(p)} << 32) | be32(p + 4); }
 
 bool starts_with(Bytes b, std::string_view magic) {
     return b.size() >= magic.size() && std::memcmp(b.data(), magic.data(), magic.size()) == 0;
@@ -901,13 +895,14 @@ cv::Mat decode_image(Bytes bytes, const std::string& subject, std::uint64_t max_
         // an error), OpenCV for what it leaves.
         if (format == "JPEG" && !over_opencv_limits)
             if (auto jpeg = decode_jpeg(bytes, subject)) mat = std::move(*jpeg);
-        // A Mat header over the bytes (no copy): imdecode only reads them.
-        const cv::Mat buf(1, static_cast<int>(bytes.size()), CV_8U, const_cast<std::uint8_t*>(bytes.data()));
-        // IMREAD_UNCHANGED keeps alpha and 16 bits but ignores EXIF
-        // orientation; for JPEG (no alpha, 8 bits, gray or BGR)
-        // ANYCOLOR|ANYDEPTH gives the same Mat, turned as EXIF says.
-        if (mat.empty())
+        if (mat.empty()) {
+            // A Mat header over the bytes (no copy): imdecode only reads them.
+            const cv::Mat buf(1, static_cast<int>(bytes.size()), CV_8U, const_cast<std::uint8_t*>(bytes.data()));
+            // IMREAD_UNCHANGED keeps alpha and 16 bits but ignores EXIF
+            // orientation; for JPEG (no alpha, 8 bits, gray or BGR)
+            // ANYCOLOR|ANYDEPTH gives the same Mat, turned as EXIF says.
             mat = cv::imdecode(buf, format == "JPEG" ? cv::IMREAD_ANYCOLOR | cv::IMREAD_ANYDEPTH : cv::IMREAD_UNCHANGED);
+        }
     } catch (const cv::Exception& e) {
         if (over_opencv_limits) throw Error(subject, opencv_limits);
         throw Error(subject, "cannot decode " + std::string(h.format) + ": " + cv_reason(e));
@@ -1093,12 +1088,6 @@ bool is_temporary_name(std::string_view name) {
 }
 
 std::size_t remove_stale_temporaries(const fs::path& dir, std::span<const fs::path> keep) {
-    // The inputs named like temporaries (rarely any), as files.
-    std::vector<std::pair<dev_t, ino_t>> kept;
-    for (const fs::path& k : keep) {
-        struct stat st;
-        if (is_temporary_name(k.filename().string()) && ::stat(k.c_str(), &st) == 0) kept.emplace_back(st.st_dev, st.st_ino);
-    }
     std::size_t removed = 0;
     std::error_code ec;
     for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
@@ -1111,7 +1100,7 @@ std::size_t remove_stale_temporaries(const fs::path& dir, std::span<const fs::pa
         // not one that a new write created meanwhile. Not an input.
         if (::flock(fd, LOCK_EX | LOCK_NB) == 0 && ::fstat(fd, &held) == 0 && S_ISREG(held.st_mode) &&
             ::lstat(p.c_str(), &named) == 0 && held.st_dev == named.st_dev && held.st_ino == named.st_ino &&
-            std::find(kept.begin(), kept.end(), std::pair(held.st_dev, held.st_ino)) == kept.end() &&
+            std::none_of(keep.begin(), keep.end(), [&](const fs::path& k) { return same_file(k, p); }) &&
             ::unlink(p.c_str()) == 0)
             ++removed;
         ::close(fd);

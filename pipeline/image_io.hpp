@@ -214,8 +214,8 @@ bool is_temporary_name(std::string_view name);
 // Removes the temporaries (is_temporary_name) in `dir` that no write holds
 // (a write holds an flock on its temporary until the rename), i.e. those a
 // killed run left behind, in this process or any other, but never a file
-// that is one of `keep` (the run's inputs, which may have any name). Best
-// effort; returns how many.
+// that is one of `keep` (the run's inputs named like temporaries: an input
+// may have any name). Best effort; returns how many.
 std::size_t remove_stale_temporaries(const std::filesystem::path& dir, std::span<const std::filesystem::path> keep = {});
 
 // For an app's signal handling, from an ordinary thread (it takes a mutex:

@@ -11,6 +11,7 @@ extern "C" {
 #include <jerror.h>
 }
 
+#include "pipeline/byte_order.hpp"
 #include "pipeline/error.hpp"
 
 namespace cbi {
@@ -122,10 +123,8 @@ int exif_orientation(std::span<const std::uint8_t> exif) {
     const std::span<const std::uint8_t> t = exif.subspan(kExifHeader);
     const bool little = t[0] == 'I' && t[1] == 'I';
     if (!little && !(t[0] == 'M' && t[1] == 'M')) return 0;
-    const auto u16 = [&](std::size_t at) -> std::uint32_t {
-        return little ? t[at] | t[at + 1] << 8 : t[at] << 8 | t[at + 1];
-    };
-    const auto u32 = [&](std::size_t at) -> std::uint64_t { return little ? u16(at) | std::uint64_t{u16(at + 2)} << 16 : std::uint64_t{u16(at)} << 16 | u16(at + 2); };
+    const auto u16 = [&](std::uint64_t at) { return little ? le16(t.data() + at) : be16(t.data() + at); };
+    const auto u32 = [&](std::uint64_t at) -> std::uint64_t { return little ? le32(t.data() + at) : be32(t.data() + at); };
     if (u16(2) != 42) return 0;
     const std::uint64_t ifd = u32(4);
     if (ifd + 2 > t.size()) return 0;

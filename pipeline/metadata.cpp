@@ -7,6 +7,7 @@
 #include <string_view>
 #include <vector>
 
+#include "pipeline/byte_order.hpp"
 #include "pipeline/error.hpp"
 #include "pipeline/metadata.hpp"
 #include "pipeline/image_io.hpp"
@@ -44,9 +45,6 @@ std::string_view metadata_format(Bytes b) {
     return "";
 }
 
-std::uint32_t be16(const std::uint8_t* p) { return (std::uint32_t{p[0]} << 8) | p[1]; }
-std::uint32_t be32(const std::uint8_t* p) { return (be16(p) << 16) | be16(p + 2); }
-std::uint32_t le32(const std::uint8_t* p) { return (std::uint32_t{p[3]} << 24) | (std::uint32_t{p[2]} << 16) | (std::uint32_t{p[1]} << 8) | p[0]; }
 
 // Whether the file has an EXIF block where exiv2 looks for one: exiv2 drops
 // an EXIF block it cannot parse without telling, and a dropped block must
