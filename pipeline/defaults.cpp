@@ -13,20 +13,14 @@ constexpr bool gpu = true, cpu = false;
 // First match wins: specific rows before general ones. Within a row the
 // schedules are fastest first.
 //
-// GPU rows: the H100 run of 2026-11-23 (apps/bench/README.md, History, its
-// seventh session of the fast schedules;
-// results/2026-11-23-h100-issue7-session7-{4096,8192}.csv): the fastest
-// fixed schedule per cell, or one within 7 % of it at both 4096^2 and
-// 8192^2. 16-bit and 4-channel cells were not in that run; they take the
-// row of the nearest measured format.
-// The table does not steer stencils toward fusion: with these rows
-// color:gray | gaussian:5 | sobel:mag runs faster unfused than with the
-// Gaussian on sep computing the colour node in its tiles (apps/bench/README.md,
-// current results). Nodes whose schedule can fuse still do.
-// CPU rows: the 2-core runs of 2026-11-23 (apps/bench/README.md, History,
-// "The CPU against OpenCV", sixth session): sep:WxH's tiles run the
+// GPU rows: the fastest fixed schedule per cell of a cbi-bench run, or one
+// close to it at both sizes measured; unmeasured formats (16-bit,
+// 4 channels) take the row of the nearest measured one. The table does not
+// steer stencils toward fusion (a colour node computed in a stencil's tiles
+// was slower than the vectorised node plus the streaming stencil); nodes
+// whose schedule can fuse still do. CPU rows: sep:WxH's tiles run the
 // vectorised separable passes (cpu_separable.hpp); colour and blend rows are
-// vectorised under the row-major order.
+// vectorised under the row-major order. The runs: docs/performance.md#default-table.
 constexpr DefaultRow kTable[] = {
     // 8-bit stencils up to 9x9: the 8-bit streaming kernel (cuda_stream8.cuh).
     {gpu, OpKind::box, 9, u8, 0, "stream:256x16 stream:128x16 stream:256x32"},
@@ -101,8 +95,8 @@ void for_each_listed(const NodeOp& op, const NodeFormat& format, F&& f) {
 // Nanoseconds one core spends per sample of a node on the CPU rows above, for
 // 8-bit images: a base, plus a part growing with the kernel size (the box
 // slides its sums, so barely). Other depths take kWideDepth times as long.
-// Fitted, rounding up, to `cbi-filter --device cpu --stats` runs on the
-// 2-core development machine (apps/bench/README.md, "One image's device").
+// Fitted, rounding up, to `cbi-filter --device cpu --stats` runs
+// (docs/performance.md#cpu-sample-costs).
 constexpr double kStencilNs = 1.5, kPerTapNs = 0.05, kBoxPerTapNs = 0.01, kPointwiseNs = 0.5, kWideDepth = 2.5;
 
 double sample_ns(const NodeOp& op, Depth depth) {
