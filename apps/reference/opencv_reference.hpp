@@ -5,7 +5,7 @@
 // cbi-bench, which validates and times against it. Header-only, no GoogleTest;
 // not installed (no part of the library's layers).
 //
-// Semantics (README.md, "cbi-filter"): box = cv::blur, gaussian =
+// Semantics (docs/cli.md#filters): box = cv::blur, gaussian =
 // cv::GaussianBlur, sobel = |gx|, |gy| or sqrt(gx^2 + gy^2) of
 // cv::Sobel(src, CV_32F, ...) rounded and saturated to the input depth,
 // laplacian = |cv::Laplacian(src, CV_32F, ksize, 1, 0, ...)| likewise, colour = the matrix on (R, G, B) with alpha kept (gray and ycrcb as
