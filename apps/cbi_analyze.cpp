@@ -12,7 +12,7 @@
 #include <CLI/CLI.hpp>
 
 #include "apps/analyze/diagram.hpp"
-#include "schedules/cache_sim.hpp"
+#include "apps/analyze/cache_sim.hpp"
 #include "schedules/registry.hpp"
 
 namespace {

@@ -38,7 +38,7 @@ decltype(auto) with_border(BorderMode mode, F&& f) {
 }
 
 // The stencil-only tile schedules (the input read once per tile or strip):
-// the CPU runs them tile by tile (cpu_separable.hpp); smem and sep also take
+// the CPU runs them tile by tile (cpu/separable.hpp); smem and sep also take
 // fused colour nodes.
 template <class Schedule>
 constexpr bool kStagesTiles = std::is_same_v<Schedule, SmemTileSchedule> || std::is_same_v<Schedule, SepTileSchedule> ||

@@ -9,19 +9,19 @@ enum class KernelPath {
     none,
     cpu_index_map,        // per pixel, in the schedule's index order
     cpu_rows,             // per pixel, row by row (naive, vec)
-    cpu_color_rows,       // colour matrix a row at a time, vectorised (cpu_color.cpp)
-    cpu_blend_rows,       // blend a row at a time, vectorised (cpu_color.cpp)
-    cpu_separable_tiles,  // separable passes tile by tile (cpu_separable.hpp)
-    cpu_chain,            // a fused colour node or stencil pair, tiles through line buffers (cpu_chain.hpp)
+    cpu_color_rows,       // colour matrix a row at a time, vectorised (cpu/color.cpp)
+    cpu_blend_rows,       // blend a row at a time, vectorised (cpu/color.cpp)
+    cpu_separable_tiles,  // separable passes tile by tile (cpu/separable.hpp)
+    cpu_chain,            // a fused colour node or stencil pair, tiles through line buffers (cpu/pair_lines.hpp)
     cuda_index_map,       // one thread per pixel through the schedule's map
     cuda_smem,
     cuda_sep,
-    cuda_stream,          // the generic streaming kernel (cuda_stream.cuh)
-    cuda_stream8,         // the 8-bit streaming kernel (cuda_stream8.cuh)
+    cuda_stream,          // the generic streaming kernel (cuda/strip.cuh)
+    cuda_stream8,         // the 8-bit streaming kernel (cuda/strip8.cuh)
     cuda_vec,
-    cuda_chain,           // a fused stencil pair, tile by tile (cuda_chain.cu)
-    cuda_chain_stream,    // a fused stencil pair, strips through line buffers (cuda_chain_stream.cuh)
-    cuda_blend_stream8,   // a blend with its stencils, on the 8-bit streaming kernel (cuda_blend.cu)
+    cuda_chain,           // a fused stencil pair, tile by tile (cuda/pair.cu)
+    cuda_chain_stream,    // a fused stencil pair, strips through line buffers (cuda/pair_strip.cuh)
+    cuda_blend_stream8,   // a blend with its stencils, on the 8-bit streaming kernel (cuda/blend.cu)
 };
 
 const char* to_string(KernelPath path);

@@ -164,7 +164,7 @@ auto with_source(const Op<T, B, Src>& op, const NewSrc& source) {
 //   kUnitWeights      all weights 1: sums may slide (UnitWeightOp)
 //   kMayRunTwoPasses  passes() may be 2 (MayRunTwoPasses)
 //   kSignedWeights    negative vertical weights: 8-bit column sums carry a bias
-//   kStream8          8-bit, runs on the 8-bit strip kernel (cuda_stream8.cuh)
+//   kStream8          8-bit, runs on the 8-bit strip kernel (cuda/strip8.cuh)
 //   kFixedPoint       8-bit fixed-point weights with a rounding shift
 //   kFinishReturnsSum finish() returns its one pass's sum unchanged
 template <class Op>

@@ -8,7 +8,7 @@
 #include <stdexcept>
 #include <vector>
 
-#include "filters/cpu_backend.hpp"
+#include "filters/cpu/backend.hpp"
 #include "pipeline/error.hpp"
 #include "pipeline/executor.hpp"
 #include "pipeline/image.hpp"
@@ -136,7 +136,7 @@ public:
     // A slow warm-up drops a candidate at once (its runs are long).
     TuningMethod tuning() const override { return {3, true, true}; }
     // Fused colour nodes and stencil pairs run through line buffers
-    // (cpu_chain.hpp): any depth, channels and border but wrap.
+    // (cpu/pair_lines.hpp): any depth, channels and border but wrap.
     bool fuses() const override { return true; }
     bool chain_fits(const FilterRun&, Depth, int, int) const override { return true; }
     std::optional<int> strip_height(const FilterRun&, Depth, int, int, int, int) const override { return std::nullopt; }

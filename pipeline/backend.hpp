@@ -5,7 +5,7 @@
 // written once over this interface; the CPU backend (TBB) runs each node
 // before returning, the CUDA backend (backend_cuda.cpp) enqueues everything
 // on one stream and finish() waits for it. The kernels themselves are the
-// filters layer's (filters/cpu_backend.hpp, filters/cuda_backend.hpp).
+// filters layer's (filters/cpu/backend.hpp, filters/cuda/backend.hpp).
 #include <cstddef>
 #include <cstdint>
 #include <memory>

@@ -5,7 +5,7 @@
 #include <optional>
 #include <vector>
 
-#include "filters/cuda_backend.hpp"
+#include "filters/cuda/backend.hpp"
 #include "pipeline/backend.hpp"
 #include "pipeline/cuda_runtime.hpp"
 #if CBI_HAVE_NVJPEG

@@ -1,13 +1,13 @@
 #pragma once
 // CUDA resources (only in builds with CBI_HAVE_CUDA): devices, buffers,
 // streams, timers, device images, copies. The error check (CBI_CUDA_CHECK,
-// use_device) is in filters/cuda_check.hpp, included here.
+// use_device) is in filters/cuda/check.hpp, included here.
 #include <cuda_runtime_api.h>
 
 #include <cstddef>
 #include <string>
 
-#include "filters/cuda_check.hpp"
+#include "filters/cuda/check.hpp"
 #include "pipeline/image.hpp"
 
 namespace cbi {

@@ -12,7 +12,7 @@ namespace {
 // cell of a cbi-bench run, or one close to it at both sizes measured;
 // unmeasured formats (16-bit, 4 channels) take the row of the nearest
 // measured one. CPU rows: sep:WxH's tiles run the vectorised separable
-// passes (cpu_separable.hpp); pointwise rows are vectorised under the
+// passes (cpu/separable.hpp); pointwise rows are vectorised under the
 // row-major order. The runs: docs/performance.md#default-table.
 constexpr DefaultRow kBlendRows[] = {
     // Runs of N pixels as whole words.

@@ -47,7 +47,7 @@ ScheduleSpec default_schedule(const NodeOp& op, const Border& border, const Node
 std::vector<ScheduleSpec> default_candidates(const NodeOp& op, const Border& border, const NodeFormat& format);
 
 // Whether a stencil pair fuses by default (RunOptions::StencilPairs::
-// measured): where the line-buffer pair kernel (cuda_chain_stream.cuh), on
+// measured): where the line-buffer pair kernel (cuda/pair_strip.cuh), on
 // the strip height it takes for the image, ran faster than the kernels it
 // replaces (the gray conversion's, the stencils' on theirs). 8-bit pairs on
 // stream, either
@@ -59,7 +59,7 @@ std::vector<ScheduleSpec> default_candidates(const NodeOp& op, const Border& bor
 // images, where the unfused blur's running sums are cheap
 // (docs/performance.md#stencil-pairs).
 // On the CPU (format.cuda false) no pair fuses by default: the line-buffer
-// walk (cpu_chain.hpp) was about as often slower as faster
+// walk (cpu/pair_lines.hpp) was about as often slower as faster
 // (docs/performance.md#cpu-chains). --fuse-stencils fuses them there,
 // saving the intermediate image's memory.
 bool fuses_pair_by_default(const FilterRun& pair, const NodeFormat& format);

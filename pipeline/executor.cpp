@@ -165,9 +165,9 @@ void GraphExecutor::Plan::fuse_colour(const Graph& graph, const std::vector<int>
 // A stencil read only by one stencil fuses into it where the consumer's
 // schedule computes pairs (Capabilities::fuses_stencil) and the backend's
 // kernel takes them (Backend::chain_fits): stream walks strips through line
-// buffers (cuda_chain_stream.cuh); smem/sep stage each tile's intermediate
-// in shared memory (chain.hpp); the CPU walks tiles through line buffers
-// (cpu_chain.hpp). A colour node read only by the first stencil runs in the
+// buffers (cuda/pair_strip.cuh); smem/sep stage each tile's intermediate
+// in shared memory (pair_tiles.hpp); the CPU walks tiles through line buffers
+// (cpu/pair_lines.hpp). A colour node read only by the first stencil runs in the
 // same kernel where colour nodes fuse (`colour_fuses`). Pairs only; not
 // with the wrap border. Unless `all`, only the pairs fuses_pair_by_default
 // names.

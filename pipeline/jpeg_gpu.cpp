@@ -16,7 +16,7 @@
 #include <string>
 #include <thread>
 
-#include "filters/cuda_check.hpp"
+#include "filters/cuda/check.hpp"
 #include "filters/error.hpp"
 #include "pipeline/cuda_runtime.hpp"
 

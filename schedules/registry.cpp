@@ -75,11 +75,10 @@ ScheduleSpec parse_vec(std::string_view p) {
     return {ScheduleFamily::vec, n, 0};
 }
 
-// Capabilities: pointwise, stencil, max_ksize, fuses_color, fuses_stencil, fuses_blend, takes_order.
-constexpr Capabilities kPerPixel{true, true, 0, false, false, false, false};
-constexpr Capabilities kStagedTile{false, true, 0, true, true, false, true};
-constexpr Capabilities kStrip{false, true, 9, false, true, true, true};
-constexpr Capabilities kRun{true, false, 0, false, false, false, false};
+constexpr Capabilities kPerPixel{.pointwise = true, .stencil = true};
+constexpr Capabilities kStagedTile{.stencil = true, .fuses_color = true, .fuses_stencil = true, .takes_order = true};
+constexpr Capabilities kStrip{.stencil = true, .max_ksize = 9, .fuses_stencil = true, .fuses_blend = true, .takes_order = true};
+constexpr Capabilities kRun{.pointwise = true};
 
 constexpr ScheduleEntry registry[] = {
     {"naive", "naive", "thread i computes pixel i in row-major order", "naive", kPerPixel, parse_naive},
@@ -93,12 +92,12 @@ constexpr ScheduleEntry registry[] = {
      "tile:1x1 tile:4x3 tile:32x8 tile:16x16 tile:5000x2", kPerPixel, parse_tile},
     {"smem", "smem:WxH",
      "CUDA blocks stage a WxH output tile plus halo in shared memory (coalesced loads) and run the separable "
-     "passes there; stencils only (blur, gaussian, sobel, laplacian); +ORDER sets the order blocks take tiles in",
+     "passes there; stencil kinds only; +ORDER sets the order blocks take tiles in",
      "smem:1x1 smem:7x5 smem:32x8 smem:64x16 smem:128x8 smem:32x8+column:2", kStagedTile, parse_smem},
     {"sep", "sep:WxH",
      "CUDA blocks stage a WxH output tile plus halo in shared memory, then each thread computes runs of 8 outputs "
      "from a register window: row sums across x, then column sums down y; box slides running sums (cost independent "
-     "of k; integers exact, float within 1e-5 of the direct sum); stencils only (blur, gaussian, sobel, laplacian); +ORDER "
+     "of k; integers exact, float within 1e-5 of the direct sum); stencil kinds only; +ORDER "
      "sets the order blocks (CPU: tasks) take tiles in",
      "sep:1x1 sep:7x5 sep:13x40 sep:64x32 sep:128x16 sep:64x32+column:4 sep:13x40+zigzag:3 sep:7x5+tile:2x3",
      kStagedTile, parse_sep},
@@ -106,15 +105,15 @@ constexpr ScheduleEntry registry[] = {
      "CUDA blocks walk a strip W pixels wide and H rows tall top to bottom; each thread loads its run of 8 samples "
      "(4 for float) plus halo as aligned words and keeps the row sums of the last K rows in a ring (registers for "
      "3x3, its own shared-memory slots above; no barriers); 8-bit images sum columns first, two samples per "
-     "32-bit register, each warp a chunk of the row (W sets the warps per block); blur and gaussian with K <= 9, "
-     "sobel and laplacian with KSIZE 3, 5, 7; with --fuse-stencils an 8-bit blur or gaussian read only by a stream stencil "
+     "32-bit register, each warp a chunk of the row (W sets the warps per block); stencils of square windows up to "
+     "9x9; with --fuse-stencils an 8-bit blur or gaussian read only by a stream stencil "
      "(GPU; 1 or 3 channels, both at most 5x5) runs in the same kernel through line buffers, with a colour node before it; "
      "+ORDER sets the order blocks take strips in",
      "stream:1x1 stream:7x5 stream:13x40 stream:1024x8 stream:128x32 stream:128x32+column:2", kStrip, parse_stream},
     {"vec", "vec:N",
      "each CUDA thread computes N consecutive pixels of a row (N = 1, 2, 4, 8, 16), loading and storing whole aligned words "
      "(3-channel float colour through shared memory: a warp moves 512 contiguous bytes per instruction); "
-     "pointwise filters only (color, blend); rows in order",
+     "pointwise kinds and blends only; rows in order",
      "vec:1 vec:2 vec:4 vec:8 vec:16", kRun, parse_vec},
 };
 

@@ -39,16 +39,17 @@ struct ScheduleSpec {
 };
 
 // What a strategy can run: the one statement of it, asked by
-// cbi::supports (filters/capabilities.hpp) for the CLI, graph validation,
+// cbi::supports (filters/filter.hpp) for the CLI, graph validation,
 // fusion, the tuner's candidates, the default table, tests and benchmarks.
+// Filter kinds say which category they are (filters/kinds/kind.hpp).
 struct Capabilities {
-    bool pointwise;      // colour matrices and blends
-    bool stencil;        // blur, gaussian, sobel, laplacian
-    int max_ksize;       // largest stencil size (0: any; Sobel, Laplacian KSIZE 1 count as larger than every size)
-    bool fuses_color;    // computes a colour node inside its loads (the colour node is not stored)
-    bool fuses_stencil;  // computes a stencil pair in one kernel, with a colour node before it (GPU; not with the wrap border)
-    bool fuses_blend;    // computes the blend that reads its stencil (of its input and the stencil, or of two stencils of it) in one kernel (GPU)
-    bool takes_order;    // walks its tiles or strips in a TileOrder (+ORDER)
+    bool pointwise = false;      // pointwise kinds and blends
+    bool stencil = false;        // stencil kinds
+    int max_ksize = 0;           // largest square window (0: any; a window that is not square counts as larger)
+    bool fuses_color = false;    // computes a colour node inside its loads (the colour node is not stored)
+    bool fuses_stencil = false;  // computes a stencil pair in one kernel, with a colour node before it (GPU; not with the wrap border)
+    bool fuses_blend = false;    // computes the blend that reads its stencil (of its input and the stencil, or of two stencils of it) in one kernel (GPU)
+    bool takes_order = false;    // walks its tiles or strips in a TileOrder (+ORDER)
 };
 
 struct ScheduleEntry {

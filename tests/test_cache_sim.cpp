@@ -1,4 +1,4 @@
-// Cache simulation of schedules (schedules/cache_sim.hpp) and its diagrams.
+// Cache simulation of schedules (apps/analyze/cache_sim.hpp) and its diagrams.
 // The thesis' scenarios (tables 3.1 and 3.2) against its closed forms, LRU
 // on hand-computed traces, every registered schedule, determinism.
 #include <algorithm>
@@ -10,7 +10,7 @@
 #include <opencv2/imgcodecs.hpp>
 
 #include "apps/analyze/diagram.hpp"
-#include "schedules/cache_sim.hpp"
+#include "apps/analyze/cache_sim.hpp"
 #include "schedules/registry.hpp"
 
 namespace {

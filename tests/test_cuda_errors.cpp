@@ -8,7 +8,7 @@
 #include <gtest/gtest.h>
 #include <oneapi/tbb/task_arena.h>
 
-#include "filters/cuda_backend.hpp"
+#include "filters/cuda/backend.hpp"
 #include "pipeline/cuda_runtime.hpp"
 #include "pipeline/error.hpp"
 

@@ -5,7 +5,7 @@
 
 #include <string>
 
-#include "filters/cpu_backend.hpp"
+#include "filters/cpu/backend.hpp"
 #include "filters/kernel_path.hpp"
 #include "pipeline/defaults.hpp"
 #include "pipeline/executor.hpp"
@@ -14,7 +14,7 @@
 #include "pipeline/tuning.hpp"
 #include "reference.hpp"
 #if CBI_HAVE_CUDA
-#include "filters/cuda_backend.hpp"
+#include "filters/cuda/backend.hpp"
 #include "pipeline/cuda_runtime.hpp"
 #endif
 

@@ -21,9 +21,9 @@
 
 #include <tbb/task_arena.h>
 
-#include "filters/cpu_backend.hpp"
-#include "filters/cpu_color.hpp"
-#include "filters/cpu_separable.hpp"
+#include "filters/cpu/backend.hpp"
+#include "filters/cpu/color.hpp"
+#include "filters/cpu/separable.hpp"
 #include "pipeline/error.hpp"
 #include "pipeline/executor.hpp"
 #include "reference.hpp"
@@ -158,7 +158,7 @@ TEST(CpuSchedules, EveryTileOrderGivesTheRowMajorResultBitExactly) {
 
 // A source that records the pixels the tiled path reads, in order: row()
 // notes the row, at() the pixel. Not stored (kStored false), so every
-// sample goes through at() (cpu_separable.hpp, load_padded_row).
+// sample goes through at() (cpu/separable.hpp, load_padded_row).
 struct RecordingSource : BorderedSource<std::uint8_t, BorderMode::reflect101> {
     static constexpr bool kStored = false;
     std::vector<Pixel>* reads;
@@ -204,7 +204,7 @@ TEST(CpuSchedules, TilesAreVisitedInTheScheduleOrder) {
     }
 }
 
-// Wide float box sums slide (cpu_separable.hpp): within rounding of the
+// Wide float box sums slide (cpu/separable.hpp): within rounding of the
 // per-pixel direct sums, and exactly them where a window holds an Inf or a
 // NaN (those rows are recomputed directly).
 TEST(CpuSchedules, WideFloatBoxSumsSlideWithinRoundingAndKeepInfAndNaN) {
@@ -760,7 +760,7 @@ TEST(CpuChain, ChainEqualsComposedReferences) {
     EXPECT_EQ(cv::norm(stage, as_mat(out.view()), cv::NORM_INF), 0.0);
 }
 
-// A fused stencil pair (chain.hpp) takes its tiles in the node's order:
+// A fused stencil pair (pair_tiles.hpp) takes its tiles in the node's order:
 // every order gives the row-major result bit for bit.
 TEST(CpuChain, FusedStencilPairsGiveTheRowMajorResultInEveryTileOrder) {
     unsigned seed = 500;

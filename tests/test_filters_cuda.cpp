@@ -13,8 +13,8 @@
 #include <string_view>
 #include <tuple>
 
-#include "filters/cpu_backend.hpp"
-#include "filters/cuda_backend.hpp"
+#include "filters/cpu/backend.hpp"
+#include "filters/cuda/backend.hpp"
 #include "pipeline/cuda_runtime.hpp"
 #include "pipeline/error.hpp"
 #include "pipeline/executor.hpp"
@@ -318,7 +318,7 @@ TEST(Cuda, SepLargeKernelsAndRoiEqualCpu) {
         }
 }
 
-// stream:WxH on 8-bit box, Gaussian and Sobel runs its own kernel (cuda_stream8.cuh):
+// stream:WxH on 8-bit box, Gaussian and Sobel runs its own kernel (cuda/strip8.cuh):
 // lanes of 8 bytes, 8-byte loads and stores only on aligned rows inside the
 // image. Here the input is a strided ROI whose rows start at odd addresses
 // (byte-by-byte loads everywhere), then an aligned copy; the output is
@@ -446,7 +446,7 @@ TEST(Cuda, SepFloatBoxKeepsNonFiniteInputsLocal) {
 }
 
 // Tile strategies with a traversal order over their tiles (+ORDER,
-// cuda_order.cuh): every order gives the row-major GPU result bit for bit
+// cuda/order.cuh): every order gives the row-major GPU result bit for bit
 // (poisoned outputs: each tile computed, none twice with other values) on
 // sizes with many tiles and clipped edges, for smem, sep (301x200 on
 // sep:16x3: 67 tile rows, blocks take two tiles), stream (8-bit: the

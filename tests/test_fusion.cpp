@@ -1,8 +1,8 @@
 // Fusion: a colour node read only by one stencil with a tile-staging
 // schedule (smem/sep) runs inside that stencil's loads, a stencil read
-// only by such a stencil inside its kernel (filters/chain.hpp on the GPU,
-// filters/cpu_chain.hpp's line buffers on the CPU), and a blend with the
-// stencils it reads (cuda_blend.cu). Fused results must equal the unfused
+// only by such a stencil inside its kernel (filters/pair_tiles.hpp on the GPU,
+// filters/cpu/pair_lines.hpp's line buffers on the CPU), and a blend with the
+// stencils it reads (cuda/blend.cu). Fused results must equal the unfused
 // graph exactly, on the CPU and on the GPU; the plan says what was fused;
 // nodes that must stay stored are not fused.
 #include <gtest/gtest.h>
@@ -11,8 +11,8 @@
 #include <thread>
 #include <vector>
 
-#include "filters/chain.hpp"
-#include "filters/cpu_backend.hpp"
+#include "filters/pair_tiles.hpp"
+#include "filters/cpu/backend.hpp"
 #include "filters/kernel_path.hpp"
 #include "pipeline/defaults.hpp"
 #include "pipeline/executor.hpp"
@@ -122,7 +122,7 @@ TEST(Fusion, TheCpuExecutorFusesOnlyWhenAsked) {
     EXPECT_NE(blend.describe().find("2 kernels run, 2 buffers"), std::string::npos) << blend.describe();
 }
 
-// Fused stencil pairs (filters/chain.hpp) run tile by tile on the CPU
+// Fused stencil pairs (filters/pair_tiles.hpp) run tile by tile on the CPU
 // backend too: a FilterRun with a fused_stencil gives exactly what its two
 // nodes give one after the other.
 struct PairNodes {
@@ -248,7 +248,7 @@ TEST(Fusion, FusedColourOnAGrayImageEqualsTheGraphOnGrayToBgr) {
 }
 
 #if CBI_HAVE_CUDA
-// Two stencils in one kernel (cuda_chain.cu): the first stencil's output is
+// Two stencils in one kernel (cuda/pair.cu): the first stencil's output is
 // computed per tile in shared memory. Bit-identical to the unfused graph on
 // the GPU and, for integer depths, to the CPU backend.
 struct PairCase {
@@ -294,7 +294,7 @@ TEST(Fusion, StencilPairsFuseOnTheGpuAndEqualTheUnfusedGraph) {
             }
 }
 
-// Stencil pairs on stream:WxH (cuda_chain_stream.cuh), with --fuse-stencils:
+// Stencil pairs on stream:WxH (cuda/pair_strip.cuh), with --fuse-stencils:
 // the strip walk through line buffers, bit-identical to the unfused graph
 // and to the CPU backend. Strips shorter and narrower than the halos, every
 // border, edge warps, a gray conversion before the pair, 1 and 3 channels,
@@ -518,7 +518,7 @@ TEST(Fusion, OnlyColourNodesReadOnceByATileStagingStencilAreFused) {
     EXPECT_EQ(ex2.describe().find("fused"), std::string::npos) << ex2.describe();
 }
 
-// Blends with the stencils they read (cuda_blend.cu), by default: an
+// Blends with the stencils they read (cuda/blend.cu), by default: an
 // unsharp mask (a stencil of an image and that image) or a difference of
 // two stencils of one image in one kernel, bit-identical to the unfused
 // graph and to the CPU backend. Both orders of the sides, boxes and

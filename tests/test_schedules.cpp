@@ -157,7 +157,7 @@ TEST(Schedules, StreamAndVecParseAndRefuseBadParameters) {
     EXPECT_EQ(parse_schedule("vec:8").to_string(), "vec:8");
     const auto& stream = schedule_entry(parse_schedule("stream:8x8"));
     EXPECT_TRUE(stream.can.stencil && !stream.can.pointwise && stream.can.max_ksize == 9);
-    // Only stream computes a blend with its stencils (the 8-bit stream kernel, cuda_blend.cu).
+    // Only stream computes a blend with its stencils (the 8-bit stream kernel, cuda/blend.cu).
     for (const ScheduleEntry& e : schedule_registry()) EXPECT_EQ(e.can.fuses_blend, e.name == "stream") << e.name;
     const auto& vec = schedule_entry(parse_schedule("vec:4"));
     EXPECT_TRUE(vec.can.pointwise && !vec.can.stencil);

@@ -8,7 +8,7 @@
 
 #include <opencv2/core.hpp>
 
-#include "schedules/cache_sim.hpp"
+#include "apps/analyze/cache_sim.hpp"
 
 namespace cbi::analyze {
 

@@ -4,7 +4,7 @@
 // bytes (the floor), with CUDA events (median of 20 after 3 warm-ups, inputs
 // rotated so L2 does not hold them). Needs only the CUDA runtime (no OpenCV):
 //   nvcc -std=c++20 --expt-relaxed-constexpr -O3 -arch=sm_90 -I. apps/bench/stream_probe.cu -o probe   # here
-//   ./probe            # GPU host; ./probe stream8: only the 8-bit box/Gaussian kernel (cuda_stream8.cuh)
+//   ./probe            # GPU host; ./probe stream8: only the 8-bit box/Gaussian kernel (cuda/strip8.cuh)
 // Correctness is the test suites' job; the weights here are arbitrary (the
 // timing does not depend on them). Results: docs/performance.md#strip-heights.
 #include <cstdio>
@@ -13,8 +13,8 @@
 #include <algorithm>
 #include <string_view>
 
-#include "filters/cuda_stream.cuh"
-#include "filters/cuda_stream8.cuh"
+#include "filters/cuda/strip.cuh"
+#include "filters/cuda/strip8.cuh"
 
 using namespace cbi;
 using namespace cbi::cuda;
@@ -90,7 +90,7 @@ void time_variant(const char* name, const Op& proto, const Buffers& b) {
         }
 }
 
-// The 8-bit box/Gaussian kernel (cuda_stream8.cuh): strip sizes and block sizes.
+// The 8-bit box/Gaussian kernel (cuda/strip8.cuh): strip sizes and block sizes.
 template <class Op>
 void time_stream8(const char* name, const Op& proto, const Buffers& b) {
     const double floor_ms = 2.0 * b.w * b.h * b.c * b.sz / g_bandwidth * 1e3;

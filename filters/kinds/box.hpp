@@ -63,7 +63,7 @@ struct FilterKind<BoxFilter> {
     static constexpr bool unit_weights = true;  // sums slide: the CPU cost model's cheaper taps
     static constexpr std::string_view examples[] = {"1", "3", "9", "31"};
     static constexpr KindDefault defaults[] = {
-        // 8-bit up to 9x9: the 8-bit strip kernel (cuda_stream8.cuh).
+        // 8-bit up to 9x9: the 8-bit strip kernel (cuda/strip8.cuh).
         {true, 9, static_cast<int>(Depth::u8), 0, "stream:256x16 stream:128x16 stream:256x32"},
         {true, 9, kAnyDepth, 1, "sep:128x32 sep:64x32 stream:128x16"},
         {true, 9, kAnyDepth, 0, "sep:32x32 sep:64x32 sep:128x32"},

@@ -53,7 +53,7 @@ struct GaussianOp
     static constexpr bool kStream8 = kFixedPoint;
     static constexpr bool kFinishReturnsSum = std::is_same_v<T, float>;
     // Fixed point: finish() is this rounding shift of the sum (kernels that
-    // hold sums in other forms round them alike: cuda_chain_stream.cuh).
+    // hold sums in other forms round them alike: cuda/pair_strip.cuh).
     static constexpr int kRoundingShift = kFixedPoint ? 16 : 0;
     using Acc = std::conditional_t<kFixedPoint, std::uint32_t, float>;
     using W = std::conditional_t<kFixedPoint, std::uint16_t, float>;

@@ -1,4 +1,4 @@
-#include "filters/cuda_backend.hpp"
+#include "filters/cuda/backend.hpp"
 
 #include <algorithm>
 #include <type_traits>
@@ -6,12 +6,12 @@
 #include <utility>
 
 #include "filters/dispatch.hpp"
-#include "filters/cuda_check.hpp"
-#include "filters/cuda_launch.cuh"
+#include "filters/cuda/check.hpp"
+#include "filters/cuda/launch.cuh"
 #include "filters/error.hpp"
-#include "filters/cuda_order.cuh"
-#include "filters/cuda_stream.cuh"
-#include "filters/cuda_stream8.cuh"
+#include "filters/cuda/order.cuh"
+#include "filters/cuda/strip.cuh"
+#include "filters/cuda/strip8.cuh"
 #include "filters/kernel_path.hpp"
 
 namespace cbi {
@@ -51,7 +51,7 @@ concept SeparableOp = requires(const Op& op) { op.passes(); op.finish(nullptr); 
 
 // The smem:WxH schedule: block (bx, by) computes the tile_w x tile_h output
 // tile at (tx*tile_w, ty*tile_h), (tx, ty) = (bx, by) or, in an order, its
-// tile (cuda_order.cuh). Per channel it stages the tile plus a
+// tile (cuda/order.cuh). Per channel it stages the tile plus a
 // halo of border-resolved samples in shared memory (consecutive threads
 // read consecutive samples), computes each pass's row sums for every staged
 // row into shared memory, then combines them down the columns. Sums use
@@ -175,7 +175,7 @@ struct SepLayout {
     int sum_stride;      // Acc from one row-sum row to the next (odd)
     int kmax;            // 2 halo + 1: room for each weight vector
     int tiles_x, tiles_y;  // tiles of the image (row-major: blocks loop down the rows when the grid's y is capped)
-    TileOrder order;       // the order blocks take tiles in (cuda_order.cuh)
+    TileOrder order;       // the order blocks take tiles in (cuda/order.cuh)
     int per_block;         // tiles per block: row-major, tile rows by, by + the grid's y, ...; in an order, consecutive tiles of it
     Divisor rows_div, cols_div;  // for the unit index / rows, / (tw * channels)
     SepSmemOffsets smem;

@@ -1,16 +1,16 @@
 // The CUDA side of blends fused with the stencils they read (BlendRun):
-// the 8-bit stream kernel (cuda_stream8.cuh) runs BlendedStencils (ops.hpp),
+// the 8-bit stream kernel (cuda/strip8.cuh) runs BlendedStencils (ops.hpp),
 // so an unsharp mask or a difference of Gaussians reads its input once and
 // writes its output once.
 #include "filters/kernel_path.hpp"
-#include "filters/cuda_backend.hpp"
+#include "filters/cuda/backend.hpp"
 
 #include <optional>
 #include <stdexcept>
 #include <type_traits>
 
-#include "filters/cuda_check.hpp"
-#include "filters/cuda_stream8.cuh"
+#include "filters/cuda/check.hpp"
+#include "filters/cuda/strip8.cuh"
 #include "filters/dispatch.hpp"
 
 namespace cbi {

@@ -5,7 +5,7 @@
 // stencil's output.
 //
 // Each TBB task walks its tiles top to bottom. The last stage is a
-// TileWorker (cpu_separable.hpp) writing the output; each stage reads its
+// TileWorker (cpu/separable.hpp) writing the output; each stage reads its
 // rows from a source whose rows are lines computed on demand by the stage
 // before it:
 //  - ColorLines: rows of the colour node's output, each row converted by
@@ -34,8 +34,8 @@
 #include <type_traits>
 #include <vector>
 
-#include "filters/cpu_color.hpp"
-#include "filters/cpu_separable.hpp"
+#include "filters/cpu/color.hpp"
+#include "filters/cpu/separable.hpp"
 #include "filters/dispatch.hpp"
 
 namespace cbi::cpu {

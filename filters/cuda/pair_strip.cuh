@@ -42,9 +42,9 @@
 #include <optional>
 #include <type_traits>
 
-#include "filters/cuda_launch.cuh"
-#include "filters/cuda_order.cuh"
-#include "filters/cuda_stream8.cuh"
+#include "filters/cuda/launch.cuh"
+#include "filters/cuda/order.cuh"
+#include "filters/cuda/strip8.cuh"
 #include "filters/kinds/all.hpp"
 #include "filters/ops.hpp"
 

@@ -44,9 +44,9 @@
 #include <tbb/blocked_range.h>
 #include <tbb/parallel_for.h>
 
-#include "filters/cpu_float_taps.hpp"
-#include "filters/cpu_gauss8.hpp"
-#include "filters/cpu_sobel8.hpp"
+#include "filters/cpu/float_taps.hpp"
+#include "filters/cpu/gauss8.hpp"
+#include "filters/cpu/sobel8.hpp"
 #include "filters/kinds/all.hpp"
 #include "filters/ops.hpp"
 #include "schedules/schedule.hpp"

@@ -1,17 +1,17 @@
 // The CUDA side of fused stencil pairs. On smem:WxH and sep:WxH
-// (filters/chain.hpp): one block per tile, the tile buffer in shared
-// memory; blocks take tiles in the node's TileOrder (cuda_order.cuh). On
-// stream:WxH: strips walked through line buffers (cuda_chain_stream.cuh).
+// (filters/pair_tiles.hpp): one block per tile, the tile buffer in shared
+// memory; blocks take tiles in the node's TileOrder (cuda/order.cuh). On
+// stream:WxH: strips walked through line buffers (cuda/pair_strip.cuh).
 #include "filters/kernel_path.hpp"
-#include "filters/cuda_backend.hpp"
+#include "filters/cuda/backend.hpp"
 
 #include <string>
 
-#include "filters/chain.hpp"
-#include "filters/cuda_chain_stream.cuh"
-#include "filters/cuda_order.cuh"
-#include "filters/cuda_check.hpp"
-#include "filters/cuda_launch.cuh"
+#include "filters/pair_tiles.hpp"
+#include "filters/cuda/pair_strip.cuh"
+#include "filters/cuda/order.cuh"
+#include "filters/cuda/check.hpp"
+#include "filters/cuda/launch.cuh"
 #include "filters/error.hpp"
 
 namespace cbi {

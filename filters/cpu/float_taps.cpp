@@ -1,8 +1,8 @@
 // The float tap sums with OpenCV's universal intrinsics (see
-// cpu_float_taps.hpp); filters/opencv_avx2.hpp (included first) sets them up.
-#include "filters/opencv_avx2.hpp"
+// cpu/float_taps.hpp); filters/cpu/opencv_avx2.hpp (included first) sets them up.
+#include "filters/cpu/opencv_avx2.hpp"
 
-#include "filters/cpu_float_taps.hpp"
+#include "filters/cpu/float_taps.hpp"
 
 namespace cbi::cpu {
 namespace {

@@ -1,6 +1,6 @@
 #pragma once
 // The passes of the CPU 8-bit Sobel (SobelOp<uint8_t>) in int16 lanes with
-// OpenCV's universal intrinsics at AVX2 width (cpu_sobel8.cpp). Each
+// OpenCV's universal intrinsics at AVX2 width (cpu/sobel8.cpp). Each
 // returns how many leading outputs it wrote (0 where the CPU lacks AVX2);
 // TileWorker does the rest with its generic loops, which give the same
 // values: the sums are integers, exact in any order, and the finish does

@@ -1,6 +1,6 @@
 #pragma once
 // OpenCV's universal intrinsics at AVX2 width, for a .cpp file that
-// includes this header before anything else (cpu_color.cpp, cpu_gauss8.cpp).
+// includes this header before anything else (cpu/color.cpp, cpu/gauss8.cpp).
 //
 // Outside OpenCV's own build its headers enable SSE2 only (the compatibility
 // branch of cv_cpu_dispatch.h ignores __AVX2__), and the project compiles
@@ -11,7 +11,7 @@
 // must come before any OpenCV header, hence "include this first".
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && !defined(__CUDACC__)  // as CBI_CPU_CLONES
 #ifdef CV_AVX2
-#error "filters/opencv_avx2.hpp must be included before any OpenCV header"
+#error "filters/cpu/opencv_avx2.hpp must be included before any OpenCV header"
 #endif
 #define CBI_OPENCV_AVX2 1
 #define CV_SSE3 1

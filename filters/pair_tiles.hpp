@@ -4,9 +4,9 @@
 // which is computed tile by tile in a tile buffer and never stored.
 //
 // Run by the CUDA kernel for pairs on smem/sep (a block's threads share
-// the tile buffer in shared memory, cuda_chain.cu); the tests run it with a
+// the tile buffer in shared memory, cuda/pair.cu); the tests run it with a
 // team of CPU threads too. The CPU backend walks its fused nodes through
-// line buffers instead (cpu_chain.hpp).
+// line buffers instead (cpu/pair_lines.hpp).
 //
 // Tile (bx, by) owns the consumer's tile_w x tile_h output tile at
 // (x0, y0) = (bx*tile_w, by*tile_h). The consumer needs the intermediate

@@ -1,6 +1,6 @@
 #pragma once
 // The stream:WxH kernel and the word-wide load/store helpers it
-// shares with vec:N. Included by cuda_backend.cu only; a header so a probe
+// shares with vec:N. Included by cuda/backend.cu only; a header so a probe
 // can compile one instantiation with -Xptxas -v (registers, spills) in
 // seconds instead of the whole backend.
 #include <cuda_runtime.h>
@@ -12,8 +12,8 @@
 #include <string>
 #include <type_traits>
 
-#include "filters/cuda_launch.cuh"
-#include "filters/cuda_order.cuh"
+#include "filters/cuda/launch.cuh"
+#include "filters/cuda/order.cuh"
 #include "filters/kinds/all.hpp"
 #include "filters/ops.hpp"
 #include "schedules/schedule.hpp"
@@ -143,7 +143,7 @@ __device__ __forceinline__ void store_run(T* p, const T (&v)[N], int count) {
 //
 // Strips are taken by rows of threads: row-major, thread row ty of block
 // (bx, by) walks strip column bx, strip rows by * blockDim.y + ty, + the
-// grid's rows, ...; in a TileOrder (cuda_order.cuh) it walks the one strip
+// grid's rows, ...; in a TileOrder (cuda/order.cuh) it walks the one strip
 // order.map(b * blockDim.y + ty) for the block's linear index b, so a
 // block's thread rows take consecutive strips of the order.
 template <class T>

@@ -1,8 +1,8 @@
 // The 8-bit Gaussian's passes with OpenCV's universal intrinsics (see
-// cpu_gauss8.hpp); filters/opencv_avx2.hpp (included first) sets them up.
-#include "filters/opencv_avx2.hpp"
+// cpu/gauss8.hpp); filters/cpu/opencv_avx2.hpp (included first) sets them up.
+#include "filters/cpu/opencv_avx2.hpp"
 
-#include "filters/cpu_gauss8.hpp"
+#include "filters/cpu/gauss8.hpp"
 
 namespace cbi::cpu {
 namespace {

@@ -1,5 +1,5 @@
 #pragma once
-// The CPU colour matrix and blend, a band of rows at a time (cpu_color.cpp).
+// The CPU colour matrix and blend, a band of rows at a time (cpu/color.cpp).
 #include "filters/ops.hpp"
 
 namespace cbi::cpu {

@@ -1,10 +1,10 @@
 // The CPU colour matrix and blend with OpenCV's universal intrinsics at
 // AVX2 width (plus three raw AVX2 instructions, see to_f32), bit-identical
-// to ColorOp<T>::sample and BlendOp<T>::sample; filters/opencv_avx2.hpp
+// to ColorOp<T>::sample and BlendOp<T>::sample; filters/cpu/opencv_avx2.hpp
 // (included first) sets up the intrinsics.
-#include "filters/opencv_avx2.hpp"
+#include "filters/cpu/opencv_avx2.hpp"
 
-#include "filters/cpu_color.hpp"
+#include "filters/cpu/color.hpp"
 
 #include <cstdint>
 #include <cstring>

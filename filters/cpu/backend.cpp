@@ -1,4 +1,4 @@
-#include "filters/cpu_backend.hpp"
+#include "filters/cpu/backend.hpp"
 
 #include <tbb/blocked_range.h>
 #include <tbb/parallel_for.h>
@@ -10,9 +10,9 @@
 #include <memory>
 #include <optional>
 
-#include "filters/cpu_chain.hpp"
-#include "filters/cpu_color.hpp"
-#include "filters/cpu_separable.hpp"
+#include "filters/cpu/pair_lines.hpp"
+#include "filters/cpu/color.hpp"
+#include "filters/cpu/separable.hpp"
 #include "filters/dispatch.hpp"
 #include "filters/kernel_path.hpp"
 
@@ -30,7 +30,7 @@ constexpr bool kIsBlendOp<BlendOp<T>> = true;
 
 // The tile-staging schedules (kStagesTiles: smem:WxH, sep:WxH) run the
 // separable stencils tile by tile through row-sum buffers
-// (cpu_separable.hpp); every other schedule and op is evaluated per pixel in
+// (cpu/separable.hpp); every other schedule and op is evaluated per pixel in
 // the schedule's order.
 // Walks the schedule's index range with TBB. Each task takes a contiguous
 // run of schedule indices, so a column schedule keeps a task inside one
@@ -53,7 +53,7 @@ struct CpuLaunch {
             tbb::parallel_for(tbb::blocked_range<int>(0, height, std::max(1, 4096 / std::max(width, 1))),
                               [&](const auto& rows) {
                                   if constexpr (kIsColorOp<Op>) {
-                                      cpu::color_rows(op, rows.begin(), rows.end());  // cpu_color.cpp
+                                      cpu::color_rows(op, rows.begin(), rows.end());  // cpu/color.cpp
                                   } else if constexpr (kIsBlendOp<Op>) {
                                       cpu::blend_rows(op, rows.begin(), rows.end());
                                   } else {
@@ -87,9 +87,9 @@ TileSchedule chain_tiles(const ScheduleSpec& spec) {
 }
 
 // A node with a fused colour node, a fused stencil or both: the chain
-// through line buffers (cpu_chain.hpp), each TBB task with its own stages.
+// through line buffers (cpu/pair_lines.hpp), each TBB task with its own stages.
 // Border rules are run-time values (one instantiation per sample type and
-// pair of filters, as chain.hpp's).
+// pair of filters, as pair_tiles.hpp's).
 void run_chain_cpu(const FilterRun& node, const ImageView& src, const ImageView& dst) {
     if (dst.empty()) return;
     note_kernel_path(KernelPath::cpu_chain);

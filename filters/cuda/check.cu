@@ -1,4 +1,4 @@
-#include "filters/cuda_check.hpp"
+#include "filters/cuda/check.hpp"
 
 #include <cstring>
 #include <map>

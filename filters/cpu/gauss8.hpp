@@ -1,7 +1,7 @@
 #pragma once
 // The two passes of the CPU 8-bit Gaussian (GaussianOp<uint8_t>, OpenCV's
 // fixed point) with OpenCV's universal intrinsics at AVX2 width, as
-// OpenCV's GaussianBlurFixedPoint does them (cpu_gauss8.cpp). Each returns
+// OpenCV's GaussianBlurFixedPoint does them (cpu/gauss8.cpp). Each returns
 // how many leading outputs it wrote (a multiple of the vector width, 0
 // where the CPU lacks AVX2); TileWorker does the rest with its generic
 // loops, which give the same values.

@@ -10,7 +10,7 @@
 #include <cstddef>
 #include <string>
 
-#include "filters/cuda_check.hpp"
+#include "filters/cuda/check.hpp"
 #include "filters/error.hpp"
 
 namespace cbi::cuda {

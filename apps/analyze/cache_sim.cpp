@@ -1,4 +1,4 @@
-#include "schedules/cache_sim.hpp"
+#include "apps/analyze/cache_sim.hpp"
 
 #include <algorithm>
 #include <charconv>

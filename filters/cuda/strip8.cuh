@@ -41,8 +41,8 @@
 #include <type_traits>
 #include <utility>
 
-#include "filters/cuda_launch.cuh"
-#include "filters/cuda_stream.cuh"  // with_one_of, with_channels
+#include "filters/cuda/launch.cuh"
+#include "filters/cuda/strip.cuh"  // with_one_of, with_channels
 #include "filters/kinds/all.hpp"
 #include "filters/ops.hpp"
 #include "schedules/schedule.hpp"
@@ -164,7 +164,7 @@ struct Stream8Lane {
 // `chunk` bytes) and strip rows first, first + step, ... below end.
 // Row-major: block (bx, by) takes column bx and rows by, + the grid's rows,
 // ...; in a TileOrder, the one strip order.map(b) of its linear index b
-// (cuda_order.cuh). False: none for this block.
+// (cuda/order.cuh). False: none for this block.
 struct Stream8Strips {
     int x, first, end, step;
 };
@@ -619,7 +619,7 @@ constexpr auto stream8_kernel() {
 }
 
 // The launch shape of a kernel on warp chunks (stream8_stencil, and the
-// fused pairs of cuda_chain_stream.cuh): warps per block (each a chunk of
+// fused pairs of cuda/pair_strip.cuh): warps per block (each a chunk of
 // `chunk` bytes of the row, `warp_bytes` of shared memory; results do not
 // depend on their number), strips and grid.
 struct Stream8Shape {

@@ -1,5 +1,5 @@
 // The 8-bit Sobel's passes with OpenCV's universal intrinsics (see
-// cpu_sobel8.hpp); filters/opencv_avx2.hpp (included first) sets them up.
+// cpu/sobel8.hpp); filters/cpu/opencv_avx2.hpp (included first) sets them up.
 //
 // The sums run in int16 lanes with wrapping adds and multiplies: modulo
 // 2^16 they equal the exact integer sums, so wherever the exact sum fits
@@ -7,9 +7,9 @@
 // sobel8_gradients_fit_int16) they are the exact sums, whatever the order
 // of the taps and however large a partial sum. Zero weights (the middle of
 // a derivative kernel) are skipped for the same reason.
-#include "filters/opencv_avx2.hpp"
+#include "filters/cpu/opencv_avx2.hpp"
 
-#include "filters/cpu_sobel8.hpp"
+#include "filters/cpu/sobel8.hpp"
 
 namespace cbi::cpu {
 namespace {

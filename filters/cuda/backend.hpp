@@ -10,7 +10,7 @@ namespace cbi {
 
 void run_node_cuda(const FilterRun& node, const ImageView& src, const ImageView& dst, cudaStream_t stream, int block);
 
-// A node with a fused_stencil: both stencils in one kernel (cuda_chain.cu).
+// A node with a fused_stencil: both stencils in one kernel (cuda/pair.cu).
 // run_node_cuda passes such nodes here.
 void run_chain_cuda(const FilterRun& node, const ImageView& src, const ImageView& dst, cudaStream_t stream, int block);
 // Whether that kernel's tile fits the shared memory of `device` for an
@@ -20,19 +20,19 @@ bool cuda_chain_fits(const FilterRun& node, Depth depth, int src_channels, int c
 // The strip height a stencil (or pair) on stream:WxH runs best at on
 // `device` (the current device) for a width x height image, with `block`
 // threads per block at most: the 8-bit kernels' strip_height_by_waves
-// (cuda_stream8.cuh; pairs: cuda_chain_stream.cuh, chain_stream_strip_height).
+// (cuda/strip8.cuh; pairs: cuda/pair_strip.cuh, chain_stream_strip_height).
 // `channels`: the output's (a pair's: its intermediate image's). 0 for
 // other schedules and kernels.
 int cuda_strip_height(const FilterRun& node, Depth depth, int src_channels, int channels, int width, int height, int device,
                       int block);
-// The same for a pair (cuda_chain.cu; cuda_strip_height passes pairs here).
+// The same for a pair (cuda/pair.cu; cuda_strip_height passes pairs here).
 int cuda_chain_strip_height(const FilterRun& node, Depth depth, int src_channels, int channels, int width, int height,
                             int device, int block);
 
 void run_blend_cuda(const BlendFilter& blend, const ScheduleSpec& schedule, const ImageView& a, const ImageView& b,
                     const ImageView& dst, cudaStream_t stream, int block);
 
-// A blend with the stencils it reads in one kernel (cuda_blend.cu): src is
+// A blend with the stencils it reads in one kernel (cuda/blend.cu): src is
 // the stencils' input. cuda_blend_fits: whether that kernel takes the node
 // for an input of `channels` (the executor asks before it fuses).
 void run_blend_fused_cuda(const BlendRun& node, const ImageView& src, const ImageView& dst, cudaStream_t stream, int block);

@@ -1,7 +1,7 @@
 #pragma once
 // The float separable stencils' tap sums (GaussianOp and SobelOp on float
 // sums: 32f, 16u, 16s images) at AVX2 width with OpenCV's universal
-// intrinsics (cpu_float_taps.cpp). The compiler's own vectorisation of
+// intrinsics (cpu/float_taps.cpp). The compiler's own vectorisation of
 // weighted_taps keeps the sums in registers across the taps but zero-fills
 // and copies a stack array around every block; these do not.
 #include <cstddef>
