@@ -107,15 +107,24 @@ class _Kind:
 class _NumPy(_Kind):
     name = "numpy"
 
+    _NAMES = {"B": "uint8", "H": "uint16", "f": "float32"}  # str(dtype) is slow (NumPy 1.x)
+
     def dtype(self, x):
-        return str(x.dtype) if x.dtype.byteorder != ">" else ">" + str(x.dtype)
+        d = x.dtype
+        name = self._NAMES.get(d.char)
+        if name is not None and d.isnative:
+            return name
+        return str(d) if d.isnative else ">" + str(d)
 
     def shape(self, x):
-        return tuple(x.shape)
+        return x.shape
 
     def empty(self, shape, like):
-        import numpy as np
-        return np.empty(shape, dtype=like.dtype)
+        return _np_empty(shape, like)
+
+
+def _np_empty(shape, like):
+    return sys.modules["numpy"].empty(shape, dtype=like.dtype)  # a NumPy array exists: NumPy is imported
 
 
 class _Torch(_Kind):
@@ -354,6 +363,7 @@ class Pipeline:
                 raise TypeError(f"Pipeline takes pipeline text or JSON, not {type(text).__name__}")
             self._p = _core._Pipeline.from_text(text, border, schedule)
         self.device = device
+        self._channels = {}  # input channels -> output channels, per output
 
     @classmethod
     def from_json(cls, path, *, border: Optional[str] = None, schedule: Optional[str] = None,
@@ -477,7 +487,9 @@ def _run(pipe: Pipeline, x, out, order, device, stream_arg):
     kind = _kind_of(x)
     shape, channels = _check_format(kind, x)
     p = pipe._p
-    out_channels = p.output_channels(channels)
+    out_channels = pipe._channels.get(channels)
+    if out_channels is None:
+        out_channels = pipe._channels[channels] = p.output_channels(channels)
     if out is None:
         outs = [kind.empty(_output_shape(shape, c), x) for c in out_channels]
     else:
@@ -568,6 +580,8 @@ def clear_cache() -> None:
     """Frees every pipeline's idle executors (and their buffers) and the
     pipelines the eager functions compiled."""
     _compiled.cache_clear()
+    for f in _EAGER.values():
+        f.cache_clear()
     _core.clear_cache()
 
 
@@ -634,8 +648,24 @@ def _make_eager(info: dict):
     name = info["name"]
     params = info["params"].split()
 
+    memo: dict = {}  # (args, kwargs, border, schedule) -> compiled pipeline: the text is built once
+
     def eager(x, *args, border: Optional[str] = None, schedule: Optional[str] = None, out=None,
               order: str = "bgr", device: Optional[str] = None, stream=None, **kwargs):
+        try:
+            key = (args, tuple(map(type, args)), tuple(kwargs.items()) if kwargs else (), border, schedule)
+            pipe = memo.get(key)
+        except TypeError:  # an unhashable argument (a matrix as a list)
+            key = pipe = None
+        if pipe is None:
+            pipe = _eager_pipeline(args, kwargs, border, schedule)
+            if key is not None:
+                if len(memo) >= 256:
+                    memo.clear()
+                memo[key] = pipe
+        return pipe(x, out=out, order=order, device=device, stream=stream)
+
+    def _eager_pipeline(args, kwargs, border, schedule):
         if len(args) > len(params):
             raise TypeError(f"{name}() takes at most {len(params)} filter argument(s) ({', '.join(params)}), "
                             f"{len(args)} given")
@@ -655,7 +685,9 @@ def _make_eager(info: dict):
                 later = next(params[j] for j in range(i + 1, len(values)) if values[j] is not None)
                 raise InvalidArgument(f"{name}: {later} given without {params[i]} (the form is {info['form']})")
         text = name + "".join(":" + _arg_text(name, params[i], v) for i, v in enumerate(values))
-        return _compiled(text, border, schedule)(x, out=out, order=order, device=device, stream=stream)
+        return _compiled(text, border, schedule)
+
+    eager.cache_clear = memo.clear
 
     eager.__name__ = eager.__qualname__ = name
     eager.__module__ = __name__
