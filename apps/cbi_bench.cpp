@@ -359,7 +359,7 @@ void suite_filters(const Options& o, Gpu& gpu, Report& report) {
         for (int i = 0; i < g.size; ++i) meta << " " << std::setprecision(17) << g.w[i];
         meta << "\n";
         for (Depth d : {Depth::u8, Depth::f32}) {
-            const StorageMatrix s = storage_matrix(parse_color("sepia"), d);
+            const StorageMatrix s = storage_matrix(FilterKind<ColorFilter>::parse("sepia"), d);
             meta << "sepia_" << depth_name(d);
             for (auto& row : s.m)
                 for (float v : row) meta << " " << std::setprecision(9) << v;

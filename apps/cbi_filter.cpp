@@ -182,12 +182,12 @@ struct Options {
     int threads = 0;
     std::uint64_t max_pixels = cbi::default_max_pixels;
     std::uint64_t max_memory = cbi::default_max_image_bytes;
-    bool list_schedules = false;
+    bool list_schedules = false, list_filters = false;
     std::string pipeline, pipeline_file, tuning_cache;
     bool print_pipeline = false, no_fuse = false, fuse_stencils = false;
-    // One vector per filter flag; their order on the command line is
-    // recovered from CLI11's parse order.
-    std::vector<std::string> blur, gaussian, sobel, laplacian, color;
+    // The values of each filter kind's flag (--NAME ARGS), by kind name;
+    // their order on the command line is recovered from CLI11's parse order.
+    std::map<std::string, std::vector<std::string>, std::less<>> filter_flags;
     // Batch mode: --input-dir, or several inputs, or an output folder.
     std::string input_dir, output_dir, pattern, format = "same", shard;
     bool recursive = false, skip_existing = false, in_place = false, no_overlap = false, stats = false, quiet = false;
@@ -236,6 +236,15 @@ int fail(int code, const std::string& subject, const std::string& reason) {
     return agreed_exit(code, message);
 }
 
+void list_filters() {
+    std::size_t width = 0;
+    for (const auto& k : cbi::filter_kinds()) width = std::max(width, k.form.size());
+    for (const auto& k : cbi::filter_kinds())
+        std::cout << k.form << std::string(width + 2 - k.form.size(), ' ') << k.help << "\n"
+                  << std::string(width + 2, ' ') << "= " << k.opencv << " (" << cbi::category_name(k.category) << ")\n";
+    std::cout << "Each is a pipeline stage NAME:ARGS and a flag --NAME ARGS (the same arguments).\n";
+}
+
 void list_schedules() {
     std::cout << "default     (no --schedule) each node runs the default table's schedule for its device, filter and "
                  "format (--print-pipeline shows it)\n";
@@ -255,21 +264,13 @@ cbi::Graph chain_from_flags(const CLI::App& app, const Options& o) {
     cbi::NodeId last = cbi::Graph::input();
     for (const CLI::Option* opt : app.parse_order()) {
         const std::string name = opt->get_name();
-        const std::vector<std::string>* values = name == "--blur"        ? &o.blur
-                                                 : name == "--gaussian"  ? &o.gaussian
-                                                 : name == "--sobel"     ? &o.sobel
-                                                 : name == "--laplacian" ? &o.laplacian
-                                                 : name == "--color"     ? &o.color
-                                                                         : nullptr;
-        if (!values) continue;
-        const std::string& value = (*values)[seen[opt]++];
+        const auto values = name.size() > 2 ? o.filter_flags.find(std::string_view(name).substr(2)) : o.filter_flags.end();
+        if (values == o.filter_flags.end()) continue;
+        const std::string& value = values->second[seen[opt]++];
         if (value.empty()) throw UsageError{name, "needs a value (see --help)"};
         try {
-            cbi::Filter filter = name == "--blur"        ? cbi::Filter(cbi::parse_box(value))
-                                 : name == "--gaussian"  ? cbi::Filter(cbi::parse_gaussian(value))
-                                 : name == "--sobel"     ? cbi::Filter(cbi::parse_sobel(value))
-                                 : name == "--laplacian" ? cbi::Filter(cbi::parse_laplacian(value))
-                                                         : cbi::Filter(cbi::parse_color(value));
+            // --NAME ARGS is the pipeline stage NAME:ARGS.
+            const cbi::Filter filter = cbi::parse_filter(values->first + ":" + value);
             last = graph.add_filter("n" + std::to_string(graph.nodes().size()), filter, last);
         } catch (const std::invalid_argument& e) {
             throw UsageError{name + " " + value, e.what()};
@@ -283,12 +284,17 @@ cbi::Graph chain_from_flags(const CLI::App& app, const Options& o) {
 // global --schedule/--border are the defaults of nodes without their own;
 // given explicitly, they also replace a pipeline file's defaults.
 cbi::Graph build_graph(const CLI::App& app, const Options& o) {
-    const bool flags = app.count("--blur") + app.count("--gaussian") + app.count("--sobel") + app.count("--laplacian") +
-                           app.count("--color") > 0;
+    std::size_t flag_count = 0;
+    std::string flag_names;
+    for (const auto& kind : cbi::filter_kinds()) {
+        flag_count += o.filter_flags.find(kind.name)->second.size();
+        flag_names += (flag_names.empty() ? "--" : ", --") + std::string(kind.name);
+    }
+    const bool flags = flag_count > 0;
     const bool text = app.count("--pipeline") > 0, file = app.count("--pipeline-file") > 0;
     if (flags + text + file > 1)
         throw UsageError{file ? "--pipeline-file" : "--pipeline",
-                         "give one of --pipeline, --pipeline-file or filter flags (--blur, --gaussian, --sobel, --laplacian, --color)"};
+                         "give one of --pipeline, --pipeline-file or filter flags (" + flag_names + ")"};
     cbi::Graph graph;
     if (text) {
         try {
@@ -793,6 +799,10 @@ int run(const CLI::App& app, Options& o) {
         list_schedules();
         return 0;
     }
+    if (o.list_filters) {
+        list_filters();
+        return 0;
+    }
     for (const char* path_option : {"--output", "--output-dir", "--input-dir"})
         if (app.count(path_option) > 0 && app.get_option(path_option)->as<std::string>().empty())
             throw UsageError{path_option, "an empty path"};
@@ -962,15 +972,21 @@ int main(int argc, char** argv) {
     app.add_option("IN", o.inputs, "input image(s) (PNG, JPEG, TIFF, BMP, ...: 8/16-bit or float, 1/3/4 channels)");
     app.add_option("-o,--output", o.output,
                    "output image (default: IN's name with .cbi before the extension); with several inputs, the output folder");
-    auto filter_flag = [&](const char* name, std::vector<std::string>& values, const char* help) {
+    auto filter_flag = [&](const std::string& name, std::vector<std::string>& values, const std::string& help,
+                           const std::string& type) {
         app.add_option(name, values, help)->expected(1)->multi_option_policy(CLI::MultiOptionPolicy::TakeAll)
-            ->type_name("ARG");
+            ->type_name(type);
     };
-    filter_flag("--blur", o.blur, "box blur K x K (cv::blur); K odd, 1..255");
-    filter_flag("--gaussian", o.gaussian, "Gaussian K[:SIGMA] (cv::GaussianBlur); SIGMA 0 or absent: from K");
-    filter_flag("--sobel", o.sobel, "Sobel x|y|mag[:KSIZE], KSIZE 1/3/5/7 (default mag:3)");
-    filter_flag("--laplacian", o.laplacian, "Laplacian |d2/dx2 + d2/dy2| KSIZE 1/3/5/7 (cv::Laplacian; 1: the 3x3 cross)");
-    filter_flag("--color", o.color, "colour matrix gray|sepia|ycrcb or 9/12 numbers m00,m01,... on (R,G,B[,1])");
+    for (const auto& kind : cbi::filter_kinds()) {
+        const std::string name(kind.name);
+        // The flag's value is the stage's text after "NAME:": its form without
+        // "NAME:" (or "NAME[:" and the closing bracket).
+        std::string args(kind.form.substr(name.size()));
+        if (args.starts_with("[:") && args.ends_with("]")) args = args.substr(2, args.size() - 3);
+        else if (args.starts_with(":")) args = args.substr(1);
+        filter_flag(("--" + name).c_str(), o.filter_flags[name], (std::string(kind.help) + " (" + std::string(kind.opencv) + ")").c_str(),
+                    args.empty() ? "ARGS" : args);
+    }
     app.add_option("--border", o.border, "reflect101 (default), reflect, replicate, constant[:V] or wrap");
     app.add_option("--schedule", o.schedule,
                    "thread schedule: default (the default table's fastest per node; the default), a registered one "
@@ -1000,6 +1016,7 @@ int main(int argc, char** argv) {
         ->check(CLI::Range(std::uint64_t{1}, std::numeric_limits<std::uint64_t>::max()))
         ->type_name("BYTES");
     app.add_flag("--list-schedules", o.list_schedules, "print every registered schedule and exit");
+    app.add_flag("--list-filters", o.list_filters, "print every filter kind (its form, help and OpenCV equivalent) and exit");
     app.add_option("--pipeline", o.pipeline, "a chain: \"color:gray | gaussian:5:1.2@column:32 | sobel:mag@tile:32x8\"")
         ->type_name("TEXT");
     app.add_option("--pipeline-file", o.pipeline_file, "a DAG in JSON: named nodes, edges, outputs (README: Pipelines)")

@@ -37,6 +37,7 @@
 #include <type_traits>
 
 #include "filters/dispatch.hpp"
+#include "filters/kinds/all.hpp"
 #include "filters/ops.hpp"
 
 namespace cbi {

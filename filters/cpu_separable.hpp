@@ -47,6 +47,7 @@
 #include "filters/cpu_float_taps.hpp"
 #include "filters/cpu_gauss8.hpp"
 #include "filters/cpu_sobel8.hpp"
+#include "filters/kinds/all.hpp"
 #include "filters/ops.hpp"
 #include "schedules/schedule.hpp"
 
@@ -255,7 +256,7 @@ CBI_CPU_CLONES void finish_any_row(const Op& op, const typename Op::Acc* s0, con
 template <class Op>
 void finish_row(const Op& op, const typename Op::Acc* s0, const typename Op::Acc* s1, typename Op::Sample* out,
                 int n) {
-    if constexpr (slides_running_sums<Op>() && requires(Op o) { o.ksize = 3; }) {
+    if constexpr (slides_running_sums<Op>() && UnitWeightOp<Op>) {
         switch (op.ksize) {
             case 3: return finish_box_row<3>(op, s0, out, n);
             case 5: return finish_box_row<5>(op, s0, out, n);
@@ -294,12 +295,10 @@ constexpr bool kIsSobel8 = false;
 template <BorderMode B, class Src>
 constexpr bool kIsSobel8<SobelOp<std::uint8_t, B, Src>> = true;
 
-// The float Gaussian (GaussianOp<float>, any source): finish() returns its
-// column sum unchanged, so the sums can go straight to the output row.
+// Ops whose finish() returns their one pass's sum unchanged (the float
+// Gaussian): the sums can go straight to the output row.
 template <class Op>
-constexpr bool kFinishReturnsSum = false;
-template <BorderMode B, class Src>
-constexpr bool kFinishReturnsSum<GaussianOp<float, B, Src>> = true;
+constexpr bool kFinishReturnsSum = op_trait_finish_returns_sum<Op>();
 
 // The type of the padded source row and of the row sums (the pass across
 // x): the op's Acc, except for the 8-bit ops above, whose row sums fit 16

@@ -45,6 +45,7 @@
 #include "filters/cuda_launch.cuh"
 #include "filters/cuda_order.cuh"
 #include "filters/cuda_stream8.cuh"
+#include "filters/kinds/all.hpp"
 #include "filters/ops.hpp"
 
 namespace cbi::cuda {

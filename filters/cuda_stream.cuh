@@ -14,6 +14,7 @@
 
 #include "filters/cuda_launch.cuh"
 #include "filters/cuda_order.cuh"
+#include "filters/kinds/all.hpp"
 #include "filters/ops.hpp"
 #include "schedules/schedule.hpp"
 
@@ -365,26 +366,9 @@ __global__ void stream_stencil(const __grid_constant__ Op op, const __grid_const
 // The unrolled K-row bodies are large, and one copy per border made the
 // build five times longer.
 // An op reading through BorderedSource<T, B>, rebuilt to read through AnyBorderSource<T>.
-template <class T, BorderMode B>
-auto any_border(const BoxOp<T, B>& op) {
-    using R = BoxOp<T, BorderMode::reflect101, AnyBorderSource<T>>;
-    return R{{{op.src.view, op.src.constant, B}, op.dst}, op.ksize};
-}
-template <class T, BorderMode B>
-auto any_border(const GaussianOp<T, B>& op) {
-    GaussianOp<T, BorderMode::reflect101, AnyBorderSource<T>> r{{{op.src.view, op.src.constant, B}, op.dst}, op.ksize, {}};
-    for (int i = 0; i < op.ksize; ++i) r.weights[i] = op.weights[i];
-    return r;
-}
-template <class T, BorderMode B>
-auto any_border(const SobelOp<T, B>& op) {
-    using R = SobelOp<T, BorderMode::reflect101, AnyBorderSource<T>>;
-    return R{{{op.src.view, op.src.constant, B}, op.dst}, op.mode, op.k};
-}
-template <class T, BorderMode B>
-auto any_border(const LaplacianOp<T, B>& op) {
-    using R = LaplacianOp<T, BorderMode::reflect101, AnyBorderSource<T>>;
-    return R{{{op.src.view, op.src.constant, B}, op.dst}, op.k};
+template <template <class, BorderMode, class> class Op, class T, BorderMode B>
+auto any_border(const Op<T, B, BorderedSource<T, B>>& op) {
+    return with_source(op, AnyBorderSource<T>{op.src.view, op.src.constant, B});
 }
 
 // R (samples per thread, 0: kStreamRun) and D (rows ahead) are template

@@ -43,26 +43,22 @@
 
 #include "filters/cuda_launch.cuh"
 #include "filters/cuda_stream.cuh"  // with_one_of, with_channels
+#include "filters/kinds/all.hpp"
 #include "filters/ops.hpp"
 #include "schedules/schedule.hpp"
 
 namespace cbi::cuda {
 
+// Stencil ops that opt in (Op::kStream8, ops.hpp).
 template <class Op>
-inline constexpr bool kStream8Op = false;
-template <BorderMode B, class Src>
-inline constexpr bool kStream8Op<BoxOp<std::uint8_t, B, Src>> = true;
-template <BorderMode B, class Src>
-inline constexpr bool kStream8Op<GaussianOp<std::uint8_t, B, Src>> = true;
-template <BorderMode B, class Src>
-inline constexpr bool kStream8Op<SobelOp<std::uint8_t, B, Src>> = true;
+inline constexpr bool kStream8Op = op_trait_stream8<Op>();
 // A blend of stream8 stencils of one source, or of one and the source (ops.hpp).
 template <class A, class B>
 inline constexpr bool kStream8Op<BlendedStencils<A, B>> = kStream8Op<A> && (std::is_same_v<B, SourceSample> || kStream8Op<B>);
 
-// Ops with negative vertical weights (Sobel's derivative): their column sums carry a bias.
+// Ops with negative vertical weights (Op::kSignedWeights): their column sums carry a bias.
 template <class Op>
-inline constexpr bool kStream8Biased = requires(Op op) { op.mode; };
+inline constexpr bool kStream8Biased = op_trait_signed_weights<Op>();
 template <class A, class B>
 inline constexpr bool kStream8Biased<BlendedStencils<A, B>> = kStream8Biased<A> || kStream8Biased<B>;
 

@@ -44,30 +44,16 @@ template <class Schedule>
 constexpr bool kStagesTiles = std::is_same_v<Schedule, SmemTileSchedule> || std::is_same_v<Schedule, SepTileSchedule> ||
                              std::is_same_v<Schedule, StreamSchedule>;
 
-// Builds the stencil op of `filter` (box, Gaussian, Sobel or Laplacian) reading
-// `source` and writing `dst`, and calls f(op). Colour filters are not
-// stencils: f is not called. B is the border of the op's type; sources with
-// a run-time border rule pass any.
+// Builds the stencil op of `filter` reading `source` and writing `dst`
+// (FilterKind<F>::op) and calls f(op). Pointwise kinds are not stencils: f
+// is not called. B is the border of the op's type; sources with a run-time
+// border rule pass any.
 template <class T, BorderMode B, class Src, class F>
 void with_stencil_op(const Filter& filter, const Src& source, const ImageView& dst, F&& f) {
-    if (const auto* box = std::get_if<BoxFilter>(&filter)) {
-        f(BoxOp<T, B, Src>{{source, dst}, box->ksize});
-    } else if (const auto* gauss = std::get_if<GaussianFilter>(&filter)) {
-        using Op = GaussianOp<T, B, Src>;
-        Op op{{source, dst}, gauss->ksize, {}};
-        if constexpr (Op::kFixedPoint) {
-            const auto kernel = gaussian_fixed_weights(gauss->ksize, gauss->sigma);
-            for (int i = 0; i < gauss->ksize; ++i) op.weights[i] = kernel.w[i];
-        } else {
-            const auto kernel = gaussian_weights(gauss->ksize, gauss->sigma);
-            for (int i = 0; i < gauss->ksize; ++i) op.weights[i] = static_cast<float>(kernel.w[i]);
-        }
-        f(op);
-    } else if (const auto* sobel = std::get_if<SobelFilter>(&filter)) {
-        f(SobelOp<T, B, Src>{{source, dst}, sobel->mode, sobel_kernels(sobel->ksize)});
-    } else if (const auto* laplacian = std::get_if<LaplacianFilter>(&filter)) {
-        f(LaplacianOp<T, B, Src>{{source, dst}, laplacian_kernels(laplacian->ksize)});
-    }
+    visit_kind(filter, [&](auto kind, const auto& params) {
+        if constexpr (decltype(kind)::category == Category::stencil)
+            f(decltype(kind)::template op<T, B, Src>(params, source, dst));
+    });
 }
 
 // Builds the op for `node` reading `src` and writing `dst` (geometry already
@@ -77,8 +63,11 @@ void dispatch_node(const FilterRun& node, const ImageView& src, const ImageView&
     with_depth(src.depth, [&](auto sample) {
         using T = std::remove_cvref_t<decltype(sample)>;  // (GCC 12 sees a reference in nested lambdas)
         with_schedule(node.schedule, [&](auto schedule) {
-            if (const auto* color = std::get_if<ColorFilter>(&node.filter)) {
-                launch(schedule, ColorOp<T>{src, dst, storage_matrix(*color, src.depth, src.channels)});
+            if (category_of(node.filter) == Category::pointwise) {
+                visit_kind(node.filter, [&](auto kind, const auto& params) {
+                    if constexpr (decltype(kind)::category == Category::pointwise)
+                        launch(schedule, decltype(kind)::template op<T>(params, src, dst));
+                });
                 return;
             }
             with_border(node.border.mode, [&](auto border) {

@@ -1,55 +1,24 @@
 #pragma once
-// What a filter node is: the filter and its parameters, the border rule and
-// the thread schedule. Semantics follow OpenCV:
-//   BoxFilter       cv::blur(src, dst, {k,k}, {-1,-1}, border)
-//   GaussianFilter  cv::GaussianBlur(src, dst, {k,k}, sigma, sigma, border)
-//   SobelFilter     |gx|, |gy| or sqrt(gx^2+gy^2) of cv::Sobel(src, CV_32F, ...)
-//   LaplacianFilter |cv::Laplacian(src, CV_32F, ksize, 1, 0, border)|
-//   ColorFilter     3x3/3x4 matrix on (R,G,B); alpha kept; gray gives 1 channel;
-//                   a 1-channel input is read as R = G = B (gray of it: itself)
-// Kernel sizes: odd, 1..kMaxKernel (Sobel, Laplacian: 1, 3, 5, 7).
-// Sobel and Laplacian results are converted to the input depth with
-// rounding and saturation (float stays float).
+// What a filter node is: the filter kind and its parameters (one header per
+// kind under filters/kinds/, listed in filters/kinds/all.hpp), the border
+// rule and the thread schedule; and the questions every layer asks of a
+// filter, answered from the kind list: parse and print, --list-filters,
+// which schedules can run it, its output channels.
 #include <array>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <variant>
 #include <vector>
 
+#include "filters/kinds/all.hpp"
 #include "filters/ops.hpp"
 #include "schedules/registry.hpp"
 
 namespace cbi {
 
-// Equality compares values (graphs compare nodes by them, not by text).
-struct BoxFilter {
-    int ksize = 3;
-    friend bool operator==(const BoxFilter&, const BoxFilter&) = default;
-};
-struct GaussianFilter {
-    int ksize = 3;
-    double sigma = 0;  // 0: derived from ksize by OpenCV's rule
-    friend bool operator==(const GaussianFilter&, const GaussianFilter&) = default;
-};
-struct SobelFilter {
-    SobelMode mode = SobelMode::mag;
-    int ksize = 3;
-    friend bool operator==(const SobelFilter&, const SobelFilter&) = default;
-};
-struct LaplacianFilter {
-    int ksize = 1;  // cv::Laplacian's default
-    friend bool operator==(const LaplacianFilter&, const LaplacianFilter&) = default;
-};
-enum class ColorPreset : std::uint8_t { custom, gray, sepia, ycrcb };
-struct ColorFilter {
-    ColorPreset preset = ColorPreset::gray;
-    // custom only: rows R', G', B'; columns R, G, B, offset (image units).
-    std::array<double, 12> rgb_matrix{};
-    friend bool operator==(const ColorFilter&, const ColorFilter&) = default;
-};
 
-using Filter = std::variant<BoxFilter, GaussianFilter, SobelFilter, LaplacianFilter, ColorFilter>;
 
 // The two-input node of a graph: alpha*A + beta*B + gamma per sample, as
 // cv::addWeighted (rounded and saturated to the depth). Unsharp masking is
@@ -107,54 +76,27 @@ struct BlendRun {
     ScheduleSpec schedule;
 };
 
-// Parsers for the option syntax; throw std::invalid_argument naming the
-// option and the valid forms.
-//   box:      "K"                       gaussian: "K[:SIGMA]"
-//   sobel:    "x|y|mag[:KSIZE]"          color:    "gray|sepia|ycrcb|m00,m01,...(9 or 12 numbers)"
-//   laplacian: "[KSIZE]"
-//   border:   "reflect101|reflect|replicate|constant[:V]|wrap"
-BoxFilter parse_box(std::string_view arg);
-GaussianFilter parse_gaussian(std::string_view arg);
-SobelFilter parse_sobel(std::string_view arg);
-LaplacianFilter parse_laplacian(std::string_view arg);
-ColorFilter parse_color(std::string_view arg);
+// "reflect101|reflect|replicate|constant[:V]|wrap"; throws std::invalid_argument.
 Border parse_border(std::string_view arg);
 
-// "blur:K", "gaussian:K[:SIGMA]", "sobel:MODE[:KSIZE]", "laplacian[:KSIZE]"
-// or "color:SPEC": the form to_string prints and the pipeline language uses.
+// "NAME[:ARGS]" for any kind (FilterKind<F>::form), the text to_string
+// prints and the pipeline language, the CLI flags (--NAME ARGS) and JSON
+// use. Throws std::invalid_argument naming the kind and its form, or listing
+// the kinds for an unknown name.
 Filter parse_filter(std::string_view spec);
 
 std::string to_string(const Filter& f);   // "gaussian:5:1.2"
 std::string to_string(const Border& b);   // "constant:7"
 
-// OpenCV's 1-D Gaussian kernel (cv::getGaussianKernel, bit-exact): the
-// fixed tables for k <= 9 when sigma <= 0, otherwise sampled and
-// normalised. Fixed-size arrays, so preparing a launch allocates nothing.
-struct GaussianKernel1D {
-    int size;
-    double w[kMaxKernel];
-};
-GaussianKernel1D gaussian_weights(int ksize, double sigma);
+// Every kind, in the list's order (--list-filters, Python's functions).
+std::span<const FilterKindInfo> filter_kinds();
+// The names of the kinds of `category` as "a, b, c or d", for messages.
+std::string kind_names(std::optional<Category> category = std::nullopt);
 
-// The same kernel in units of 1/256, summing to exactly 256, as
-// cv::GaussianBlur uses it on 8-bit images (GaussianOp<std::uint8_t>).
-struct GaussianFixedKernel {
-    int size;
-    std::uint16_t w[kMaxKernel];
-};
-GaussianFixedKernel gaussian_fixed_weights(int ksize, double sigma);
-
-// OpenCV's Sobel kernels for a first derivative (cv::getDerivKernels).
-SobelKernels sobel_kernels(int ksize);
-// The kernels of cv::Laplacian: a second derivative and its smoothing
-// (cv::getSobelKernels(2, 0, ksize); KSIZE 1 widens the derivative to 3).
-SobelKernels laplacian_kernels(int ksize);
-
-// The colour matrix in storage order for a depth (presets with offsets,
-// such as ycrcb's 128 for 8-bit, depend on it) and an input of
-// `input_channels` (1, 3 or 4): a 1-channel input is read as R = G = B, and
-// gray of it is a copy (StorageMatrix::step, copy).
-StorageMatrix storage_matrix(const ColorFilter& f, Depth depth, int input_channels = 3);
+Category category_of(const Filter& f);
+inline bool is_stencil(const Filter& f) { return category_of(f) == Category::stencil; }
+// The window a node of `f` reads around each output pixel.
+Footprint footprint_of(const Filter& f);
 
 // What a node asks of its schedule beyond the filter: the fusions it runs.
 struct Fusion {
@@ -179,8 +121,8 @@ void check_supports(const ScheduleSpec& schedule, const Filter& filter, const Bo
 void check_supports(const ScheduleSpec& schedule, const BlendFilter& blend);
 
 // Channels of the node's output for an input with `channels` channels
-// (colour: gray 1; others 3 from 1 or 3 channels, 4 from 4). Throws
-// cbi::Error when the filter cannot take such an input.
+// (the kind's output_channels; the input's count for kinds without one).
+// Throws cbi::Error when the filter cannot take such an input.
 int output_channels(const Filter& f, int channels);
 
 }  // namespace cbi

@@ -151,79 +151,37 @@ int stencil_halo(const Op& op) {
 template <class Op>
 concept UnitWeightOp = requires { requires Op::kUnitWeights; };
 
-// cv::blur: mean over a k x k window. Integer sums are exact; the mean is
-// rounded once (k*k is odd: no ties). Float sums in double, as OpenCV does.
-template <class T, BorderMode B, class Src = BorderedSource<T, B>>
-struct BoxOp : SeparableStencil<BoxOp<T, B, Src>, T, B, Src> {
-    int ksize;
-    // The 8-bit mean's divisor k*k as a multiplier (quotient_magic), used on the GPU.
-    std::uint64_t mean_magic = quotient_magic(static_cast<std::uint32_t>(ksize * ksize));
-    // Unit weights: a kernel may slide running sums (sep:WxH). Exact for
-    // integer sums; for float (double sums) within rounding of the direct sum.
-    static constexpr bool kUnitWeights = true;
+// The same stencil op reading through another source: kernels instantiated
+// once for all borders read through AnyBorderSource. Every stencil op derives
+// from SeparableStencil and from its Args (its parameters), in that order.
+template <template <class, BorderMode, class> class Op, class T, BorderMode B, class Src, class NewSrc>
+auto with_source(const Op<T, B, Src>& op, const NewSrc& source) {
+    using R = Op<T, BorderMode::reflect101, NewSrc>;
+    return R{{source, op.dst}, static_cast<const typename R::Args&>(op)};
+}
 
-    using Acc = std::conditional_t<std::is_same_v<T, float>, double,
-                                   std::conditional_t<std::is_same_v<T, std::uint8_t>, std::uint32_t, std::uint64_t>>;
-    using W = int;
-    CBI_HOST_DEVICE int passes() const { return 1; }
-    CBI_HOST_DEVICE const W* wx(int) const { return nullptr; }
-    CBI_HOST_DEVICE const W* wy(int) const { return nullptr; }
-    CBI_HOST_DEVICE int kw(int) const { return ksize; }
-    CBI_HOST_DEVICE int kh(int) const { return ksize; }
-    CBI_HOST_DEVICE T finish(const Acc* sums) const {
-        const Acc n = static_cast<Acc>(ksize) * static_cast<Acc>(ksize);
-        if constexpr (std::is_same_v<T, float>) {
-            return static_cast<float>(sums[0] / n);
-        } else {
-#if defined(__CUDA_ARCH__)
-            if constexpr (std::is_same_v<T, std::uint8_t>) return static_cast<T>(quotient_by_magic(sums[0] + n / 2, mean_magic));
-#endif
-            return static_cast<T>((sums[0] + n / 2) / n);
-        }
-    }
-};
-
-// cv::GaussianBlur: separable weights. On 8-bit images OpenCV's bit-exact
-// fixed point: weights in 1/256 (gaussian_fixed_weights), exact integer
-// sums (at most 255 * 256 * 256 < 2^24), one rounding at the end; the
-// result equals OpenCV's bit for bit. Other depths: float weights
-// (gaussian_weights) and float arithmetic.
-template <class T, BorderMode B, class Src = BorderedSource<T, B>>
-struct GaussianOp : SeparableStencil<GaussianOp<T, B, Src>, T, B, Src> {
-    static constexpr bool kFixedPoint = std::is_same_v<T, std::uint8_t>;
-    // Fixed point: finish() is this rounding shift of the sum (kernels that
-    // hold sums in other forms round them alike: cuda_chain_stream.cuh).
-    static constexpr int kRoundingShift = kFixedPoint ? 16 : 0;
-    using Acc = std::conditional_t<kFixedPoint, std::uint32_t, float>;
-    using W = std::conditional_t<kFixedPoint, std::uint16_t, float>;
-
-    int ksize;
-    W weights[kMaxKernel];
-
-    CBI_HOST_DEVICE int passes() const { return 1; }
-    CBI_HOST_DEVICE const W* wx(int) const { return weights; }
-    CBI_HOST_DEVICE const W* wy(int) const { return weights; }
-    CBI_HOST_DEVICE int kw(int) const { return ksize; }
-    CBI_HOST_DEVICE int kh(int) const { return ksize; }
-    CBI_HOST_DEVICE T finish(const Acc* sums) const {
-        if constexpr (kFixedPoint)
-            return static_cast<T>((sums[0] + (1u << (kRoundingShift - 1))) >> kRoundingShift);  // round half up, as OpenCV's ufixedpoint32
-        else
-            return saturate_round<T>(sums[0]);
-    }
-};
-
-enum class SobelMode : std::uint8_t { x, y, mag };
-
-// Separable integer Sobel kernels in OpenCV's layout (cv::getDerivKernels).
-// gx uses deriv across x and smooth down y; gy the transpose. The
-// Laplacian's hold a second derivative in deriv.
-struct SobelKernels {
-    int deriv[7];        // derivative kernel (length max(ksize, 3))
-    int smooth[7];       // smoothing kernel (length ksize)
-    int deriv_size;
-    int smooth_size;
-};
+// Traits the stencil ops opt into, as static members (absent: false):
+//   kUnitWeights      all weights 1: sums may slide (UnitWeightOp)
+//   kMayRunTwoPasses  passes() may be 2 (MayRunTwoPasses)
+//   kSignedWeights    negative vertical weights: 8-bit column sums carry a bias
+//   kStream8          8-bit, runs on the 8-bit strip kernel (cuda_stream8.cuh)
+//   kFixedPoint       8-bit fixed-point weights with a rounding shift
+//   kFinishReturnsSum finish() returns its one pass's sum unchanged
+template <class Op>
+constexpr bool op_trait_signed_weights() {
+    if constexpr (requires { Op::kSignedWeights; }) return Op::kSignedWeights;
+    else return false;
+}
+template <class Op>
+constexpr bool op_trait_stream8() {
+    if constexpr (requires { Op::kStream8; }) return Op::kStream8;
+    else return false;
+}
+template <class Op>
+constexpr bool op_trait_finish_returns_sum() {
+    if constexpr (requires { Op::kFinishReturnsSum; }) return Op::kFinishReturnsSum;
+    else return false;
+}
 
 // Ops whose passes() may be 2 (Sobel's magnitude, Laplacian): kernels that
 // take the pass count as a template argument build two-pass bodies for
@@ -231,108 +189,6 @@ struct SobelKernels {
 template <class Op>
 concept MayRunTwoPasses = requires { requires Op::kMayRunTwoPasses; };
 
-// The derivative ops' sums (integer kernels: exact integers for integer
-// samples) as float, as cv::Sobel/cv::Laplacian to CV_32F give them.
-template <class T, class Acc>
-CBI_HOST_DEVICE float derivative_to_float(Acc g) {
-    // 8-bit sums stay below 2^22 (255 * 20 * 64 for Sobel KSIZE 7): the cheap exact conversion.
-    if constexpr (std::is_same_v<T, std::uint8_t>) return small_int_to_float(g);
-    else return static_cast<float>(g);
-}
-
-// sqrt(v) for a gradient magnitude converted to T. 8-bit on the device:
-// sqrt.approx (one instruction instead of the correctly rounded sequence),
-// with the same result after rounding: v is then a sum of squares of
-// integers, an integer n exact in float below 2^24, and sqrt(n) lies at
-// least 0.25 / 512 from every half-integer below 256 ((k + 1/2)^2 =
-// k^2 + k + 1/4 is no integer), far beyond sqrt.approx's error (about
-// 2^-22 relative); from n = 65281 on both give 255.5 or more and saturate.
-// Checked for every 3x3 gradient pair up to 300 (test_filters_cuda).
-template <class T>
-CBI_HOST_DEVICE float magnitude_sqrt(float v) {
-#if defined(__CUDA_ARCH__)
-    if constexpr (std::is_same_v<T, std::uint8_t>) {
-        float r;
-        asm("sqrt.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(v));  // v is 0 or at least 1: no subnormals
-        return r;
-    }
-#endif
-    return sqrtf(v);
-}
-
-// gx^2 + gy^2 for a gradient magnitude converted to T. 8-bit on the device:
-// one fused multiply-add, with the same result after saturation: for
-// integer gradients whose squares sum below 2^24 every product and sum is
-// exact either way, and from 2^24 on both give at least 2^23, far past
-// 65281, where the magnitude saturates at 255.
-template <class T>
-CBI_HOST_DEVICE float sum_of_squares(float gx, float gy) {
-#if defined(__CUDA_ARCH__)
-    if constexpr (std::is_same_v<T, std::uint8_t>) return __fmaf_rn(gx, gx, __fmul_rn(gy, gy));
-#endif
-    return add_rn(mul_rn(gx, gx), mul_rn(gy, gy));
-}
-
-// cv::Sobel to CV_32F, then |gx|, |gy| or sqrt(gx^2 + gy^2), converted to
-// the sample type. Integer inputs give exact integer gradients. Passes:
-// x -> {gx}, y -> {gy}, mag -> {gx, gy}.
-template <class T, BorderMode B, class Src = BorderedSource<T, B>>
-struct SobelOp : SeparableStencil<SobelOp<T, B, Src>, T, B, Src> {
-    SobelMode mode;
-    SobelKernels k;
-    static constexpr bool kMayRunTwoPasses = true;
-
-    using Acc = std::conditional_t<std::is_same_v<T, float>, float, std::int32_t>;
-    using W = int;
-    CBI_HOST_DEVICE int passes() const { return mode == SobelMode::mag ? 2 : 1; }
-    CBI_HOST_DEVICE bool is_gx(int p) const { return p == 0 && mode != SobelMode::y; }
-    CBI_HOST_DEVICE const W* wx(int p) const { return is_gx(p) ? k.deriv : k.smooth; }
-    CBI_HOST_DEVICE const W* wy(int p) const { return is_gx(p) ? k.smooth : k.deriv; }
-    CBI_HOST_DEVICE int kw(int p) const { return is_gx(p) ? k.deriv_size : k.smooth_size; }
-    CBI_HOST_DEVICE int kh(int p) const { return is_gx(p) ? k.smooth_size : k.deriv_size; }
-    CBI_HOST_DEVICE T finish(const Acc* sums) const {
-        if (passes() == 1) {
-            const float g[1] = {derivative_to_float<T>(sums[0])};
-            return finish_gradients<1>(g);
-        }
-        const float g[2] = {derivative_to_float<T>(sums[0]), derivative_to_float<T>(sums[1])};
-        return finish_gradients<2>(g);
-    }
-    // The same from the P = passes() sums as float (exact: kernels that hold
-    // them in another form convert them themselves).
-    template <int P>
-    CBI_HOST_DEVICE T finish_gradients(const float* g) const {
-        if constexpr (P == 1) return saturate_round<T>(g[0] < 0.f ? -g[0] : g[0]);
-        else return saturate_round<T, true>(magnitude_sqrt<T>(sum_of_squares<T>(g[0], g[1])));
-    }
-};
-
-// cv::Laplacian to CV_32F: d2x + d2y, the second-derivative Sobel kernels
-// of cv::getSobelKernels(2, 0, KSIZE) and their transpose (KSIZE 1: the
-// 3x3 cross [0 1 0; 1 -4 1; 0 1 0], as 3x1 + 1x3), then |d2x + d2y|
-// converted to the sample type, as SobelOp's x and y modes. Integer inputs
-// give exact integer sums (8-bit: below 255 * 12 * 64 * 2 < 2^22). Passes:
-// {d2x, d2y}.
-template <class T, BorderMode B, class Src = BorderedSource<T, B>>
-struct LaplacianOp : SeparableStencil<LaplacianOp<T, B, Src>, T, B, Src> {
-    SobelKernels k;  // laplacian_kernels(KSIZE)
-    static constexpr bool kMayRunTwoPasses = true;
-
-    using Acc = std::conditional_t<std::is_same_v<T, float>, float, std::int32_t>;
-    using W = int;
-    CBI_HOST_DEVICE int passes() const { return 2; }
-    CBI_HOST_DEVICE const W* wx(int p) const { return p == 0 ? k.deriv : k.smooth; }
-    CBI_HOST_DEVICE const W* wy(int p) const { return p == 0 ? k.smooth : k.deriv; }
-    CBI_HOST_DEVICE int kw(int p) const { return p == 0 ? k.deriv_size : k.smooth_size; }
-    CBI_HOST_DEVICE int kh(int p) const { return p == 0 ? k.smooth_size : k.deriv_size; }
-    CBI_HOST_DEVICE T finish(const Acc* sums) const {
-        // Integers: one exact sum; float: d2x + d2y rounded once, as OpenCV adds its two planes.
-        float g;
-        if constexpr (std::is_same_v<Acc, float>) g = add_rn(sums[0], sums[1]);
-        else g = derivative_to_float<T>(sums[0] + sums[1]);
-        return saturate_round<T>(g < 0.f ? -g : g);
-    }
-};
 
 // A 3x4 matrix in storage order: row r gives output channel r, columns
 // weigh input channels 0, 1, 2 (B, G, R for OpenCV images) plus an offset.

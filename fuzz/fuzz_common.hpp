@@ -56,27 +56,15 @@ inline bool same(double a, double b) {
     return std::bit_cast<std::uint64_t>(a) == std::bit_cast<std::uint64_t>(b);
 }
 
-inline bool same(const cbi::BoxFilter& a, const cbi::BoxFilter& b) { return a.ksize == b.ksize; }
-inline bool same(const cbi::GaussianFilter& a, const cbi::GaussianFilter& b) {
-    return a.ksize == b.ksize && same(a.sigma, b.sigma);
-}
-inline bool same(const cbi::SobelFilter& a, const cbi::SobelFilter& b) { return a.mode == b.mode && a.ksize == b.ksize; }
-inline bool same(const cbi::LaplacianFilter& a, const cbi::LaplacianFilter& b) { return a.ksize == b.ksize; }
-inline bool same(const cbi::ColorFilter& a, const cbi::ColorFilter& b) {
-    if (a.preset != b.preset) return false;
-    for (std::size_t i = 0; i < a.rgb_matrix.size(); ++i)
-        if (!same(a.rgb_matrix[i], b.rgb_matrix[i])) return false;
-    return true;
-}
 inline bool same(const cbi::BlendFilter& a, const cbi::BlendFilter& b) {
     return same(a.alpha, b.alpha) && same(a.beta, b.beta) && same(a.gamma, b.gamma);
 }
 inline bool same(const cbi::Border& a, const cbi::Border& b) { return a.mode == b.mode && same(a.value, b.value); }
 inline bool same(const cbi::ScheduleChoice& a, const cbi::ScheduleChoice& b) { return a == b; }
+// Any kind: equal by value (operator==) and by printed text, which is the
+// shortest form that reads back bit for bit, so -0 and 0 differ.
 inline bool same(const cbi::Filter& a, const cbi::Filter& b) {
-    if (a.index() != b.index()) return false;
-    return std::visit(
-        [&](const auto& x) { return same(x, std::get<std::decay_t<decltype(x)>>(b)); }, a);
+    return a == b && cbi::to_string(a) == cbi::to_string(b);
 }
 inline bool same(const std::monostate&, const std::monostate&) { return true; }
 

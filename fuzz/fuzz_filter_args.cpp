@@ -1,6 +1,6 @@
-// Fuzz target: the filter option parsers (filters/filter.hpp): parse_box,
-// parse_gaussian, parse_sobel, parse_color, parse_border, parse_blend and
-// parse_filter. The first byte picks the parser, the rest is its argument.
+// Fuzz target: the filter argument parsers: every kind's
+// (FilterKind<F>::parse, filters/kinds/), parse_filter, parse_border and
+// parse_blend. The first byte picks the parser, the rest is its argument.
 // Accepted arguments print (to_string) to a form that reads back as the
 // same value, bit for bit.
 #include <stdexcept>
@@ -18,21 +18,28 @@ void filter_round_trip(const cbi::Filter& f) {
     FUZZ_CHECK(cbi::to_string(back) == printed, "printing '" + printed + "' is not stable");
 }
 
+// The parser of kind number `index` in the kind list, on `arg`.
+void kind_round_trip(std::size_t index, std::string_view arg) {
+    std::size_t i = 0;
+    cbi::for_each_kind([&]<class F>(std::type_identity<F>) {
+        if (i++ == index) filter_round_trip(cbi::FilterKind<F>::parse(arg));
+    });
+}
+
 void run(unsigned char which, std::string_view arg) {
-    switch (which % 7) {
-        case 0: filter_round_trip(cbi::parse_box(arg)); break;
-        case 1: filter_round_trip(cbi::parse_gaussian(arg)); break;
-        case 2: filter_round_trip(cbi::parse_sobel(arg)); break;
-        case 3: filter_round_trip(cbi::parse_color(arg)); break;
-        case 4: filter_round_trip(cbi::parse_filter(arg)); break;
-        case 5: {
+    const std::size_t kinds = cbi::filter_kinds().size();
+    const std::size_t pick = which % (kinds + 3);
+    if (pick < kinds) return kind_round_trip(pick, arg);
+    switch (pick - kinds) {
+        case 0: filter_round_trip(cbi::parse_filter(arg)); break;
+        case 1: {
             const cbi::Border b = cbi::parse_border(arg);
             const std::string printed = cbi::to_string(b);
             const auto back = cbi_fuzz::reparse(printed, [](const std::string& t) { return cbi::parse_border(t); });
             FUZZ_CHECK(cbi_fuzz::same(back, b), "border '" + printed + "' reads back differently");
             break;
         }
-        case 6: {
+        case 2: {
             const cbi::BlendFilter b = cbi::parse_blend(arg);
             const std::string printed = cbi::to_string(b);  // "blend:A:B:C"
             FUZZ_CHECK(printed.rfind("blend:", 0) == 0, "blend prints as '" + printed + "'");

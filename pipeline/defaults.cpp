@@ -6,76 +6,56 @@
 namespace cbi {
 namespace {
 
-constexpr int kAny = -1;
-constexpr int u8 = static_cast<int>(Depth::u8), f32 = static_cast<int>(Depth::f32);
-constexpr bool gpu = true, cpu = false;
-
-// First match wins: specific rows before general ones. Within a row the
-// schedules are fastest first.
-//
-// GPU rows: the H100 run of 2026-11-23 (apps/bench/README.md, History, its
-// seventh session of the fast schedules;
-// results/2026-11-23-h100-issue7-session7-{4096,8192}.csv): the fastest
-// fixed schedule per cell, or one within 7 % of it at both 4096^2 and
-// 8192^2. 16-bit and 4-channel cells were not in that run; they take the
-// row of the nearest measured format.
-// The table does not steer stencils toward fusion: with these rows
-// color:gray | gaussian:5 | sobel:mag runs faster unfused than with the
-// Gaussian on sep computing the colour node in its tiles (apps/bench/README.md,
-// current results). Nodes whose schedule can fuse still do.
-// CPU rows: the 2-core runs of 2026-11-23 (apps/bench/README.md, History,
-// "The CPU against OpenCV", sixth session): sep:WxH's tiles run the
-// vectorised separable passes (cpu_separable.hpp); colour and blend rows are
-// vectorised under the row-major order.
-constexpr DefaultRow kTable[] = {
-    // 8-bit stencils up to 9x9: the 8-bit streaming kernel (cuda_stream8.cuh).
-    {gpu, OpKind::box, 9, u8, 0, "stream:256x16 stream:128x16 stream:256x32"},
-    {gpu, OpKind::gaussian, 9, u8, 0, "stream:256x16 stream:256x32 stream:128x16"},
-    {gpu, OpKind::sobel, 9, u8, 0, "stream:256x16 stream:128x16 stream:256x32"},
-    // Float, one channel.
-    {gpu, OpKind::box, 9, kAny, 1, "sep:128x32 sep:64x32 stream:128x16"},
-    {gpu, OpKind::gaussian, 9, kAny, 1, "sep:128x32 sep:64x32 stream:256x32"},
-    {gpu, OpKind::sobel, 9, kAny, 0, "stream:256x16 stream:512x8 stream:128x16"},
-    // Laplacian: not measured; sobel:mag's rows for other depths (the same
-    // two passes, and the 8-bit streaming kernel does not take it).
-    {gpu, OpKind::laplacian, 9, kAny, 0, "stream:256x16 stream:512x8 stream:128x16"},
-    // Float, 3 or 4 channels.
-    {gpu, OpKind::box, 9, kAny, 0, "sep:32x32 sep:64x32 sep:128x32"},
-    {gpu, OpKind::gaussian, 9, kAny, 0, "sep:64x32 sep:32x32 sep:128x32"},
-    // Larger stencils (and Sobel, Laplacian KSIZE 1): the staged tiles, whose box sums do not grow with K.
-    {gpu, OpKind::box, 0, kAny, 1, "sep:64x32 sep:128x32 sep:32x32"},
-    {gpu, OpKind::box, 0, kAny, 0, "sep:32x32 sep:64x32 sep:128x32"},
-    {gpu, OpKind::gaussian, 0, kAny, 1, "sep:64x32 sep:128x32 sep:32x32"},
-    {gpu, OpKind::gaussian, 0, kAny, 0, "sep:32x32 sep:64x32 sep:128x32"},
-    {gpu, OpKind::sobel, 0, kAny, 0, "sep:64x32 sep:32x32 sep:128x32"},
-    {gpu, OpKind::laplacian, 0, kAny, 0, "sep:64x32 sep:32x32 sep:128x32"},
-    // Pointwise: runs of N pixels as whole words.
-    {gpu, OpKind::color, 0, u8, 0, "vec:8 vec:4 vec:16"},
-    {gpu, OpKind::color, 0, kAny, 0, "vec:4 vec:2 vec:8"},
-    {gpu, OpKind::blend, 0, u8, 0, "vec:8 vec:4 vec:16"},
-    {gpu, OpKind::blend, 0, kAny, 0, "vec:4 vec:2 vec:8"},
-
-    {cpu, OpKind::box, 0, kAny, 0, "sep:256x256 sep:128x128 sep:512x512"},
-    {cpu, OpKind::gaussian, 0, kAny, 0, "sep:256x256 sep:128x128 sep:512x512"},
-    {cpu, OpKind::sobel, 0, kAny, 0, "sep:256x256 sep:128x128 sep:512x512"},
-    {cpu, OpKind::laplacian, 0, kAny, 0, "sep:256x256 sep:128x128 sep:512x512"},  // not measured: sobel's row
-    {cpu, OpKind::color, 0, kAny, 0, "naive"},
-    {cpu, OpKind::blend, 0, kAny, 0, "naive"},
+// The blend's rows; the kinds bring theirs (FilterKind<F>::defaults).
+// Within a row the schedules are fastest first.
+constexpr DefaultRow kBlendRows[] = {
+    // Runs of N pixels as whole words.
+    {"blend", true, 0, static_cast<int>(Depth::u8), 0, "vec:8 vec:4 vec:16"},
+    {"blend", true, 0, kAnyDepth, 0, "vec:4 vec:2 vec:8"},
+    {"blend", false, 0, kAnyDepth, 0, "naive"},
 };
 
+const std::vector<DefaultRow>& table() {
+    static const std::vector<DefaultRow> rows = [] {
+        std::vector<DefaultRow> out;
+        for_each_kind([&]<class F>(std::type_identity<F>) {
+            for (const KindDefault& r : FilterKind<F>::defaults)
+                out.push_back({FilterKind<F>::name, r.cuda, r.max_ksize, r.depth, r.channels, r.schedules});
+        });
+        out.insert(out.end(), std::begin(kBlendRows), std::end(kBlendRows));
+        return out;
+    }();
+    return rows;
+}
+
+// Stencils whose weights are all 1 (FilterKind<F>::unit_weights): their
+// sums slide, so their cost barely grows with the window.
+bool slides_sums(const Filter& f) {
+    return visit_kind(f, [](auto kind, const auto&) {
+        if constexpr (requires { decltype(kind)::unit_weights; }) return decltype(kind)::unit_weights;
+        else return false;
+    });
+}
+
+// Which stencil pairs a kind fuses into by default (FilterKind<F>::pair_fusion).
+PairFusion pair_fusion_of(const Filter& f) {
+    return visit_kind(f, [](auto kind, const auto& params) {
+        if constexpr (decltype(kind)::category == Category::stencil) return decltype(kind)::pair_fusion(params);
+        else return PairFusion{};
+    });
+}
+
+// The side of the window a node reads (1 for pointwise nodes and blends).
 int ksize_of(const NodeOp& op) {
     const auto* f = std::get_if<Filter>(&op);
-    if (!f) return 0;
-    if (const auto* b = std::get_if<BoxFilter>(f)) return b->ksize;
-    if (const auto* g = std::get_if<GaussianFilter>(f)) return g->ksize;
-    if (const auto* s = std::get_if<SobelFilter>(f)) return s->ksize;
-    if (const auto* l = std::get_if<LaplacianFilter>(f)) return l->ksize;
-    return 0;
+    if (!f) return 1;
+    const Footprint fp = footprint_of(*f);
+    return std::max(fp.width, fp.height);
 }
 
 bool matches(const DefaultRow& row, const NodeOp& op, const NodeFormat& format) {
     return row.cuda == format.cuda && row.kind == op_kind(op) && (row.max_ksize == 0 || ksize_of(op) <= row.max_ksize) &&
-           (row.depth == kAny || row.depth == static_cast<int>(format.depth)) &&
+           (row.depth == kAnyDepth || row.depth == static_cast<int>(format.depth)) &&
            (row.channels == 0 || row.channels == format.channels);
 }
 
@@ -87,7 +67,7 @@ bool runs(const ScheduleSpec& s, const NodeOp& op, const Border& border) {
 // Calls f(schedule) for each schedule of each matching row, in order, until f returns true.
 template <class F>
 void for_each_listed(const NodeOp& op, const NodeFormat& format, F&& f) {
-    for (const DefaultRow& row : kTable) {
+    for (const DefaultRow& row : table()) {
         if (!matches(row, op, format)) continue;
         std::string_view rest = row.schedules;
         while (!rest.empty()) {
@@ -106,11 +86,11 @@ void for_each_listed(const NodeOp& op, const NodeFormat& format, F&& f) {
 constexpr double kStencilNs = 1.5, kPerTapNs = 0.05, kBoxPerTapNs = 0.01, kPointwiseNs = 0.5, kWideDepth = 2.5;
 
 double sample_ns(const NodeOp& op, Depth depth) {
-    const OpKind kind = op_kind(op);
+    const auto* f = std::get_if<Filter>(&op);
     const double k = ksize_of(op);
-    const double ns = kind == OpKind::color || kind == OpKind::blend ? kPointwiseNs
-                      : kind == OpKind::box                          ? kStencilNs + kBoxPerTapNs * k
-                                                                     : kStencilNs + kPerTapNs * k;
+    const double ns = !f || !is_stencil(*f) ? kPointwiseNs
+                      : slides_sums(*f)     ? kStencilNs + kBoxPerTapNs * k
+                                            : kStencilNs + kPerTapNs * k;
     return depth == Depth::u8 ? ns : ns * kWideDepth;
 }
 
@@ -159,17 +139,13 @@ bool batch_runs_on_cpu(const Graph& graph, std::uint64_t width, std::uint64_t he
     return cpu >= 0 && cpu * static_cast<double>(images) <= kCudaStartSeconds;
 }
 
-OpKind op_kind(const NodeOp& op) {
+std::string_view op_kind(const NodeOp& op) {
     const auto* f = std::get_if<Filter>(&op);
-    if (!f) return OpKind::blend;
-    if (std::holds_alternative<BoxFilter>(*f)) return OpKind::box;
-    if (std::holds_alternative<GaussianFilter>(*f)) return OpKind::gaussian;
-    if (std::holds_alternative<SobelFilter>(*f)) return OpKind::sobel;
-    if (std::holds_alternative<LaplacianFilter>(*f)) return OpKind::laplacian;
-    return OpKind::color;
+    if (!f) return "blend";
+    return visit_kind(*f, [](auto kind, const auto&) { return decltype(kind)::name; });
 }
 
-std::span<const DefaultRow> default_table() { return kTable; }
+std::span<const DefaultRow> default_table() { return table(); }
 
 ScheduleSpec default_schedule(const NodeOp& op, const Border& border, const NodeFormat& format) {
     ScheduleSpec chosen{};
@@ -195,10 +171,8 @@ bool fuses_pair_by_default(const FilterRun& pair, const NodeFormat& format) {
     if (!pair.fused_stencil || !format.cuda) return false;
     if (format.depth != Depth::u8 || pair.schedule.family != ScheduleFamily::stream) return false;
     if (pair.fused_color) return format.channels == 3;
-    const auto* sobel = std::get_if<SobelFilter>(&pair.filter);
-    if (sobel && sobel->ksize == 3) return true;
-    return std::holds_alternative<GaussianFilter>(pair.fused_stencil->filter) &&
-           (sobel || std::holds_alternative<GaussianFilter>(pair.filter));
+    const PairFusion first = pair_fusion_of(pair.fused_stencil->filter), second = pair_fusion_of(pair.filter);
+    return second.always_second || (first.first && second.second);
 }
 
 }  // namespace cbi

@@ -14,8 +14,8 @@
 
 namespace cbi {
 
-enum class OpKind : std::uint8_t { box, gaussian, sobel, laplacian, color, blend };
-OpKind op_kind(const NodeOp& op);
+// The kind name of a node's op ("gaussian", ..., or "blend").
+std::string_view op_kind(const NodeOp& op);
 
 // What the table's choice depends on besides the operation.
 struct NodeFormat {
@@ -24,15 +24,18 @@ struct NodeFormat {
     bool cuda = false;
 };
 
+// A row of the table: a kind's row (FilterKind<F>::defaults, KindDefault)
+// with the kind's name, or one of the blend's.
 struct DefaultRow {
+    std::string_view kind;  // op_kind
     bool cuda;
-    OpKind kind;
-    int max_ksize;   // stencils with KSIZE <= this (0: any)
+    int max_ksize;   // nodes whose footprint side is at most this (0: any)
     int depth;       // -1: any, else static_cast<int>(Depth)
     int channels;    // 0: any
     std::string_view schedules;  // fastest first, space-separated; the first that supports the node wins
 };
 
+// Every kind's rows, in the kind list's order, then the blend's.
 std::span<const DefaultRow> default_table();
 
 // The first schedule of the first matching row that supports the node

@@ -26,7 +26,7 @@ enum class Choice { given, table, table_sized, cached, timed, pending };
 
 bool is_stencil(const NodeOp& op) {
     const auto* filter = std::get_if<Filter>(&op);
-    return filter && !std::holds_alternative<ColorFilter>(*filter);
+    return filter && cbi::is_stencil(*filter);
 }
 
 }  // namespace
@@ -635,7 +635,7 @@ std::string GraphExecutor::describe() const {
         s << "  " << std::left << std::setw(static_cast<int>(name_width)) << n.name << "  "
           << std::setw(static_cast<int>(op_width)) << n.op_string() << "  @" << std::setw(static_cast<int>(schedule_width))
           << schedule_text(id);
-        if (std::holds_alternative<Filter>(n.op) && !std::holds_alternative<ColorFilter>(std::get<Filter>(n.op)))
+        if (is_stencil(n.op))
             s << "  border " << std::setw(12) << to_string(graph_.border_of(id));
         else
             s << "  " << std::setw(19) << "";

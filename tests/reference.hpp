@@ -35,12 +35,25 @@ using reference::peak_magnitude;
 using reference::random_image;
 using reference::transform_rgb;
 
-// The filter test matrix shared by the CPU and GPU suites.
-inline const char* const kFilters[] = {
-    "blur:1",     "blur:3",      "blur:9",      "gaussian:3", "gaussian:5:1.2", "gaussian:9",
-    "sobel:x:1",  "sobel:y:1",   "sobel:mag:3", "sobel:x:5",  "sobel:y:7",      "sobel:mag:7",
-    "laplacian:1", "laplacian:3", "laplacian:5", "laplacian:7",
-    "color:gray", "color:sepia", "color:ycrcb", "color:0.5,0.25,0.25,10,-0.2,1.1,0.1,-5,0.3,0.3,0.3,0"};
+// The filter test matrix shared by the CPU and GPU suites: every kind's
+// examples (FilterKind<F>::examples), as pipeline stages "NAME:ARGS".
+inline const std::vector<const char*>& all_filters() {
+    static const std::vector<std::string> texts = [] {
+        std::vector<std::string> out;
+        for_each_kind([&]<class F>(std::type_identity<F>) {
+            for (std::string_view args : FilterKind<F>::examples)
+                out.push_back(std::string(FilterKind<F>::name) + (args.empty() ? "" : ":") + std::string(args));
+        });
+        return out;
+    }();
+    static const std::vector<const char*> pointers = [] {
+        std::vector<const char*> out;
+        for (const std::string& t : texts) out.push_back(t.c_str());
+        return out;
+    }();
+    return pointers;
+}
+inline const std::vector<const char*>& kFilters = all_filters();
 inline const char* const kBorders[] = {"reflect101", "reflect", "replicate", "constant", "constant:7", "wrap"};
 inline const cv::Size kSizes[] = {{1, 1}, {1, 17}, {17, 1}, {31, 7}, {257, 129}, {1000, 3}};
 inline const Depth kDepths[] = {Depth::u8, Depth::u16, Depth::f32};
@@ -75,8 +88,9 @@ inline std::string matrix_name(const ::testing::TestParamInfo<MatrixParam>& info
 // (filter, depth, channels) for every filter x depth x {1, 3, 4} channels,
 // less the combinations a filter refuses (colour matrices on 1 channel,
 // tested separately).
-template <std::size_t F, std::size_t D>
-std::vector<std::tuple<const char*, Depth, int>> filter_matrix(const char* const (&filters)[F], const Depth (&depths)[D]) {
+template <std::size_t D>
+std::vector<std::tuple<const char*, Depth, int>> filter_matrix(const std::vector<const char*>& filters,
+                                                               const Depth (&depths)[D]) {
     std::vector<std::tuple<const char*, Depth, int>> all;
     for (const char* f : filters)
         for (const Depth d : depths)

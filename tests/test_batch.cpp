@@ -289,7 +289,7 @@ TEST(Batch, ProcessorErrorsAreResults) {
     fo.input_dir = dir / "in";
     fo.output_dir = dir / "out";
     cbi::Graph graph;
-    const cbi::NodeId sepia = graph.add_filter("sepia", cbi::parse_color("sepia"), cbi::Graph::input());
+    const cbi::NodeId sepia = graph.add_filter("sepia", cbi::FilterKind<cbi::ColorFilter>::parse("sepia"), cbi::Graph::input());
     graph.add_output(graph.add_blend("mix", cbi::BlendFilter{0.5, 0.5, 0}, cbi::Graph::input(), sepia));
     const auto s = cbi::run_batch(cbi::plan_folder(fo), cbi::graph_processor_factory(graph, cpu_options()), {});
     EXPECT_EQ(s.processed, 2u);
@@ -919,7 +919,7 @@ TEST(BatchCli, MixedFolderWithColourPresetsJustWorks) {
         EXPECT_EQ(r.code, 0) << r.err;
         EXPECT_TRUE(r.err.starts_with("cbi-filter: 7 files: 7 processed, 0 failed")) << r.err;
         ASSERT_EQ(files_under(out), all);
-        const std::vector<cbi::FilterRun> nodes{{cbi::parse_color(preset), {}, {}}, {cbi::GaussianFilter{3, 0}, {}, {}}};
+        const std::vector<cbi::FilterRun> nodes{{cbi::FilterKind<cbi::ColorFilter>::parse(preset), {}, {}}, {cbi::GaussianFilter{3, 0}, {}, {}}};
         for (const std::string& rel : all) {
             expect_matches_single_image(in / rel, out / rel, nodes, scratch.path());
             const int in_channels = cbi::read_image(in / rel).channels();

@@ -21,19 +21,26 @@
 namespace cbi {
 namespace {
 
-// A filter of the row's kind and largest size; where any size goes, one
-// that the rows for sizes up to 9 do not take (31; Sobel KSIZE 1).
+// A node of the row's kind: of its examples (FilterKind<F>::examples), the
+// one with the largest footprint the row matches; where any size goes, the
+// largest, a window that is not square counting as larger than any (rows
+// for sizes up to 9 do not take them).
 NodeOp example_op(const DefaultRow& row) {
-    const int k = row.max_ksize > 0 ? row.max_ksize : 31;
-    switch (row.kind) {
-        case OpKind::box: return parse_filter("blur:" + std::to_string(k));
-        case OpKind::gaussian: return parse_filter("gaussian:" + std::to_string(k));
-        case OpKind::sobel: return parse_filter(row.max_ksize > 0 ? "sobel:mag:7" : "sobel:mag:1");
-        case OpKind::laplacian: return parse_filter(row.max_ksize > 0 ? "laplacian:7" : "laplacian:1");
-        case OpKind::color: return parse_filter("color:sepia");
-        case OpKind::blend: return BlendFilter{};
-    }
-    return {};
+    if (row.kind == "blend") return BlendFilter{};
+    NodeOp chosen;
+    int best = -1;
+    for_each_kind([&]<class F>(std::type_identity<F>) {
+        if (FilterKind<F>::name != row.kind) return;
+        for (std::string_view args : FilterKind<F>::examples) {
+            const Filter f = FilterKind<F>::parse(args);
+            const Footprint fp = footprint_of(f);
+            const int side = std::max(fp.width, fp.height);
+            const int rank = fp.square || row.max_ksize > 0 ? side : kMaxKernel + 1;
+            if ((row.max_ksize == 0 || side <= row.max_ksize) && rank > best) best = rank, chosen = f;
+        }
+    });
+    EXPECT_GE(best, 0) << "no example of " << row.kind << " matches a row";
+    return chosen;
 }
 
 TEST(DefaultTable, EveryRowsSchedulesParseAndTheFirstRunsWhatTheRowMatches) {

@@ -162,7 +162,7 @@ FilterRun fused_node(const PairNodes& p, const std::optional<ColorFilter>& color
 
 TEST(Fusion, FusedStencilPairTilesEqualTheTwoNodesOnTheCpu) {
     const int sizes[][2] = {{131, 77}, {7, 3}, {1, 1}, {2, 9}, {64, 32}};
-    const std::optional<ColorFilter> colors[] = {std::nullopt, parse_color("gray"), parse_color("sepia")};
+    const std::optional<ColorFilter> colors[] = {std::nullopt, FilterKind<ColorFilter>::parse("gray"), FilterKind<ColorFilter>::parse("sepia")};
     for (const PairNodes& p : kPairNodes)
         for (const auto& color : colors)
             for (const Depth depth : {Depth::u8, Depth::u16, Depth::f32})
@@ -197,7 +197,7 @@ TEST(Fusion, ATeamOfThreadsComputesTheSameTilesAsOneThread) {
             SCOPED_TRACE(std::string(p.first) + " | " + p.second + " @" + p.schedule + " " + depth_name(depth) + "x" +
                          std::to_string(channels));
             const cv::Mat src = random_image(45, 23, channels, depth, 9);
-            const std::optional<ColorFilter> color = parse_color("sepia");
+            const std::optional<ColorFilter> color = FilterKind<ColorFilter>::parse("sepia");
             const cv::Mat want = unfused(p, color, src);
             cv::Mat got(want.size(), want.type(), cv::Scalar::all(7));
             const FilterRun node = fused_node(p, color);

@@ -90,37 +90,44 @@ inline cv::Mat keep_alpha(const cv::Mat& src, const cv::Mat& color3) {
     return out;
 }
 
-// What OpenCV computes for `filter` with `border` on `src`, into `out`.
-inline void opencv_reference(const Filter& filter, const Border& border, const cv::Mat& src, cv::Mat& out) {
+// What OpenCV computes for each kind with `border` on `src`, into `out`:
+// one overload per kind (a kind without one does not compile).
+inline void reference(const BoxFilter& f, const Border& border, const cv::Mat& src, cv::Mat& out) {
+    with_border(src, border, f.ksize / 2, out, [&](const cv::Mat& s, cv::Mat& d, int b) {
+        cv::blur(s, d, {f.ksize, f.ksize}, {-1, -1}, b);
+    });
+}
+
+inline void reference(const GaussianFilter& f, const Border& border, const cv::Mat& src, cv::Mat& out) {
+    with_border(src, border, f.ksize / 2, out, [&](const cv::Mat& s, cv::Mat& d, int b) {
+        cv::GaussianBlur(s, d, {f.ksize, f.ksize}, f.sigma, f.sigma, b);
+    });
+}
+
+inline void reference(const SobelFilter& f, const Border& border, const cv::Mat& src, cv::Mat& out) {
     const int depth = src.depth();
-    if (const auto* f = std::get_if<BoxFilter>(&filter))
-        return with_border(src, border, f->ksize / 2, out, [&](const cv::Mat& s, cv::Mat& d, int b) {
-            cv::blur(s, d, {f->ksize, f->ksize}, {-1, -1}, b);
-        });
-    if (const auto* f = std::get_if<GaussianFilter>(&filter))
-        return with_border(src, border, f->ksize / 2, out, [&](const cv::Mat& s, cv::Mat& d, int b) {
-            cv::GaussianBlur(s, d, {f->ksize, f->ksize}, f->sigma, f->sigma, b);
-        });
-    if (const auto* f = std::get_if<SobelFilter>(&filter)) {
-        const int radius = f->ksize == 1 ? 1 : f->ksize / 2;
-        return with_border(src, border, radius, out, [&](const cv::Mat& s, cv::Mat& d, int b) {
-            thread_local cv::Mat gx, gy, v;  // reused run after run (cbi-bench times this)
-            if (f->mode != SobelMode::y) cv::Sobel(s, gx, CV_32F, 1, 0, f->ksize, 1, 0, b);
-            if (f->mode != SobelMode::x) cv::Sobel(s, gy, CV_32F, 0, 1, f->ksize, 1, 0, b);
-            if (f->mode == SobelMode::mag) cv::magnitude(gx, gy, v);  // per sample, any channel count
-            else v = cv::abs(f->mode == SobelMode::x ? gx : gy);
-            v.convertTo(d, depth);  // rounds and saturates
-        });
-    }
-    if (const auto* f = std::get_if<LaplacianFilter>(&filter)) {
-        const int radius = f->ksize == 1 ? 1 : f->ksize / 2;
-        return with_border(src, border, radius, out, [&](const cv::Mat& s, cv::Mat& d, int b) {
-            thread_local cv::Mat lap;  // reused run after run (cbi-bench times this)
-            cv::Laplacian(s, lap, CV_32F, f->ksize, 1, 0, b);
-            cv::Mat(cv::abs(lap)).convertTo(d, depth);  // rounds and saturates
-        });
-    }
-    const auto& c = std::get<ColorFilter>(filter);
+    const int radius = f.ksize == 1 ? 1 : f.ksize / 2;
+    with_border(src, border, radius, out, [&](const cv::Mat& s, cv::Mat& d, int b) {
+        thread_local cv::Mat gx, gy, v;  // reused run after run (cbi-bench times this)
+        if (f.mode != SobelMode::y) cv::Sobel(s, gx, CV_32F, 1, 0, f.ksize, 1, 0, b);
+        if (f.mode != SobelMode::x) cv::Sobel(s, gy, CV_32F, 0, 1, f.ksize, 1, 0, b);
+        if (f.mode == SobelMode::mag) cv::magnitude(gx, gy, v);  // per sample, any channel count
+        else v = cv::abs(f.mode == SobelMode::x ? gx : gy);
+        v.convertTo(d, depth);  // rounds and saturates
+    });
+}
+
+inline void reference(const LaplacianFilter& f, const Border& border, const cv::Mat& src, cv::Mat& out) {
+    const int depth = src.depth();
+    const int radius = f.ksize == 1 ? 1 : f.ksize / 2;
+    with_border(src, border, radius, out, [&](const cv::Mat& s, cv::Mat& d, int b) {
+        thread_local cv::Mat lap;  // reused run after run (cbi-bench times this)
+        cv::Laplacian(s, lap, CV_32F, f.ksize, 1, 0, b);
+        cv::Mat(cv::abs(lap)).convertTo(d, depth);  // rounds and saturates
+    });
+}
+
+inline void reference(const ColorFilter& c, const Border&, const cv::Mat& src, cv::Mat& out) {
     switch (c.preset) {
         case ColorPreset::gray:
             cv::cvtColor(src, out, src.channels() == 4 ? cv::COLOR_BGRA2GRAY : cv::COLOR_BGR2GRAY);
@@ -143,6 +150,11 @@ inline void opencv_reference(const Filter& filter, const Border& border, const c
     for (int r = 0; r < 3; ++r)
         for (int k = 0; k < 4; ++k) m[r][k] = c.rgb_matrix[r * 4 + k];
     out = keep_alpha(src, transform_rgb(src, m));
+}
+
+// What OpenCV computes for `filter` with `border` on `src`, into `out`.
+inline void opencv_reference(const Filter& filter, const Border& border, const cv::Mat& src, cv::Mat& out) {
+    std::visit([&](const auto& f) { reference(f, border, src, out); }, filter);
 }
 
 inline cv::Mat opencv_reference(const Filter& filter, const Border& border, const cv::Mat& src) {
@@ -202,17 +214,20 @@ inline Comparison compare(const cv::Mat& got, const cv::Mat& ref, double int_tol
 // The magnitude a filter's output can reach: the input's peak times the
 // kernel's L1 gain (Sobel 7x7: 20 * 64; Laplacian: its two passes').
 // Float errors scale with it.
+// The L1 gain of a kind's kernel: 1 unless an overload says otherwise.
+inline double l1_gain(const SobelKernels& k) {
+    double d = 0, s = 0;
+    for (int i = 0; i < k.deriv_size; ++i) d += std::abs(k.deriv[i]);
+    for (int i = 0; i < k.smooth_size; ++i) s += std::abs(k.smooth[i]);
+    return d * s;
+}
+template <class F>
+double kernel_gain(const F&) { return 1; }
+inline double kernel_gain(const SobelFilter& f) { return l1_gain(sobel_kernels(f.ksize)); }
+inline double kernel_gain(const LaplacianFilter& f) { return 2 * l1_gain(laplacian_kernels(f.ksize)); }
+
 inline double output_scale(const Filter& filter, const cv::Mat& src) {
-    const auto l1 = [](const SobelKernels& k) {
-        double d = 0, s = 0;
-        for (int i = 0; i < k.deriv_size; ++i) d += std::abs(k.deriv[i]);
-        for (int i = 0; i < k.smooth_size; ++i) s += std::abs(k.smooth[i]);
-        return d * s;
-    };
-    double gain = 1;
-    if (const auto* f = std::get_if<SobelFilter>(&filter)) gain = l1(sobel_kernels(f->ksize));
-    if (const auto* f = std::get_if<LaplacianFilter>(&filter)) gain = 2 * l1(laplacian_kernels(f->ksize));
-    return gain * peak_magnitude(src);
+    return std::visit([](const auto& f) { return kernel_gain(f); }, filter) * peak_magnitude(src);
 }
 
 // Saves the images of a failed comparison for inspection; returns where.
