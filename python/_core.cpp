@@ -51,34 +51,18 @@ namespace py = pybind11;
 namespace {
 
 // ---------------------------------------------------------------------------
-// Filter kinds. FALLBACK until main's filters/filter.hpp has
-// `std::span<const FilterKindInfo> filter_kinds()`: then this list goes and
-// filter_kinds() below reads the library's.
-struct KindRow {
-    const char *name, *form, *params, *help, *opencv, *category;
-};
-constexpr KindRow kFallbackKinds[] = {
-    {"blur", "blur:K", "ksize", "box filter, K x K mean", "cv::blur(src, dst, {K,K}, {-1,-1}, border)", "stencil"},
-    {"gaussian", "gaussian:K[:SIGMA]", "ksize sigma", "Gaussian blur; SIGMA 0 or absent: OpenCV's rule from K",
-     "cv::GaussianBlur(src, dst, {K,K}, SIGMA, SIGMA, border)", "stencil"},
-    {"sobel", "sobel:MODE[:KSIZE]", "mode ksize", "|gx|, |gy| or sqrt(gx^2+gy^2) (MODE x, y, mag); KSIZE 1, 3, 5, 7",
-     "cv::Sobel(src, CV_32F, 1, 0, KSIZE) and (0, 1), converted to the input depth", "stencil"},
-    {"laplacian", "laplacian[:KSIZE]", "ksize", "|Laplacian|; KSIZE 1, 3, 5, 7",
-     "|cv::Laplacian(src, CV_32F, KSIZE, 1, 0, border)|, converted to the input depth", "stencil"},
-    {"color", "color:SPEC", "spec", "colour matrix on (R,G,B): gray, sepia, ycrcb or 9/12 numbers",
-     "cv::cvtColor(src, dst, COLOR_BGR2GRAY / COLOR_BGR2YCrCb) or cv::transform", "pointwise"},
-};
-
+// Filter kinds: the library's list (filters/kinds/all.hpp), one eager
+// function each on the Python side.
 py::list filter_kinds() {
     py::list out;
-    for (const KindRow& k : kFallbackKinds) {
+    for (const cbi::FilterKindInfo& k : cbi::filter_kinds()) {
         py::dict d;
-        d["name"] = k.name;
-        d["form"] = k.form;
-        d["params"] = k.params;
-        d["help"] = k.help;
-        d["opencv"] = k.opencv;
-        d["category"] = k.category;
+        d["name"] = std::string(k.name);
+        d["form"] = std::string(k.form);
+        d["params"] = std::string(k.params);
+        d["help"] = std::string(k.help);
+        d["opencv"] = std::string(k.opencv);
+        d["category"] = std::string(cbi::category_name(k.category));
         out.append(d);
     }
     return out;
@@ -569,26 +553,13 @@ std::optional<cbi::ScheduleChoice> schedule_arg(const std::optional<std::string>
     return cbi::parse_schedule_choice(*s);
 }
 
-// The radius of a node's footprint (pixels read beyond the output pixel on
-// each side).
+// The radius of a node's footprint: the pixels it reads beyond the output
+// pixel on each side.
 int radius(const cbi::NodeOp& op) {
     const auto* f = std::get_if<cbi::Filter>(&op);
-    if (!f) return 0;  // input, blend: pointwise
-    return std::visit(
-        [](const auto& k) -> int {
-            using K = std::decay_t<decltype(k)>;
-            if constexpr (std::is_same_v<K, cbi::ColorFilter>) {
-                return 0;
-            } else if constexpr (std::is_same_v<K, cbi::SobelFilter> || std::is_same_v<K, cbi::LaplacianFilter>) {
-                return std::max(1, k.ksize / 2);  // KSIZE 1 is a 3-tap derivative
-            } else if constexpr (requires { k.ksize; }) {
-                return k.ksize / 2;
-            } else {
-                static_assert(sizeof(K) == 0, "radius: a filter kind without a footprint");
-                return 0;
-            }
-        },
-        *f);
+    if (!f) return 0;  // the input, blends: pointwise
+    const cbi::Footprint fp = cbi::footprint_of(*f);
+    return std::max(fp.width, fp.height) / 2;
 }
 
 class Pipeline {
@@ -666,10 +637,11 @@ public:
         for (cbi::NodeId o : graph_.outputs()) names.push_back(graph_.nodes()[o].name);
         return names;
     }
-    // Whether the result depends on the channel order (a colour matrix).
+    // Whether the result may depend on the channel order: a pointwise node
+    // (a colour matrix) does; stencils and blends work per channel.
     bool order_sensitive() const {
         for (const auto& n : graph_.nodes())
-            if (const auto* f = std::get_if<cbi::Filter>(&n.op); f && std::holds_alternative<cbi::ColorFilter>(*f)) return true;
+            if (const auto* f = std::get_if<cbi::Filter>(&n.op); f && !cbi::is_stencil(*f)) return true;
         return false;
     }
 

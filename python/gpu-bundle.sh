@@ -83,7 +83,7 @@ includes=\$("\$PYTHON" -m pybind11 --includes 2>/dev/null ||
            "\$PYTHON" -c 'import sysconfig; print("-I" + sysconfig.get_paths()["include"])')
 c++ -O2 -std=c++20 -fPIC -shared -fvisibility=hidden $defines -I. -isystem "\$B/include/opencv4" -isystem "\$B/include" \\
   -isystem "\$CUDA/include" \$includes python/_core.cpp -o "\$B/python/cbi/_core\$suffix" \\
-  ${archives[*]} ${shared[*]} -Wl,-rpath,'\$ORIGIN/../../lib'
+  ${archives[*]} ${shared[*]} -Wl,--disable-new-dtags,-rpath,'\$ORIGIN/../../lib'
 cp python/cbi/*.py python/cbi/*.pyi python/cbi/py.typed "\$B/python/cbi/"
 echo "built \$B/python/cbi/_core\$suffix"
 EOF
@@ -96,6 +96,7 @@ set -euo pipefail
 B=$(cd "$(dirname "$0")" && pwd)
 PYTHON=${PYTHON:-/opt/torch/.venv/bin/python}
 cd python/tests
+export LD_LIBRARY_PATH="$B/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 PYTHONPATH="$B/python" exec "$PYTHON" -m pytest -q -p no:cacheprovider -rs "$@"
 EOF
 chmod +x "$out/build.sh" "$out/test.sh"

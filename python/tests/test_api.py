@@ -1,6 +1,7 @@
 """The module's surface: generated eager functions, docstrings, stubs, imports."""
 import ast
 import inspect
+import os
 import pathlib
 import subprocess
 import sys
@@ -57,9 +58,11 @@ def test_stub_matches_module():
 def test_import_starts_no_cuda_and_imports_no_frameworks():
     code = ("import sys, cbi; "
             "assert 'torch' not in sys.modules and 'cupy' not in sys.modules, 'framework imported'; "
+            "maps = open('/proc/self/maps').read(); "
+            "assert 'libcuda.so' not in maps, 'the CUDA driver was loaded'; "
             "print('ok')")
-    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                       env={"PYTHONPATH": str(PKG.parent), "CUDA_VISIBLE_DEVICES": ""})
+    env = dict(os.environ, PYTHONPATH=str(PKG.parent))
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
     assert r.returncode == 0 and r.stdout.strip() == "ok", r.stderr
 
 

@@ -3,6 +3,7 @@ import _thread
 import os
 import pathlib
 import threading
+import time
 
 import numpy as np
 import pytest
@@ -123,6 +124,7 @@ def test_run_folder_ctrl_c(tmp_path):
 
     def progress(p):
         first.set()
+        time.sleep(0.02)  # the batch lasts long enough for the interrupt to land inside it
 
     def interrupt():
         first.wait(10)
