@@ -502,12 +502,14 @@ void GraphExecutor::run_into(const ImageView& input, std::span<const ImageView> 
 
 void GraphExecutor::enqueue(const ImageView& input, std::span<const ImageView> outputs, CUstream_st* stream) {
     if (!options_.device.cuda) throw std::logic_error("GraphExecutor::enqueue needs a CUDA executor");
-    prepare_for(input);
-    input_ = input;
-    check_outputs(outputs);
-    ran_ = false;  // time_kernels_ms would read the caller's input after the call
+    // First, so that preparing (which makes the executor's device current)
+    // leaves the caller's current device as it was.
     backend_->begin_external(stream);
     try {
+        prepare_for(input);
+        input_ = input;
+        check_outputs(outputs);
+        ran_ = false;  // time_kernels_ms would read the caller's input after the call
         input_ = backend_->use_input(input);
         direct_outputs_ = outputs;
         run_nodes();
