@@ -409,7 +409,9 @@ struct Pending {
     cudaEvent_t done;
     py::object keep;
 };
-std::list<Pending> g_pending;  // guarded by the GIL
+// Guarded by the GIL. Never destroyed: at process exit the interpreter is
+// gone before static destructors run (cbi/__init__.py drains it at exit).
+std::list<Pending>& g_pending = *new std::list<Pending>;
 
 // Drops what finished work held (the GIL is held).
 void prune_pending() {
@@ -718,6 +720,11 @@ public:
         std::vector<cbi::ImageView> views(dst.size());
         {
             py::gil_scoped_release release;
+#if CBI_HAVE_CUDA
+            // The caller's current device is the same on return (cuda:1 data runs on 1).
+            std::optional<DeviceGuard> guard;
+            if (key.cuda) guard.emplace(key.device);
+#endif
             std::unique_ptr<cbi::GraphExecutor> e = pool_->acquire(key, graph_, tuning_);
             const std::size_t before = e->allocations();
             try {
@@ -728,6 +735,11 @@ public:
                 }
             } catch (...) {
                 g_allocations += e->allocations() - before;
+#if CBI_HAVE_CUDA
+                // Images enqueued before the failure may still read the
+                // arrays, which are not kept alive past this call.
+                if (in.cuda) cudaStreamSynchronize(reinterpret_cast<cudaStream_t>(stream));
+#endif
                 // A failed executor is not reused (its state is unknown).
                 throw;
             }

@@ -726,3 +726,9 @@ def _install_eager():
 
 _EAGER: dict = {}
 _install_eager()
+
+# Device arrays cbi still holds for work in flight are let go while the
+# interpreter is alive.
+import atexit  # noqa: E402
+
+atexit.register(_core.synchronize)
