@@ -50,6 +50,8 @@ def test_torch_zero_copy_and_out():
 def test_torch_no_host_sync_and_stream_order():
     import torch
     x = torch.randint(0, 255, (2048, 2048, 3), dtype=torch.uint8, device="cuda")
+    cbi.blur(x, 5)  # warm: the executor's first run allocates (which may synchronise)
+    torch.cuda.synchronize()
     side = torch.cuda.Stream()
     with torch.cuda.stream(side):
         torch.cuda._sleep(200_000_000)  # a busy producer on another stream
@@ -67,6 +69,9 @@ def test_torch_stream_negotiation_through_dlpack():
     x = torch.zeros((1024, 1024), dtype=torch.uint8, device="cuda")
     producer = torch.cuda.Stream()
     consumer = torch.cuda.Stream()
+    with torch.cuda.stream(consumer):
+        cbi.blur(x, 3)  # warm: executor and allocator
+    torch.cuda.synchronize()
     with torch.cuda.stream(producer):
         torch.cuda._sleep(200_000_000)
         x.fill_(9)
@@ -85,6 +90,9 @@ def test_torch_negative_control_detects_the_race():
     x = torch.zeros((1024, 1024), dtype=torch.uint8, device="cuda")
     producer = torch.cuda.Stream()
     consumer = torch.cuda.Stream()
+    with torch.cuda.stream(consumer):
+        cbi.blur(x, 3)  # warm: executor and allocator (a first allocation may synchronise)
+    torch.cuda.synchronize()
     with torch.cuda.stream(producer):
         torch.cuda._sleep(500_000_000)
         x.fill_(9)
@@ -103,6 +111,9 @@ def test_inputs_live_until_done():
     import weakref
     import torch
     x = torch.randint(0, 255, (2048, 2048), dtype=torch.uint8, device="cuda")
+    cbi.blur(x, 3)
+    cbi.synchronize()
+    assert cbi._core._testing.pending() == 0
     torch.cuda._sleep(200_000_000)
     cbi.blur(x, 3)
     assert cbi._core._testing.pending() >= 1
