@@ -120,7 +120,9 @@ public:
         if (!busy_) CBI_CUDA_CHECK(cudaEventCreateWithFlags(&busy_, cudaEventDisableTiming), "cudaEventCreateWithFlags");
         CBI_CUDA_CHECK(cudaEventRecord(busy_, external_), "cudaEventRecord after the graph on the caller's stream");
         busy_pending_ = true;
-        use_device(caller);
+        // Back to the caller's device, even one cbi marked unusable (the
+        // caller's business, not this run's).
+        if (caller != device_) CBI_CUDA_CHECK(cudaSetDevice(caller), "cudaSetDevice back to the caller's device");
     }
 
 #if CBI_HAVE_NVJPEG
