@@ -114,3 +114,10 @@ def test_rss_flat_over_many_sizes(rng):
     for i in range(800):
         cbi.blur(x[: 100 + i % 200, : 100 + i % 200], 3)
     assert rss() - start < 32 * 2**20
+
+
+def test_any_buffer_protocol_object(rng):
+    x = random_image(rng, (20, 30, 3), np.uint16)
+    y = cbi.gaussian(memoryview(x), 3)  # not NumPy: read through PEP 3118, answered with NumPy
+    assert isinstance(y, np.ndarray) and last()[0] == ptr(x)
+    np.testing.assert_array_equal(y, cbi.gaussian(x, 3))
