@@ -918,7 +918,7 @@ int run(const CLI::App& app, Options& o) {
     // --codec gpu: a JPEG decoded (and a JPEG output encoded) on the GPU;
     // what its decoder refuses is decoded with OpenCV below. Not `auto` for
     // one image: starting nvJPEG costs more than libjpeg-turbo takes
-    // (apps/bench/README.md, GPU codecs).
+    // (docs/performance.md#codec-start).
     if (o.codec == "gpu" && std::string_view(header.format) == "JPEG" && graph.outputs().size() == 1 &&
         executor->decodes_jpeg()) {
         check_outputs(static_cast<int>(header.width), static_cast<int>(header.height), header.channels == 1 ? 1 : 3,

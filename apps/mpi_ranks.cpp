@@ -216,7 +216,7 @@ std::unique_ptr<MpiRanks> MpiRanks::join_if_launched(int*, char***) {
     const char* size = std::getenv("OMPI_COMM_WORLD_SIZE");
     if (size && std::string(size) != "1" && !std::getenv("SLURM_PROCID"))
         throw std::runtime_error("this cbi-filter was built without MPI, so mpirun's copies cannot share the work; "
-                                 "rebuild with MPI (README: Scaling out) or give each copy --shard K/N");
+                                 "rebuild with MPI (docs/batch.md) or give each copy --shard K/N");
     return nullptr;
 }
 // Never reached: join_if_launched makes no MpiRanks here.

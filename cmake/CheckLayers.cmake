@@ -1,4 +1,4 @@
-# Fails (FATAL_ERROR) when a layer includes a higher one (README.md, "Layout"):
+# Fails (FATAL_ERROR) when a layer includes a higher one (docs/architecture.md):
 #   schedules/ may include schedules/
 #   filters/   may include schedules/, filters/
 #   pipeline/  may include schedules/, filters/, pipeline/ (never apps/)

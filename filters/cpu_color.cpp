@@ -25,8 +25,7 @@ template <> struct Avx2<float> { using V = v_float32x8; };
 // zeros (or one byte shuffle for 8-bit) widens, the AVX2 packs narrow,
 // half by half, so the packs undo the widening exactly. v_expand and v_pack
 // keep the elements in order with lane permutes that cost a noticeable part
-// of a colour matrix's time (measured: apps/bench/README.md, "Measurements
-// behind constants in the code"); the arithmetic in between does not care
+// of a colour matrix's time (docs/performance.md#cpu-color); the arithmetic in between does not care
 // in which order the pixels of a step sit in the float vectors.
 
 // A vector of samples as 4 / sizeof(T) vectors of floats, exactly.

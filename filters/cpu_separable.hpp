@@ -272,8 +272,8 @@ void finish_row(const Op& op, const typename Op::Acc* s0, const typename Op::Acc
 
 // Box sums wider than this take window_row_sums across x (and, for float,
 // slide down y); narrower ones the direct sums, which are as fast there
-// and keep float results bit-identical to the per-pixel path (measured:
-// apps/bench/README.md, "Measurements behind constants in the code").
+// and keep float results bit-identical to the per-pixel path
+// (docs/performance.md#cpu-box-sums).
 inline constexpr int kRunningRowMin = 8;
 
 // The 8-bit fixed-point Gaussian (GaussianOp<uint8_t>): its passes have

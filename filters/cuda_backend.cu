@@ -571,7 +571,7 @@ __global__ void sep_stencil(const __grid_constant__ Op op, const SepLayout L) {
 // 8-bit box filters keep their running sums in 48 registers, room for five
 // blocks of the default 256 threads per SM; left to itself ptxas gave the
 // row-major kernel 56 (four blocks) once the kernel was split into steps,
-// measurably slower (apps/bench/README.md, "Kernels from parts"). A bound
+// measurably slower (docs/performance.md#sep-registers). A bound
 // on every sep kernel would change the others' registers too.
 template <class Op, bool kOrdered>
 __global__ void __launch_bounds__(256, 5) sep_stencil_five_blocks(const __grid_constant__ Op op, const SepLayout L) {
@@ -605,8 +605,8 @@ SepLayout sep_layout(const SepTileSchedule& tile, const TileOrder& order, const 
     L.tiles_x = (op.dst.width + L.tile_w - 1) / L.tile_w;
     L.tiles_y = (op.dst.height + L.tile_h - 1) / L.tile_h;
     // Blocks take two tiles each where there are many tile rows, so a block's
-    // set-up (layout, divisors, weights) is paid once for two (measured:
-    // apps/bench/README.md, History).
+    // set-up (layout, divisors, weights) is paid once for two
+    // (docs/performance.md#sep-tiles-per-block).
     L.order = order;
     L.per_block = L.tiles_y >= 64 ? 2 : 1;
     const unsigned runs_x = L.tw / kSepRun * channels, cols = L.tw * channels;
@@ -664,7 +664,7 @@ __global__ void vec_color(const __grid_constant__ ColorOp<T> op) {
 // 3-channel images: a thread's N pixels are 3N samples, so its words lie
 // 3N samples apart and each load or store instruction of a warp touches
 // every other 16 bytes of its sectors, which kept the L2 busier than DRAM
-// (measured: apps/bench/README.md, History). Here a block moves its segment of the row between global and shared memory as
+// (docs/performance.md#vec-staging). Here a block moves its segment of the row between global and shared memory as
 // consecutive 16-byte words (a warp: 512 contiguous bytes per instruction),
 // and each thread computes its pixels from shared memory.
 __device__ __forceinline__ void block_copy(unsigned char* dst, const unsigned char* src, int bytes, bool words) {
@@ -745,7 +745,7 @@ void launch_vec(const VecSchedule& vec, const ColorOp<T>& op, cudaStream_t strea
             with_channels(op.dst.channels, [&](auto co) {
                 // 1 channel in: gray (a copy) or 3 channels out, read as R = G = B.
                 if constexpr ((ci() >= 3 && (co() == 1 || co() == ci())) || (ci() == 1 && (co() == 1 || co() == 3))) {
-                    // Staged for float: measured faster on 32f:3 and slower on 8u:3 (H100, apps/bench/README.md).
+                    // Staged for float only: docs/performance.md#vec-staging.
                     if constexpr (ci() == 3 && sizeof(T) == 4) {
                         constexpr auto kernel = vec_color_staged<n(), ci(), co(), T>;
                         const int per_thread = n() * std::max(ci(), co()) * static_cast<int>(sizeof(T));

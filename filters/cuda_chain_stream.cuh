@@ -353,10 +353,8 @@ __device__ __forceinline__ unsigned long long chain_finish(const Op& op, const s
 // sobel3_mag_bias's (with_chain_stream_kernel checks), constants whose zero
 // and unit weights cost no multiply and zero biases no add; kBinomial5: the
 // first stencil's are binomial5_weight's, its biases zero.
-// Registers limit the warps an SM holds: 72 a thread (28 warps) was faster
-// than 80 (24 warps) and 64 (32 warps, spilling), and than both rings in
-// shared memory (up to 35 warps, loads where the moves were),
-// apps/bench/README.md.
+// Registers limit the warps an SM holds; kChainRegisters trades warps an SM
+// against spills (docs/performance.md#register-caps).
 template <class Pre, class Op, int K2, int C, int P2, bool kGray, bool kSobel3, bool kBinomial5>
 __global__ void __maxnreg__(kChainRegisters) chain_stream(const __grid_constant__ Pre pre, const __grid_constant__ Op op,
                              const __grid_constant__ ChainTaps<1, kChainRing> taps1, const __grid_constant__ ChainTaps<P2, K2> taps2,
@@ -400,9 +398,8 @@ __global__ void __maxnreg__(kChainRegisters) chain_stream(const __grid_constant_
     int(&fetch_offsets)[G] = ws.fetch_offsets[lane];
     // Lanes of edge warps wholly outside the image copy their input samples
     // (through the first stencil's border rule) from the lanes of the warp
-    // that load them: some 40 instructions a row, where reading them byte
-    // by byte took 257 and made the edge warps twice as slow as the others
-    // (apps/bench/README.md, "Edge warps that copy"). Other lanes without
+    // that load them, far fewer instructions than reading them byte by byte
+    // (docs/performance.md#edge-warps). Other lanes without
     // 8-byte loads (a row's last bytes, unaligned rows, and a halo lane past
     // the row's end in a warp whose outputs end 8 bytes before it) read
     // byte by byte.
@@ -707,7 +704,7 @@ void launch_chain_stream(const StreamSchedule& strip, const Pre& pre, const Op& 
 }
 
 // The strip heights a pair on the default table's schedule chooses from:
-// the best measured at each size tried was among them (apps/bench/README.md).
+// the best measured at each size tried was among them (docs/performance.md#strip-heights).
 inline constexpr int kChainStripHeights[] = {12, 16, 20, 24};
 
 // The strip height of kChainStripHeights for the pair on strips `strip_w`

@@ -151,9 +151,8 @@ inline constexpr int kStreamRun = sizeof(T) == 4 ? 4 : 8;  // samples per thread
 inline constexpr int kStreamAhead = 1;  // rows loaded ahead of the one being summed
 
 // Where the ring of row sums lives: registers for 3x3 (small), shared
-// memory for larger kernels. In registers the K = 9 ring took 94 (32f:1) to
-// 245 (8u:3) registers per thread, 6-17 % achieved occupancy on the H100
-// (Nsight Compute, apps/bench/README.md). In shared memory each thread
+// memory for larger kernels, whose ring in registers left too few warps an SM
+// (docs/performance.md#stream-ring). In shared memory each thread
 // keeps its own slots ([slot][sample][thread]: lanes on consecutive words,
 // no bank conflicts), written and read by the same thread: no barriers.
 template <int K>

@@ -589,12 +589,11 @@ __device__ __forceinline__ void stream8_walk(const Op& op, const Stream8Taps<P, 
 
 // The kernel, with the registers the compiler chooses; and capped
 // (kStream8RegisterCap) for blends of 8-bit Gaussians with K = 9 on 3
-// channels: at 88 registers a blend with the source (the unsharp mask), at
-// 80 a blend of two Gaussians. Unforced, they hold fewer warps an SM, and
-// capped they ran faster though they spill a few bytes (16 and 64); the
-// cap made the other kernels it was tried on slower or spill, so they keep
-// the compiler's choice (apps/bench/README.md, "Fused blends at 80
-// registers" and "Blends of Gaussians two taps an instruction").
+// channels: 88 registers for a blend with the source (the unsharp mask),
+// 80 for a blend of two Gaussians. Unforced, they hold fewer warps an SM;
+// capped they ran faster though they spill a little; the cap made the other
+// kernels it was tried on slower or spill, so they keep the compiler's
+// choice (docs/performance.md#register-caps).
 template <class Op, int K, int C, int P, int KB>
 __global__ void stream8_stencil(const __grid_constant__ Op op, const __grid_constant__ Stream8Taps<P, K> taps, int strip_h,
                                 int strips_y, const TileOrder order) {
@@ -782,10 +781,8 @@ void launch_stream8_kernel(const StreamSchedule& strip, const Op& op, cudaStream
 }
 
 // The strip heights this kernel chooses from on the default table's stream
-// schedule (apps/bench/README.md, "Strip heights by waves"). One stencil:
-// 8 or 12; 12 was as fast as 16 or faster at every size measured, and the
-// model picked taller strips badly. A blend with its stencils: 8 to 24, the
-// best measured at each size among them.
+// schedule: one stencil 8 or 12 (the model picked taller strips badly), a
+// blend with its stencils 8 to 24 (docs/performance.md#strip-heights).
 inline constexpr int kStream8StripHeights[] = {8, 12};
 inline constexpr int kBlendStripHeights[] = {8, 12, 16, 20, 24};
 

@@ -1,6 +1,6 @@
 #pragma once
 // cbi's exceptions. The library never exits or prints; apps map these to
-// one-line messages and exit codes (README.md, "cbi-filter", Errors):
+// one-line messages and exit codes (docs/cli.md#errors-and-exit-codes):
 //   std::invalid_argument -> usage error (exit 2): malformed input that no
 //                            device could run: an unknown flag or filter, a
 //                            kernel size outside 1..255, a malformed schedule

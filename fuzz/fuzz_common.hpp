@@ -99,7 +99,7 @@ void check_graph_round_trip(const cbi::Graph& g);
 // depth, 1/3/4 channels): kernels far larger than the image, every border.
 // A node that cannot take the channel count is a cbi::Error (fine).
 // Integer outputs must equal those of the same graph on the naive schedule
-// (every schedule is bit-identical to naive: README.md, "Tests"). Skips graphs with
+// (every schedule is bit-identical to naive: docs/testing.md). Skips graphs with
 // "auto" nodes (they time candidates: slow and not deterministic).
 void run_on_tiny_images(const cbi::Graph& g);
 

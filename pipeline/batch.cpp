@@ -709,7 +709,7 @@ private:
     // auto: whether the devices' codecs (encoders) and decoders have started,
     // and how many JPEGs wait for their decoders. A few per device keep its
     // hardware decoders busy (two states); more would hold worker threads
-    // that the CPU's decoders can use (12 and 24 were slower: apps/bench/README.md).
+    // that the CPU's decoders can use (docs/performance.md#device-jpegs).
     static constexpr int kDeviceJpegs = 6;
     std::atomic<bool> device_codec_ready_{false}, device_decoder_ready_{false};
     std::atomic<int> device_jpegs_{0};

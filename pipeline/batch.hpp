@@ -173,7 +173,7 @@ struct BatchDevice {
 // allocates its device buffers and pinned staging at its first image, and
 // those allocations serialise in the driver; one GPU gains nothing from
 // more images at once than keep its copies and kernels busy
-// (apps/bench/README.md, the twenty-eighth session's section).
+// (docs/performance.md#gpu-processors).
 inline constexpr int kGpuBatchProcessors = 4;
 
 struct DeviceStats {

@@ -7,7 +7,13 @@ namespace cbi {
 namespace {
 
 // The blend's rows; the kinds bring theirs (FilterKind<F>::defaults).
-// Within a row the schedules are fastest first.
+// First match wins: specific rows before general ones; within a row the
+// schedules are fastest first. GPU rows: the fastest fixed schedule per
+// cell of a cbi-bench run, or one close to it at both sizes measured;
+// unmeasured formats (16-bit, 4 channels) take the row of the nearest
+// measured one. CPU rows: sep:WxH's tiles run the vectorised separable
+// passes (cpu_separable.hpp); pointwise rows are vectorised under the
+// row-major order. The runs: docs/performance.md#default-table.
 constexpr DefaultRow kBlendRows[] = {
     // Runs of N pixels as whole words.
     {"blend", true, 0, static_cast<int>(Depth::u8), 0, "vec:8 vec:4 vec:16"},
@@ -81,8 +87,8 @@ void for_each_listed(const NodeOp& op, const NodeFormat& format, F&& f) {
 // Nanoseconds one core spends per sample of a node on the CPU rows above, for
 // 8-bit images: a base, plus a part growing with the kernel size (the box
 // slides its sums, so barely). Other depths take kWideDepth times as long.
-// Fitted, rounding up, to `cbi-filter --device cpu --stats` runs on the
-// 2-core development machine (apps/bench/README.md, "One image's device").
+// Fitted, rounding up, to `cbi-filter --device cpu --stats` runs
+// (docs/performance.md#cpu-sample-costs).
 constexpr double kStencilNs = 1.5, kPerTapNs = 0.05, kBoxPerTapNs = 0.01, kPointwiseNs = 0.5, kWideDepth = 2.5;
 
 double sample_ns(const NodeOp& op, Depth depth) {

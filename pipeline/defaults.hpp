@@ -48,44 +48,33 @@ std::vector<ScheduleSpec> default_candidates(const NodeOp& op, const Border& bor
 
 // Whether a stencil pair fuses by default (RunOptions::StencilPairs::
 // measured): where the line-buffer pair kernel (cuda_chain_stream.cuh), on
-// the strip height it takes for the image, ran faster on the H100 than the
-// kernels it replaces (the gray conversion's, the stencils' on theirs)
-// (apps/bench/README.md, "Strip heights by waves"). 8-bit pairs on stream,
-// either
+// the strip height it takes for the image, ran faster than the kernels it
+// replaces (the gray conversion's, the stencils' on theirs). 8-bit pairs on
+// stream, either
 // - read through a gray conversion of 3-channel BGR (the kernel stores
-//   neither the gray image nor the first stencil's): faster fused at every
-//   size from 0.3 MP to 16.8 MP, by 18-46 %, once the kernel's edge warps
-//   stopped reading byte by byte
-//   (apps/bench/README.md, "Edge warps that copy"); or
-// - ending in a 3x3 Sobel: faster fused from 0.3 MP to 67 MP (but two
-//   cells within 2.2 % at 0.3 MP), 1 or 3 channels; or
-// - a Gaussian, then a Gaussian or a Sobel: faster fused in each of 30
-//   cells from 0.3 MP to 67 MP, 1 and 3 channels, by 2.5-24 %
-//   (apps/bench/README.md, "Edge warps that copy").
+//   neither the gray image nor the first stencil's), at any size; or
+// - ending in a 3x3 Sobel, 1 or 3 channels, at any size; or
+// - a Gaussian, then a Gaussian or a Sobel, at any size.
 // A blur before a blur or Gaussian stays two kernels: slower fused on large
-// images (up to 24 % at 67 MP), where the unfused blur's running sums are
-// cheap.
-// On the CPU (format.cuda false) no pair fuses by default: the
-// line-buffer walk (cpu_chain.hpp) took 0.87-1.19x the two nodes' time on
-// 2, 4 and 16 threads from 1 MP to 16.8 MP, about as often slower as faster
-// (apps/bench/README.md, "Chains on the CPU through line buffers").
-// --fuse-stencils fuses them there, saving the intermediate image's memory.
+// images, where the unfused blur's running sums are cheap
+// (docs/performance.md#stencil-pairs).
+// On the CPU (format.cuda false) no pair fuses by default: the line-buffer
+// walk (cpu_chain.hpp) was about as often slower as faster
+// (docs/performance.md#cpu-chains). --fuse-stencils fuses them there,
+// saving the intermediate image's memory.
 bool fuses_pair_by_default(const FilterRun& pair, const NodeFormat& format);
 
 // Whether a colour node read only by a stencil fuses into it by default
 // (into the stencil alone or into a pair's kernel): on the GPU, yes; on the
 // CPU, no: converted a tile's columns at a time, its rows stall on memory
-// where the whole-row pass streams, and the gray pipeline fused took
-// 1.08-1.54x as long as unfused (apps/bench/README.md, "Chains on the CPU
-// through line buffers").
+// where the whole-row pass streams (docs/performance.md#color-fusion).
 // --fuse-stencils fuses them on the CPU too.
 constexpr bool fuses_color_by_default(bool cuda) { return cuda; }
 
 // The default device for one image (`--device auto` outside a batch):
 // starting a CUDA device, and staging and copying one image in and out,
 // cost a one-image run more than the default CPU schedules take for most
-// images on a multicore CPU (apps/bench/README.md, "One image: the CPU or
-// the GPU"). So the image runs on the CPU when cpu_run_seconds is within
+// images on a multicore CPU (docs/performance.md#one-image-device). So the image runs on the CPU when cpu_run_seconds is within
 // what the device would add: kCudaStartSeconds plus kCudaSecondsPerByte for
 // each byte of the input and the outputs.
 inline constexpr double kCudaStartSeconds = 0.4;
@@ -104,7 +93,7 @@ bool one_image_runs_on_cpu(const Graph& graph, std::uint64_t width, std::uint64_
 // filters the CPU runs before the device has started waits for nothing.
 // So a batch of `images` runs on the CPU when cpu_run_seconds of one
 // (a width x height image standing for all) times their count is within
-// kCudaStartSeconds (apps/bench/README.md, "A batch's device").
+// kCudaStartSeconds (docs/performance.md#batch-device).
 bool batch_runs_on_cpu(const Graph& graph, std::uint64_t width, std::uint64_t height, int channels, Depth depth,
                        int threads, std::uint64_t images);
 

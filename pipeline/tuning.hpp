@@ -31,9 +31,8 @@ std::string tuning_key(const std::string& device, const std::string& op, const s
 // On the CPU the candidates run on a band of at least this many rows (or an
 // eighth of the image if more) from the middle of the node's input.
 inline constexpr int kTuningBandRows = 256;
-// How `auto` bounds its search (without bounds, gaussian:255 on a small
-// image timed every per-pixel candidate for minutes; measured:
-// apps/bench/README.md, "Measurements behind constants in the code").
+// How `auto` bounds its search (without bounds, a huge kernel on a small
+// image timed every per-pixel candidate for minutes; docs/performance.md#tuning).
 //
 // A candidate whose first deciding run is slower than this times the best
 // median so far is dropped after that run: to win, its median would have to

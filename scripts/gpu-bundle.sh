@@ -3,7 +3,7 @@
 # self-contained bundle in bundle/ that runs on a machine with the CUDA
 # driver but without OpenCV, TBB or GTest: the binaries, their non-system
 # shared libraries (xz-compressed: OpenCV's imgcodecs pulls in ~175 MB of
-# GDAL & co.), the samples and run.sh. See README "Testing on a GPU host".
+# GDAL & co.), the samples and run.sh. See docs/testing-gpu.md.
 #   scripts/gpu-bundle.sh            # then, on the GPU host: bundle/run.sh all
 # CBI_BUILD_DIR / CBI_BUNDLE_DIR choose other folders (default build-gpu, bundle).
 # CBI_BUNDLE_BINARIES="test_fusion cbi-bench" bundles those binaries only, with
@@ -26,7 +26,7 @@ export PATH=$PATH:/usr/local/cuda/bin
 # its mpirun must meet its own libraries. CBI_WITH_MPI=OFF leaves MPI out.
 # nvJPEG: the development machines' CUDA toolkit lacks it. CBI_NVJPEG_ROOT
 # names a folder with include/nvjpeg.h and lib64/libnvjpeg.so* copied from the
-# GPU host (README: Testing on a GPU host); the library stays out of the
+# GPU host (docs/testing-gpu.md); the library stays out of the
 # bundle (the host's toolkit has it).
 cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release -DCBI_WITH_CUDA=ON -DCBI_WITH_MPI="${CBI_WITH_MPI:-AUTO}" \
   -DCBI_NVJPEG_ROOT="${CBI_NVJPEG_ROOT:-}" -DCMAKE_CUDA_ARCHITECTURES="$arch" >/dev/null

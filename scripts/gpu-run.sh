@@ -6,12 +6,12 @@
 #   run.sh bench      cbi-bench baseline table (CSV/JSON to $OUT or ./)
 #   run.sh cli        cbi-filter on a photo, CUDA vs CPU
 #   run.sh batch      batch mode: 200 generated 2048x2048 RGB PNGs, --device cuda, overlap vs --no-overlap
-#   run.sh scale      issue-19 checks: 400 generated 2048x2048 JPEGs (q90) with
+#   run.sh scale      batch scaling: 400 generated 2048x2048 JPEGs (q90) with
 #                     --codec cpu, auto and gpu (CBI_SCALE_QUICK=1: only these),
 #                     --device cuda:0 and cuda:0,0, then mpirun -n 1 and -n 2;
 #                     outputs compared byte for byte, images/s beside
 #                     OpenCV's decode+encode alone on all cores
-#   run.sh gpus       issue-22 checks on every GPU of the host: 800 JPEGs and 200
+#   run.sh gpus       batch on every GPU of the host: 800 JPEGs and 200
 #                     PNGs (2048x2048), --blur 9 and a three-stage pipeline,
 #                     --device cuda:0, cuda:all and mpirun -n GPUs, --stats,
 #                     beside OpenCV's decode+encode alone; a rank killed and
@@ -25,14 +25,14 @@
 #   run.sh small      small batches (2/8/32/128 generated 2048x2048 JPEGs,
 #                     --blur 9): --device cpu against the default, whole
 #                     process, best of 3; every run must exit 0
-#   run.sh chain      fusion (issue 21): test_fusion, its stream-pair and
+#   run.sh fusion     fused pipelines: test_fusion, its stream-pair and
 #                     blend tests under memcheck and racecheck, then cbi-bench
 #                     --pipeline at 4096² and 8192² 8u:3 (fused, default, no-pairs,
 #                     unfused; apps/bench/pipelines/*.json: unsharp mask and
 #                     difference of Gaussians; the gray pipeline on taller
-#                     strips too) beside the floor; chain.csv to $OUT. Each
+#                     strips too) beside the floor; fusion.csv to $OUT. Each
 #                     part runs when the bundle has its binary;
-#                     CBI_CHAIN_BENCH=PATH times another build's cbi-bench.
+#                     CBI_FUSION_BENCH=PATH times another build's cbi-bench.
 #   run.sh blend      one 24-megapixel JPEG through apps/bench/pipelines/unsharp.json:
 #                     the default (fused) against --no-fuse, byte for byte, and
 #                     OpenCV (Python) doing the same; whole process, 3 runs each
@@ -486,7 +486,7 @@ run_small() {
   rm -rf "$dir"
 }
 
-# Every GPU of the host (issue 22): a batch of generated 2048x2048 JPEGs
+# Every GPU of the host: a batch of generated 2048x2048 JPEGs
 # (CBI_GPUS_JPEGS, default 800, q90) and PNGs (CBI_GPUS_PNGS, 200) through
 # --blur 9 and the three-stage pipeline, each with --device cuda:0, cuda:all
 # and mpirun -n G (G = the host's GPUs: one rank a GPU), --stats, the JPEGs
@@ -585,29 +585,29 @@ run_hostile() {
   CBI_SWEEP_DEVICE=cuda bash "$repo/scripts/hostile-sweep.sh" "$bin/cbi-filter" || status=1
 }
 
-run_chain() {
+run_fusion() {
   # A bundle may carry one binary: each part runs when its binary is there.
   if [ -x "$bin/test_fusion" ]; then
     "$bin/test_fusion" --gtest_brief=1 --gtest_filter=-*Cli* > "$out/test_fusion.log" 2>&1 || status=1
     echo "test_fusion: $(grep -E '^\[  PASSED  \]|^\[  FAILED  \]' "$out/test_fusion.log" | tr '\n' ' ')"
     for tool in memcheck racecheck; do
       compute-sanitizer --tool "$tool" --error-exitcode 99 "$bin/test_fusion" --gtest_brief=1 \
-        --gtest_filter='Fusion.StencilPairsOnStream*:Fusion.StreamPairs*:Fusion.Blends*' > "$out/sanitize-$tool-chain.log" 2>&1 || status=1
-      echo "$tool: $(grep -E 'ERROR SUMMARY|PASSED|FAILED' "$out/sanitize-$tool-chain.log" | tr '\n' ' ')"
+        --gtest_filter='Fusion.StencilPairsOnStream*:Fusion.StreamPairs*:Fusion.Blends*' > "$out/sanitize-$tool-fusion.log" 2>&1 || status=1
+      echo "$tool: $(grep -E 'ERROR SUMMARY|PASSED|FAILED' "$out/sanitize-$tool-fusion.log" | tr '\n' ' ')"
     done
   fi
   if [ -x "$bin/cbi-bench" ]; then
     local pipelines=$bundle/../apps/bench/pipelines
-    local bench=${CBI_CHAIN_BENCH:-$bin/cbi-bench}  # another build's cbi-bench, to compare in one call
+    local bench=${CBI_FUSION_BENCH:-$bin/cbi-bench}  # another build's cbi-bench, to compare in one call
     "$bench" --suite filters --image 8u:3 --size 4096x4096 --size 8192x8192 --filter gaussian:9 \
       --schedule stream:256x16 --pipeline "color:gray | gaussian:5 | sobel:mag" \
       --pipeline "color:gray | gaussian:5@stream:256x32 | sobel:mag@stream:256x32" \
       --pipeline "color:gray | gaussian:5@stream:256x64 | sobel:mag@stream:256x64" \
       --pipeline "$pipelines/unsharp.json" --pipeline "$pipelines/dog.json" \
       --pipeline "gaussian:5 | sobel:mag" --pipeline "blur:3 | gaussian:5" \
-      --csv "$out/chain.csv" > "$out/chain.txt" 2>&1 || status=1
-    grep -E '^#|pipeline|DIFFERS|error' "$out/chain.txt" | head -60
-    [ -n "${OUT:-}" ] && cp "$out/chain.csv" "$OUT/"
+      --csv "$out/fusion.csv" > "$out/fusion.txt" 2>&1 || status=1
+    grep -E '^#|pipeline|DIFFERS|error' "$out/fusion.txt" | head -60
+    [ -n "${OUT:-}" ] && cp "$out/fusion.csv" "$OUT/"
   fi
 }
 
@@ -624,7 +624,7 @@ case "${1:-all}" in
   small) run_small ;;
   gpus) run_gpus ;;
   codecs) run_codecs ;;
-  chain) run_chain ;;
+  fusion) run_fusion ;;
   blend) run_blend ;;
   hostile) run_hostile ;;
   all) run_tests; run_cli; run_sanitize; run_bench ;;

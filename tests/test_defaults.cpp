@@ -262,8 +262,8 @@ TEST(RoutingCuda, GpuNodesRunTheKernelTheirScheduleNames) {
 
 // With no schedules, color:gray | gaussian:5 | sobel:mag plans as the
 // fastest plan measured: both stencils on stream, fused with the gray
-// conversion into one line-buffer kernel, at any size (apps/bench/README.md,
-// "Edge warps that copy").
+// conversion into one line-buffer kernel, at any size
+// (docs/performance.md#stencil-pairs).
 TEST(DefaultTableCuda, APipelineWithoutSchedulesPlansLikeTheFastestHandWrittenPlan) {
     std::string why;
     if (cuda_device_count(why) == 0) GTEST_SKIP() << "no CUDA device: " << why;

@@ -39,9 +39,10 @@ using namespace test;
 
 bool is_color(const Filter& f) { return std::holds_alternative<ColorFilter>(f); }
 
-// 8/16-bit within 1 of OpenCV, float within 1e-5 relative (README.md, "Tests").
+// 8/16-bit within 1 of OpenCV, float within 1e-5 relative (docs/testing.md).
 test::Comparison check_against_opencv(const FilterRun& node, const cv::Mat& src, const cv::Mat& got) {
-    return compare(got, opencv_reference(node, src), 1.0, 1e-5, test::output_scale(node, src));
+    return compare(got, opencv_reference(node, src), test::int_tolerance(node, src.depth() == CV_16U ? Depth::u16 : Depth::u8), 1e-5,
+                   test::output_scale(node, src));
 }
 
 cv::Mat run_cpu(const FilterRun& node, const cv::Mat& src) {

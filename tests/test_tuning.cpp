@@ -418,7 +418,7 @@ TEST(Tuning, AutoOnCudaSkipsCandidatesThatCannotLaunch) {
     GraphExecutor tuned(parse_pipeline("blur:31", AutoSchedule{}), gpu);
     GraphExecutor cpu(parse_pipeline("blur:31"), RunOptions{});
     const cv::Mat want = first_output(cpu, src);
-    // float box sums: the running sums of sep are within 1e-5 of the direct sum (README, schedules)
+    // float box sums: the running sums of sep are within 1e-5 of the direct sum (docs/schedules.md)
     EXPECT_LE(cv::norm(first_output(tuned, src), want, cv::NORM_INF), 1e-5 * cv::norm(want, cv::NORM_INF));
     EXPECT_NE(tuned.describe().find("(auto, timed)"), std::string::npos) << tuned.describe();
 }

@@ -1,11 +1,11 @@
 #!/usr/bin/env python3
-"""The current table and figure of apps/bench/README.md from one run of
-apps/bench/issue17.sh (cbi-bench's CSV at 4096^2 and 8192^2, the NPP and
+"""The current table and figure of docs/performance.md from one run of
+apps/bench/current.sh (cbi-bench's CSV at 4096^2 and 8192^2, the NPP and
 CuPy peers on the 4096^2 inputs):
 
     python3 apps/bench/current.py DIR --out apps/bench/results --tag 2026-11-24-h100
 
-DIR holds issue17-4096.csv, issue17-8192.csv, npp.csv and cupy.csv. Prints
+DIR holds bench-4096.csv, bench-8192.csv, npp.csv and cupy.csv. Prints
 the markdown tables; writes TAG-current.png (matplotlib) to --out.
 """
 import argparse
@@ -131,8 +131,8 @@ def main():
     p.add_argument("--out")
     p.add_argument("--tag", default="current")
     a = p.parse_args()
-    r4 = read(os.path.join(a.dir, "issue17-4096.csv"))
-    r8 = read(os.path.join(a.dir, "issue17-8192.csv"))
+    r4 = read(os.path.join(a.dir, "bench-4096.csv"))
+    r8 = read(os.path.join(a.dir, "bench-8192.csv"))
     peers = read(os.path.join(a.dir, "npp.csv")) + read(os.path.join(a.dir, "cupy.csv"))
     c4, c8 = cells(r4 + peers), cells(r8)
     text, worst = table(c4, c8)

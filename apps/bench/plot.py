@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Turns cbi-bench's CSV (with the NPP, CuPy and CPU rows appended, as
 scripts/gpu-run.sh bench-all writes it) into the summary tables and PNG
-figures of apps/bench/README.md.
+figures of docs/performance.md.
 
     python3 apps/bench/plot.py --summary bench.csv          # markdown tables to stdout
     python3 apps/bench/plot.py bench.csv --out DIR [--md summary.md]   # figures too

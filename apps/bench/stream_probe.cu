@@ -6,7 +6,7 @@
 //   nvcc -std=c++20 --expt-relaxed-constexpr -O3 -arch=sm_90 -I. apps/bench/stream_probe.cu -o probe   # here
 //   ./probe            # GPU host; ./probe stream8: only the 8-bit box/Gaussian kernel (cuda_stream8.cuh)
 // Correctness is the test suites' job; the weights here are arbitrary (the
-// timing does not depend on them). Results: apps/bench/README.md, "stream:WxH".
+// timing does not depend on them). Results: docs/performance.md#strip-heights.
 #include <cstdio>
 #include <random>
 #include <vector>

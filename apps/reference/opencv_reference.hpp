@@ -5,7 +5,7 @@
 // cbi-bench, which validates and times against it. Header-only, no GoogleTest;
 // not installed (no part of the library's layers).
 //
-// Semantics (README.md, "cbi-filter"): box = cv::blur, gaussian =
+// Semantics (docs/cli.md#filters): box = cv::blur, gaussian =
 // cv::GaussianBlur, sobel = |gx|, |gy| or sqrt(gx^2 + gy^2) of
 // cv::Sobel(src, CV_32F, ...) rounded and saturated to the input depth,
 // laplacian = |cv::Laplacian(src, CV_32F, ksize, 1, 0, ...)| likewise, colour = the matrix on (R, G, B) with alpha kept (gray and ycrcb as
@@ -112,6 +112,18 @@ inline void reference(const SobelFilter& f, const Border& border, const cv::Mat&
         if (f.mode != SobelMode::y) cv::Sobel(s, gx, CV_32F, 1, 0, f.ksize, 1, 0, b);
         if (f.mode != SobelMode::x) cv::Sobel(s, gy, CV_32F, 0, 1, f.ksize, 1, 0, b);
         if (f.mode == SobelMode::mag) cv::magnitude(gx, gy, v);  // per sample, any channel count
+        else v = cv::abs(f.mode == SobelMode::x ? gx : gy);
+        v.convertTo(d, depth);  // rounds and saturates
+    });
+}
+
+inline void reference(const ScharrFilter& f, const Border& border, const cv::Mat& src, cv::Mat& out) {
+    const int depth = src.depth();
+    with_border(src, border, 1, out, [&](const cv::Mat& s, cv::Mat& d, int b) {
+        thread_local cv::Mat gx, gy, v;  // reused run after run (cbi-bench times this)
+        if (f.mode != SobelMode::y) cv::Scharr(s, gx, CV_32F, 1, 0, 1, 0, b);
+        if (f.mode != SobelMode::x) cv::Scharr(s, gy, CV_32F, 0, 1, 1, 0, b);
+        if (f.mode == SobelMode::mag) cv::magnitude(gx, gy, v);
         else v = cv::abs(f.mode == SobelMode::x ? gx : gy);
         v.convertTo(d, depth);  // rounds and saturates
     });
@@ -224,6 +236,7 @@ inline double l1_gain(const SobelKernels& k) {
 template <class F>
 double kernel_gain(const F&) { return 1; }
 inline double kernel_gain(const SobelFilter& f) { return l1_gain(sobel_kernels(f.ksize)); }
+inline double kernel_gain(const ScharrFilter&) { return l1_gain(scharr_kernels()); }
 inline double kernel_gain(const LaplacianFilter& f) { return 2 * l1_gain(laplacian_kernels(f.ksize)); }
 
 inline double output_scale(const Filter& filter, const cv::Mat& src) {

@@ -78,7 +78,7 @@ struct FilterKind<GaussianFilter> {
     static constexpr std::string_view help = "Gaussian blur K x K; K odd, 1..255; SIGMA 0 or absent: from K";
     static constexpr std::string_view opencv = "cv::GaussianBlur(src, dst, {K,K}, SIGMA, SIGMA, border)";
     static constexpr Category category = Category::stencil;
-    static constexpr std::string_view examples[] = {"3", "5:1.2", "9"};
+    static constexpr std::string_view examples[] = {"3", "5:1.2", "9", "31"};
     static constexpr KindDefault defaults[] = {
         {true, 9, static_cast<int>(Depth::u8), 0, "stream:256x16 stream:256x32 stream:128x16"},
         {true, 9, kAnyDepth, 1, "sep:128x32 sep:64x32 stream:256x32"},
