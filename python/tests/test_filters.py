@@ -66,6 +66,18 @@ def test_sobel(rng, dtype, channels, mode):
     assert_close(cbi.sobel(x, mode, ksize=3), to_depth(want, dtype), dtype)
 
 
+@pytest.mark.skipif(not hasattr(cbi, "scharr"), reason="this build has no scharr kind")
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("channels", CHANNELS)
+@pytest.mark.parametrize("mode", ["x", "y", "mag"])
+def test_scharr(rng, dtype, channels, mode):
+    x = random_image(rng, shape_of(channels), dtype)
+    gx = cv2.Scharr(x, cv2.CV_32F, 1, 0, borderType=R101)
+    gy = cv2.Scharr(x, cv2.CV_32F, 0, 1, borderType=R101)
+    want = {"x": np.abs(gx), "y": np.abs(gy), "mag": np.sqrt(gx * gx + gy * gy)}[mode]
+    assert_close(cbi.scharr(x, mode), to_depth(want, dtype), dtype)
+
+
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("channels", CHANNELS)
 def test_laplacian(rng, dtype, channels):
