@@ -16,6 +16,9 @@
 
 #include "filters/filter.hpp"
 #include "filters/image_view.hpp"
+#include "pipeline/image.hpp"
+
+struct CUstream_st;  // cudaStream_t (pipeline/executor.hpp)
 
 namespace cbi {
 
@@ -85,6 +88,23 @@ public:
     virtual ImageView download(const ImageView& result, std::size_t index) = 0;
     // Waits for everything started since the last finish.
     virtual void finish() = 0;
+
+    // The caller's own memory as a run's input, without a copy: host memory
+    // on the CPU, device memory on this device on CUDA (GraphExecutor::enqueue).
+    virtual ImageView use_input(const ImageView& input) { return upload(input); }
+    // A result copied into the caller's host view (GraphExecutor::run_into),
+    // complete once finish() returns.
+    virtual void download_into(const ImageView& result, const ImageView& host) { copy_pixels(result, host); }
+    // A copy between two images in this backend's memory (an output that is
+    // the graph's input), in order with the nodes.
+    virtual void copy_image(const ImageView& src, const ImageView& dst) { copy_pixels(src, dst); }
+    // Work from begin_external on goes to the caller's `stream` (CUDA;
+    // nullptr: the legacy default stream), after the backend's earlier work
+    // on any stream; end_external marks the buffers busy until that work is
+    // done (the next run's stream waits for it) and returns to the
+    // backend's own stream, the caller's current device restored.
+    virtual void begin_external(CUstream_st* /*stream*/) {}
+    virtual void end_external() {}
 
     // JPEG on the device (the CUDA backend in builds with nvJPEG; the others
     // decode nothing). jpeg_codec_ready: whether the device's codec has

@@ -18,6 +18,13 @@ namespace {
 class CudaBackend final : public Backend {
 public:
     CudaBackend(int device, int block) : device_(device), block_(block) {}
+    ~CudaBackend() override {
+        // The caller's work may still read the buffers freed below.
+        if (busy_) {
+            cudaEventSynchronize(busy_);
+            cudaEventDestroy(busy_);
+        }
+    }
 
     std::string device_name() const override { return cuda_device_name(device_); }
     // The first timed run decides: a kernel's first launch also loads its module.
@@ -44,6 +51,7 @@ public:
 
     std::size_t allocate(const BufferPlan& plan) override {
         use_device(device_);
+        wait_until_idle();
         const std::size_t plane = static_cast<std::size_t>(plan.width) * plan.height * depth_bytes(plan.depth);
         state_.emplace();
         state_->input = DeviceImage(plan.width, plan.height, plan.channels, plan.depth);
@@ -52,13 +60,17 @@ public:
         for (int ch : plan.output_channels) state_->output_staging.emplace_back(plane * ch);
         return 3 + state_->buffers.size() + state_->output_staging.size();  // + the stream
     }
-    void release() override { state_.reset(); }
+    void release() override {
+        wait_until_idle();
+        state_.reset();
+    }
     std::byte* buffer(int index) const override { return state_->buffers[index].data(); }
 
     ImageView upload(const ImageView& input) override {
         // A batch's processor may run on another thread than the one that
         // allocated it: make its device current on this one.
         use_device(device_);
+        join(state_->stream.get());
         const ImageView& device = state_->input.view;
         const ImageView staged =
             contiguous_view(state_->input_staging.data(), device.width, device.height, device.channels, device.depth);
@@ -84,6 +96,35 @@ public:
     }
     void finish() override { state_->stream.synchronize("cudaStreamSynchronize after the graph"); }
 
+    // The caller's device memory, read in place (GraphExecutor::enqueue).
+    ImageView use_input(const ImageView& input) override {
+        use_device(device_);
+        return input;
+    }
+    void download_into(const ImageView& result, const ImageView& host) override { cbi::download(result, host, stream()); }
+    void copy_image(const ImageView& src, const ImageView& dst) override {
+        CBI_CUDA_CHECK(cudaMemcpy2DAsync(dst.data, dst.stride, src.data, src.stride, src.row_bytes(), src.height,
+                                         cudaMemcpyDeviceToDevice, stream()),
+                       "cudaMemcpy2DAsync of the input to an output");
+    }
+    void begin_external(CUstream_st* stream) override {
+        CBI_CUDA_CHECK(cudaGetDevice(&caller_device_), "cudaGetDevice");
+        use_device(device_);
+        external_ = stream;
+        external_active_ = true;
+        join(stream);
+    }
+    void end_external() override {
+        external_active_ = false;
+        const int caller = caller_device_;
+        if (!busy_) CBI_CUDA_CHECK(cudaEventCreateWithFlags(&busy_, cudaEventDisableTiming), "cudaEventCreateWithFlags");
+        CBI_CUDA_CHECK(cudaEventRecord(busy_, external_), "cudaEventRecord after the graph on the caller's stream");
+        busy_pending_ = true;
+        // Back to the caller's device, even one cbi marked unusable (the
+        // caller's business, not this run's).
+        if (caller != device_) CBI_CUDA_CHECK(cudaSetDevice(caller), "cudaSetDevice back to the caller's device");
+    }
+
 #if CBI_HAVE_NVJPEG
     bool decodes_jpeg() const override { return true; }
     bool jpeg_codec_ready(bool wait) override {
@@ -102,6 +143,7 @@ public:
     }
     std::optional<ImageView> decode_input(std::span<const std::uint8_t> jpeg) override {
         use_device(device_);
+        join(stream());
         const ImageView& device = state_->input.view;
         if (!codec_->decode(jpeg, device, stream())) return std::nullopt;
         return device;
@@ -119,7 +161,15 @@ public:
     double stop_timer_ms() override { return timer_->stop_ms(stream()); }
 
 private:
-    cudaStream_t stream() const { return state_->stream.get(); }
+    cudaStream_t stream() const { return external_active_ ? external_ : state_->stream.get(); }
+    // Work about to start on `s` comes after the buffers' last use on a caller's stream.
+    void join(cudaStream_t s) {
+        if (busy_pending_) CBI_CUDA_CHECK(cudaStreamWaitEvent(s, busy_, 0), "cudaStreamWaitEvent for the executor's buffers");
+    }
+    void wait_until_idle() {
+        if (busy_pending_) CBI_CUDA_CHECK(cudaEventSynchronize(busy_), "cudaEventSynchronize before freeing buffers");
+        busy_pending_ = false;
+    }
     struct State {
         Stream stream;
         DeviceImage input;
@@ -130,6 +180,13 @@ private:
     int device_, block_;
     std::optional<State> state_;
     std::optional<EventTimer> timer_;
+    // GraphExecutor::enqueue: the caller's stream while it runs there, the
+    // event after its last work there (busy_pending_ until waited for).
+    cudaStream_t external_ = nullptr;
+    bool external_active_ = false;
+    int caller_device_ = 0;
+    cudaEvent_t busy_ = nullptr;
+    bool busy_pending_ = false;
 #if CBI_HAVE_NVJPEG
     std::optional<GpuJpegCodec> codec_;
 #endif

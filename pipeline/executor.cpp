@@ -354,7 +354,11 @@ void GraphExecutor::prepare(int width, int height, int channels, Depth depth) {
 }
 
 ImageView GraphExecutor::view_of(NodeId id) const {
-    return id == Graph::input() ? input_ : plan_->view(backend_->buffer(plan_->buffer_of[id]), id);
+    if (id == Graph::input()) return input_;
+    if (!direct_outputs_.empty())
+        for (std::size_t o = 0; o < direct_outputs_.size(); ++o)
+            if (graph_.outputs()[o] == id) return direct_outputs_[o];
+    return plan_->view(backend_->buffer(plan_->buffer_of[id]), id);
 }
 
 // Runs (or enqueues) node `id` with `schedule` on the band of `rows` rows
@@ -435,6 +439,92 @@ std::span<const ImageView> GraphExecutor::run(const ImageView& input) {
     backend_->finish();
     ran_ = true;
     return outputs_;
+}
+
+void GraphExecutor::check_outputs(std::span<const ImageView> outputs) const {
+    const auto& ids = graph_.outputs();
+    if (outputs.size() != ids.size())
+        throw std::invalid_argument("the pipeline has " + std::to_string(ids.size()) + " output" +
+                                    (ids.size() == 1 ? "" : "s") + ", " + std::to_string(outputs.size()) + " given");
+    for (std::size_t o = 0; o < outputs.size(); ++o) {
+        const ImageView& v = outputs[o];
+        const ImageView want{nullptr, plan_->width, plan_->height, plan_->channels_of[ids[o]], plan_->depth, 0};
+        if (v.width != want.width || v.height != want.height || v.channels != want.channels || v.depth != want.depth ||
+            v.stride < v.row_bytes() || (v.data == nullptr && !v.empty()))
+            throw std::invalid_argument("output " + std::to_string(o) + " is " + cbi::describe(v) + " (stride " +
+                                        std::to_string(v.stride) + "); the pipeline writes " + cbi::describe(want));
+    }
+    // Nodes read what they write only through their own buffers: an output
+    // sharing memory with the input (or another output) would be read after
+    // it was overwritten.
+    const auto span_of = [](const ImageView& v) {
+        const std::byte* first = v.data;
+        return std::pair{first, first + (v.height - 1) * v.stride + v.row_bytes()};
+    };
+    const auto overlap = [&](const ImageView& a, const ImageView& b) {
+        const auto [a0, a1] = span_of(a);
+        const auto [b0, b1] = span_of(b);
+        return a0 < b1 && b0 < a1;
+    };
+    for (std::size_t o = 0; o < outputs.size(); ++o) {
+        if (overlap(outputs[o], input_))
+            throw std::invalid_argument("output " + std::to_string(o) + " overlaps the input: filters cannot run in place");
+        for (std::size_t p = 0; p < o; ++p)
+            if (overlap(outputs[o], outputs[p]))
+                throw std::invalid_argument("outputs " + std::to_string(p) + " and " + std::to_string(o) + " overlap");
+    }
+}
+
+void GraphExecutor::run_into(const ImageView& input, std::span<const ImageView> outputs) {
+    prepare_for(input);
+    input_ = input;
+    check_outputs(outputs);
+    ran_ = false;
+    if (options_.device.cuda) {  // through the device: staged upload, downloads into the caller's views
+        input_ = backend_->upload(input);
+        run_nodes();
+        for (std::size_t i = 0; i < outputs.size(); ++i) backend_->download_into(view_of(graph_.outputs()[i]), outputs[i]);
+        backend_->finish();
+        ran_ = true;
+        return;
+    }
+    input_ = backend_->use_input(input);
+    direct_outputs_ = outputs;
+    struct Reset {
+        std::span<const ImageView>& outputs;
+        ~Reset() { outputs = {}; }
+    } reset{direct_outputs_};
+    run_nodes();
+    for (std::size_t i = 0; i < outputs.size(); ++i)
+        if (graph_.outputs()[i] == Graph::input()) backend_->copy_image(input_, outputs[i]);
+    backend_->finish();
+}
+
+void GraphExecutor::enqueue(const ImageView& input, std::span<const ImageView> outputs, CUstream_st* stream) {
+    if (!options_.device.cuda) throw std::logic_error("GraphExecutor::enqueue needs a CUDA executor");
+    // First, so that preparing (which makes the executor's device current)
+    // leaves the caller's current device as it was.
+    backend_->begin_external(stream);
+    try {
+        prepare_for(input);
+        input_ = input;
+        check_outputs(outputs);
+        ran_ = false;  // time_kernels_ms would read the caller's input after the call
+        input_ = backend_->use_input(input);
+        direct_outputs_ = outputs;
+        run_nodes();
+        for (std::size_t i = 0; i < outputs.size(); ++i)
+            if (graph_.outputs()[i] == Graph::input()) backend_->copy_image(input_, outputs[i]);
+    } catch (...) {
+        direct_outputs_ = {};
+        try {
+            backend_->end_external();
+        } catch (...) {  // the first error is the one to report
+        }
+        throw;
+    }
+    direct_outputs_ = {};
+    backend_->end_external();
 }
 
 float GraphExecutor::time_kernels_ms() {

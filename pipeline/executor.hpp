@@ -13,6 +13,10 @@
 #include "pipeline/processor.hpp"
 #include "pipeline/tuning.hpp"
 
+// cudaStream_t without the CUDA headers (the same type: cuda_runtime_api.h
+// declares `typedef struct CUstream_st* cudaStream_t`).
+struct CUstream_st;
+
 namespace cbi {
 
 class Backend;  // pipeline/backend.hpp
@@ -108,6 +112,29 @@ public:
     // output order, valid until the next run or prepare.
     std::span<const ImageView> run(const ImageView& input);
 
+    // Runs on `input` (host memory) and writes the outputs into `outputs`
+    // (host views, one per graph output in its order, each of the format
+    // channels_of gives that output; rows may be strided, as a NumPy ROI),
+    // then returns. On the CPU the output nodes write straight into
+    // `outputs`: no staging and no copy; on CUDA the outputs are downloaded
+    // into them. Allocates nothing on a format already prepared. An output
+    // must not overlap the input or another output. Throws
+    // std::invalid_argument for outputs of the wrong number or format.
+    void run_into(const ImageView& input, std::span<const ImageView> outputs);
+
+    // CUDA executors only: `input` and `outputs` are device memory on the
+    // executor's device (rows may be strided). Every node is enqueued on
+    // `stream` (nullptr: the legacy default stream), after the work already
+    // there, reading `input` in place and writing the output nodes straight
+    // into `outputs` (no staging, no copy), and the call returns without
+    // waiting for the device. The executor's buffers are used by its next
+    // run only after this work (an event orders them), so runs on other
+    // streams need nothing from the caller; `input` and `outputs` must stay
+    // valid until the work on `stream` is done. The calling thread's
+    // current device is the same on return. Allocates nothing on a format
+    // already prepared. Throws std::logic_error on a CPU executor.
+    void enqueue(const ImageView& input, std::span<const ImageView> outputs, CUstream_st* stream);
+
     // Benchmarks (CUDA only): runs every node again on the device copy of
     // the last run's input, between two CUDA events on the executor's stream;
     // no copies. Returns the milliseconds between the events.
@@ -144,6 +171,10 @@ private:
     // Plans (again, after tuning) and allocates for the format of `input` (its data unused).
     void prepare_for(const ImageView& input);
     ImageView view_of(NodeId id) const;  // the image node `id` writes (the input: what nodes read it through)
+    // run_into/enqueue: the caller's outputs (empty otherwise), in the order
+    // of the graph's outputs, which the output nodes write instead of their
+    // buffers.
+    void check_outputs(std::span<const ImageView> outputs) const;
     void run_node(NodeId id, const ScheduleSpec& schedule, int first_row, int rows);
     void run_nodes();
     // After run_nodes: the first output, encoded as JPEG on the device when
@@ -158,6 +189,7 @@ private:
     std::unique_ptr<Backend> backend_;
     ImageView input_;  // the last run's input, as the backend's nodes read it
     std::vector<ImageView> outputs_;
+    std::span<const ImageView> direct_outputs_;
     std::size_t allocations_ = 0;
     bool prepared_ = false;  // buffers allocated for plan_
     bool ran_ = false;       // the backend holds an input (time_kernels_ms)

@@ -25,7 +25,8 @@ if [ "$mode" != demo ] && [ "$mode" != test ]; then
 fi
 
 packages=(build-essential cmake pkg-config libopencv-dev libtbb-dev libcli11-dev libgtest-dev nlohmann-json3-dev libexiv2-dev zlib1g-dev libjpeg-dev
-          libopenmpi-dev openmpi-bin openssh-client)  # mpirun looks for ssh even on one host
+          libopenmpi-dev openmpi-bin openssh-client  # mpirun looks for ssh even on one host
+          python3-dev pybind11-dev python3-numpy python3-pytest python3-opencv python3-dask python3-distributed)  # the Python module and its tests
 # test: clang and its runtimes build the fuzz targets (libFuzzer); llvm-14
 # brings llvm-symbolizer, so sanitizer reports name files and lines.
 [ "$mode" = test ] && packages+=(clang-14 libclang-rt-14-dev llvm-14)
