@@ -53,8 +53,10 @@ std::vector<ScheduleSpec> default_candidates(const NodeOp& op, const Border& bor
 // stream, either
 // - read through a gray conversion of 3-channel BGR (the kernel stores
 //   neither the gray image nor the first stencil's), at any size; or
-// - ending in a 3x3 Sobel, 1 or 3 channels, at any size; or
-// - a Gaussian, then a Gaussian or a Sobel, at any size.
+// - ending in a kind whose PairFusion says always_second (a 3x3 Sobel or
+//   Scharr), 1 or 3 channels, at any size; or
+// - a kind with PairFusion::first (Gaussian), then one with ::second
+//   (Gaussian, Sobel, Scharr), at any size (filters/kinds/kind.hpp).
 // A blur before a blur or Gaussian stays two kernels: slower fused on large
 // images, where the unfused blur's running sums are cheap
 // (docs/performance.md#stencil-pairs).
