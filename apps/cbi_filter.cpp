@@ -22,7 +22,6 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
-#include <future>
 #include <fstream>
 #include <iomanip>
 #include <iostream>
@@ -46,6 +45,7 @@
 #include "pipeline/executor.hpp"
 #include "pipeline/image_io.hpp"
 #include "pipeline/opencv.hpp"
+#include "pipeline/run_file.hpp"
 #include "pipeline/shard.hpp"
 #include "schedules/registry.hpp"
 
@@ -348,14 +348,6 @@ cbi::Graph build_graph(const CLI::App& app, const Options& o) {
     return graph;
 }
 
-// Where output `index` of the graph goes: the first to `first`, the others
-// beside it as STEM.NODE.EXT.
-fs::path output_path(const fs::path& first, const cbi::Graph& graph, std::size_t index) {
-    if (index == 0) return first;
-    const std::string& node = graph.nodes()[graph.outputs()[index]].name;
-    return first.parent_path() / (first.stem().string() + "." + node + first.extension().string());
-}
-
 fs::path default_output(const fs::path& input) {
     return input.parent_path() / (input.stem().string() + ".cbi" + input.extension().string());
 }
@@ -513,9 +505,15 @@ public:
         rows_.emplace_back(name, std::chrono::duration<double>(now - last_).count());
         last_ = now;
     }
-    // The device the run used: the line above the steps.
-    void set_device(const cbi::ResolvedDevice& device) {
-        device_ = device.cuda ? "cuda:" + std::to_string(device.index) : "cpu";
+    // The steps of run_file, which followed the last one; the device the
+    // run used is the line above the steps.
+    void add(const cbi::FileReport& report) {
+        if (!on_) return;
+        device_ = report.device.cuda ? "cuda:" + std::to_string(report.device.index) : "cpu";
+        for (const cbi::FileStep& step : report.steps) {
+            rows_.emplace_back(step.name, step.seconds);
+            last_ += std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(step.seconds));
+        }
     }
     void print() const {
         if (!on_) return;
@@ -542,16 +540,13 @@ void print_tuning_notice(const cbi::RunOptions& run_options) {
         say("notice: ", run_options.tuning->write_error());
 }
 
-cbi::RunOptions resolve_run_options(const Options& o, const cbi::DeviceSpec& device_spec, const cbi::Graph& graph) {
+// The run options but the device: block, fusion, and the tuning cache when a
+// node is tuned (auto).
+cbi::RunOptions base_run_options(const Options& o, const cbi::Graph& graph) {
     cbi::RunOptions run_options;
-    run_options.device = cbi::resolve_device(device_spec, g_ranks ? g_ranks->local_rank() : 0);
     run_options.block = o.block;
     run_options.fuse = !o.no_fuse;
     if (o.fuse_stencils) run_options.stencil_pairs = cbi::RunOptions::StencilPairs::all;
-    // --codec gpu without a device ends in require_codec's one error line instead.
-    const bool codec_fails = o.codec == "gpu" && !run_options.device.cuda;
-    if (!run_options.device.notice.empty() && !codec_fails && (!g_ranks || g_ranks->rank() == 0))
-        say("notice: ", run_options.device.notice);
     bool tuned = false;
     for (cbi::NodeId id = 1; id < static_cast<cbi::NodeId>(graph.nodes().size()); ++id)
         tuned = tuned || std::holds_alternative<cbi::AutoSchedule>(graph.schedule_of(id));
@@ -561,82 +556,20 @@ cbi::RunOptions resolve_run_options(const Options& o, const cbi::DeviceSpec& dev
     return run_options;
 }
 
-// The sample depth of an image as its header gives it, and the threads TBB
-// runs on: what the device estimates below take.
-cbi::Depth depth_of(const cbi::ImageHeader& header) {
-    return header.bytes_per_sample == 1 ? cbi::Depth::u8 : header.bytes_per_sample == 2 ? cbi::Depth::u16 : cbi::Depth::f32;
-}
-int active_threads() {
-    return static_cast<int>(tbb::global_control::active_value(tbb::global_control::max_allowed_parallelism));
-}
-// Whether --device auto may pick the CPU over CUDA: no device named, no
-// --codec gpu (which asks for the device), a build with CUDA.
-bool auto_may_take_cpu(const Options& o, const cbi::DeviceSpec& spec) {
-    return spec.kind == cbi::DeviceSpec::Kind::automatic && o.codec != "gpu" && cbi::built_with_cuda();
+int host_rank() { return g_ranks ? g_ranks->local_rank() : 0; }
+
+// The device's notice (why it is not the one asked for), from rank 0 only.
+void print_device_notice(const cbi::ResolvedDevice& device) {
+    if (!device.notice.empty() && (!g_ranks || g_ranks->rank() == 0)) say("notice: ", device.notice);
 }
 
-// --device auto for one image: the CPU where its run is expected to take less
-// than starting a CUDA device (pipeline/defaults.hpp); --codec gpu asks for
-// the device.
-cbi::DeviceSpec device_for_one_image(const Options& o, const cbi::DeviceSpec& spec, const cbi::Graph& graph,
-                                     const cbi::ImageHeader& header) {
-    if (!auto_may_take_cpu(o, spec)) return spec;
-    if (!cbi::one_image_runs_on_cpu(graph, header.width, header.height, static_cast<int>(header.channels), depth_of(header),
-                                    active_threads()))
-        return spec;
-    return {cbi::DeviceSpec::Kind::cpu, 0};
-}
-
-// --device auto for a batch: the CPU where all its images' runs are expected
-// to take less than starting a CUDA device (pipeline/defaults.hpp), the
-// largest of up to 8 images spread over the batch standing for all (their
-// headers: probe_file); --codec gpu asks for the device.
-cbi::DeviceSpec device_for_batch(const Options& o, const cbi::DeviceSpec& spec, const cbi::Graph& graph,
-                                 const std::vector<cbi::BatchJob>& jobs) {
-    if (!auto_may_take_cpu(o, spec) || jobs.empty()) return spec;
-    constexpr std::size_t kSampled = 8;
-    const std::size_t sampled = std::min(kSampled, jobs.size());
-    std::optional<cbi::ImageHeader> largest;
-    for (std::size_t i = 0; i < sampled; ++i) {
-        const fs::path& file = jobs[i * jobs.size() / sampled].input;
-        try {
-            const cbi::ImageHeader h = cbi::probe_file(file);
-            if (!largest || h.decoded_bytes() > largest->decoded_bytes()) largest = h;
-        } catch (const std::exception&) {
-            // the batch reports the file
-        }
-    }
-    if (!largest) return spec;
-    if (!cbi::batch_runs_on_cpu(graph, largest->width, largest->height, static_cast<int>(largest->channels), depth_of(*largest),
-                                active_threads(), jobs.size()))
-        return spec;
-    return {cbi::DeviceSpec::Kind::cpu, 0};
-}
-
-// The devices a batch feeds, each with its own processors (executors).
-std::vector<cbi::BatchDevice> batch_devices(const cbi::RunOptions& run_options, const std::vector<cbi::DeviceSpec>& specs,
-                                            const cbi::Graph& graph) {
-    std::vector<cbi::ResolvedDevice> resolved{run_options.device};
-    if (specs.size() > 1 || specs.front().index == cbi::kAllDevices)
-        resolved = cbi::resolve_devices(specs, g_ranks ? g_ranks->local_rank() : 0);
-    std::vector<cbi::BatchDevice> devices;
-    for (const cbi::ResolvedDevice& d : resolved) {
-        cbi::RunOptions options = run_options;
-        options.device = d;
-        devices.push_back({d.cuda ? "cuda:" + std::to_string(d.index) : "cpu", cbi::graph_processor_factory(graph, options),
-                           d.cuda ? cbi::kGpuBatchProcessors : 0});
-    }
-    return devices;
-}
-
-// --codec gpu where JPEG cannot be decoded on the GPU: exit 1 (it works
-// with another device or build).
-void require_codec(const Options& o, const cbi::RunOptions& run_options) {
-    if (o.codec != "gpu") return;
-    if (!cbi::built_with_nvjpeg())
-        throw cbi::Unsupported("--codec gpu", "this build has no nvJPEG (CBI_WITH_NVJPEG); use --codec auto or cpu");
-    if (!run_options.device.cuda)
-        throw cbi::Unsupported("--codec gpu", "needs a CUDA device (--device cuda); use --codec auto or cpu");
+// base_run_options on the device `device_spec` resolves to.
+cbi::RunOptions resolve_run_options(const Options& o, const cbi::DeviceSpec& device_spec, const cbi::Graph& graph) {
+    cbi::RunOptions run_options = base_run_options(o, graph);
+    run_options.device = cbi::resolve_device(device_spec, host_rank());
+    // --codec gpu without a device ends in require_codec's one error line instead.
+    if (!(o.codec == "gpu" && !run_options.device.cuda)) print_device_notice(run_options.device);
+    return run_options;
 }
 
 int run_batch_mode(const CLI::App& app, const Options& o, const cbi::WriteOptions& write, const cbi::Graph& graph, const cbi::DeviceSpec& device_spec,
@@ -700,9 +633,9 @@ int run_batch_mode(const CLI::App& app, const Options& o, const cbi::WriteOption
     // After the plan: its usage errors come before any notice.
     // Ranks sharing a batch keep their GPUs: those on one host share its cores.
     const cbi::DeviceSpec spec =
-        g_ranks && g_ranks->size() > 1 ? device_spec : device_for_batch(o, device_spec, graph, plan.jobs);
+        g_ranks && g_ranks->size() > 1 ? device_spec : cbi::choose_device(device_spec, graph, plan.jobs, cbi::parse_codec(o.codec));
     const cbi::RunOptions run_options = resolve_run_options(o, spec, graph);
-    require_codec(o, run_options);
+    cbi::require_codec(cbi::parse_codec(o.codec), run_options.device);
     cbi::BatchOptions batch;
     batch.jobs = o.jobs > 0 ? o.jobs : o.threads;
     batch.in_flight = o.in_flight;
@@ -741,7 +674,7 @@ int run_batch_mode(const CLI::App& app, const Options& o, const cbi::WriteOption
     }
     // One executor per image in flight, its buffers reused image after image.
     g_batch_running = true;
-    const cbi::BatchSummary summary = cbi::run_batch(plan, batch_devices(run_options, device_specs, graph), batch);
+    const cbi::BatchSummary summary = cbi::run_batch(plan, cbi::batch_devices(graph, run_options, device_specs, host_rank()), batch);
     const int signal = g_interrupted.load();
     reporter.clear_bar();
 
@@ -782,7 +715,7 @@ int print_pipeline(const Options& o, const cbi::Graph& graph, const cbi::DeviceS
     }
     const std::vector<std::uint8_t> bytes = cbi::read_file(o.input);
     const cbi::ImageHeader header = cbi::check_image(bytes, o.input, o.max_pixels, o.max_memory);
-    cbi::GraphExecutor executor(graph, resolve_run_options(o, device_for_one_image(o, device_spec, graph, header), graph));
+    cbi::GraphExecutor executor(graph, resolve_run_options(o, cbi::choose_device(device_spec, graph, header, cbi::parse_codec(o.codec)), graph));
     const cv::Mat image = cbi::decode_image(bytes, o.input, o.max_pixels, o.max_memory);
     const cbi::ImageView in = cbi::view_of(image);
     try {
@@ -849,107 +782,25 @@ int run(const CLI::App& app, Options& o) {
     if (cbi::same_file(input, output))
         throw UsageError{"-o " + output.string(), "is the input file; cbi never overwrites its input"};
     std::vector<fs::path> outputs;
-    for (std::size_t i = 0; i < graph.outputs().size(); ++i) outputs.push_back(output_path(output, graph, i));
+    for (std::size_t i = 0; i < graph.outputs().size(); ++i) outputs.push_back(cbi::output_path(output, graph, i));
     check_encoding_flags(app, outputs);
     Steps steps(o.stats);
     steps("options");
 
-    const std::vector<std::uint8_t> bytes = cbi::read_file(input);
-    const cbi::ImageHeader header = cbi::check_image(bytes, input.string(), o.max_pixels, o.max_memory);
-    steps("read+check");
-    const cbi::DeviceSpec spec = device_for_one_image(o, device_spec, graph, header);
-    // The device is found and started (on a GPU host the driver's start and
-    // the context take ~0.4 s) while the file is decoded; its errors come
-    // back from get(), a failed start's when the run uses the device.
-    std::future<cbi::RunOptions> device = std::async(std::launch::async, [&o, spec, &graph] {
-        cbi::RunOptions r = resolve_run_options(o, spec, graph);
-        try {
-            cbi::warm_up(r.device);
-        } catch (const std::exception&) {
-        }
-        return r;
-    });
-    // --codec gpu needs the device now; else it is waited for after the decode.
-    std::optional<cbi::RunOptions> run_options;
-    std::optional<cbi::GraphExecutor> executor;
-    const auto device_ready = [&] {
-        run_options = device.get();
-        steps.set_device(run_options->device);
-        require_codec(o, *run_options);
-        executor.emplace(graph, *run_options);
+    cbi::FileOptions file;
+    file.device = device_spec;
+    file.host_rank = host_rank();
+    file.codec = cbi::parse_codec(o.codec);
+    file.run = base_run_options(o, graph);
+    file.max_pixels = o.max_pixels;
+    file.max_bytes = o.max_memory;
+    file.write = write;
+    file.on_message = [](cbi::FileOptions::Message kind, const std::string& text) {
+        if (kind == cbi::FileOptions::Message::warning) say("warning: ", text);
+        else if (!g_ranks || g_ranks->rank() == 0) say("notice: ", text);
     };
-    if (o.codec == "gpu") device_ready();
-    // Read once the pixels are: a file that fails gets its one error line only.
-    const auto read_metadata = [&] {
-        cbi::ImageMetadata metadata;
-        if (!write.strip) {
-            try {
-                metadata = cbi::read_metadata(bytes, input.string());
-            } catch (const cbi::Error& e) {
-                say("warning: ", e.what());  // the pixels go on without it
-            }
-        }
-        return metadata;
-    };
-    // Plans for the input's format (allocating nothing yet), then refuses
-    // outputs that would overwrite the input or that their format cannot
-    // hold, before any work.
-    const auto check_outputs = [&](int width, int height, int channels, cbi::Depth depth, int cv_depth) {
-        try {
-            executor->plan(width, height, channels, depth);
-        } catch (const cbi::Error& e) {
-            throw cbi::Error(input.string(), e.what());  // name the file the pipeline cannot take
-        }
-        for (std::size_t i = 0; i < graph.outputs().size(); ++i) {
-            const fs::path out = output_path(output, graph, i);
-            if (i > 0 && cbi::same_file(input, out))
-                throw UsageError{out.string(), "is the input file; cbi never overwrites its input"};
-            cbi::check_output_format(out, CV_MAKETYPE(cv_depth, executor->channels_of(graph.outputs()[i])));
-        }
-    };
-    // A killed earlier run's temporaries (none that a live write holds).
-    const auto clear_temporaries = [&] {
-        cbi::remove_stale_temporaries(output.has_parent_path() ? output.parent_path() : fs::path("."), std::span(&input, 1));
-    };
-    const auto warn = [](const std::string& warning) {
-        if (!warning.empty()) say("warning: ", warning);
-    };
-
-    // --codec gpu: a JPEG decoded (and a JPEG output encoded) on the GPU;
-    // what its decoder refuses is decoded with OpenCV below. Not `auto` for
-    // one image: starting nvJPEG costs more than libjpeg-turbo takes
-    // (docs/performance.md#codec-start).
-    if (o.codec == "gpu" && std::string_view(header.format) == "JPEG" && graph.outputs().size() == 1 &&
-        executor->decodes_jpeg()) {
-        check_outputs(static_cast<int>(header.width), static_cast<int>(header.height), header.channels == 1 ? 1 : 3,
-                      cbi::Depth::u8, CV_8U);
-        const int quality = cbi::output_format(output) == "JPEG" ? cbi::jpeg_quality(write) : 0;
-        if (auto r = executor->process_jpeg(bytes, quality, true)) {
-            steps("GPU codec+run");
-            const cbi::ImageMetadata metadata = read_metadata();
-            clear_temporaries();
-            if (!r->encoded.empty()) warn(cbi::write_encoded_atomic(output, std::move(r->encoded), r->channels, write, metadata));
-            else warn(cbi::write_image_atomic(output, cbi::as_mat(r->image.view()), write, metadata));
-            steps("write");
-            print_tuning_notice(*run_options);
-            steps.print();
-            return 0;
-        }
-    }
-    const cv::Mat image = cbi::decode_image(bytes, input.string(), o.max_pixels, o.max_memory);
-    steps("decode");
-    if (!executor) device_ready();
-    steps("device wait");
-    const cbi::ImageView in = cbi::view_of(image);
-    check_outputs(in.width, in.height, in.channels, in.depth, image.depth());
-    const auto results = executor->run(in);
-    steps("run");
-    const cbi::ImageMetadata metadata = read_metadata();
-    clear_temporaries();
-    for (std::size_t i = 0; i < results.size(); ++i)
-        warn(cbi::write_image_atomic(output_path(output, graph, i), cbi::as_mat(results[i]), write, metadata));
-    steps("encode+write");
-    print_tuning_notice(*run_options);
+    steps.add(cbi::run_file(input, output, graph, file));
+    print_tuning_notice(file.run);
     steps.print();
     return 0;
 }
