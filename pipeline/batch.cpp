@@ -33,6 +33,7 @@
 
 #include "pipeline/error.hpp"
 #include "pipeline/opencv.hpp"
+#include "pipeline/run_file.hpp"
 
 namespace cbi {
 namespace {
@@ -566,13 +567,7 @@ private:
                     slots_[i].input = decode_image(bytes, subject, options_.max_pixels, options_.max_bytes);
                     if (jpeg) ++jpeg_on_cpu_;
                 }
-                if (!options_.write.strip) {
-                    try {
-                        slots_[i].metadata = read_metadata(bytes, subject);
-                    } catch (const Error& e) {
-                        item.warning = e.what();  // the pixels go on without it
-                    }
-                }
+                slots_[i].metadata = input_metadata(bytes, subject, options_.write, item.warning);
                 if (leave_to_device) slots_[i].jpeg = std::move(bytes);
             });
         }
@@ -648,10 +643,8 @@ private:
                 if (ec) throw Error(out.parent_path().string(), "cannot create the folder: " + ec.message());
                 Slot& slot = slots_[i];
                 const std::string warning =
-                    slot.encoded.empty()
-                        ? write_image_atomic(out, as_mat(slot.output.view()), options_.write, slot.metadata)
-                        : write_encoded_atomic(out, std::move(slot.encoded), slot.encoded_channels, options_.write,
-                                               slot.metadata);
+                    write_output(out, {std::move(slot.output), std::move(slot.encoded), slot.encoded_channels},
+                                 options_.write, slot.metadata);
                 if (item.warning.empty()) item.warning = warning;
             });
             if (item.status == ItemStatus::failed && cancelled()) {  // cut short by the interrupt
