@@ -82,7 +82,16 @@ TEST_P(CudaMatrix, EqualsCpuAndOpenCVForEveryScheduleBorderAndSize) {
                                          "-c" + std::to_string(channels) + "-" + std::to_string(size.width) + "x" +
                                          std::to_string(size.height) + "-" + schedule.to_string();
                 SCOPED_TRACE(name);
-                const cv::Mat gpu = run_gpu_poisoned(node, device_src, out_channels, stream, 256);
+                cv::Mat gpu;
+                try {
+                    gpu = run_gpu_poisoned(node, device_src, out_channels, stream, 256);
+                } catch (const Unsupported& e) {
+                    // A tile whose halo and samples outgrow this GPU's shared memory
+                    // (sep:128x16 for blur:31 on 4-channel 16u/32f) is refused at
+                    // launch with the reason (cuda/launch.cuh), never run wrong.
+                    EXPECT_NE(std::string(e.what()).find("shared memory"), std::string::npos) << e.what();
+                    continue;
+                }
                 const auto r = compare_with_cpu(gpu, cpu, scale);
                 ASSERT_TRUE(r.ok) << r.where << "; images: " << test::dump_failure(name, gpu, cpu);
             }

@@ -54,7 +54,7 @@ def test_torch_no_host_sync_and_stream_order():
     torch.cuda.synchronize()
     side = torch.cuda.Stream()
     with torch.cuda.stream(side):
-        torch.cuda._sleep(200_000_000)  # a busy producer on another stream
+        torch.cuda._sleep(2_000_000_000)  # a busy producer on another stream (about a second)
         x.fill_(7)
     torch.cuda.current_stream().wait_stream(side)
     y = cbi.blur(x, 5)  # on torch's current stream: after the fill
