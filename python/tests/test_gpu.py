@@ -51,12 +51,16 @@ def test_torch_no_host_sync_and_stream_order():
     import torch
     x = torch.randint(0, 255, (2048, 2048, 3), dtype=torch.uint8, device="cuda")
     cbi.blur(x, 5)  # warm: the executor's first run allocates (which may synchronise)
-    torch.cuda.synchronize()
     side = torch.cuda.Stream()
+    with torch.cuda.stream(side):
+        torch.cuda._sleep(1)  # warm: a kernel's first launch loads its module, which waits for the GPU
+        x.fill_(0)
+    torch.cuda.synchronize()
     with torch.cuda.stream(side):
         torch.cuda._sleep(2_000_000_000)  # a busy producer on another stream (about a second)
         x.fill_(7)
     torch.cuda.current_stream().wait_stream(side)
+    assert not torch.cuda.current_stream().query(), "the producer must still be busy when cbi is called"
     y = cbi.blur(x, 5)  # on torch's current stream: after the fill
     assert not torch.cuda.current_stream().query(), "cbi waited for the GPU"
     torch.cuda.synchronize()
