@@ -84,6 +84,38 @@ TEST(Cli, ChainTextJsonFileAndFlagsGiveIdenticalOutputsEqualToOpenCV) {
 // --stats on one image: each step's seconds on stdout, the output as without it.
 // On the CPU --fuse-stencils runs the chain through line buffers (one
 // kernel, nothing intermediate stored): the same file as --no-fuse.
+// Every kind is a flag, and --NAME ARGS is the stage NAME:ARGS: for each
+// example of each kind (filters/kinds/), the flag and the pipeline text write
+// the same file; --list-filters names every kind with its form.
+TEST(Cli, EveryKindsFlagIsItsPipelineStage) {
+    TempDir dir;
+    const auto list = run_cli({"--list-filters"}, dir.path());
+    ASSERT_EQ(list.code, 0) << list.err;
+    int runs = 0;
+    cbi::for_each_kind([&]<class F>(std::type_identity<F>) {
+        using K = cbi::FilterKind<F>;
+        EXPECT_NE(list.out.find(std::string(K::form)), std::string::npos) << K::name;
+        for (std::string_view args : K::examples) {
+            if (args.empty()) continue;
+            const std::string stage = std::string(K::name) + ":" + std::string(args);
+            SCOPED_TRACE(stage);
+            const fs::path flag_out = dir / "flag.png", text_out = dir / "text.png";
+            const auto flag = run_cli({kPhoto, "--device", "cpu", "--" + std::string(K::name), std::string(args), "-o",
+                                       flag_out.string()},
+                                      dir.path());
+            ASSERT_EQ(flag.code, 0) << flag.err;
+            const auto text = run_cli({kPhoto, "--device", "cpu", "--pipeline", stage, "-o", text_out.string()}, dir.path());
+            ASSERT_EQ(text.code, 0) << text.err;
+            const cv::Mat a = decoded(flag_out), b = decoded(text_out);
+            ASSERT_EQ(a.size(), b.size());
+            ASSERT_EQ(a.type(), b.type());
+            EXPECT_EQ(cv::norm(a, b, cv::NORM_INF), 0.0);
+            ++runs;
+        }
+    });
+    EXPECT_GE(runs, static_cast<int>(cbi::filter_kinds().size()));
+}
+
 TEST(Cli, FuseStencilsOnTheCpuWritesTheSameFileThroughLineBuffers) {
     TempDir dir;
     const std::vector<std::string> chain{kPhoto, "--device", "cpu", "--pipeline", "color:gray | gaussian:5 | sobel:mag"};
