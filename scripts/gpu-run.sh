@@ -185,6 +185,22 @@ run_bench_all() {
   python3 "$bundle/bench/plot.py" --summary "$out/bench.csv" || status=1
 }
 
+# Filter kinds at 4096x4096 on 8u:1, 8u:3 and 32f:1, default schedules, against
+# the floor and NPP (where npp_peer has the kind) in one run:
+#   run.sh bench-kinds erode:3 erode:61 median:5 ...
+run_bench_kinds() {
+  local dump=/tmp/cbi-dump-kinds args=()
+  for f in "$@"; do args+=(--filter "$f"); done
+  "$bin/cbi-bench" --suite filters --size 4096x4096 --image 8u:1 --image 8u:3 --image 32f:1 --border replicate \
+    --schedule default --block 256 "${args[@]}" --dump-dir "$dump" --csv "$out/kinds.csv" > "$out/kinds.txt" 2>&1 || status=1
+  grep -E 'filters|error|DIFFERS|skipped' "$out/kinds.txt"
+  if nvcc -O3 -std=c++17 -arch=sm_90 "$bundle/bench/npp_peer.cu" -o /tmp/npp_peer \
+       -Xlinker -rpath="$cuda_lib" -lnppif -lnppicc -lnppim -lnppc > "$out/npp-build.log" 2>&1; then
+    /tmp/npp_peer "$dump" "$out/npp-kinds.csv" 2>&1 | grep -vE 'matches' || status=1
+  else echo "npp_peer did not build:"; tail -5 "$out/npp-build.log"; status=1; fi
+  rm -rf "$dump"
+}
+
 run_cli() {
   local photo=$bundle/samples/butterfly.jpg
   "$bin/cbi-filter" "$photo" --device cuda --blur 9 --schedule column:32 -o "$out/butterfly-cuda.png" || status=1
@@ -629,10 +645,11 @@ case "${1:-all}" in
   hostile) run_hostile ;;
   all) run_tests; run_cli; run_sanitize; run_bench ;;
   bench-all) shift; run_bench_all "$@" ;;
-  *) echo "usage: run.sh tests|sanitize|bench|cli|batch|scale|gpus|single|device|small|chain|blend|codecs|hostile|all|bench-all" >&2; exit 2 ;;
+  bench-kinds) shift; run_bench_kinds "$@" ;;
+  *) echo "usage: run.sh tests|sanitize|bench|cli|batch|scale|gpus|single|device|small|chain|blend|codecs|hostile|all|bench-all|bench-kinds" >&2; exit 2 ;;
 esac
 if [ -n "${OUT:-}" ]; then
   tar -C "$out" -czf "$OUT/logs.tgz" .
-  for f in baseline.csv baseline.json butterfly-cuda.png bench.csv cbi.json; do [ -f "$out/$f" ] && cp "$out/$f" "$OUT/"; done
+  for f in baseline.csv baseline.json butterfly-cuda.png bench.csv cbi.json kinds.csv npp-kinds.csv; do [ -f "$out/$f" ] && cp "$out/$f" "$OUT/"; done
 fi
 exit $status

@@ -61,11 +61,34 @@ TEST_P(CudaMatrix, EqualsCpuAndOpenCVForEveryScheduleBorderAndSize) {
     const auto schedules = test::matrix_schedules();
     const Stream stream;
     unsigned seed = 1;
+    // Compound kinds (open, adaptive, ...) run as their steps: through the
+    // executor on both backends, the steps on the node's schedule where they can.
+    const bool compound = !expansion_of(filter).steps.empty();
+    RunOptions gpu_options;
+    gpu_options.device = resolve_device(parse_device("cuda"));
     for (const char* border_text : kBorders) {
         if (color && border_text != kBorders[0]) continue;
         for (const cv::Size size : kSizes) {
             const cv::Mat src = random_image(size.width, size.height, channels, depth, seed++);
             FilterRun node{filter, parse_border(border_text), ScheduleSpec{}};
+            if (compound) {
+                const FilterRun nodes[] = {node};
+                const cv::Mat cpu = as_mat(run_sequence(nodes, view_of(src), RunOptions{}).view()).clone();
+                const double scale = test::output_scale(node, src);
+                const auto vs_opencv =
+                    test::compare(cpu, test::opencv_reference(node, src), test::int_tolerance(node, depth), 1e-5, scale);
+                ASSERT_TRUE(vs_opencv.ok) << "CPU executor disagrees with OpenCV: " << vs_opencv.where;
+                for (const ScheduleSpec& schedule : schedules) {
+                    if (!supports(schedule, filter)) continue;
+                    const FilterRun step[] = {{filter, node.border, schedule}};
+                    SCOPED_TRACE(std::string(filter_text) + "-" + border_text + "-" + std::to_string(size.width) + "x" +
+                                 std::to_string(size.height) + "-" + schedule.to_string());
+                    const cv::Mat gpu = as_mat(run_sequence(step, view_of(src), gpu_options).view()).clone();
+                    const auto r = compare_with_cpu(gpu, cpu, scale);
+                    ASSERT_TRUE(r.ok) << r.where;
+                }
+                continue;
+            }
             const int out_channels = output_channels(filter, channels);
             cv::Mat cpu(src.size(), cv_type(depth, out_channels));
             run_node_cpu(node, view_of(src), view_of(cpu));
