@@ -37,7 +37,7 @@ using test::opencv_reference;
 using namespace test;
 
 
-bool is_color(const Filter& f) { return std::holds_alternative<ColorFilter>(f); }
+bool is_color(const Filter& f) { return category_of(f) == Category::pointwise; }  // pointwise: no border
 
 // 8/16-bit within 1 of OpenCV, float within 1e-5 relative (docs/testing.md).
 test::Comparison check_against_opencv(const FilterRun& node, const cv::Mat& src, const cv::Mat& got) {

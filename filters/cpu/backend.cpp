@@ -56,6 +56,15 @@ struct CpuLaunch {
                                       cpu::color_rows(op, rows.begin(), rows.end());  // cpu/color.cpp
                                   } else if constexpr (kIsBlendOp<Op>) {
                                       cpu::blend_rows(op, rows.begin(), rows.end());
+                                  } else if constexpr (PerSampleOpType<Op>) {
+                                      // A row is one run of samples (threshold, scale, gamma).
+                                      using T = typename Op::Sample;
+                                      const int n = width * op.dst.channels;
+                                      for (int y = rows.begin(); y != rows.end(); ++y) {
+                                          const T* in = op.src.template row<const T>(y);
+                                          T* out = op.dst.template row<T>(y);
+                                          for (int i = 0; i < n; ++i) out[i] = op.sample(in[i]);
+                                      }
                                   } else {
                                       for (int y = rows.begin(); y != rows.end(); ++y)
                                           for (int x = 0; x < width; ++x) op(x, y);

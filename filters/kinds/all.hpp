@@ -9,14 +9,19 @@
 
 #include "filters/kinds/box.hpp"
 #include "filters/kinds/color.hpp"
+#include "filters/kinds/gamma.hpp"
 #include "filters/kinds/gaussian.hpp"
+#include "filters/kinds/hsv.hpp"
 #include "filters/kinds/laplacian.hpp"
+#include "filters/kinds/scale.hpp"
 #include "filters/kinds/scharr.hpp"
 #include "filters/kinds/sobel.hpp"
+#include "filters/kinds/threshold.hpp"
 
 namespace cbi {
 
-using Filter = std::variant<BoxFilter, GaussianFilter, SobelFilter, ScharrFilter, LaplacianFilter, ColorFilter>;
+using Filter = std::variant<BoxFilter, GaussianFilter, SobelFilter, ScharrFilter, LaplacianFilter, ColorFilter,
+                            ThresholdFilter, ScaleFilter, GammaFilter, HsvFilter, HlsFilter>;
 
 // Calls fn(std::type_identity<F>{}) for every kind F, in the list's order.
 template <class Fn>

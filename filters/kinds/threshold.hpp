@@ -1,0 +1,87 @@
+#pragma once
+// threshold:T[:MAXVAL[:TYPE]] = cv::threshold(src, dst, T, MAXVAL, TYPE),
+// bit for bit, every channel alike. TYPE binary (default), binary_inv,
+// trunc, tozero or tozero_inv; MAXVAL the depth's maximum when absent or
+// empty (255, 65535; 1 for float). As OpenCV: on 8/16-bit images T is
+// floored and MAXVAL rounded (to nearest even) and saturated, the
+// comparison src > T is strict and exact in integers; float images compare
+// and write in float. T beyond the depth's range acts as OpenCV's
+// out-of-range cases do (every sample above, or none).
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <type_traits>
+
+#include "filters/kinds/args.hpp"
+#include "filters/kinds/kind.hpp"
+#include "filters/ops.hpp"
+
+namespace cbi {
+
+enum class ThresholdType : std::uint8_t { binary, binary_inv, trunc, tozero, tozero_inv };
+
+struct ThresholdFilter {
+    double thresh = 0;
+    double maxval = 0;
+    bool default_maxval = true;  // MAXVAL absent: the depth's maximum
+    ThresholdType type = ThresholdType::binary;
+    friend bool operator==(const ThresholdFilter&, const ThresholdFilter&) = default;
+};
+
+template <class T>
+struct ThresholdOp : PerSampleOp<ThresholdOp<T>, T> {
+    // Integers compare as int (T floored: exact), floats as float.
+    using Cmp = std::conditional_t<std::is_same_v<T, float>, float, int>;
+    Cmp thresh;
+    T maxval;
+    T trunc;  // what trunc writes above T: T itself, saturated to the depth
+    ThresholdType type;
+
+    CBI_HOST_DEVICE T sample(T v) const {
+        const bool above = static_cast<Cmp>(v) > thresh;
+        switch (type) {
+            case ThresholdType::binary: return above ? maxval : T(0);
+            case ThresholdType::binary_inv: return above ? T(0) : maxval;
+            // min(src, T) as OpenCV's vector loop takes it (the second
+            // operand when equal or unordered: min(-0, +0) is +0, NaN gives T).
+            case ThresholdType::trunc: return static_cast<Cmp>(v) < thresh ? v : trunc;
+            case ThresholdType::tozero: return above ? v : T(0);
+            case ThresholdType::tozero_inv: break;
+        }
+        return above ? T(0) : v;
+    }
+};
+
+// The op's threshold, maxval and trunc value for a depth, as cv::threshold
+// derives them (thresh.cpp: cvFloor(T), saturate_cast(cvRound(MAXVAL))).
+template <class T>
+ThresholdOp<T> threshold_op(const ThresholdFilter& f, const ImageView& src, const ImageView& dst);
+
+template <>
+struct FilterKind<ThresholdFilter> {
+    static constexpr std::string_view name = "threshold", form = "threshold:T[:MAXVAL[:TYPE]]",
+                                      params = "thresh maxval type";
+    static constexpr std::string_view help =
+        "src > T ? MAXVAL : 0 per sample; TYPE binary (default), binary_inv, trunc, tozero, tozero_inv; "
+        "MAXVAL absent or empty: the depth's maximum (1 for float)";
+    static constexpr std::string_view opencv = "cv::threshold(src, dst, T, MAXVAL, TYPE)";
+    static constexpr Category category = Category::pointwise;
+    static constexpr std::string_view examples[] = {"100.5", "0.25:200:binary_inv", "127::trunc", "40000::tozero",
+                                                    "0.5:7:tozero_inv"};
+    static constexpr KindDefault defaults[] = {
+        // Not measured: the colour matrix's rows (one pass over the samples).
+        {true, 0, static_cast<int>(Depth::u8), 0, "vec:8 vec:4 vec:16"},
+        {true, 0, kAnyDepth, 0, "vec:4 vec:2 vec:8"},
+        {false, 0, kAnyDepth, 0, "naive"},
+    };
+
+    static ThresholdFilter parse(std::string_view a);
+    static std::string print(const ThresholdFilter& f);
+    static Footprint footprint(const ThresholdFilter&) { return {}; }
+    template <class T>
+    static ThresholdOp<T> op(const ThresholdFilter& f, const ImageView& src, const ImageView& dst) {
+        return threshold_op<T>(f, src, dst);
+    }
+};
+
+}  // namespace cbi

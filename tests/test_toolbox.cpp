@@ -1,0 +1,222 @@
+// The per-pixel toolbox kinds (issue 47): threshold, scale, gamma, hsv,
+// hls against OpenCV bit for bit where OpenCV's path is exact, at edge
+// values and on every 8-bit colour; the host tables against the per-sample
+// arithmetic the GPU runs; bad arguments. The test matrix
+// (test_filters_cpu) covers them on random images within the usual
+// tolerances.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "filters/cpu/backend.hpp"
+#include "pipeline/executor.hpp"
+#include "reference.hpp"
+
+namespace cbi {
+namespace {
+
+using test::compare;
+using test::random_image;
+
+cv::Mat run_cpu(const std::string& filter, const cv::Mat& src, const char* schedule = "naive") {
+    const FilterRun node{parse_filter(filter), Border{}, parse_schedule(schedule)};
+    const int channels = output_channels(node.filter, src.channels());
+    cv::Mat dst(src.size(), CV_MAKETYPE(src.depth(), channels));
+    std::memset(dst.data, 0xA5, dst.total() * dst.elemSize());  // poison: every sample must be written
+    run_node_cpu(node, view_of(src), view_of(dst));
+    return dst;
+}
+
+cv::Mat reference_of(const std::string& filter, const cv::Mat& src) {
+    return reference::opencv_reference(parse_filter(filter), Border{}, src);
+}
+
+// Samples that differ (cv::norm would hide a NaN).
+int differences(const cv::Mat& a, const cv::Mat& b) {
+    if (a.size() != b.size() || a.type() != b.type()) return -1;
+    if (a.depth() == CV_32F) {
+        int n = 0;
+        const cv::Mat a1 = a.reshape(1), b1 = b.reshape(1);
+        for (int y = 0; y < a1.rows; ++y)
+            for (int x = 0; x < a1.cols; ++x) n += std::memcmp(&a1.at<float>(y, x), &b1.at<float>(y, x), 4) != 0;
+        return n;
+    }
+    return cv::countNonZero(a.reshape(1) != b.reshape(1));
+}
+
+// Every 8- or 16-bit value once, in a 1-channel image (plus random floats).
+cv::Mat every_value(Depth depth) {
+    if (depth == Depth::u8) {
+        cv::Mat m(1, 256, CV_8UC1);
+        for (int i = 0; i < 256; ++i) m.at<std::uint8_t>(i) = static_cast<std::uint8_t>(i);
+        return m;
+    }
+    if (depth == Depth::u16) {
+        cv::Mat m(256, 256, CV_16UC1);
+        for (int i = 0; i < 65536; ++i) m.at<std::uint16_t>(i) = static_cast<std::uint16_t>(i);
+        return m;
+    }
+    cv::Mat m = random_image(300, 7, 1, Depth::f32, 5);
+    const float specials[] = {0.f, -0.f, 1.f, 0.5f, -1.f, 1e-30f, 255.f, 3e38f};
+    for (int i = 0; i < 8; ++i) m.at<float>(0, i) = specials[i];
+    return m;
+}
+
+TEST(Threshold, EveryTypeAtEdgeValuesEqualsOpenCVBitForBit) {
+    const char* types[] = {"binary", "binary_inv", "trunc", "tozero", "tozero_inv"};
+    const double thresholds[] = {-1e9, -1, -0.5, 0, 0.25, 0.999, 1, 100.7, 254, 254.5, 255, 255.5, 40000.5, 65534,
+                                 65535, 65536, 1e9};
+    const char* maxvals[] = {"", "200", "127.5", "128.5", "300", "-5", "0.5", "70000"};
+    for (const Depth depth : {Depth::u8, Depth::u16, Depth::f32}) {
+        const cv::Mat src = every_value(depth);
+        for (const char* type : types)
+            for (const double t : thresholds)
+                for (const char* maxval : maxvals) {
+                    const std::string text = "threshold:" + args::number(t) + ":" + maxval + ":" + type;
+                    SCOPED_TRACE(text + " " + depth_name(depth));
+                    EXPECT_EQ(differences(run_cpu(text, src), reference_of(text, src)), 0);
+                }
+    }
+}
+
+TEST(Threshold, RoundTripsAndDefaults) {
+    for (const char* text : {"threshold:100", "threshold:100.5:200", "threshold:1::trunc", "threshold:-3:7:tozero_inv",
+                             "threshold:0:0:binary_inv"})
+        EXPECT_EQ(to_string(parse_filter(text)), text);
+    EXPECT_EQ(to_string(parse_filter("threshold:5::binary")), "threshold:5");
+    EXPECT_EQ(to_string(parse_filter("threshold:5:255:binary")), "threshold:5:255");
+    // MAXVAL absent: the depth's maximum (1 for float).
+    const cv::Mat f(1, 2, CV_32FC1, cv::Scalar(2.f));
+    EXPECT_EQ(run_cpu("threshold:1", f).at<float>(0), 1.f);
+    const cv::Mat u(1, 2, CV_16UC1, cv::Scalar(9));
+    EXPECT_EQ(run_cpu("threshold:1", u).at<std::uint16_t>(0), 65535);
+}
+
+TEST(Scale, EveryValueEqualsConvertToBitForBit) {
+    const double pairs[][2] = {{1.5, -20.25}, {0.7, 0}, {-1, 255}, {1.1, 0.3}, {0.5, 0.5}, {3.3, -0.5}, {1e-3, 127.5},
+                               {-2.75, 70000}, {1, 0}, {0.1, 0.1}};
+    for (const Depth depth : {Depth::u8, Depth::u16, Depth::f32}) {
+        const cv::Mat src = every_value(depth);
+        for (const auto& p : pairs) {
+            const std::string text = "scale:" + args::number(p[0]) + ":" + args::number(p[1]);
+            SCOPED_TRACE(text + " " + depth_name(depth));
+            EXPECT_EQ(differences(run_cpu(text, src), reference_of(text, src)), 0);
+        }
+    }
+    // The host table of 8-bit equals the per-sample arithmetic the GPU runs.
+    const ImageView none{};
+    for (const auto& p : pairs) {
+        const auto op = FilterKind<ScaleFilter>::op<std::uint8_t>(ScaleFilter{p[0], p[1]}, none, none);
+        for (int i = 0; i < 256; ++i) ASSERT_EQ(op.table[i], op.compute(static_cast<std::uint8_t>(i))) << i;
+    }
+}
+
+TEST(Gamma, PerSampleArithmeticEqualsTheHostTable) {
+    const ImageView none{};
+    for (const double g : {0.3, 0.45, 1.0, 1.8, 2.2, 7.0, 1e-3, 1e3}) {
+        SCOPED_TRACE(g);
+        const auto op8 = FilterKind<GammaFilter>::op<std::uint8_t>(GammaFilter{g}, none, none);
+        const auto op16 = FilterKind<GammaFilter>::op<std::uint16_t>(GammaFilter{g}, none, none);
+        for (int i = 0; i < 256; ++i) {
+            const auto want = cv::saturate_cast<std::uint8_t>(255.0 * std::pow(i / 255.0, 1 / g));
+            ASSERT_EQ(op8.table[i], want) << i;
+            ASSERT_EQ(op8.compute(static_cast<std::uint8_t>(i)), want) << i;
+        }
+        for (int i = 0; i < 65536; ++i)
+            ASSERT_EQ(op16.compute(static_cast<std::uint16_t>(i)),
+                      cv::saturate_cast<std::uint16_t>(65535.0 * std::pow(i / 65535.0, 1 / g)))
+                << i;
+        for (const Depth depth : {Depth::u8, Depth::u16, Depth::f32}) {
+            const cv::Mat src = every_value(depth);
+            const std::string text = "gamma:" + args::number(g);
+            EXPECT_EQ(differences(run_cpu(text, src), reference_of(text, src)), 0) << depth_name(depth);
+        }
+    }
+    // Float: no clamping above 1; samples <= 0 unchanged.
+    cv::Mat f(1, 4, CV_32FC1);
+    f.at<float>(0) = 4.f, f.at<float>(1) = -0.25f, f.at<float>(2) = 0.f, f.at<float>(3) = 0.25f;
+    const cv::Mat got = run_cpu("gamma:0.5", f);
+    EXPECT_EQ(got.at<float>(0), 16.f);
+    EXPECT_EQ(got.at<float>(1), -0.25f);
+    EXPECT_EQ(got.at<float>(2), 0.f);
+    EXPECT_EQ(got.at<float>(3), 0.0625f);
+}
+
+// Every 8-bit colour, as a 4096 x 4096 BGR image.
+cv::Mat every_color() {
+    cv::Mat m(4096, 4096, CV_8UC3);
+    for (int i = 0; i < 1 << 24; ++i) {
+        auto* p = m.ptr<std::uint8_t>() + 3 * static_cast<std::size_t>(i);
+        p[0] = static_cast<std::uint8_t>(i), p[1] = static_cast<std::uint8_t>(i >> 8), p[2] = static_cast<std::uint8_t>(i >> 16);
+    }
+    return m;
+}
+
+TEST(Hsv, EveryEightBitColourEqualsOpenCV) {
+    const cv::Mat all = every_color();
+    cv::Mat want;
+    cv::cvtColor(all, want, cv::COLOR_BGR2HSV);
+    EXPECT_EQ(differences(run_cpu("hsv", all), want), 0);  // bit for bit: OpenCV's integer path
+    cv::cvtColor(all, want, cv::COLOR_BGR2HLS);
+    const cv::Mat got = run_cpu("hls", all);
+    const auto r = compare(got, want, 1, 0);
+    EXPECT_TRUE(r.ok) << r.where;
+    // OpenCV's float path as its vector loop runs it: equal but for its
+    // scalar tails (8-pixel ends of each 32-pixel block), which round H
+    // twice where the loop fuses.
+    EXPECT_LE(differences(got, want), 1 << 10) << "of " << (1 << 24) * 3;
+}
+
+TEST(Hsv, AlphaIsKeptAndGrayIsReadAsRgb) {
+    const cv::Mat bgra = random_image(33, 5, 4, Depth::u8, 3);
+    for (const char* kind : {"hsv", "hls"}) {
+        const cv::Mat got = run_cpu(kind, bgra);
+        ASSERT_EQ(got.channels(), 4);
+        std::vector<cv::Mat> a, b;
+        cv::split(got, a);
+        cv::split(bgra, b);
+        EXPECT_EQ(differences(a[3], b[3]), 0);
+        const cv::Mat gray = random_image(17, 3, 1, Depth::u8, 4);
+        const cv::Mat out = run_cpu(kind, gray);
+        ASSERT_EQ(out.channels(), 3);
+        cv::Mat bgr, want;
+        cv::cvtColor(gray, bgr, cv::COLOR_GRAY2BGR);
+        cv::cvtColor(bgr, want, std::string(kind) == "hsv" ? cv::COLOR_BGR2HSV : cv::COLOR_BGR2HLS);
+        EXPECT_EQ(differences(out, want), 0) << kind;
+    }
+}
+
+TEST(Toolbox, EverySchedulesGivesTheNaiveResult) {
+    const cv::Mat src = random_image(37, 11, 3, Depth::u8, 8);
+    for (const char* f : {"threshold:100:200:trunc", "scale:1.5:-3", "gamma:2.2", "hsv", "hls"}) {
+        const cv::Mat want = run_cpu(f, src);
+        for (const ScheduleSpec& s : example_schedules()) {
+            if (!supports(s, parse_filter(f))) continue;
+            EXPECT_EQ(differences(run_cpu(f, src, s.to_string().c_str()), want), 0) << f << " " << s.to_string();
+        }
+    }
+}
+
+TEST(Toolbox, BadArgumentsAreOneLineNamingTheForm) {
+    const char* bad[] = {"threshold:", "threshold:x", "threshold:1:y", "threshold:1:2:otsu", "threshold:1:2:binary:4",
+                         "threshold:nan", "scale:", "scale:a", "scale:1:b", "scale:1:2:3", "gamma:0", "gamma:-1",
+                         "gamma:", "gamma:x", "gamma:inf", "hsv:1", "hls:full"};
+    for (const char* text : bad) {
+        try {
+            parse_filter(text);
+            ADD_FAILURE() << text << " was accepted";
+        } catch (const std::invalid_argument& e) {
+            const std::string what = e.what();
+            EXPECT_EQ(what.find('\n'), std::string::npos) << what;
+            const std::string kind = std::string(text).substr(0, std::string(text).find(':'));
+            EXPECT_NE(what.find(kind), std::string::npos) << what;
+        }
+    }
+}
+
+}  // namespace
+}  // namespace cbi
