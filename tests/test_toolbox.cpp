@@ -9,6 +9,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <iterator>
 #include <string>
 #include <vector>
 
@@ -201,18 +202,57 @@ TEST(Toolbox, EverySchedulesGivesTheNaiveResult) {
     }
 }
 
+TEST(SepFilter2D, EveryScheduleGivesTheNaiveResultBitExactly) {
+    unsigned seed = 40;
+    for (const char* f : {"sepfilter2d:1,2,1;-1,0,1", "sepfilter2d:0.5,0.5;1,1,1,1", "sepfilter2d:1,-2,3,-2,1;2",
+                          "sepfilter2d:0.1,0.2,0.4,0.2,0.1;0.3,0.4,0.3"})
+        for (const Depth depth : {Depth::u8, Depth::u16, Depth::f32})
+            for (const cv::Size size : {cv::Size{1, 1}, cv::Size{37, 23}, cv::Size{5, 300}}) {
+                const cv::Mat src = random_image(size.width, size.height, 3, depth, seed++);
+                const cv::Mat want = run_cpu(f, src);
+                for (const ScheduleSpec& s : example_schedules()) {
+                    if (!supports(s, parse_filter(f))) continue;
+                    EXPECT_EQ(differences(run_cpu(f, src, s.to_string().c_str()), want), 0)
+                        << f << " " << s.to_string() << " " << depth_name(depth) << " " << size;
+                }
+            }
+}
+
+TEST(SepFilter2D, EqualsOpenCVOnEveryBorderAndMatchesAWideKernel) {
+    // 255 taps a side, within 1 of OpenCV on 8-bit.
+    std::string wide = "sepfilter2d:";
+    for (int i = 0; i < 255; ++i) wide += (i ? "," : "") + std::to_string(1 + i % 7);
+    wide += ";";
+    for (int i = 0; i < 31; ++i) wide += (i ? "," : "") + args::number(0.001 * (i - 15));
+    const cv::Mat src = random_image(300, 40, 1, Depth::u8, 2);
+    for (const char* border : {"reflect101", "reflect", "replicate", "constant:9", "wrap"}) {
+        const FilterRun node{parse_filter(wide), parse_border(border), ScheduleSpec{}};
+        cv::Mat got(src.size(), src.type());
+        run_node_cpu(node, view_of(src), view_of(got));
+        const auto r = compare(got, reference::opencv_reference(node.filter, node.border, src), 1, 0);
+        EXPECT_TRUE(r.ok) << border << ": " << r.where;
+    }
+    EXPECT_EQ(to_string(parse_filter("sepfilter2d:1,2,1;-1,0,1.5")), "sepfilter2d:1,2,1;-1,0,1.5");
+}
+
 TEST(Toolbox, BadArgumentsAreOneLineNamingTheForm) {
     const char* bad[] = {"threshold:", "threshold:x", "threshold:1:y", "threshold:1:2:otsu", "threshold:1:2:binary:4",
                          "threshold:nan", "scale:", "scale:a", "scale:1:b", "scale:1:2:3", "gamma:0", "gamma:-1",
-                         "gamma:", "gamma:x", "gamma:inf", "hsv:1", "hls:full"};
-    for (const char* text : bad) {
+                         "gamma:", "gamma:x", "gamma:inf", "hsv:1", "hls:full", "sepfilter2d:", "sepfilter2d:1,2,1",
+                         "sepfilter2d:1,2;3;4", "sepfilter2d:1,,2;1", "sepfilter2d:1,a;1", "sepfilter2d:;1",
+                         "sepfilter2d:1;1;"};
+    std::string long_list = "sepfilter2d:1;";
+    for (int i = 0; i < 256; ++i) long_list += i ? ",1" : "1";
+    std::vector<std::string> texts(std::begin(bad), std::end(bad));
+    texts.push_back(long_list);
+    for (const std::string& text : texts) {
         try {
             parse_filter(text);
             ADD_FAILURE() << text << " was accepted";
         } catch (const std::invalid_argument& e) {
             const std::string what = e.what();
             EXPECT_EQ(what.find('\n'), std::string::npos) << what;
-            const std::string kind = std::string(text).substr(0, std::string(text).find(':'));
+            const std::string kind = text.substr(0, text.find(':'));
             EXPECT_NE(what.find(kind), std::string::npos) << what;
         }
     }

@@ -233,6 +233,20 @@ inline void hsv_reference(bool hls, const cv::Mat& src, cv::Mat& out) {
 inline void reference(const HsvFilter&, const Border&, const cv::Mat& src, cv::Mat& out) { hsv_reference(false, src, out); }
 inline void reference(const HlsFilter&, const Border&, const cv::Mat& src, cv::Mat& out) { hsv_reference(true, src, out); }
 
+inline cv::Mat taps_mat(const std::vector<double>& taps) {
+    cv::Mat m(1, static_cast<int>(taps.size()), CV_32F);
+    for (std::size_t i = 0; i < taps.size(); ++i) m.at<float>(static_cast<int>(i)) = static_cast<float>(taps[i]);
+    return m;
+}
+
+inline void reference(const SepFilter2DFilter& f, const Border& border, const cv::Mat& src, cv::Mat& out) {
+    const cv::Mat kx = taps_mat(f.kx), ky = taps_mat(f.ky);
+    const int radius = static_cast<int>(std::max(f.kx.size(), f.ky.size())) / 2 + 1;
+    with_border(src, border, radius, out, [&](const cv::Mat& s, cv::Mat& d, int b) {
+        cv::sepFilter2D(s, d, -1, kx, ky, {-1, -1}, 0, b);
+    });
+}
+
 // What OpenCV computes for `filter` with `border` on `src`, into `out`.
 inline void opencv_reference(const Filter& filter, const Border& border, const cv::Mat& src, cv::Mat& out) {
     std::visit([&](const auto& f) { reference(f, border, src, out); }, filter);
@@ -307,6 +321,7 @@ double kernel_gain(const F&) { return 1; }
 inline double kernel_gain(const SobelFilter& f) { return l1_gain(sobel_kernels(f.ksize)); }
 inline double kernel_gain(const ScharrFilter&) { return l1_gain(scharr_kernels()); }
 inline double kernel_gain(const LaplacianFilter& f) { return 2 * l1_gain(laplacian_kernels(f.ksize)); }
+inline double kernel_gain(const SepFilter2DFilter& f) { return taps::l1({f.kx}) * taps::l1({f.ky}); }
 
 inline double output_scale(const Filter& filter, const cv::Mat& src) {
     return std::visit([](const auto& f) { return kernel_gain(f); }, filter) * peak_magnitude(src);

@@ -15,13 +15,15 @@
 #include "filters/kinds/laplacian.hpp"
 #include "filters/kinds/scale.hpp"
 #include "filters/kinds/scharr.hpp"
+#include "filters/kinds/sepfilter2d.hpp"
 #include "filters/kinds/sobel.hpp"
 #include "filters/kinds/threshold.hpp"
 
 namespace cbi {
 
 using Filter = std::variant<BoxFilter, GaussianFilter, SobelFilter, ScharrFilter, LaplacianFilter, ColorFilter,
-                            ThresholdFilter, ScaleFilter, GammaFilter, HsvFilter, HlsFilter>;
+                            ThresholdFilter, ScaleFilter, GammaFilter, HsvFilter, HlsFilter,
+                            SepFilter2DFilter>;
 
 // Calls fn(std::type_identity<F>{}) for every kind F, in the list's order.
 template <class Fn>
