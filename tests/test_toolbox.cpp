@@ -235,12 +235,85 @@ TEST(SepFilter2D, EqualsOpenCVOnEveryBorderAndMatchesAWideKernel) {
     EXPECT_EQ(to_string(parse_filter("sepfilter2d:1,2,1;-1,0,1.5")), "sepfilter2d:1,2,1;-1,0,1.5");
 }
 
+// Through the executor: rank-1 kernels run as the sepfilter2d they expand to.
+cv::Mat run_sequence_cpu(const std::string& filter, const std::string& border, const cv::Mat& src,
+                         const char* schedule = nullptr) {
+    const FilterRun node{parse_filter(filter), parse_border(border),
+                         schedule ? parse_schedule(schedule) : ScheduleSpec{}};
+    const FilterRun nodes[] = {node};
+    return as_mat(run_sequence(nodes, view_of(src), RunOptions{}).view()).clone();
+}
+
+std::string random_kernel(int w, int h, unsigned seed) {
+    cv::RNG rng(seed);
+    std::string s = "filter2d:";
+    for (int r = 0; r < h; ++r)
+        for (int c = 0; c < w; ++c) s += (c ? "," : r ? ";" : "") + args::number(std::round(rng.uniform(-1.0, 1.0) * 64) / 64);
+    return s;
+}
+
+TEST(Filter2D, KernelsOfEveryShapeEqualOpenCV) {
+    unsigned seed = 60;
+    // 2-D kernels up to 32x32 (OpenCV's DFT path from 50 or 130 taps), even sides, one row, one column.
+    for (const cv::Size k : {cv::Size{3, 3}, cv::Size{2, 2}, cv::Size{4, 1}, cv::Size{1, 5}, cv::Size{7, 7}, cv::Size{15, 15},
+                             cv::Size{6, 9}, cv::Size{32, 32}})
+        for (const Depth depth : {Depth::u8, Depth::u16, Depth::f32}) {
+            const std::string f = random_kernel(k.width, k.height, seed++);
+            const cv::Mat src = random_image(97, 41, 3, depth, seed++);
+            for (const char* border : {"reflect101", "replicate", "constant:3", "wrap", "reflect"}) {
+                const cv::Mat got = run_sequence_cpu(f, border, src);
+                const cv::Mat want = reference::opencv_reference(parse_filter(f), parse_border(border), src);
+                const auto r = compare(got, want, 1, 1e-4, reference::output_scale(parse_filter(f), src));
+                EXPECT_TRUE(r.ok) << k << " " << depth_name(depth) << " " << border << ": " << r.where << " max "
+                                  << r.max_diff;
+            }
+        }
+}
+
+TEST(Filter2D, RankOneKernelsRunAsSepFilter2DUpTo255) {
+    EXPECT_EQ(expansion_of(parse_filter("filter2d:1,2,1;2,4,2;1,2,1")).steps.size(), 1u);
+    EXPECT_EQ(expansion_of(parse_filter("filter2d:-1,0,1;-2,0,2;-1,0,1")).steps.size(), 1u);  // Sobel x
+    EXPECT_TRUE(expansion_of(parse_filter("filter2d:0,-1,0;-1,5,-1;0,-1,0")).steps.empty());
+    // 255x255 of rank 1 (a box): parsed, run separably, equal to OpenCV.
+    std::string box = "filter2d:";
+    for (int r = 0; r < 255; ++r)
+        for (int c = 0; c < 255; ++c) box += (c ? "," : r ? ";" : "") + std::string(c % 2 ? "0.5" : "1");
+    const cv::Mat src = random_image(64, 300, 1, Depth::f32, 3);
+    const cv::Mat got = run_sequence_cpu(box, "reflect101", src);
+    const cv::Mat want = reference::opencv_reference(parse_filter(box), Border{}, src);
+    const auto r = compare(got, want, 1, 1e-4, reference::output_scale(parse_filter(box), src));
+    EXPECT_TRUE(r.ok) << r.where << " max " << r.max_diff;
+    // 33x33 of higher rank: refused with one line saying why.
+    try {
+        parse_filter(random_kernel(33, 33, 5));
+        ADD_FAILURE() << "a 33x33 kernel of rank > 1 was accepted";
+    } catch (const std::invalid_argument& e) {
+        EXPECT_NE(std::string(e.what()).find("not separable"), std::string::npos) << e.what();
+    }
+    EXPECT_NO_THROW(parse_filter(random_kernel(32, 32, 5)));
+    EXPECT_EQ(to_string(parse_filter("filter2d:0,-1,0;-1,5,-1;0,-1,0.5")), "filter2d:0,-1,0;-1,5,-1;0,-1,0.5");
+}
+
+TEST(Filter2D, EveryPerPixelScheduleGivesTheNaiveResult) {
+    const std::string f = random_kernel(5, 3, 9);
+    for (const Depth depth : {Depth::u8, Depth::f32}) {
+        const cv::Mat src = random_image(37, 23, 4, depth, 10);
+        const cv::Mat want = run_sequence_cpu(f, "reflect101", src, "naive");
+        for (const ScheduleSpec& s : example_schedules()) {
+            if (!supports(s, parse_filter(f))) continue;
+            EXPECT_EQ(differences(run_sequence_cpu(f, "reflect101", src, s.to_string().c_str()), want), 0)
+                << s.to_string();
+        }
+    }
+}
+
 TEST(Toolbox, BadArgumentsAreOneLineNamingTheForm) {
     const char* bad[] = {"threshold:", "threshold:x", "threshold:1:y", "threshold:1:2:otsu", "threshold:1:2:binary:4",
                          "threshold:nan", "scale:", "scale:a", "scale:1:b", "scale:1:2:3", "gamma:0", "gamma:-1",
                          "gamma:", "gamma:x", "gamma:inf", "hsv:1", "hls:full", "sepfilter2d:", "sepfilter2d:1,2,1",
                          "sepfilter2d:1,2;3;4", "sepfilter2d:1,,2;1", "sepfilter2d:1,a;1", "sepfilter2d:;1",
-                         "sepfilter2d:1;1;"};
+                         "sepfilter2d:1;1;", "filter2d:", "filter2d:1,2;3", "filter2d:1,2;3,x", "filter2d:;",
+                         "filter2d:1,,2", "filter2d:1;2;"};
     std::string long_list = "sepfilter2d:1;";
     for (int i = 0; i < 256; ++i) long_list += i ? ",1" : "1";
     std::vector<std::string> texts(std::begin(bad), std::end(bad));

@@ -9,10 +9,12 @@
 
 #include "filters/kinds/box.hpp"
 #include "filters/kinds/color.hpp"
+#include "filters/kinds/filter2d.hpp"
 #include "filters/kinds/gamma.hpp"
 #include "filters/kinds/gaussian.hpp"
 #include "filters/kinds/hsv.hpp"
 #include "filters/kinds/laplacian.hpp"
+#include "filters/kinds/morphology.hpp"
 #include "filters/kinds/scale.hpp"
 #include "filters/kinds/scharr.hpp"
 #include "filters/kinds/sepfilter2d.hpp"
@@ -22,8 +24,9 @@
 namespace cbi {
 
 using Filter = std::variant<BoxFilter, GaussianFilter, SobelFilter, ScharrFilter, LaplacianFilter, ColorFilter,
-                            ThresholdFilter, ScaleFilter, GammaFilter, HsvFilter, HlsFilter,
-                            SepFilter2DFilter>;
+                            ErodeFilter, DilateFilter, OpenFilter, CloseFilter, GradientFilter, TophatFilter,
+                            BlackhatFilter, ThresholdFilter, ScaleFilter, GammaFilter, HsvFilter, HlsFilter,
+                            SepFilter2DFilter, Filter2DFilter>;
 
 // Calls fn(std::type_identity<F>{}) for every kind F, in the list's order.
 template <class Fn>

@@ -2,6 +2,8 @@
 
 #include <cmath>
 
+#include "filters/filter.hpp"
+
 namespace cbi {
 
 using Kind = FilterKind<Filter2DFilter>;
@@ -47,7 +49,7 @@ Filter2DFilter Kind::parse(std::string_view a) {
     if (f.width * f.height > kMaxFilter2DTaps && !rank_one(f, pr, pc))
         args::invalid("filter2d kernel " + std::to_string(f.width) + "x" + std::to_string(f.height) + " has " +
                       std::to_string(f.width * f.height) + " taps and is not separable (rank 1); at most " +
-                      std::to_string(kMaxFilter2DTaps) + " taps run as a 2-D kernel (31x31 fits)");
+                      std::to_string(kMaxFilter2DTaps) + " taps run as a 2-D kernel (32x32 fits)");
     return f;
 }
 
@@ -60,25 +62,31 @@ std::string Kind::print(const Filter2DFilter& f) {
 }
 
 Filter2DTaps filter2d_taps(const Filter2DFilter& f) {
-    if (f.width < 1 || f.height < 1 || f.width > kMaxKernel || f.height > kMaxKernel ||
+    if (f.width < 1 || f.height < 1 || f.width * f.height > kMaxFilter2DTaps ||
         f.taps.size() != static_cast<std::size_t>(f.width) * f.height)
-        args::invalid("filter2d kernel must be 1..255 x 1..255 taps, row-major");
-    Filter2DTaps k{f.width, f.height, false, {}};
-    if (f.width * f.height <= kMaxFilter2DTaps) {
-        for (std::size_t i = 0; i < f.taps.size(); ++i) k.w[i] = static_cast<float>(f.taps[i]);
-        return k;
-    }
-    int pr = 0, pc = 0;
-    if (!rank_one(f, pr, pc))
         args::invalid("filter2d kernel " + std::to_string(f.width) + "x" + std::to_string(f.height) +
-                      " is not separable and has more than " + std::to_string(kMaxFilter2DTaps) + " taps");
-    // kernel[r][c] = column[r] * row[c], row = the pivot's row, column = the pivot's column / pivot.
-    const double pivot = f.taps[static_cast<std::size_t>(pr) * f.width + pc];
-    k.separable = true;
-    for (int c = 0; c < f.width; ++c) k.w[c] = static_cast<float>(f.taps[static_cast<std::size_t>(pr) * f.width + c]);
-    for (int r = 0; r < f.height; ++r)
-        k.w[f.width + r] = static_cast<float>(f.taps[static_cast<std::size_t>(r) * f.width + pc] / pivot);
+                      " does not fit a 2-D kernel of at most " + std::to_string(kMaxFilter2DTaps) + " taps");
+    Filter2DTaps k{f.width, f.height, {}};
+    for (std::size_t i = 0; i < f.taps.size(); ++i) k.w[i] = static_cast<float>(f.taps[i]);
     return k;
+}
+
+bool filter2d_rank_one(const Filter2DFilter& f, std::vector<double>& row, std::vector<double>& column) {
+    int pr = 0, pc = 0;
+    if (!rank_one(f, pr, pc)) return false;
+    // kernel[r][c] = column[r] * row[c]: the pivot's row, and its column over the pivot.
+    const double pivot = f.taps[static_cast<std::size_t>(pr) * f.width + pc];
+    row.assign(f.taps.begin() + static_cast<std::ptrdiff_t>(pr) * f.width,
+               f.taps.begin() + static_cast<std::ptrdiff_t>(pr + 1) * f.width);
+    column.resize(static_cast<std::size_t>(f.height));
+    for (int r = 0; r < f.height; ++r) column[r] = f.taps[static_cast<std::size_t>(r) * f.width + pc] / pivot;
+    return true;
+}
+
+Expansion Kind::expand(const Filter2DFilter& f) {
+    std::vector<double> row, column;
+    if (!filter2d_rank_one(f, row, column)) return {};
+    return {{{Filter{SepFilter2DFilter{row, column}}}}};
 }
 
 }  // namespace cbi

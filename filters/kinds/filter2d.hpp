@@ -10,11 +10,12 @@
 // differently). Sides 1..255.
 //
 // The taps travel in the op, by value (CUDA kernel parameters): at most
-// kMaxFilter2DTaps (1024, 4 KB; 31x31 fits) for a general kernel. A
+// kMaxFilter2DTaps (1024, 4 KB; 32x32 fits) for a general kernel. A
 // kernel of rank 1 (every row a multiple of one row: box, Gaussian, Sobel
-// as 2-D matrices) is recognised and held as its row and column (up to
-// 255 + 255 taps), so any size up to 255x255 runs; larger kernels that are
-// not of rank 1 are refused when parsed, with one line.
+// written as 2-D matrices) runs as sepfilter2d with its row and column
+// (FilterKind::expand; any size up to 255x255, the separable machinery and
+// its tile schedules); a larger kernel of higher rank is refused when
+// parsed, with one line.
 #include <string>
 #include <string_view>
 #include <vector>
@@ -35,16 +36,17 @@ struct Filter2DFilter {
     friend bool operator==(const Filter2DFilter&, const Filter2DFilter&) = default;
 };
 
-// The kernel as the op holds it: its taps row-major (2-D), or, for a
-// kernel of rank 1, its row kx (width taps) followed by its column ky
-// (height taps) with kernel[j][i] = ky[j] * kx[i] up to rounding.
+// The kernel as the op holds it: taps row-major, at most kMaxFilter2DTaps.
 struct Filter2DTaps {
     int width, height;
-    bool separable;
     float w[kMaxFilter2DTaps];
 };
-// Throws std::invalid_argument for a kernel that does not fit (see above).
+// Throws std::invalid_argument for a kernel with more taps.
 Filter2DTaps filter2d_taps(const Filter2DFilter& f);
+
+// The row and column of a kernel of rank 1 (kernel[j][i] = column[j] *
+// row[i] up to rounding), or false.
+bool filter2d_rank_one(const Filter2DFilter& f, std::vector<double>& row, std::vector<double>& column);
 
 template <class T>
 struct Filter2DOp {
@@ -56,24 +58,12 @@ struct Filter2DOp {
         T* out = dst.row<T>(y) + x * dst.channels;
         const int x0 = x - k.width / 2, y0 = y - k.height / 2;
         for (int c = 0; c < dst.channels; ++c) {
-            float sum = 0.f;
-            if (k.separable) {
-                const float* ky = k.w + k.width;
-                for (int j = 0; j < k.height; ++j) {
-                    if (ky[j] == 0.f) continue;
-                    const T* row = src.row(y0 + j);
-                    float rs = 0.f;
-                    for (int i = 0; i < k.width; ++i)
-                        if (k.w[i] != 0.f) rs = add_rn(rs, mul_rn(k.w[i], to_float(src.at(row, x0 + i, c))));
-                    sum = add_rn(sum, mul_rn(ky[j], rs));
-                }
-            } else {
-                for (int j = 0; j < k.height; ++j) {
-                    const T* row = src.row(y0 + j);
-                    const float* w = k.w + j * k.width;
-                    for (int i = 0; i < k.width; ++i)
-                        if (w[i] != 0.f) sum = add_rn(sum, mul_rn(w[i], to_float(src.at(row, x0 + i, c))));
-                }
+            float sum = 0.f;  // taps in row-major order, zeros skipped, as OpenCV's Filter2D
+            for (int j = 0; j < k.height; ++j) {
+                const T* row = src.row(y0 + j);
+                const float* w = k.w + j * k.width;
+                for (int i = 0; i < k.width; ++i)
+                    if (w[i] != 0.f) sum = add_rn(sum, mul_rn(w[i], to_float(src.at(row, x0 + i, c))));
             }
             out[c] = saturate_round<T>(sum);
         }
@@ -97,6 +87,8 @@ struct FilterKind<Filter2DFilter> {
     static Filter2DFilter parse(std::string_view a);
     static std::string print(const Filter2DFilter& f);
     static Footprint footprint(const Filter2DFilter& f) { return {f.width, f.height, f.width == f.height}; }
+    // Rank 1: one sepfilter2d step; otherwise none (the op below).
+    static Expansion expand(const Filter2DFilter& f);
     template <class T>
     static Filter2DOp<T> op(const Filter2DFilter& f, const ImageView& src, const Border& border, const ImageView& dst) {
         return {AnyBorderSource<T>{src, saturate_round<T>(static_cast<float>(border.value)), border.mode}, dst,
