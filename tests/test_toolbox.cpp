@@ -11,9 +11,11 @@
 #include <cstring>
 #include <iterator>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "filters/cpu/backend.hpp"
+#include "filters/error.hpp"
 #include "pipeline/executor.hpp"
 #include "reference.hpp"
 
@@ -307,13 +309,52 @@ TEST(Filter2D, EveryPerPixelScheduleGivesTheNaiveResult) {
     }
 }
 
+TEST(Adaptive, EqualsOpenCVBitForBitAndRefusesOtherImages) {
+    unsigned seed = 80;
+    for (const char* f : {"adaptive:255:mean:11:2", "adaptive:200:gaussian:5:-3.5:binary_inv", "adaptive:255:gaussian:31:7",
+                          "adaptive:255:mean:3:0.5", "adaptive:127.5:mean:3:-0.5:binary", "adaptive:255:gaussian:9:2.5:binary_inv",
+                          "adaptive:255:mean:255:0", "adaptive:300:mean:5:1e9", "adaptive:255:gaussian:3:-1e9:binary_inv",
+                          "adaptive:255:gaussian:3:7", "adaptive:255:gaussian:11:7", "adaptive:9:gaussian:21:-4:binary_inv"})
+        for (const cv::Size size : {cv::Size{1, 1}, cv::Size{2, 9}, cv::Size{37, 23}, cv::Size{400, 300}}) {
+            // Photos have flat runs (src == mean), where C's rounding decides: mix them in.
+            cv::Mat src = random_image(size.width, size.height, 1, Depth::u8, seed++);
+            src(cv::Rect(0, 0, (size.width + 1) / 2, size.height)).setTo(cv::Scalar(100));
+            const cv::Mat got = run_sequence_cpu(f, "reflect101", src);  // the node's border is not the blur's
+            EXPECT_EQ(differences(got, reference_of(f, src)), 0) << f << " " << size;
+        }
+    EXPECT_EQ(expansion_of(parse_filter("adaptive:255:mean:11:2")).steps.size(), 3u);
+    EXPECT_EQ(to_string(parse_filter("adaptive:255:gaussian:11:-2.5:binary_inv")), "adaptive:255:gaussian:11:-2.5:binary_inv");
+    EXPECT_EQ(to_string(parse_filter("adaptive:255:mean:11:2:binary")), "adaptive:255:mean:11:2");
+    for (const auto& [depth, channels] : {std::pair{Depth::u8, 3}, std::pair{Depth::u16, 1}, std::pair{Depth::f32, 1}}) {
+        const cv::Mat src = random_image(8, 8, channels, depth, 3);
+        try {
+            run_sequence_cpu("adaptive:255:mean:3:2", "replicate", src);
+            ADD_FAILURE() << "took a " << channels << "-channel " << depth_name(depth) << " image";
+        } catch (const Error& e) {
+            const std::string what = e.what();
+            EXPECT_NE(what.find("needs an 8-bit 1-channel image"), std::string::npos) << what;
+            EXPECT_EQ(what.find('\n'), std::string::npos) << what;
+        }
+    }
+    // The document chain: gray, then adaptive, runs on a colour photo.
+    const cv::Mat bgr = random_image(64, 48, 3, Depth::u8, 5);
+    const Graph g = parse_pipeline("color:gray | adaptive:255:gaussian:11:2");
+    GraphExecutor ex(g, RunOptions{});
+    cv::Mat gray, want;
+    cv::cvtColor(bgr, gray, cv::COLOR_BGR2GRAY);
+    cv::adaptiveThreshold(gray, want, 255, cv::ADAPTIVE_THRESH_GAUSSIAN_C, cv::THRESH_BINARY, 11, 2);
+    EXPECT_EQ(differences(as_mat(ex.run(view_of(bgr)).front()).clone(), want), 0);
+}
+
 TEST(Toolbox, BadArgumentsAreOneLineNamingTheForm) {
     const char* bad[] = {"threshold:", "threshold:x", "threshold:1:y", "threshold:1:2:otsu", "threshold:1:2:binary:4",
                          "threshold:nan", "scale:", "scale:a", "scale:1:b", "scale:1:2:3", "gamma:0", "gamma:-1",
                          "gamma:", "gamma:x", "gamma:inf", "hsv:1", "hls:full", "sepfilter2d:", "sepfilter2d:1,2,1",
                          "sepfilter2d:1,2;3;4", "sepfilter2d:1,,2;1", "sepfilter2d:1,a;1", "sepfilter2d:;1",
                          "sepfilter2d:1;1;", "filter2d:", "filter2d:1,2;3", "filter2d:1,2;3,x", "filter2d:;",
-                         "filter2d:1,,2", "filter2d:1;2;"};
+                         "filter2d:1,,2", "filter2d:1;2;", "adaptive:255:mean:4:2", "adaptive:255:mean:1:2",
+                         "adaptive:255:median:5:2", "adaptive:255:mean:5", "adaptive:255:mean:5:2:trunc", "adaptive:x:mean:5:2",
+                         "adaptive:255:mean:5:c", "adaptive:255:mean:257:2", "adaptive:"};
     std::string long_list = "sepfilter2d:1;";
     for (int i = 0; i < 256; ++i) long_list += i ? ",1" : "1";
     std::vector<std::string> texts(std::begin(bad), std::end(bad));

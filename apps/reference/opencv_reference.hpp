@@ -293,6 +293,13 @@ inline void reference(const Filter2DFilter& f, const Border& border, const cv::M
     });
 }
 
+// cv::adaptiveThreshold takes 8-bit 1-channel images, as the kind does
+// (other images are refused before they get here). The border is its own.
+inline void reference(const AdaptiveFilter& f, const Border&, const cv::Mat& src, cv::Mat& out) {
+    cv::adaptiveThreshold(src, out, f.maxval, f.gaussian ? cv::ADAPTIVE_THRESH_GAUSSIAN_C : cv::ADAPTIVE_THRESH_MEAN_C,
+                          f.inverse ? cv::THRESH_BINARY_INV : cv::THRESH_BINARY, f.block, f.c);
+}
+
 // What OpenCV computes for `filter` with `border` on `src`, into `out`.
 inline void opencv_reference(const Filter& filter, const Border& border, const cv::Mat& src, cv::Mat& out) {
     std::visit([&](const auto& f) { reference(f, border, src, out); }, filter);

@@ -7,6 +7,7 @@
 #include <utility>
 #include <variant>
 
+#include "filters/kinds/adaptive.hpp"
 #include "filters/kinds/box.hpp"
 #include "filters/kinds/color.hpp"
 #include "filters/kinds/filter2d.hpp"
@@ -26,7 +27,7 @@ namespace cbi {
 using Filter = std::variant<BoxFilter, GaussianFilter, SobelFilter, ScharrFilter, LaplacianFilter, ColorFilter,
                             ErodeFilter, DilateFilter, OpenFilter, CloseFilter, GradientFilter, TophatFilter,
                             BlackhatFilter, ThresholdFilter, ScaleFilter, GammaFilter, HsvFilter, HlsFilter,
-                            SepFilter2DFilter, Filter2DFilter>;
+                            SepFilter2DFilter, Filter2DFilter, AdaptiveFilter>;
 
 // Calls fn(std::type_identity<F>{}) for every kind F, in the list's order.
 template <class Fn>

@@ -54,19 +54,30 @@ std::string Kind::print(const ThresholdFilter& f) {
 
 template <class T>
 ThresholdOp<T> threshold_op(const ThresholdFilter& f, const ImageView& src, const ImageView& dst) {
-    ThresholdOp<T> op{{src, dst}, {}, {}, {}, f.type};
+    ThresholdOp<T> op{{src, dst}, {}, false, false, false, false, {}, {}};
+    T thresh{}, maxval{}, trunc{};
     if constexpr (std::is_same_v<T, float>) {
-        op.thresh = static_cast<float>(f.thresh);
-        op.maxval = f.default_maxval ? 1.f : static_cast<float>(f.maxval);
-        op.trunc = op.thresh;
+        thresh = static_cast<float>(f.thresh);
+        maxval = f.default_maxval ? 1.f : static_cast<float>(f.maxval);
+        trunc = thresh;
+        op.trunc_cmp = f.type == ThresholdType::trunc;
     } else {
         // cv::threshold: ithresh = cvFloor(T); imaxval = saturate_cast<T>(cvRound(MAXVAL)). T is
         // clamped to [-1, max] first (the same comparisons; cvFloor of a value beyond int is undefined).
         constexpr double hi = static_cast<double>(T(~T(0)));
-        op.thresh = static_cast<int>(std::floor(std::clamp(f.thresh, -1.0, hi)));
-        const double m = f.default_maxval ? hi : std::nearbyint(std::clamp(f.maxval, 0.0, hi));
-        op.maxval = static_cast<T>(m);
-        op.trunc = static_cast<T>(std::max(op.thresh, 0));
+        const int t = static_cast<int>(std::floor(std::clamp(f.thresh, -1.0, hi)));
+        op.all_above = t < 0;
+        thresh = static_cast<T>(std::max(t, 0));
+        maxval = static_cast<T>(f.default_maxval ? hi : std::nearbyint(std::clamp(f.maxval, 0.0, hi)));
+        trunc = thresh;  // above T < 0 trunc writes 0, saturated
+    }
+    op.thresh = thresh;
+    switch (f.type) {
+        case ThresholdType::binary: op.hi = maxval, op.lo = T(0); break;
+        case ThresholdType::binary_inv: op.hi = T(0), op.lo = maxval; break;
+        case ThresholdType::trunc: op.hi = trunc, op.keep_below = true; break;
+        case ThresholdType::tozero: op.keep_above = true, op.lo = T(0); break;
+        case ThresholdType::tozero_inv: op.hi = T(0), op.keep_below = true; break;
     }
     return op;
 }

@@ -30,25 +30,23 @@ struct ThresholdFilter {
 
 template <class T>
 struct ThresholdOp : PerSampleOp<ThresholdOp<T>, T> {
-    // Integers compare as int (T floored: exact), floats as float.
-    using Cmp = std::conditional_t<std::is_same_v<T, float>, float, int>;
-    Cmp thresh;
-    T maxval;
-    T trunc;  // what trunc writes above T: T itself, saturated to the depth
-    ThresholdType type;
+    // The five types as one rule, its choices fixed per op (no switch per
+    // sample, so CPU loops vectorise): above ? (keep_above ? src : hi) :
+    // (keep_below ? src : lo).
+    T thresh;         // integers: floor(T) clamped to [0, max] (all_above covers T < 0)
+    bool all_above;   // integers: T < 0, every sample is above
+    bool trunc_cmp;   // float trunc: above is !(src < T), as OpenCV's vector min(src, T)
+                      // takes it (the second operand when equal or unordered: min(-0, +0) is +0)
+    bool keep_above, keep_below;
+    T hi, lo;         // what is written above / not above, unless kept
 
+    CBI_HOST_DEVICE bool above(T v) const {
+        if constexpr (std::is_same_v<T, float>) return trunc_cmp ? !(v < thresh) : v > thresh;
+        else return all_above | (v > thresh);
+    }
     CBI_HOST_DEVICE T sample(T v) const {
-        const bool above = static_cast<Cmp>(v) > thresh;
-        switch (type) {
-            case ThresholdType::binary: return above ? maxval : T(0);
-            case ThresholdType::binary_inv: return above ? T(0) : maxval;
-            // min(src, T) as OpenCV's vector loop takes it (the second
-            // operand when equal or unordered: min(-0, +0) is +0, NaN gives T).
-            case ThresholdType::trunc: return static_cast<Cmp>(v) < thresh ? v : trunc;
-            case ThresholdType::tozero: return above ? v : T(0);
-            case ThresholdType::tozero_inv: break;
-        }
-        return above ? T(0) : v;
+        const T a = keep_above ? v : hi, b = keep_below ? v : lo;
+        return above(v) ? a : b;
     }
 };
 
