@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <type_traits>
+#include <vector>
 
 #include "filters/cpu/backend.hpp"
 #include "filters/dispatch.hpp"
@@ -20,7 +21,14 @@ struct WindowLaunch {
 
     template <class Schedule, class Op>
     void operator()(Schedule schedule, const Op& op) const {
-        if constexpr (std::is_same_v<Schedule, NaiveSchedule>) {
+        if constexpr (std::is_same_v<Schedule, NaiveSchedule> && requires { op.row(0, width, nullptr); }) {
+            // Ops with a row form (filter2d): a row at a time, each task with its scratch.
+            note_kernel_path(KernelPath::cpu_rows);
+            tbb::parallel_for(tbb::blocked_range<int>(0, height, 4), [&](const auto& rows) {
+                std::vector<float> scratch(static_cast<std::size_t>(op.row_scratch(width)));
+                for (int y = rows.begin(); y != rows.end(); ++y) op.row(y, width, scratch.data());
+            });
+        } else if constexpr (std::is_same_v<Schedule, NaiveSchedule>) {
             note_kernel_path(KernelPath::cpu_rows);
             // Window ops cost far more than a pixel's memory: small grains balance the tasks.
             tbb::parallel_for(tbb::blocked_range<int>(0, height, 1), [&](const auto& rows) {

@@ -68,6 +68,36 @@ struct Filter2DOp {
             out[c] = saturate_round<T>(sum);
         }
     }
+
+    // The CPU's form (cpu/window.cpp, naive schedule): one output row at a
+    // time, taps outer and the row's samples inner, so the sums vectorise.
+    // Each sample adds the same products in the same order as operator():
+    // the results are bit-identical. Host only; `scratch` holds
+    // row_scratch(width) floats.
+    int row_scratch(int width) const { return (2 * width + k.width - 1) * dst.channels; }
+    void row(int y, int width, float* scratch) const {
+        const int channels = dst.channels, n = width * channels, padded = width + k.width - 1;
+        float* acc = scratch;
+        float* pad = scratch + n;
+        for (int s = 0; s < n; ++s) acc[s] = 0.f;
+        for (int j = 0; j < k.height; ++j) {
+            const float* w = k.w + j * k.width;
+            bool any = false;
+            for (int i = 0; i < k.width; ++i) any |= w[i] != 0.f;
+            if (!any) continue;
+            const T* r = src.row(y - k.height / 2 + j);
+            for (int p = 0; p < padded; ++p)  // source columns x - width/2 ...: the border once per sample
+                for (int c = 0; c < channels; ++c) pad[p * channels + c] = to_float(src.at(r, p - k.width / 2, c));
+            for (int i = 0; i < k.width; ++i) {
+                if (w[i] == 0.f) continue;
+                const float wi = w[i];
+                const float* in = pad + i * channels;
+                for (int s = 0; s < n; ++s) acc[s] = add_rn(acc[s], mul_rn(wi, in[s]));
+            }
+        }
+        T* out = dst.row<T>(y);
+        for (int s = 0; s < n; ++s) out[s] = saturate_round<T>(acc[s]);
+    }
 };
 
 template <>
