@@ -158,9 +158,9 @@ struct HsvKindBase {
     static constexpr Category category = Category::pointwise;
     static constexpr std::string_view examples[] = {""};
     static constexpr KindDefault defaults[] = {
-        // Not measured: the colour matrix's rows (one pass over the pixels).
-        {true, 0, static_cast<int>(Depth::u8), 0, "vec:8 vec:4 vec:16"},
-        {true, 0, kAnyDepth, 0, "vec:4 vec:2 vec:8"},
+        // Not measured. One thread a pixel: the CUDA vec:N kernels take the
+        // colour matrix and blend only (cuda/backend.cu launch_vec).
+        {true, 0, kAnyDepth, 0, "naive tile:32x8 column:32"},
         {false, 0, kAnyDepth, 0, "naive"},
     };
     static Footprint footprint_any() { return {}; }

@@ -67,9 +67,9 @@ struct FilterKind<ThresholdFilter> {
     static constexpr std::string_view examples[] = {"100.5", "0.25:200:binary_inv", "127::trunc", "40000::tozero",
                                                     "0.5:7:tozero_inv"};
     static constexpr KindDefault defaults[] = {
-        // Not measured: the colour matrix's rows (one pass over the samples).
-        {true, 0, static_cast<int>(Depth::u8), 0, "vec:8 vec:4 vec:16"},
-        {true, 0, kAnyDepth, 0, "vec:4 vec:2 vec:8"},
+        // Not measured. One thread a pixel: the CUDA vec:N kernels take the
+        // colour matrix and blend only (cuda/backend.cu launch_vec).
+        {true, 0, kAnyDepth, 0, "naive tile:32x8 column:32"},
         {false, 0, kAnyDepth, 0, "naive"},
     };
 
