@@ -33,6 +33,17 @@ CBI_HOST_DEVICE float add_rn(float a, float b) {
 #endif
 }
 
+// a * b + c rounded once (a fused multiply-add), on both backends: for
+// ops that match an OpenCV path which fuses (convertTo's AVX2 loop:
+// filters/kinds/scale.hpp). Host: std::fma, a call unless built with FMA.
+CBI_HOST_DEVICE float fma_rn(float a, float b, float c) {
+#if defined(__CUDA_ARCH__)
+    return __fmaf_rn(a, b, c);
+#else
+    return std::fma(a, b, c);
+#endif
+}
+
 // Converts a computed value to the sample type T: integers are rounded to
 // nearest (ties to even, as OpenCV's cvRound) and saturated; floats pass.
 // NaN gives 0. On the GPU, clamping first and adding 2^23 rounds to nearest

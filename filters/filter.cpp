@@ -223,6 +223,13 @@ bool supports(const ScheduleSpec& schedule, const Filter& filter, const Border& 
 
 bool supports(const ScheduleSpec& schedule, const BlendFilter& blend) { return why_unsupported(schedule, blend).empty(); }
 
+std::string refuses_input(const Filter& f, Depth depth, int channels) {
+    return visit_kind(f, [&](auto kind, const auto& params) -> std::string {
+        if constexpr (requires { kind.refuses_input(params, depth, channels); }) return kind.refuses_input(params, depth, channels);
+        else return {};
+    });
+}
+
 int output_channels(const Filter& f, int channels) {
     return visit_kind(f, [&](auto kind, const auto& params) {
         if constexpr (requires { kind.output_channels(params, channels); }) return kind.output_channels(params, channels);

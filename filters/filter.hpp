@@ -139,6 +139,10 @@ bool supports(const ScheduleSpec& schedule, const BlendFilter& blend);
 void check_supports(const ScheduleSpec& schedule, const Filter& filter, const Border& border = {}, Fusion fusion = {});
 void check_supports(const ScheduleSpec& schedule, const BlendFilter& blend);
 
+// Why `f` cannot take an input of `depth` and `channels` (the kind's
+// refuses_input: adaptive takes 8-bit 1-channel images only), or "".
+std::string refuses_input(const Filter& f, Depth depth, int channels);
+
 // Channels of the node's output for an input with `channels` channels
 // (the kind's output_channels; the input's count for kinds without one).
 // Throws cbi::Error when the filter cannot take such an input.

@@ -278,6 +278,28 @@ struct AnyBorderColorSource : ColorSamples<AnyBorderColorSource<T>, T> {
     CBI_HOST_DEVICE int index(int p, int n) const { return border_index(mode, p, n); }
 };
 
+// A pointwise op that maps every sample on its own, all channels alike
+// (threshold, scale, gamma): Derived supplies `T sample(T) const`. The CPU
+// backend runs such ops a row of samples at a time (kPerSample), which the
+// compiler can vectorise; kernels may do the same.
+template <class Derived, class T>
+struct PerSampleOp {
+    static constexpr bool kPerSample = true;
+    using Sample = T;
+    ImageView src;
+    ImageView dst;
+
+    CBI_HOST_DEVICE void operator()(int x, int y) const {
+        const T* in = src.row<const T>(y) + x * src.channels;
+        T* out = dst.row<T>(y) + x * dst.channels;
+        for (int c = 0; c < dst.channels; ++c) out[c] = static_cast<const Derived&>(*this).sample(in[c]);
+    }
+};
+
+// Ops that map samples one by one (PerSampleOp).
+template <class Op>
+concept PerSampleOpType = requires { requires Op::kPerSample; };
+
 // cv::addWeighted: alpha*A + beta*B + gamma per sample, float arithmetic.
 template <class T>
 struct BlendOp {

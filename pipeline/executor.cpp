@@ -335,6 +335,14 @@ void GraphExecutor::plan(int width, int height, int channels, Depth depth) {
     if (probe.pixels() > max_schedulable_pixels)
         throw Error("input", cbi::describe(probe) + " has more than 2^32-1 pixels, the most a schedule can index");
 
+    // Kinds that take only some images (adaptive: 8-bit, 1 channel) say so
+    // before anything runs; compound nodes are gone from graph_, so ask the user's.
+    const std::vector<int> user_channels = node_channels(user_graph_, channels);
+    for (const GraphNode& n : user_graph_.nodes())
+        if (const auto* f = std::get_if<Filter>(&n.op); f && !n.inputs.empty())
+            if (const std::string why = refuses_input(*f, depth, user_channels[static_cast<std::size_t>(n.inputs[0])]); !why.empty())
+                throw Error(to_string(*f), why);
+
     auto plan = std::make_unique<Plan>();
     plan->width = width, plan->height = height, plan->channels = channels, plan->depth = depth;
     plan->channels_of = node_channels(graph_, channels);

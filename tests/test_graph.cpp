@@ -148,7 +148,8 @@ TEST(Graph, LanguageErrorsPointAtTheOffendingStage) {
 
 TEST(Graph, SchedulesRefuseWhatTheyDoNotRunAndDefaultsFallBack) {
     expect_unsupported([] { parse_pipeline("gaussian:5@vec:4"); },
-                       "schedule vec:4 runs pointwise filters only (color, blend), not gaussian:5; use naive, column:W");
+                       "schedule vec:4 runs pointwise filters only (" + kind_names(Category::pointwise) +
+                           ", blend), not gaussian:5; use naive, column:W");
     expect_unsupported([] { parse_pipeline("blur:11@stream:64x64"); },
                        "schedule stream:64x64 runs stencils up to 9x9 (non-square windows count as larger), not blur:11; use naive");
     expect_unsupported([] { parse_pipeline("sobel:mag:1@stream:64x64"); }, "not sobel:mag:1; use naive, column:W");

@@ -202,6 +202,104 @@ inline void reference(const ColorFilter& c, const Border&, const cv::Mat& src, c
     out = keep_alpha(src, transform_rgb(src, m));
 }
 
+inline void reference(const ThresholdFilter& f, const Border&, const cv::Mat& src, cv::Mat& out) {
+    static constexpr int types[] = {cv::THRESH_BINARY, cv::THRESH_BINARY_INV, cv::THRESH_TRUNC, cv::THRESH_TOZERO,
+                                    cv::THRESH_TOZERO_INV};
+    const double maxval = !f.default_maxval ? f.maxval : src.depth() == CV_8U ? 255 : src.depth() == CV_16U ? 65535 : 1;
+    cv::threshold(src, out, f.thresh, maxval, types[static_cast<int>(f.type)]);
+}
+
+inline void reference(const ScaleFilter& f, const Border&, const cv::Mat& src, cv::Mat& out) {
+    src.convertTo(out, -1, f.alpha, f.beta);
+}
+
+// The table a host builds, saturate_cast<T>(MAX * pow(i / MAX, 1 / G)) (cv::LUT
+// for 8-bit; 16-bit through a 65536-entry table); float: pow per sample,
+// samples <= 0 unchanged.
+inline void reference(const GammaFilter& f, const Border&, const cv::Mat& src, cv::Mat& out) {
+    const double e = 1.0 / f.gamma;
+    if (src.depth() == CV_8U) {
+        cv::Mat lut(1, 256, CV_8U);
+        for (int i = 0; i < 256; ++i) lut.at<uchar>(i) = cv::saturate_cast<uchar>(255.0 * std::pow(i / 255.0, e));
+        cv::LUT(src, lut, out);
+        return;
+    }
+    out.create(src.size(), src.type());
+    if (src.depth() == CV_16U) {
+        std::vector<ushort> lut(65536);
+        for (int i = 0; i < 65536; ++i) lut[i] = cv::saturate_cast<ushort>(65535.0 * std::pow(i / 65535.0, e));
+        for (int y = 0; y < src.rows; ++y)
+            for (int x = 0; x < src.cols * src.channels(); ++x) out.ptr<ushort>(y)[x] = lut[src.ptr<ushort>(y)[x]];
+        return;
+    }
+    for (int y = 0; y < src.rows; ++y)
+        for (int x = 0; x < src.cols * src.channels(); ++x) {
+            const float v = src.ptr<float>(y)[x];
+            out.ptr<float>(y)[x] = v > 0 ? static_cast<float>(std::pow(static_cast<double>(v), e)) : v;
+        }
+}
+
+// cv::cvtColor COLOR_BGR2HSV / BGR2HLS on the BGR of `src` (a gray image as
+// B = G = R), alpha kept. 16-bit, which cvtColor refuses: its float path on
+// src / 65535, H / 2 and the rest times 65535, rounded.
+inline void hsv_reference(bool hls, const cv::Mat& src, cv::Mat& out) {
+    cv::Mat bgr, result;
+    if (src.channels() == 4) cv::cvtColor(src, bgr, cv::COLOR_BGRA2BGR);
+    else if (src.channels() == 1) cv::cvtColor(src, bgr, cv::COLOR_GRAY2BGR);
+    else bgr = src;
+    const int code = hls ? cv::COLOR_BGR2HLS : cv::COLOR_BGR2HSV;
+    if (src.depth() != CV_16U) {
+        cv::cvtColor(bgr, result, code);
+    } else {
+        cv::Mat f;
+        bgr.convertTo(f, CV_32F, 1.0 / 65535);
+        cv::cvtColor(f, f, code);
+        std::vector<cv::Mat> planes;
+        cv::split(f, planes);
+        planes[0].convertTo(planes[0], CV_16U, 0.5);
+        planes[1].convertTo(planes[1], CV_16U, 65535);
+        planes[2].convertTo(planes[2], CV_16U, 65535);
+        if (!hls) {  // V is the maximum itself
+            std::vector<cv::Mat> c;
+            cv::split(bgr, c);
+            planes[2] = cv::max(cv::max(c[0], c[1]), c[2]);
+        }
+        cv::merge(planes, result);
+    }
+    out = keep_alpha(src, result);
+}
+inline void reference(const HsvFilter&, const Border&, const cv::Mat& src, cv::Mat& out) { hsv_reference(false, src, out); }
+inline void reference(const HlsFilter&, const Border&, const cv::Mat& src, cv::Mat& out) { hsv_reference(true, src, out); }
+
+inline cv::Mat taps_mat(const std::vector<double>& taps) {
+    cv::Mat m(1, static_cast<int>(taps.size()), CV_32F);
+    for (std::size_t i = 0; i < taps.size(); ++i) m.at<float>(static_cast<int>(i)) = static_cast<float>(taps[i]);
+    return m;
+}
+
+inline void reference(const SepFilter2DFilter& f, const Border& border, const cv::Mat& src, cv::Mat& out) {
+    const cv::Mat kx = taps_mat(f.kx), ky = taps_mat(f.ky);
+    const int radius = static_cast<int>(std::max(f.kx.size(), f.ky.size())) / 2 + 1;
+    with_border(src, border, radius, out, [&](const cv::Mat& s, cv::Mat& d, int b) {
+        cv::sepFilter2D(s, d, -1, kx, ky, {-1, -1}, 0, b);
+    });
+}
+
+inline void reference(const Filter2DFilter& f, const Border& border, const cv::Mat& src, cv::Mat& out) {
+    cv::Mat kernel(f.height, f.width, CV_32F);
+    for (int i = 0; i < f.width * f.height; ++i) kernel.at<float>(i / f.width, i % f.width) = static_cast<float>(f.taps[i]);
+    with_border(src, border, std::max(f.width, f.height) / 2 + 1, out, [&](const cv::Mat& s, cv::Mat& d, int b) {
+        cv::filter2D(s, d, -1, kernel, {-1, -1}, 0, b);
+    });
+}
+
+// cv::adaptiveThreshold takes 8-bit 1-channel images, as the kind does
+// (other images are refused before they get here). The border is its own.
+inline void reference(const AdaptiveFilter& f, const Border&, const cv::Mat& src, cv::Mat& out) {
+    cv::adaptiveThreshold(src, out, f.maxval, f.gaussian ? cv::ADAPTIVE_THRESH_GAUSSIAN_C : cv::ADAPTIVE_THRESH_MEAN_C,
+                          f.inverse ? cv::THRESH_BINARY_INV : cv::THRESH_BINARY, f.block, f.c);
+}
+
 // What OpenCV computes for `filter` with `border` on `src`, into `out`.
 inline void opencv_reference(const Filter& filter, const Border& border, const cv::Mat& src, cv::Mat& out) {
     std::visit([&](const auto& f) { reference(f, border, src, out); }, filter);
@@ -276,6 +374,8 @@ double kernel_gain(const F&) { return 1; }
 inline double kernel_gain(const SobelFilter& f) { return l1_gain(sobel_kernels(f.ksize)); }
 inline double kernel_gain(const ScharrFilter&) { return l1_gain(scharr_kernels()); }
 inline double kernel_gain(const LaplacianFilter& f) { return 2 * l1_gain(laplacian_kernels(f.ksize)); }
+inline double kernel_gain(const SepFilter2DFilter& f) { return taps::l1({f.kx}) * taps::l1({f.ky}); }
+inline double kernel_gain(const Filter2DFilter& f) { return taps::l1({f.taps}); }
 
 inline double output_scale(const Filter& filter, const cv::Mat& src) {
     return std::visit([](const auto& f) { return kernel_gain(f); }, filter) * peak_magnitude(src);

@@ -28,6 +28,13 @@ constexpr bool kIsBlendOp = false;
 template <class T>
 constexpr bool kIsBlendOp<BlendOp<T>> = true;
 
+// A row of a per-sample op (threshold, scale, gamma) as one loop over its
+// samples, compiled for AVX2 and the baseline (cpu/separable.hpp's clones).
+template <class Op, class T>
+CBI_CPU_CLONES void per_sample_row(const Op& op, const T* __restrict in, T* __restrict out, int n) {
+    for (int i = 0; i < n; ++i) out[i] = op.sample(in[i]);
+}
+
 // The tile-staging schedules (kStagesTiles: smem:WxH, sep:WxH) run the
 // separable stencils tile by tile through row-sum buffers
 // (cpu/separable.hpp); every other schedule and op is evaluated per pixel in
@@ -56,6 +63,12 @@ struct CpuLaunch {
                                       cpu::color_rows(op, rows.begin(), rows.end());  // cpu/color.cpp
                                   } else if constexpr (kIsBlendOp<Op>) {
                                       cpu::blend_rows(op, rows.begin(), rows.end());
+                                  } else if constexpr (PerSampleOpType<Op>) {
+                                      // A row is one run of samples (threshold, scale, gamma).
+                                      using T = typename Op::Sample;
+                                      const int n = width * op.dst.channels;
+                                      for (int y = rows.begin(); y != rows.end(); ++y)
+                                          per_sample_row(op, op.src.template row<const T>(y), op.dst.template row<T>(y), n);
                                   } else {
                                       for (int y = rows.begin(); y != rows.end(); ++y)
                                           for (int x = 0; x < width; ++x) op(x, y);

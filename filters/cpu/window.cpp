@@ -29,6 +29,13 @@ struct WindowLaunch {
                 std::vector<T> scratch(op.scratch_samples());
                 op.rows(rows.begin(), rows.end(), scratch.data());
             });
+        } else if constexpr (std::is_same_v<Schedule, NaiveSchedule> && requires { op.row(0, width, nullptr); }) {
+            // Ops with a row form (filter2d): a row at a time, each task with its scratch.
+            note_kernel_path(KernelPath::cpu_rows);
+            tbb::parallel_for(tbb::blocked_range<int>(0, height, 4), [&](const auto& rows) {
+                std::vector<float> scratch(static_cast<std::size_t>(op.row_scratch(width)));
+                for (int y = rows.begin(); y != rows.end(); ++y) op.row(y, width, scratch.data());
+            });
         } else if constexpr (std::is_same_v<Schedule, NaiveSchedule>) {
             note_kernel_path(KernelPath::cpu_rows);
             // Window ops cost far more than a pixel's memory: small grains balance the tasks.

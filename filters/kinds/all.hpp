@@ -7,19 +7,27 @@
 #include <utility>
 #include <variant>
 
+#include "filters/kinds/adaptive.hpp"
 #include "filters/kinds/box.hpp"
 #include "filters/kinds/color.hpp"
+#include "filters/kinds/filter2d.hpp"
+#include "filters/kinds/gamma.hpp"
 #include "filters/kinds/gaussian.hpp"
+#include "filters/kinds/hsv.hpp"
 #include "filters/kinds/laplacian.hpp"
 #include "filters/kinds/morphology.hpp"
+#include "filters/kinds/scale.hpp"
 #include "filters/kinds/scharr.hpp"
+#include "filters/kinds/sepfilter2d.hpp"
 #include "filters/kinds/sobel.hpp"
+#include "filters/kinds/threshold.hpp"
 
 namespace cbi {
 
 using Filter = std::variant<BoxFilter, GaussianFilter, SobelFilter, ScharrFilter, LaplacianFilter, ColorFilter,
                             ErodeFilter, DilateFilter, OpenFilter, CloseFilter, GradientFilter, TophatFilter,
-                            BlackhatFilter>;
+                            BlackhatFilter, ThresholdFilter, ScaleFilter, GammaFilter, HsvFilter, HlsFilter,
+                            SepFilter2DFilter, Filter2DFilter, AdaptiveFilter>;
 
 // Calls fn(std::type_identity<F>{}) for every kind F, in the list's order.
 template <class Fn>

@@ -1,0 +1,129 @@
+#pragma once
+// filter2d:ROWS = cv::filter2D(src, dst, -1, kernel, {-1,-1}, 0, border):
+// correlation with a W x H kernel written as rows separated by ';' and taps
+// by ',' (filter2d:0,-1,0;-1,5,-1;0,-1,0 sharpens), anchor at the middle
+// tap (floor(W/2), floor(H/2)), rounded to nearest even and saturated to
+// the depth (float stays float). Float taps and float sums in row-major
+// tap order, zero taps skipped, as OpenCV's direct Filter2D does: 8/16-bit
+// within 1 of OpenCV, float within 1e-4 of the output's scale (OpenCV
+// switches to a DFT for kernels of 50+ or 130+ taps, which rounds
+// differently). Sides 1..255.
+//
+// The taps travel in the op, by value (CUDA kernel parameters): at most
+// kMaxFilter2DTaps (1024, 4 KB; 32x32 fits) for a general kernel. A
+// kernel of rank 1 (every row a multiple of one row: box, Gaussian, Sobel
+// written as 2-D matrices) runs as sepfilter2d with its row and column
+// (FilterKind::expand; any size up to 255x255, the separable machinery and
+// its tile schedules); a larger kernel of higher rank is refused when
+// parsed, with one line.
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "filters/kinds/args.hpp"
+#include "filters/kinds/kind.hpp"
+#include "filters/kinds/taps.hpp"
+#include "filters/ops.hpp"
+
+namespace cbi {
+
+inline constexpr int kMaxFilter2DTaps = 1024;
+
+struct Filter2DFilter {
+    int width = 1;
+    int height = 1;
+    std::vector<double> taps{1.0};  // row-major, height rows of width taps
+    friend bool operator==(const Filter2DFilter&, const Filter2DFilter&) = default;
+};
+
+// The kernel as the op holds it: taps row-major, at most kMaxFilter2DTaps.
+struct Filter2DTaps {
+    int width, height;
+    float w[kMaxFilter2DTaps];
+};
+// Throws std::invalid_argument for a kernel with more taps.
+Filter2DTaps filter2d_taps(const Filter2DFilter& f);
+
+// The row and column of a kernel of rank 1 (kernel[j][i] = column[j] *
+// row[i] up to rounding), or false.
+bool filter2d_rank_one(const Filter2DFilter& f, std::vector<double>& row, std::vector<double>& column);
+
+template <class T>
+struct Filter2DOp {
+    AnyBorderSource<T> src;
+    ImageView dst;
+    Filter2DTaps k;
+
+    CBI_HOST_DEVICE void operator()(int x, int y) const {
+        T* out = dst.row<T>(y) + x * dst.channels;
+        const int x0 = x - k.width / 2, y0 = y - k.height / 2;
+        for (int c = 0; c < dst.channels; ++c) {
+            float sum = 0.f;  // taps in row-major order, zeros skipped, as OpenCV's Filter2D
+            for (int j = 0; j < k.height; ++j) {
+                const T* row = src.row(y0 + j);
+                const float* w = k.w + j * k.width;
+                for (int i = 0; i < k.width; ++i)
+                    if (w[i] != 0.f) sum = add_rn(sum, mul_rn(w[i], to_float(src.at(row, x0 + i, c))));
+            }
+            out[c] = saturate_round<T>(sum);
+        }
+    }
+
+    // The CPU's form (cpu/window.cpp, naive schedule): one output row at a
+    // time, taps outer and the row's samples inner, so the sums vectorise.
+    // Each sample adds the same products in the same order as operator():
+    // the results are bit-identical. Host only; `scratch` holds
+    // row_scratch(width) floats.
+    int row_scratch(int width) const { return (2 * width + k.width - 1) * dst.channels; }
+    void row(int y, int width, float* scratch) const {
+        const int channels = dst.channels, n = width * channels, padded = width + k.width - 1;
+        float* acc = scratch;
+        float* pad = scratch + n;
+        for (int s = 0; s < n; ++s) acc[s] = 0.f;
+        for (int j = 0; j < k.height; ++j) {
+            const float* w = k.w + j * k.width;
+            bool any = false;
+            for (int i = 0; i < k.width; ++i) any |= w[i] != 0.f;
+            if (!any) continue;
+            const T* r = src.row(y - k.height / 2 + j);
+            for (int p = 0; p < padded; ++p)  // source columns x - width/2 ...: the border once per sample
+                for (int c = 0; c < channels; ++c) pad[p * channels + c] = to_float(src.at(r, p - k.width / 2, c));
+            for (int i = 0; i < k.width; ++i) {
+                if (w[i] == 0.f) continue;
+                const float wi = w[i];
+                const float* in = pad + i * channels;
+                for (int s = 0; s < n; ++s) acc[s] = add_rn(acc[s], mul_rn(wi, in[s]));
+            }
+        }
+        T* out = dst.row<T>(y);
+        for (int s = 0; s < n; ++s) out[s] = saturate_round<T>(acc[s]);
+    }
+};
+
+template <>
+struct FilterKind<Filter2DFilter> {
+    static constexpr std::string_view name = "filter2d", form = "filter2d:ROWS", params = "taps";
+    static constexpr std::string_view help =
+        "correlation with your kernel: rows separated by ';', taps by ',' (0,-1,0;-1,5,-1;0,-1,0); sides 1..255";
+    static constexpr std::string_view opencv = "cv::filter2D(src, dst, -1, kernel, {-1,-1}, 0, border)";
+    static constexpr Category category = Category::window;
+    static constexpr std::string_view examples[] = {"0,-1,0;-1,5,-1;0,-1,0", "1,0;0,-1", "1,2,1;2,4,2;1,2,1",
+                                                    "0.5,-0.25,0.125,1,2;0,0,1,-1,0.3;-2,0.7,0,0,1"};
+    static constexpr KindDefault defaults[] = {
+        {true, 0, kAnyDepth, 0, "tile:32x8 tile:16x16 column:32"},
+        {false, 0, kAnyDepth, 0, "naive"},
+    };
+
+    static Filter2DFilter parse(std::string_view a);
+    static std::string print(const Filter2DFilter& f);
+    static Footprint footprint(const Filter2DFilter& f) { return {f.width, f.height, f.width == f.height}; }
+    // Rank 1: one sepfilter2d step; otherwise none (the op below).
+    static Expansion expand(const Filter2DFilter& f);
+    template <class T>
+    static Filter2DOp<T> op(const Filter2DFilter& f, const ImageView& src, const Border& border, const ImageView& dst) {
+        return {AnyBorderSource<T>{src, saturate_round<T>(static_cast<float>(border.value)), border.mode}, dst,
+                filter2d_taps(f)};
+    }
+};
+
+}  // namespace cbi
