@@ -767,6 +767,28 @@ void launch_vec(const VecSchedule& vec, const BlendOp<T>& op, cudaStream_t strea
     });
 }
 
+// vec:N for the other pointwise kinds (threshold, scale, ...): a thread
+// computes a run of N pixels of a row with the op's per-pixel operator().
+template <int N, class Op>
+__global__ void vec_pixels(const __grid_constant__ Op op, int width, int height) {
+    const int x0 = (blockIdx.x * blockDim.x + threadIdx.x) * N;
+    if (x0 >= width) return;
+    const int count = min(N, width - x0);
+    for (int y = blockIdx.y; y < height; y += gridDim.y)
+        for (int p = 0; p < count; ++p) op(x0 + p, y);
+}
+
+template <class Op>
+    requires(!SeparableOp<Op>)  // stencils never take vec:N (cbi::supports)
+void launch_vec(const VecSchedule& vec, const Op& op, cudaStream_t stream, int block) {
+    if (op.dst.empty()) return;
+    with_vec_pixels(vec.pixels, [&](auto n) {
+        constexpr auto kernel = vec_pixels<n(), Op>;
+        const int threads = block_threads<kernel>(block);
+        kernel<<<vec_grid(op.dst.width, op.dst.height, n(), threads), threads, 0, stream>>>(op, op.dst.width, op.dst.height);
+    });
+}
+
 struct CudaLaunch {
     int width, height;
     cudaStream_t stream;
