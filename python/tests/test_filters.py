@@ -144,3 +144,17 @@ def test_schedules_agree(rng):
     want = cbi.blur(x, 5)
     for s in ["naive", "column:32", "zigzag:16", "tile:32x8"]:
         np.testing.assert_array_equal(cbi.blur(x, 5, schedule=s), want, err_msg=s)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("channels", CHANNELS)
+def test_morphology_with_opencvs_default_border(rng, dtype, channels):
+    x = random_image(rng, shape_of(channels), dtype)
+    ellipse = cv2.getStructuringElement(cv2.MORPH_ELLIPSE, (7, 5))
+    np.testing.assert_array_equal(cbi.erode(x, 5), cv2.erode(x, np.ones((5, 5), np.uint8)))
+    np.testing.assert_array_equal(cbi.dilate(x, "7x5", "ellipse", 2), cv2.dilate(x, ellipse, iterations=2))
+    np.testing.assert_array_equal(cbi.open(x, 3, "cross"),
+                                  cv2.morphologyEx(x, cv2.MORPH_OPEN, cv2.getStructuringElement(cv2.MORPH_CROSS, (3, 3))))
+    np.testing.assert_array_equal(cbi.tophat(x, 9, border="replicate"),
+                                  cv2.morphologyEx(x, cv2.MORPH_TOPHAT, np.ones((9, 9), np.uint8),
+                                                   borderType=cv2.BORDER_REPLICATE))
