@@ -841,7 +841,7 @@ TEST(CpuMedian, NetworksSelectTheMedianOfEveryZeroOneInput) {
 
 TEST(CpuMedian, FloatKeysFollowTheTotalOrderAndReadBack) {
     const float inf = std::numeric_limits<float>::infinity(), nan = std::numeric_limits<float>::quiet_NaN();
-    const float ordered[] = {-nan, -inf, -3.5f, -1e-40f, -0.f, 0.f, 1e-40f, 1.f, 3.5e38f, inf, nan};
+    const float ordered[] = {-nan, -inf, -3.5f, -1e-40f, -0.f, 0.f, 1e-40f, 1.f, 3.4e38f, inf, nan};
     for (std::size_t i = 0; i + 1 < std::size(ordered); ++i)
         EXPECT_LT(rank_key(ordered[i]), rank_key(ordered[i + 1])) << i;
     for (const float v : ordered) {
@@ -979,7 +979,7 @@ TEST(CpuBilateral, DepthsAndChannelsOpenCVRefusesEqualTheDefinition) {
 }
 
 // OpenCV 4.6 reads a sigma <= 0 as 1; a tiny sigma leaves every pixel as it
-// was (the weights of all other taps underflow to 0).
+// was (the weights of all other taps underflow to 0), as later OpenCV's copy.
 TEST(CpuBilateral, SigmaEdgeCasesAsOpenCV) {
     for (const Depth depth : {Depth::u8, Depth::f32}) {
         const cv::Mat src = random_image(37, 23, 3, depth, 11);
@@ -991,7 +991,10 @@ TEST(CpuBilateral, SigmaEdgeCasesAsOpenCV) {
         EXPECT_LE(cv::norm(zero, want, cv::NORM_INF), depth == Depth::u8 ? 1 : 1e-4);
         for (const char* tiny : {"bilateral:5:1e-7:3", "bilateral:5:30:1e-7", "bilateral:9:1e-30:1e-30"}) {
             const cv::Mat got = run_cpu(FilterRun{parse_filter(tiny), Border{}, ScheduleSpec{}}, src);
-            EXPECT_EQ(std::memcmp(got.data, src.data, src.total() * src.elemSize()), 0) << tiny;
+            // 8-bit: the input bit for bit. Float: within rounding, since a border can bring the centre
+            // into its own window again (reflect101 at x = 1 reads x = 1 for dx = -2), and v (1 + w) / (1 + w)
+            // need not round back to v.
+            EXPECT_LE(cv::norm(got, src, cv::NORM_INF), depth == Depth::u8 ? 0.0 : 1e-6) << tiny << " " << depth_name(depth);
         }
     }
     EXPECT_EQ(bilateral_radius(BilateralFilter{0, 1, 0}), 2);    // cvRound(1.5)
