@@ -15,6 +15,13 @@ namespace cbi {
 
 enum class BorderMode : std::uint8_t { reflect101, reflect, replicate, constant, wrap };
 
+// A node's border rule.
+struct Border {
+    BorderMode mode = BorderMode::reflect101;
+    double value = 0;  // constant border value, in the image's units
+    friend bool operator==(const Border&, const Border&) = default;
+};
+
 // Index of the pixel that stands in for coordinate p of an axis of length n,
 // or -1 for a constant border outside the image.
 template <BorderMode mode>

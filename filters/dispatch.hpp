@@ -56,10 +56,40 @@ void with_stencil_op(const Filter& filter, const Src& source, const ImageView& d
     });
 }
 
+// The per-pixel schedules (a thread or loop step computes the pixel its
+// index maps to): naive, column:W, zigzag:W, tile:WxH; the only ones that run
+// window kinds (Capabilities::window).
+template <class Schedule>
+constexpr bool kPerPixel = std::is_same_v<Schedule, NaiveSchedule> || std::is_same_v<Schedule, TileSchedule>;
+
+// Builds the op of a window-kind node (FilterKind<F>::op<T>(params, src,
+// border, dst)) and calls launch(schedule, op). The backends instantiate it
+// in a translation unit of its own (cpu/window.cpp, cuda/window.cu): window
+// kinds are not compiled into the stencil kernels' units.
+template <class Launch>
+void dispatch_window(const FilterRun& node, const ImageView& src, const ImageView& dst, Launch&& launch) {
+    with_depth(src.depth, [&](auto sample) {
+        using T = std::remove_cvref_t<decltype(sample)>;
+        with_schedule(node.schedule, [&](auto schedule) {
+            if constexpr (kPerPixel<decltype(schedule)>) {
+                visit_kind(node.filter, [&](auto kind, const auto& params) {
+                    if constexpr (decltype(kind)::category == Category::window)
+                        launch(schedule, decltype(kind)::template op<T>(params, src, node.border, dst));
+                    else throw std::logic_error("dispatch_window: not a window kind");
+                });
+            } else {
+                throw std::logic_error("window kinds run on per-pixel schedules only, not " + node.schedule.to_string());
+            }
+        });
+    });
+}
+
 // Builds the op for `node` reading `src` and writing `dst` (geometry already
-// validated by the executor) and calls launch(schedule, op).
+// validated by the executor) and calls launch(schedule, op). Window kinds go
+// through dispatch_window.
 template <class Launch>
 void dispatch_node(const FilterRun& node, const ImageView& src, const ImageView& dst, Launch&& launch) {
+    if (category_of(node.filter) == Category::window) throw std::logic_error("dispatch_node: a window kind");
     with_depth(src.depth, [&](auto sample) {
         using T = std::remove_cvref_t<decltype(sample)>;  // (GCC 12 sees a reference in nested lambdas)
         with_schedule(node.schedule, [&](auto schedule) {

@@ -69,12 +69,27 @@ const char* category_name(Category c) {
     switch (c) {
         case Category::stencil: return "stencil";
         case Category::pointwise: return "pointwise";
+        case Category::window: return "window";
     }
     return "?";
 }
 
 Category category_of(const Filter& f) {
     return visit_kind(f, [](auto kind, const auto&) { return decltype(kind)::category; });
+}
+
+Border default_border_of(const Filter& f) {
+    return visit_kind(f, [](auto kind, const auto& params) {
+        if constexpr (requires { kind.default_border(params); }) return kind.default_border(params);
+        else return Border{};
+    });
+}
+
+Expansion expansion_of(const Filter& f) {
+    return visit_kind(f, [](auto kind, const auto& params) {
+        if constexpr (requires { kind.expand(params); }) return kind.expand(params);
+        else return Expansion{};
+    });
 }
 
 Footprint footprint_of(const Filter& f) {
@@ -107,7 +122,8 @@ Border parse_border(std::string_view arg) {
     else invalid("border '" + std::string(arg) + "' must be reflect101, reflect, replicate, constant[:V] or wrap");
     if (parts.size() > 2 || (parts.size() == 2 && b.mode != BorderMode::constant))
         invalid("border '" + std::string(arg) + "': only constant takes a value (constant:V)");
-    if (parts.size() == 2 && !parse_double(parts[1], b.value))
+    if (parts.size() == 2 && parts[1] == "max") b.value = kMorphologyDefaultBorder;
+    else if (parts.size() == 2 && !parse_double(parts[1], b.value))
         invalid("border value '" + std::string(parts[1]) + "' is not a number");
     return b;
 }
@@ -118,7 +134,10 @@ std::string to_string(const Border& b) {
         case BorderMode::reflect: return "reflect";
         case BorderMode::replicate: return "replicate";
         case BorderMode::wrap: return "wrap";
-        case BorderMode::constant: return "constant:" + number(b.value);
+        case BorderMode::constant:
+            // morphologyDefaultBorderValue: the value no min or max takes.
+            if (b.value == kMorphologyDefaultBorder) return "constant:max";
+            return "constant:" + number(b.value);
     }
     return "?";
 }
@@ -158,6 +177,13 @@ std::string why_unsupported(const ScheduleSpec& schedule, const Filter& filter, 
     if (category_of(filter) == Category::pointwise) return not_pointwise(schedule, to_string(filter));
     const Capabilities& can = schedule_entry(schedule).can;
     const std::string name = "schedule " + schedule.to_string();
+    if (category_of(filter) == Category::window) {
+        if (!can.window)
+            return name + " runs " + (can.stencil ? "separable stencils" : "pointwise filters") + " only, not " +
+                   to_string(filter) + "; use " + forms_where([](const ScheduleEntry& e) { return e.can.window; });
+        if (fusion.color || fusion.stencil || fusion.blend) return to_string(filter) + " does not fuse with other nodes";
+        return {};
+    }
     if (!can.stencil)
         return name + " runs pointwise filters only (" + kind_names(Category::pointwise) + ", blend), not " + to_string(filter) + "; use " +
                forms_where([](const ScheduleEntry& e) { return e.can.stencil; });

@@ -35,11 +35,6 @@ BlendFilter parse_blend(std::string_view arg);
 // (std::to_chars): "gaussian:5:1.23456789", "blend:1.5:-0.5:0".
 std::string to_string(const BlendFilter& b);  // "blend:1.5:-0.5:0"
 
-struct Border {
-    BorderMode mode = BorderMode::reflect101;
-    double value = 0;  // constant border value, in the image's units
-    friend bool operator==(const Border&, const Border&) = default;
-};
 
 // A stencil computed inside the stencil node that reads it (fusion through
 // shared memory, CUDA only): the filter and its own border rule.
@@ -76,7 +71,25 @@ struct BlendRun {
     ScheduleSpec schedule;
 };
 
+// A compound kind's steps (FilterKind<F>::expand): nodes over the compound
+// node's input (kExpansionInput) or an earlier step's output; the last
+// step's output is the node's.
+inline constexpr int kExpansionInput = -1;
+struct ExpansionStep {
+    std::variant<Filter, BlendFilter> op;
+    std::array<int, 2> inputs{kExpansionInput, kExpansionInput};  // a filter reads inputs[0]; a blend a, b
+    // A border the step always takes (adaptive's replicate blur); empty: the
+    // compound node's when it has one, else the step kind's default.
+    std::optional<Border> border{};
+};
+struct Expansion {
+    std::vector<ExpansionStep> steps;  // empty: the kind's own op computes the node
+};
+
 // "reflect101|reflect|replicate|constant[:V]|wrap"; throws std::invalid_argument.
+// "constant:max" is OpenCV's morphologyDefaultBorderValue
+// (kMorphologyDefaultBorder): erosion reads the depth's maximum, dilation its
+// lowest; other kinds read it as the depth's maximum.
 Border parse_border(std::string_view arg);
 
 // "NAME[:ARGS]" for any kind (FilterKind<F>::form), the text to_string
@@ -94,6 +107,12 @@ std::span<const FilterKindInfo> filter_kinds();
 std::string kind_names(std::optional<Category> category = std::nullopt);
 
 Category category_of(const Filter& f);
+// The border a node of `f` takes when none is given: OpenCV's default for
+// the function (FilterKind<F>::default_border; reflect101 when it has none).
+Border default_border_of(const Filter& f);
+// The steps a node of `f` runs as (FilterKind<F>::expand); none for kinds
+// whose op computes the node.
+Expansion expansion_of(const Filter& f);
 inline bool is_stencil(const Filter& f) { return category_of(f) == Category::stencil; }
 // The window a node of `f` reads around each output pixel.
 Footprint footprint_of(const Filter& f);

@@ -89,11 +89,19 @@ void for_each_listed(const NodeOp& op, const NodeFormat& format, F&& f) {
 // slides its sums, so barely). Other depths take kWideDepth times as long.
 // Fitted, rounding up, to `cbi-filter --device cpu --stats` runs
 // (docs/performance.md#cpu-sample-costs).
+// Window kinds (a median, a morphology pass) read every sample of their
+// window: kWindowPerTapNs per sample read, an estimate, not fitted.
 constexpr double kStencilNs = 1.5, kPerTapNs = 0.05, kBoxPerTapNs = 0.01, kPointwiseNs = 0.5, kWideDepth = 2.5;
+constexpr double kWindowPerTapNs = 0.3;
 
 double sample_ns(const NodeOp& op, Depth depth) {
     const auto* f = std::get_if<Filter>(&op);
     const double k = ksize_of(op);
+    if (f && category_of(*f) == Category::window) {
+        const Footprint fp = footprint_of(*f);
+        const double ns = kStencilNs + kWindowPerTapNs * fp.width * fp.height;
+        return depth == Depth::u8 ? ns : ns * kWideDepth;
+    }
     const double ns = !f || !is_stencil(*f) ? kPointwiseNs
                       : slides_sums(*f)     ? kStencilNs + kBoxPerTapNs * k
                                             : kStencilNs + kPerTapNs * k;

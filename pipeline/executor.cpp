@@ -29,6 +29,12 @@ bool is_stencil(const NodeOp& op) {
     return filter && cbi::is_stencil(*filter);
 }
 
+// Whether the node reads samples outside the image (its border matters).
+bool reads_border(const NodeOp& op) {
+    const auto* filter = std::get_if<Filter>(&op);
+    return filter && category_of(*filter) != Category::pointwise;
+}
+
 }  // namespace
 
 // What runs for one input format, built by plan() in five steps:
@@ -103,7 +109,7 @@ void GraphExecutor::Plan::choose_schedules(const Graph& graph, const RunOptions&
             continue;
         }
         if (device.empty()) device = backend.device_name();
-        tuning_key[id] = cbi::tuning_key(device, nodes[id].op_string(), is_stencil(nodes[id].op) ? to_string(border) : "-",
+        tuning_key[id] = cbi::tuning_key(device, nodes[id].op_string(), reads_border(nodes[id].op) ? to_string(border) : "-",
                                          depth, format[id].channels, width, height,
                                          options.device.cuda ? options.block : 0);
         if (const auto hit = options.tuning->find(tuning_key[id], nodes[id].op)) {
@@ -311,8 +317,11 @@ void GraphExecutor::Plan::assign_buffers(const Graph& graph) {
     }
 }
 
-GraphExecutor::GraphExecutor(Graph graph, RunOptions options) : graph_(std::move(graph)), options_(std::move(options)) {
-    graph_.check_complete();
+GraphExecutor::GraphExecutor(Graph graph, RunOptions options) : user_graph_(std::move(graph)), options_(std::move(options)) {
+    user_graph_.check_complete();
+    ExpandedGraph expanded = expand_compound(user_graph_);
+    graph_ = std::move(expanded.graph);
+    user_ids_ = std::move(expanded.ids);
     if (!options_.tuning) options_.tuning = std::make_shared<TuningCache>();
     if (options_.block < 1 || options_.block > 1024) throw std::invalid_argument("--block must be from 1 to 1024");
     backend_ = make_backend(options_.device, options_.block);
@@ -588,12 +597,12 @@ Processor::FileResult GraphExecutor::file_result(int jpeg_quality) {
 
 int GraphExecutor::channels_of(NodeId id) const {
     if (!plan_) throw std::logic_error("GraphExecutor::channels_of before plan");
-    return plan_->channels_of.at(static_cast<std::size_t>(id));
+    return plan_->channels_of.at(static_cast<std::size_t>(user_ids_.at(static_cast<std::size_t>(id))));
 }
 
 ScheduleSpec GraphExecutor::schedule_of(NodeId id) const {
     if (!plan_) throw std::logic_error("GraphExecutor::schedule_of before prepare");
-    return plan_->schedule.at(static_cast<std::size_t>(id));
+    return plan_->schedule.at(static_cast<std::size_t>(user_ids_.at(static_cast<std::size_t>(id))));
 }
 
 std::string GraphExecutor::describe() const {
@@ -637,7 +646,7 @@ std::string GraphExecutor::describe() const {
         s << "  " << std::left << std::setw(static_cast<int>(name_width)) << n.name << "  "
           << std::setw(static_cast<int>(op_width)) << n.op_string() << "  @" << std::setw(static_cast<int>(schedule_width))
           << schedule_text(id);
-        if (is_stencil(n.op))
+        if (reads_border(n.op))
             s << "  border " << std::setw(12) << to_string(graph_.border_of(id));
         else
             s << "  " << std::setw(19) << "";

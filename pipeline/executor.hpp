@@ -126,7 +126,8 @@ public:
     // Buffers (host, device or pinned) this executor has allocated so far.
     std::size_t allocations() const { return allocations_; }
 
-    const Graph& graph() const { return graph_; }
+    // The graph as given (ids as given to channels_of and schedule_of).
+    const Graph& graph() const { return user_graph_; }
 
 private:
     struct Plan;
@@ -146,7 +147,11 @@ private:
     // Times the candidates of auto node `id` (or takes another executor's
     // fresh choice from the cache) and records the winner.
     void tune(NodeId id);
+    Graph user_graph_;
+    // What runs: user_graph_ with compound nodes expanded (expand_compound);
+    // user_ids_ maps user_graph_'s node ids to its.
     Graph graph_;
+    std::vector<NodeId> user_ids_;
     RunOptions options_;
     std::unique_ptr<Plan> plan_;
     std::unique_ptr<Backend> backend_;

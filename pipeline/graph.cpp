@@ -256,7 +256,58 @@ Graph sequence_graph(std::span<const FilterRun> nodes) {
     return g;
 }
 
-Graph parse_pipeline(std::string_view text, const ScheduleChoice& default_schedule, const Border& default_border) {
+Border Graph::border_of(NodeId id) const {
+    const GraphNode& n = nodes_[id];
+    if (n.options.border) return *n.options.border;
+    if (default_border_) return *default_border_;
+    if (const auto* f = std::get_if<Filter>(&n.op)) return default_border_of(*f);
+    return Border{};
+}
+
+namespace {
+// Adds `op` as `name` reading `inputs` to `out`, expanded when compound.
+NodeId add_expanded(Graph& out, const std::string& name, const NodeOp& op, const std::vector<NodeId>& inputs,
+                    const NodeOptions& options) {
+    if (const auto* blend = std::get_if<BlendFilter>(&op)) return out.add_blend(name, *blend, inputs[0], inputs[1], options);
+    const Filter& filter = std::get<Filter>(op);
+    const Expansion e = expansion_of(filter);
+    if (e.steps.empty()) return out.add_filter(name, filter, inputs[0], options);
+    std::vector<NodeId> step_ids;
+    for (std::size_t k = 0; k < e.steps.size(); ++k) {
+        const ExpansionStep& step = e.steps[k];
+        const auto in = [&](int i) { return i == kExpansionInput ? inputs[0] : step_ids.at(static_cast<std::size_t>(i)); };
+        NodeOp step_op = std::visit([](const auto& o) { return NodeOp{o}; }, step.op);
+        NodeOptions o{std::nullopt, step.border ? step.border : options.border};
+        if (options.schedule) {
+            const auto* fixed = std::get_if<ScheduleSpec>(&*options.schedule);
+            if (!fixed || supports(*fixed, step_op, o.border.value_or(Border{}))) o.schedule = options.schedule;
+        }
+        const bool last = k + 1 == e.steps.size();
+        const std::string step_name = last ? name : name + "." + std::to_string(k + 1);
+        step_ids.push_back(add_expanded(out, step_name, step_op, {in(step.inputs[0]), in(step.inputs[1])}, o));
+    }
+    return step_ids.back();
+}
+}  // namespace
+
+ExpandedGraph expand_compound(const Graph& graph) {
+    ExpandedGraph e;
+    e.graph.set_default_schedule(graph.default_schedule());
+    e.graph.set_default_border(graph.default_border());
+    const auto& nodes = graph.nodes();
+    e.ids.assign(nodes.size(), Graph::input());
+    for (std::size_t id = 1; id < nodes.size(); ++id) {
+        const GraphNode& n = nodes[id];
+        std::vector<NodeId> inputs;
+        for (NodeId i : n.inputs) inputs.push_back(e.ids[static_cast<std::size_t>(i)]);
+        if (inputs.size() < 2) inputs.resize(2, inputs.empty() ? Graph::input() : inputs[0]);
+        e.ids[id] = add_expanded(e.graph, n.name, n.op, inputs, n.options);
+    }
+    for (NodeId o : graph.outputs()) e.graph.add_output(e.ids[static_cast<std::size_t>(o)]);
+    return e;
+}
+
+Graph parse_pipeline(std::string_view text, const ScheduleChoice& default_schedule, const std::optional<Border>& default_border) {
     Graph g;
     g.set_default_schedule(default_schedule);
     g.set_default_border(default_border);
@@ -475,7 +526,7 @@ Graph load_pipeline_file(const std::filesystem::path& path) {
 std::string graph_to_json(const Graph& g) {
     nlohmann::ordered_json doc;
     doc["schedule"] = to_string(g.default_schedule());
-    doc["border"] = to_string(g.default_border());
+    if (g.default_border()) doc["border"] = to_string(*g.default_border());
     doc["nodes"] = nlohmann::ordered_json::array();
     for (const auto& n : g.nodes()) {
         if (n.is_input()) continue;

@@ -81,9 +81,11 @@ public:
     void reserve(std::size_t nodes);
 
     void set_default_schedule(const ScheduleChoice& s) { default_schedule_ = s; }
-    void set_default_border(const Border& b) { default_border_ = b; }
+    void set_default_border(const std::optional<Border>& b) { default_border_ = b; }
     const ScheduleChoice& default_schedule() const { return default_schedule_; }
-    const Border& default_border() const { return default_border_; }
+    // Empty: each node without a border takes its kind's default
+    // (default_border_of: reflect101, or OpenCV's default for the function).
+    const std::optional<Border>& default_border() const { return default_border_; }
 
     static constexpr NodeId input() { return 0; }
     const std::vector<GraphNode>& nodes() const { return nodes_; }
@@ -95,7 +97,8 @@ public:
     // the node cannot run (smem:WxH for a colour matrix) leaves that node to
     // the default table (GraphExecutor::describe says so).
     ScheduleChoice schedule_of(NodeId id) const;
-    Border border_of(NodeId id) const { return nodes_[id].options.border.value_or(default_border_); }
+    // The node's own border, else the graph's default, else its kind's.
+    Border border_of(NodeId id) const;
 
     // Throws std::invalid_argument naming the graph when it has no output.
     void check_complete() const;
@@ -114,7 +117,7 @@ private:
     std::vector<NodeId> outputs_;
     std::vector<bool> is_output_;  // by node id
     ScheduleChoice default_schedule_;
-    Border default_border_;
+    std::optional<Border> default_border_;
 };
 
 // A sequence: single-input filters, each output feeding the next (a
@@ -126,7 +129,7 @@ Graph sequence_graph(std::span<const FilterRun> nodes);
 // Throws std::invalid_argument (malformed text) or cbi::Unsupported (a
 // stage's schedule cannot run its filter) pointing at the stage and column.
 Graph parse_pipeline(std::string_view text, const ScheduleChoice& default_schedule = DefaultSchedule{},
-                     const Border& default_border = {});
+                     const std::optional<Border>& default_border = std::nullopt);
 
 // JSON form (see above). Errors name the node or field; std::invalid_argument
 // for malformed content, cbi::Unsupported for a node's schedule that cannot
@@ -134,6 +137,18 @@ Graph parse_pipeline(std::string_view text, const ScheduleChoice& default_schedu
 Graph graph_from_json(std::string_view json_text);
 Graph load_pipeline_file(const std::filesystem::path& path);
 std::string graph_to_json(const Graph& graph);
+
+// The graph with each node of a compound kind (expansion_of: open, close,
+// adaptive, ...) replaced by its steps, the last keeping the node's name and
+// the others named "NAME.1", "NAME.2", ...; `ids` maps each node of `graph`
+// to its node (its last step) in the result. A step takes its fixed border,
+// else the node's own, else the graph's default, else its kind's default;
+// and the node's schedule where that schedule can run it.
+struct ExpandedGraph {
+    Graph graph;
+    std::vector<NodeId> ids;
+};
+ExpandedGraph expand_compound(const Graph& graph);
 
 // Output channels of every node for an input of `channels` channels;
 // throws cbi::Error naming the node that cannot take its input.

@@ -583,7 +583,7 @@ public:
             return Pipeline(std::move(g));
         }
         return Pipeline(cbi::parse_pipeline(text, schedule_arg(schedule).value_or(cbi::DefaultSchedule{}),
-                                            border ? cbi::parse_border(*border) : cbi::Border{}));
+                                            border ? std::optional(cbi::parse_border(*border)) : std::nullopt));
     }
     static Pipeline from_file(const std::string& path, const std::optional<std::string>& border,
                               const std::optional<std::string>& schedule) {
@@ -603,7 +603,7 @@ public:
         bool linear = chain && nodes.size() > 1;
         for (std::size_t i = 1; linear && i < nodes.size(); ++i) linear = nodes[i].inputs[0] == static_cast<int>(i) - 1;
         const bool plain_defaults = std::holds_alternative<cbi::DefaultSchedule>(graph_.default_schedule()) &&
-                                    graph_.default_border() == cbi::Border{};
+                                    !graph_.default_border();
         if (!linear || !plain_defaults) return cbi::graph_to_json(graph_);
         std::string s;
         for (std::size_t i = 1; i < nodes.size(); ++i) {

@@ -45,6 +45,7 @@ struct ScheduleSpec {
 struct Capabilities {
     bool pointwise = false;      // pointwise kinds and blends
     bool stencil = false;        // stencil kinds
+    bool window = false;         // window kinds (morphology, median, ...: an op per output pixel)
     int max_ksize = 0;           // largest square window (0: any; a window that is not square counts as larger)
     bool fuses_color = false;    // computes a colour node inside its loads (the colour node is not stored)
     bool fuses_stencil = false;  // computes a stencil pair in one kernel, with a colour node before it (GPU; not with the wrap border)

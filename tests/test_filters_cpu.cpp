@@ -1080,5 +1080,25 @@ TEST(CpuPhotos, EveryFilterOnEveryPhoto) {
     }
 }
 
+// Morphology with OpenCV's default border (morphologyDefaultBorderValue,
+// cbi's constant:max, what a node without --border takes), each operation
+// and shape, on sizes down to 1x1 and windows larger than the image.
+TEST(CpuMorphology, DefaultBorderEqualsOpenCVBitForBit) {
+    unsigned seed = 7;
+    for (const char* text : {"erode:3", "dilate:5x3:cross", "open:7:ellipse", "close:4x6:ellipse:2", "gradient:3:rect:2",
+                             "tophat:9x1", "blackhat:6:cross", "erode:41:ellipse"}) {
+        const Filter filter = parse_filter(text);
+        const FilterRun node{filter, default_border_of(filter), ScheduleSpec{}};
+        for (const Depth depth : {Depth::u8, Depth::u16, Depth::f32})
+            for (const cv::Size size : {cv::Size{1, 1}, cv::Size{1, 9}, cv::Size{9, 1}, cv::Size{37, 23}}) {
+                const cv::Mat src = random_image(size.width, size.height, 3, depth, seed++);
+                SCOPED_TRACE(std::string(text) + " " + depth_name(depth) + " " + std::to_string(size.width) + "x" +
+                             std::to_string(size.height));
+                const auto result = compare(run_cpu(node, src), opencv_reference(node, src), 0, 0);
+                EXPECT_TRUE(result.ok) << result.where << "; max diff " << result.max_diff;
+            }
+    }
+}
+
 }  // namespace
 }  // namespace cbi

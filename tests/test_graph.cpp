@@ -485,5 +485,48 @@ TEST(Graph, RerunOnTheSameSizeAllocatesNothing) {
     EXPECT_GT(ex.allocations(), buffers);
 }
 
+TEST(Graph, NodesWithoutABorderTakeTheirKindsOpenCVDefault) {
+    const Graph g = parse_pipeline("erode:3 | blur:3 | dilate:5:ellipse");
+    EXPECT_EQ(g.border_of(1), (Border{BorderMode::constant, kMorphologyDefaultBorder}));
+    EXPECT_EQ(to_string(g.border_of(1)), "constant:max");
+    EXPECT_EQ(g.border_of(2), Border{});
+    const Graph r = parse_pipeline("erode:3 | blur:3", DefaultSchedule{}, parse_border("replicate"));
+    EXPECT_EQ(r.border_of(1), parse_border("replicate"));
+    EXPECT_EQ(r.border_of(2), parse_border("replicate"));
+    EXPECT_EQ(parse_border("constant:max"), (Border{BorderMode::constant, kMorphologyDefaultBorder}));
+    // JSON keeps "no default" apart from an explicit reflect101.
+    EXPECT_EQ(graph_from_json(graph_to_json(g)), g);
+    EXPECT_EQ(graph_from_json(graph_to_json(r)), r);
+}
+
+TEST(Graph, CompoundKindsExpandToTheirSteps) {
+    const Graph g = parse_pipeline("tophat:5 | open:3:cross:2");
+    const ExpandedGraph e = expand_compound(g);
+    std::vector<std::string> ops;
+    for (const auto& n : e.graph.nodes()) ops.push_back(n.name + "=" + n.op_string());
+    const std::vector<std::string> want = {
+        "input=input",          "n1.1=erode:5x1",  "n1.2=erode:1x5",        "n1.3=dilate:5x1",
+        "n1.4=dilate:1x5",      "n1=blend:1:-1:0", "n2.1=erode:3:cross",    "n2.2=erode:3:cross",
+        "n2.3=dilate:3:cross",  "n2=dilate:3:cross"};
+    EXPECT_EQ(ops, want);
+    EXPECT_EQ(e.ids, (std::vector<NodeId>{0, 5, 9}));
+    EXPECT_EQ(e.graph.nodes()[5].inputs, (std::vector<NodeId>{0, 4}));
+    // Iterations of a rectangle fold into one, as OpenCV folds them.
+    const ExpandedGraph r = expand_compound(parse_pipeline("dilate:3:rect:3"));
+    ASSERT_EQ(r.graph.nodes().size(), 3u);
+    EXPECT_EQ(r.graph.nodes()[1].op_string(), "dilate:7x1");
+}
+
+TEST(Graph, MorphologyArgumentsAreCheckedWithTheForm) {
+    expect_invalid([] { parse_filter("erode:0"); }, "erode size '0' must be K or WxH");
+    expect_invalid([] { parse_filter("erode:256"); }, "from 1 to 255");
+    expect_invalid([] { parse_filter("erode:5:star"); }, "shape 'star' must be rect, cross or ellipse");
+    expect_invalid([] { parse_filter("dilate:5:rect:0"); }, "iterations '0'");
+    expect_invalid([] { parse_filter("open:3x"); }, "open:SIZE[:SHAPE[:ITERATIONS]]");
+    expect_invalid([] { parse_filter("close"); }, "close size ''");
+    EXPECT_EQ(to_string(parse_filter("gradient:5x3:ellipse:2")), "gradient:5x3:ellipse:2");
+    EXPECT_EQ(to_string(parse_filter("erode:5:rect:1")), "erode:5");
+}
+
 }  // namespace
 }  // namespace cbi

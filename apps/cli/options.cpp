@@ -66,7 +66,7 @@ void add_options(CLI::App& app, Options& o) {
         filter_flag(("--" + name).c_str(), o.filter_flags[name], (std::string(kind.help) + " (" + std::string(kind.opencv) + ")").c_str(),
                     args.empty() ? "ARGS" : args);
     }
-    app.add_option("--border", o.border, "reflect101 (default), reflect, replicate, constant[:V] or wrap");
+    app.add_option("--border", o.border, "reflect101, reflect, replicate, constant[:V|:max] or wrap (default: each filter's OpenCV default: reflect101; morphology constant:max; median replicate)");
     app.add_option("--schedule", o.schedule,
                    "thread schedule: default (the default table's fastest per node; the default), a registered one "
                    "e.g. column:32, sep:128x32+column:4 (--list-schedules), or auto: the fastest of the table's "
@@ -208,7 +208,7 @@ cbi::Graph build_graph(const CLI::App& app, const Options& o) {
             throw UsageError{"--schedule", e.what()};
         }
     }
-    if (!file || app.count("--border") > 0) {
+    if (app.count("--border") > 0) {
         try {
             graph.set_default_border(cbi::parse_border(o.border));
         } catch (const std::invalid_argument& e) {

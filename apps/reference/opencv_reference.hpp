@@ -142,6 +142,44 @@ inline void reference(const LaplacianFilter& f, const Border& border, const cv::
     });
 }
 
+// cv::morphologyEx with getStructuringElement; the default border (value
+// kMorphologyDefaultBorder) is OpenCV's morphologyDefaultBorderValue. OpenCV
+// refuses the wrap border: each erosion or dilation then runs on a
+// wrap-padded copy, composed as morphologyEx composes them.
+template <MorphOp Op>
+void reference(const Morphology<Op>& f, const Border& border, const cv::Mat& src, cv::Mat& out) {
+    const int shape = f.shape == MorphShape::cross ? cv::MORPH_CROSS : f.shape == MorphShape::ellipse ? cv::MORPH_ELLIPSE : cv::MORPH_RECT;
+    const cv::Mat se = cv::getStructuringElement(shape, {f.width, f.height});
+    const cv::Point anchor(f.ax, f.ay);
+    constexpr int ops[] = {cv::MORPH_ERODE, cv::MORPH_DILATE, cv::MORPH_OPEN, cv::MORPH_CLOSE,
+                           cv::MORPH_GRADIENT, cv::MORPH_TOPHAT, cv::MORPH_BLACKHAT};
+    if (border.mode != BorderMode::wrap) {
+        cv::morphologyEx(src, out, ops[static_cast<int>(Op)], se, anchor, f.iterations, cv_border(border.mode),
+                         cv::Scalar::all(border.value));
+        return;
+    }
+    const int ax = f.ax < 0 ? f.width / 2 : f.ax, ay = f.ay < 0 ? f.height / 2 : f.ay;
+    const auto passes = [&](const cv::Mat& in, bool erode) {
+        cv::Mat cur = in.clone(), padded, full;
+        for (int i = 0; i < f.iterations; ++i) {
+            cv::copyMakeBorder(cur, padded, ay, f.height - 1 - ay, ax, f.width - 1 - ax, cv::BORDER_WRAP);
+            if (erode) cv::erode(padded, full, se, {ax, ay}, 1, cv::BORDER_REPLICATE);
+            else cv::dilate(padded, full, se, {ax, ay}, 1, cv::BORDER_REPLICATE);
+            full(cv::Rect(ax, ay, in.cols, in.rows)).copyTo(cur);
+        }
+        return cur;
+    };
+    switch (Op) {
+        case MorphOp::erode: out = passes(src, true); return;
+        case MorphOp::dilate: out = passes(src, false); return;
+        case MorphOp::open: out = passes(passes(src, true), false); return;
+        case MorphOp::close: out = passes(passes(src, false), true); return;
+        case MorphOp::gradient: cv::subtract(passes(src, false), passes(src, true), out); return;
+        case MorphOp::tophat: cv::subtract(src, passes(passes(src, true), false), out); return;
+        case MorphOp::blackhat: cv::subtract(passes(passes(src, false), true), src, out); return;
+    }
+}
+
 inline void reference(const ColorFilter& c, const Border&, const cv::Mat& src, cv::Mat& out) {
     switch (c.preset) {
         case ColorPreset::gray:

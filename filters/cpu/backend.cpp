@@ -133,6 +133,7 @@ void run_chain_cpu(const FilterRun& node, const ImageView& src, const ImageView&
 }  // namespace
 
 void run_node_cpu(const FilterRun& node, const ImageView& src, const ImageView& dst) {
+    if (category_of(node.filter) == Category::window) return run_window_cpu(node, src, dst);
     if (node.fused_stencil || node.fused_color) return run_chain_cpu(node, src, dst);
     dispatch_node(node, src, dst, CpuLaunch{dst.width, dst.height, node.schedule.order});
 }

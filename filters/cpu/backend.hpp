@@ -7,6 +7,8 @@ namespace cbi {
 
 // src and dst must not overlap; dst has the node's output geometry.
 void run_node_cpu(const FilterRun& node, const ImageView& src, const ImageView& dst);
+// A node of a window kind (cpu/window.cpp; run_node_cpu passes them there).
+void run_window_cpu(const FilterRun& node, const ImageView& src, const ImageView& dst);
 
 // dst = blend of a and b (same geometry; dst may alias neither).
 void run_blend_cpu(const BlendFilter& blend, const ScheduleSpec& schedule, const ImageView& a, const ImageView& b,

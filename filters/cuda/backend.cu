@@ -35,15 +35,6 @@ inline std::string tile_text(const char* strategy, int w, int h, int halo) {
     return std::string(strategy) + ":" + std::to_string(w) + "x" + std::to_string(h) + " (halo " + std::to_string(halo) + ")";
 }
 
-// Thesis listing 5 generalised: the global thread index goes through the
-// node's schedule to find the pixel; the op computes it.
-template <class Schedule, class Op>
-__global__ void apply_schedule(Schedule schedule, Op op, std::uint32_t n, int width, int height) {
-    const std::uint32_t i = blockIdx.x * blockDim.x + threadIdx.x;
-    if (i >= n) return;
-    const Pixel p = schedule.map(i, width, height);
-    op(p.x, p.y);
-}
 
 // Ops that expose separable passes (blur, gaussian, sobel).
 template <class Op>
@@ -813,12 +804,7 @@ struct CudaLaunch {
             else throw std::logic_error("vec:N runs pointwise filters only");
             CBI_CUDA_CHECK(cudaGetLastError(), std::string("launch ") + what + " (vec)");
         } else {
-            const auto n = static_cast<std::uint32_t>(width) * static_cast<std::uint32_t>(height);
-            const std::uint64_t blocks = (static_cast<std::uint64_t>(n) + block - 1) / block;
-            if (blocks > 0x7fffffffull) throw Error("launch", "image too large for --block " + std::to_string(block));
-            note_kernel_path(KernelPath::cuda_index_map);
-            apply_schedule<<<static_cast<unsigned>(blocks), block, 0, stream>>>(schedule, op, n, width, height);
-            CBI_CUDA_CHECK(cudaGetLastError(), std::string("launch ") + what);
+            cuda::launch_per_pixel(schedule, op, width, height, stream, block, what);
         }
     }
 };
@@ -847,6 +833,7 @@ void check_block(int block) {
 
 void run_node_cuda(const FilterRun& node, const ImageView& src, const ImageView& dst, cudaStream_t stream, int block) {
     check_block(block);
+    if (category_of(node.filter) == Category::window) return run_window_cuda(node, src, dst, stream, block);
     if (node.fused_stencil) return run_chain_cuda(node, src, dst, stream, block);
     try {
         dispatch_node(node, src, dst, CudaLaunch{dst.width, dst.height, stream, block, "filter kernel", node.schedule.order});

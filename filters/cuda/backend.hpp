@@ -10,6 +10,9 @@ namespace cbi {
 
 void run_node_cuda(const FilterRun& node, const ImageView& src, const ImageView& dst, cudaStream_t stream, int block);
 
+// A node of a window kind (cuda/window.cu; run_node_cuda passes them there).
+void run_window_cuda(const FilterRun& node, const ImageView& src, const ImageView& dst, cudaStream_t stream, int block);
+
 // A node with a fused_stencil: both stencils in one kernel (cuda/pair.cu).
 // run_node_cuda passes such nodes here.
 void run_chain_cuda(const FilterRun& node, const ImageView& src, const ImageView& dst, cudaStream_t stream, int block);

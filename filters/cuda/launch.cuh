@@ -2,16 +2,19 @@
 // Launch helpers the CUDA strategies share: the device's shared-memory
 // limit, the one refusal when a block needs more, the opt-in that lets a
 // kernel take more than 48 KiB of dynamic shared memory, and how many blocks
-// one wave of a launch holds.
+// one wave of a launch holds; and the per-pixel kernel.
 #include <cuda_runtime.h>
 
 #include <algorithm>
 #include <atomic>
 #include <cstddef>
+#include <cstdint>
 #include <string>
 
 #include "filters/cuda/check.hpp"
 #include "filters/error.hpp"
+#include "filters/kernel_path.hpp"
+#include "schedules/schedule.hpp"
 
 namespace cbi::cuda {
 
@@ -82,6 +85,29 @@ int blocks_per_wave(Kernel* kernel, int threads, std::size_t shared, int device)
     CBI_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device),
                    "cudaDeviceGetAttribute(MultiProcessorCount)");
     return std::max(per_sm * sms, 1);
+}
+
+// Thesis listing 5 generalised: the global thread index goes through the
+// node's schedule to find the pixel; the op computes it.
+template <class Schedule, class Op>
+__global__ void apply_schedule(Schedule schedule, Op op, std::uint32_t n, int width, int height) {
+    const std::uint32_t i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    const Pixel p = schedule.map(i, width, height);
+    op(p.x, p.y);
+}
+
+// One thread per pixel of a width x height output, `block` threads a block.
+template <class Schedule, class Op>
+void launch_per_pixel(const Schedule& schedule, const Op& op, int width, int height, cudaStream_t stream, int block,
+                      const char* what) {
+    const auto n = static_cast<std::uint32_t>(width) * static_cast<std::uint32_t>(height);
+    const std::uint64_t blocks = (static_cast<std::uint64_t>(n) + block - 1) / block;
+    if (blocks > 0x7fffffffull) throw Error("launch", "image too large for --block " + std::to_string(block));
+    if (blocks == 0) return;
+    note_kernel_path(KernelPath::cuda_index_map);
+    apply_schedule<<<static_cast<unsigned>(blocks), block, 0, stream>>>(schedule, op, n, width, height);
+    CBI_CUDA_CHECK(cudaGetLastError(), std::string("launch ") + what);
 }
 
 }  // namespace cbi::cuda

@@ -11,12 +11,15 @@
 #include "filters/kinds/color.hpp"
 #include "filters/kinds/gaussian.hpp"
 #include "filters/kinds/laplacian.hpp"
+#include "filters/kinds/morphology.hpp"
 #include "filters/kinds/scharr.hpp"
 #include "filters/kinds/sobel.hpp"
 
 namespace cbi {
 
-using Filter = std::variant<BoxFilter, GaussianFilter, SobelFilter, ScharrFilter, LaplacianFilter, ColorFilter>;
+using Filter = std::variant<BoxFilter, GaussianFilter, SobelFilter, ScharrFilter, LaplacianFilter, ColorFilter,
+                            ErodeFilter, DilateFilter, OpenFilter, CloseFilter, GradientFilter, TophatFilter,
+                            BlackhatFilter>;
 
 // Calls fn(std::type_identity<F>{}) for every kind F, in the list's order.
 template <class Fn>

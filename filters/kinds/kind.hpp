@@ -12,15 +12,25 @@
 #include <string>
 #include <string_view>
 
+#include "filters/border.hpp"
+
 namespace cbi {
 
 // How a kind reads its input, which decides the schedules that can run it
 // (schedules/registry.hpp, Capabilities) and what fuses with it.
 enum class Category : std::uint8_t {
-    stencil,    // each output sample from a window of input samples around it
+    stencil,    // each output sample a separable weighted sum over a window around it
     pointwise,  // each output pixel from the input pixel at the same place
+    window,     // each output pixel from a window around it by another rule
+                // (morphology, median, bilateral, a 2-D kernel): per-pixel schedules
 };
-const char* category_name(Category c);  // "stencil", "pointwise"
+const char* category_name(Category c);  // "stencil", "pointwise", "window"
+
+// A kind that is several nodes (open = erode then dilate; adaptive
+// threshold = a blur, a difference, a threshold): the steps it expands to,
+// defined in filters/filter.hpp (they hold Filter values). The executor runs
+// a node of such a kind as those nodes (pipeline/expand.hpp).
+struct Expansion;
 
 // One row of the default table a kind ships (pipeline/defaults.hpp): the
 // schedules, fastest first, a node of the kind runs with when it names none,
@@ -67,6 +77,14 @@ struct Footprint {
 //   static Footprint footprint(const F&);
 //   static constexpr PairFusion pair_fusion(const F&);   (stencils)
 //   template <class T, BorderMode B, class Src> static auto op(const F&, const Src&, const ImageView& dst);   (stencils)
+//   template <class T> static auto op(const F&, const ImageView& src, const ImageView& dst);   (pointwise)
+//   template <class T> static auto op(const F&, const ImageView& src, const Border&, const ImageView& dst);   (window)
+//       an object with operator()(x, y) writing every channel of dst's pixel (x, y); passed by value to
+//       CUDA kernels, so trivially copyable and small
+// and optionally:
+//   static int output_channels(const F&, int channels);   // throws cbi::Error for inputs it cannot take
+//   static Border default_border(const F&);   // without --border (reflect101 when absent), as OpenCV's function
+//   static Expansion expand(const F&);        // compound kinds: the steps; no steps: the kind's own op runs
 template <class F>
 struct FilterKind;
 

@@ -1,0 +1,50 @@
+// Window kinds on the CPU (dispatch_window): the kind's op per pixel, in the
+// schedule's order, split across TBB tasks. A translation unit of its own,
+// so adding a window kind does not rebuild the stencil kernels.
+#include <tbb/blocked_range.h>
+#include <tbb/parallel_for.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <type_traits>
+
+#include "filters/cpu/backend.hpp"
+#include "filters/dispatch.hpp"
+#include "filters/kernel_path.hpp"
+
+namespace cbi {
+namespace {
+
+struct WindowLaunch {
+    int width, height;
+
+    template <class Schedule, class Op>
+    void operator()(Schedule schedule, const Op& op) const {
+        if constexpr (std::is_same_v<Schedule, NaiveSchedule>) {
+            note_kernel_path(KernelPath::cpu_rows);
+            // Window ops cost far more than a pixel's memory: small grains balance the tasks.
+            tbb::parallel_for(tbb::blocked_range<int>(0, height, 1), [&](const auto& rows) {
+                for (int y = rows.begin(); y != rows.end(); ++y)
+                    for (int x = 0; x < width; ++x) op(x, y);
+            });
+        } else {
+            note_kernel_path(KernelPath::cpu_index_map);
+            const auto n = static_cast<std::uint32_t>(width) * static_cast<std::uint32_t>(height);
+            tbb::parallel_for(tbb::blocked_range<std::uint32_t>(0, n, 1024), [&](const auto& range) {
+                for (std::uint32_t i = range.begin(); i != range.end(); ++i) {
+                    const Pixel p = schedule.map(i, width, height);
+                    op(p.x, p.y);
+                }
+            });
+        }
+    }
+};
+
+}  // namespace
+
+void run_window_cpu(const FilterRun& node, const ImageView& src, const ImageView& dst) {
+    if (dst.empty()) return;
+    dispatch_window(node, src, dst, WindowLaunch{dst.width, dst.height});
+}
+
+}  // namespace cbi

@@ -1,0 +1,34 @@
+// Window kinds on CUDA (dispatch_window): the kind's op, one thread per
+// pixel through the schedule's map. A translation unit of its own, so adding
+// a window kind does not rebuild the stencil kernels.
+#include "filters/cuda/backend.hpp"
+#include "filters/cuda/launch.cuh"
+#include "filters/dispatch.hpp"
+
+namespace cbi {
+namespace {
+
+struct WindowLaunch {
+    int width, height;
+    cudaStream_t stream;
+    int block;
+
+    template <class Schedule, class Op>
+    void operator()(Schedule schedule, const Op& op) const {
+        cuda::launch_per_pixel(schedule, op, width, height, stream, block, "window kernel");
+    }
+};
+
+}  // namespace
+
+void run_window_cuda(const FilterRun& node, const ImageView& src, const ImageView& dst, cudaStream_t stream, int block) {
+    try {
+        dispatch_window(node, src, dst, WindowLaunch{dst.width, dst.height, stream, block});
+    } catch (const DeviceLost& e) {
+        throw DeviceLost(to_string(node.filter) + "@" + node.schedule.to_string(), e.what());
+    } catch (const Error& e) {
+        throw Error(to_string(node.filter) + "@" + node.schedule.to_string(), e.what());
+    }
+}
+
+}  // namespace cbi

@@ -1,0 +1,161 @@
+#pragma once
+// erode, dilate, open, close, gradient, tophat, blackhat:
+// NAME:SIZE[:SHAPE[:ITERATIONS]] = cv::morphologyEx(src, dst, op,
+// cv::getStructuringElement(shape, {W, H}), {-1, -1}, iterations, border).
+// SIZE K or WxH (1..255), SHAPE rect (default), cross or ellipse, exactly as
+// getStructuringElement; ITERATIONS >= 1. Without --border, OpenCV's
+// morphologyDefaultBorderValue: a constant that never wins (the depth's
+// maximum for erosion, its lowest for dilation).
+//
+// Erosion and dilation with one iteration are the window op below (the
+// structuring element as a run of columns per row); the others expand to
+// them (FilterKind::expand): a rectangle to a row pass and a column pass
+// (several iterations of it to one larger rectangle, as OpenCV does), other
+// shapes to one pass per iteration, open/close to both operations in turn,
+// gradient/tophat/blackhat to a difference of two images (blend:1:-1).
+#include <cfloat>
+#include <cstdint>
+#include <limits>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <type_traits>
+
+#include "filters/kinds/args.hpp"
+#include "filters/kinds/kind.hpp"
+#include "filters/ops.hpp"
+
+namespace cbi {
+
+enum class MorphOp : std::uint8_t { erode, dilate, open, close, gradient, tophat, blackhat };
+enum class MorphShape : std::uint8_t { rect, cross, ellipse };
+
+template <MorphOp Op>
+struct Morphology {
+    int width = 3, height = 3;
+    MorphShape shape = MorphShape::rect;
+    int iterations = 1;
+    // The anchor; -1: the centre (W/2, H/2). Not in the pipeline form: set
+    // where expand folds iterations of a rectangle into one.
+    int ax = -1, ay = -1;
+    friend bool operator==(const Morphology&, const Morphology&) = default;
+};
+using ErodeFilter = Morphology<MorphOp::erode>;
+using DilateFilter = Morphology<MorphOp::dilate>;
+using OpenFilter = Morphology<MorphOp::open>;
+using CloseFilter = Morphology<MorphOp::close>;
+using GradientFilter = Morphology<MorphOp::gradient>;
+using TophatFilter = Morphology<MorphOp::tophat>;
+using BlackhatFilter = Morphology<MorphOp::blackhat>;
+
+// OpenCV's morphologyDefaultBorderValue() (DBL_MAX): as a constant border's
+// value, a morphology pass reads the value that never wins.
+inline constexpr double kMorphologyDefaultBorder = DBL_MAX;
+
+// A structuring element as one run of columns [begin, end) per row (every
+// shape getStructuringElement makes is one), its anchor at (ax, ay). A
+// rectangle stores no rows: any width and height (folded iterations).
+struct StructuringElement {
+    static constexpr int kMaxRows = 255;
+    int width = 1, height = 1, ax = 0, ay = 0;
+    bool rect = true;
+    std::uint8_t begin[kMaxRows]{}, end[kMaxRows]{};
+};
+
+// getStructuringElement(shape, {w, h}) (anchor at the centre, w and h at
+// most 255 unless a rectangle), its anchor at (ax, ay) where not -1.
+StructuringElement structuring_element(MorphShape shape, int w, int h, int ax = -1, int ay = -1);
+
+// Erosion (kMin) or dilation of one pass: the minimum or maximum of the
+// samples under the element, per channel.
+template <class T, bool kMin>
+struct MorphPassOp {
+    AnyBorderSource<T> src;
+    ImageView dst;
+    StructuringElement se;
+
+    CBI_HOST_DEVICE void operator()(int x, int y) const {
+        const int channels = dst.channels;
+        T acc[4];
+        for (int c = 0; c < channels; ++c) acc[c] = neutral();
+        for (int j = 0; j < se.height; ++j) {
+            const T* row = src.row(y + j - se.ay);
+            const int i0 = se.rect ? 0 : se.begin[j], i1 = se.rect ? se.width : se.end[j];
+            for (int i = i0; i < i1; ++i)
+                for (int c = 0; c < channels; ++c) {
+                    const T v = src.at(row, x + i - se.ax, c);
+                    acc[c] = kMin ? (v < acc[c] ? v : acc[c]) : (acc[c] < v ? v : acc[c]);
+                }
+        }
+        T* out = dst.row<T>(y) + x * channels;
+        for (int c = 0; c < channels; ++c) out[c] = acc[c];
+    }
+    // The value that never wins: what the window's min or max starts from.
+    static CBI_HOST_DEVICE T neutral() {
+        if constexpr (std::is_same_v<T, float>) return kMin ? FLT_MAX : -FLT_MAX;
+        else return kMin ? std::numeric_limits<T>::max() : T{0};
+    }
+};
+
+struct ExpansionStep;
+
+template <MorphOp Op>
+struct FilterKind<Morphology<Op>> {
+    static constexpr std::string_view names[] = {"erode", "dilate", "open", "close", "gradient", "tophat", "blackhat"};
+    static constexpr std::string_view forms[] = {
+        "erode:SIZE[:SHAPE[:ITERATIONS]]",    "dilate:SIZE[:SHAPE[:ITERATIONS]]",
+        "open:SIZE[:SHAPE[:ITERATIONS]]",     "close:SIZE[:SHAPE[:ITERATIONS]]",
+        "gradient:SIZE[:SHAPE[:ITERATIONS]]", "tophat:SIZE[:SHAPE[:ITERATIONS]]",
+        "blackhat:SIZE[:SHAPE[:ITERATIONS]]"};
+    static constexpr std::string_view helps[] = {
+        "minimum under a structuring element; SIZE K or WxH (1..255), SHAPE rect|cross|ellipse",
+        "maximum under a structuring element; SIZE K or WxH (1..255), SHAPE rect|cross|ellipse",
+        "opening: erode then dilate (each ITERATIONS times)",
+        "closing: dilate then erode (each ITERATIONS times)",
+        "morphological gradient: dilate - erode",
+        "top hat: src - open",
+        "black hat: close - src"};
+    static constexpr std::string_view opencvs[] = {
+        "cv::erode(src, dst, getStructuringElement(SHAPE, {W,H}), {-1,-1}, ITERATIONS, border)",
+        "cv::dilate(src, dst, getStructuringElement(SHAPE, {W,H}), {-1,-1}, ITERATIONS, border)",
+        "cv::morphologyEx(src, dst, MORPH_OPEN, getStructuringElement(SHAPE, {W,H}), {-1,-1}, ITERATIONS, border)",
+        "cv::morphologyEx(src, dst, MORPH_CLOSE, getStructuringElement(SHAPE, {W,H}), {-1,-1}, ITERATIONS, border)",
+        "cv::morphologyEx(src, dst, MORPH_GRADIENT, getStructuringElement(SHAPE, {W,H}), {-1,-1}, ITERATIONS, border)",
+        "cv::morphologyEx(src, dst, MORPH_TOPHAT, getStructuringElement(SHAPE, {W,H}), {-1,-1}, ITERATIONS, border)",
+        "cv::morphologyEx(src, dst, MORPH_BLACKHAT, getStructuringElement(SHAPE, {W,H}), {-1,-1}, ITERATIONS, border)"};
+    static constexpr auto index = static_cast<std::size_t>(Op);
+    static constexpr std::string_view name = names[index], form = forms[index], params = "size shape iterations";
+    static constexpr std::string_view help = helps[index], opencv = opencvs[index];
+    static constexpr Category category = Category::window;
+    static constexpr std::string_view examples[] = {"3", "5x3:cross", "7:ellipse", "4x6:ellipse:2", "3:rect:3"};
+    static constexpr KindDefault defaults[] = {
+        {true, 0, kAnyDepth, 0, "tile:32x8 tile:16x16 column:32"},
+        {false, 0, kAnyDepth, 0, "naive"},
+    };
+
+    static Morphology<Op> parse(std::string_view a);
+    static std::string print(const Morphology<Op>& f);
+    static Footprint footprint(const Morphology<Op>& f) {
+        // Iterations widen the window each pass reads from the source.
+        const int w = f.width + (f.iterations - 1) * (f.width - 1), h = f.height + (f.iterations - 1) * (f.height - 1);
+        const int passes = Op == MorphOp::erode || Op == MorphOp::dilate || Op == MorphOp::gradient ? 1 : 2;
+        return {passes * (w - 1) + 1, passes * (h - 1) + 1, w == h};
+    }
+    static Border default_border(const Morphology<Op>&) { return {BorderMode::constant, kMorphologyDefaultBorder}; }
+    static Expansion expand(const Morphology<Op>& f);
+
+    // Erosion and dilation of one pass (expand leaves only those).
+    template <class T>
+    static auto op(const Morphology<Op>& f, const ImageView& src, const Border& border, const ImageView& dst) {
+        if (Op != MorphOp::erode && Op != MorphOp::dilate)
+            throw std::logic_error(std::string(name) + " runs as the steps it expands to (expand_compound)");
+        constexpr bool kMin = Op != MorphOp::dilate;
+        using P = MorphPassOp<T, kMin>;
+        const T constant = border.mode == BorderMode::constant && border.value == kMorphologyDefaultBorder
+                               ? P::neutral()
+                               : saturate_round<T>(static_cast<float>(border.value));
+        return P{{src, constant, border.mode}, dst, structuring_element(f.shape, f.width, f.height, f.ax, f.ay)};
+    }
+};
+
+}  // namespace cbi
