@@ -102,8 +102,7 @@ std::vector<std::tuple<const char*, Depth, int>> filter_matrix(const std::vector
 // How far an integer output may be from OpenCV's: 1, but 2 for the 16-bit
 // Gaussian with K > 9, where OpenCV 4.6 runs a bit-exact fixed-point path
 // (ufixedpoint32) that cbi's float weights do not reproduce
-// (docs/filters.md#gaussian).
-// The median is exact (0: bit for bit).
+// (docs/filters.md#gaussian); 0 for the median, which is exact.
 inline double int_tolerance(const FilterRun& node, Depth depth) {
     if (std::holds_alternative<MedianFilter>(node.filter)) return 0.0;
     const auto* g = std::get_if<GaussianFilter>(&node.filter);

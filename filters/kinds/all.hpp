@@ -7,10 +7,12 @@
 #include <utility>
 #include <variant>
 
+#include "filters/kinds/bilateral.hpp"
 #include "filters/kinds/box.hpp"
 #include "filters/kinds/color.hpp"
 #include "filters/kinds/gaussian.hpp"
 #include "filters/kinds/laplacian.hpp"
+#include "filters/kinds/median.hpp"
 #include "filters/kinds/morphology.hpp"
 #include "filters/kinds/scharr.hpp"
 #include "filters/kinds/sobel.hpp"
@@ -19,7 +21,7 @@ namespace cbi {
 
 using Filter = std::variant<BoxFilter, GaussianFilter, SobelFilter, ScharrFilter, LaplacianFilter, ColorFilter,
                             ErodeFilter, DilateFilter, OpenFilter, CloseFilter, GradientFilter, TophatFilter,
-                            BlackhatFilter>;
+                            BlackhatFilter, MedianFilter, BilateralFilter>;
 
 // Calls fn(std::type_identity<F>{}) for every kind F, in the list's order.
 template <class Fn>
