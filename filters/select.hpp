@@ -22,6 +22,10 @@
 
 #if !defined(__CUDA_ARCH__)
 #include <bit>
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#define CBI_MEDIAN_LANES 1
+#endif
 #endif
 
 #include "schedules/host_device.hpp"
@@ -159,6 +163,28 @@ CBI_HOST_DEVICE std::uint32_t median_of(std::uint32_t* v) {
     apply_median_network<N>(v, std::make_integer_sequence<int, kMedianNetwork<N>.count>{});
     return v[kMedianNetwork<N>.median];
 }
+
+#if defined(CBI_MEDIAN_LANES)
+// The CPU's networks on eight 16-bit keys at once (one SSE2 register): a
+// pixel's channels side by side, each lane its own median. Keys of 8- and
+// 16-bit samples, biased by 0x8000 so that signed compares order them.
+template <int N, int I>
+inline void median_lanes_step(__m128i* v) {
+    constexpr int a = kMedianNetworkA<N, I>, b = kMedianNetworkB<N, I>;
+    const __m128i x = v[a], y = v[b];
+    v[a] = _mm_min_epi16(x, y);
+    v[b] = _mm_max_epi16(x, y);
+}
+template <int N, int... I>
+inline void apply_median_lanes(__m128i* v, std::integer_sequence<int, I...>) {
+    (median_lanes_step<N, I>(v), ...);
+}
+template <int N>
+inline __m128i median_of_lanes(__m128i* v) {
+    apply_median_lanes<N>(v, std::make_integer_sequence<int, kMedianNetwork<N>.count>{});
+    return v[kMedianNetwork<N>.median];
+}
+#endif
 
 // The key of rank `rank` (0: the smallest) among the keys `visit` passes to
 // its callback (visit(fn) calls fn(key) once per sample; the same samples in
