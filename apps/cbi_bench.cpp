@@ -27,6 +27,7 @@
 #include <functional>
 #include <iomanip>
 #include <iostream>
+#include <memory>
 #include <random>
 #include <sstream>
 #include <stdexcept>
@@ -347,6 +348,40 @@ void time_pipeline(Gpu& gpu, Report& report, const std::string& text, const Bord
     }
 }
 
+// A window kind (--filter erode:61): the nodes a user's run takes (compound
+// kinds expand to several) through the executor, its kernels between CUDA
+// events with the L2 flushed, validated against the CPU executor's result
+// `want`. `schedule` is the graph's default schedule (steps that cannot run
+// it take the default table's).
+void time_window(Gpu& gpu, Report& report, const std::string& filter_text, const Border& border, const ScheduleChoice& schedule,
+                 const std::string& schedule_text, const cv::Mat& input, const cv::Mat& want, const std::string& depth_text,
+                 int block, double floor_ms) {
+    Graph graph;
+    graph.set_default_border(border);
+    graph.set_default_schedule(schedule);
+    graph.add_output(graph.add_filter("node", parse_filter(filter_text), Graph::input()));
+    RunOptions cuda;
+    cuda.device = resolve_device(parse_device("cuda"));
+    cuda.block = block;
+    GraphExecutor ex(graph, cuda);
+    const cv::Mat got = as_mat(ex.run(view_of(input))[0]).clone();
+    if (!matches(got, want)) {
+        report.fail(filter_text + " " + schedule_text + " block " + std::to_string(block) + " " + depth_text);
+        return;
+    }
+    DeviceBuffer flush(2 * static_cast<std::size_t>(gpu.prop.l2CacheSize));
+    std::vector<float> ms;
+    for (int i = 0; i < gpu.warmup + gpu.runs; ++i) {
+        CBI_CUDA_CHECK(cudaMemset(flush.data(), i & 0xff, flush.size()), "L2 flush");
+        CBI_CUDA_CHECK(cudaDeviceSynchronize(), "L2 flush");
+        const float t = ex.time_kernels_ms();
+        if (i >= gpu.warmup) ms.push_back(t);
+    }
+    report.add({"filters", filter_text, schedule_text, block, input.cols, input.rows, depth_text, input.channels(),
+                summarize(ms), static_cast<double>(input.total() * input.elemSize() + want.total() * want.elemSize()), 0,
+                floor_ms});
+}
+
 void suite_filters(const Options& o, Gpu& gpu, Report& report) {
     const Border border = parse_border(o.border);
     std::ofstream meta;
@@ -389,7 +424,16 @@ void suite_filters(const Options& o, Gpu& gpu, Report& report) {
                 const int out_channels = applicable_channels(filter, channels);
                 if (out_channels == 0) continue;
                 cv::Mat cpu(h, w, cv_type(depth, out_channels));
-                run_node_cpu(FilterRun{filter, border, ScheduleSpec{}}, view_of(input), view_of(cpu));
+                const bool window = category_of(filter) == Category::window;
+                if (window) {  // through the executor: compound kinds run as their steps
+                    Graph g;
+                    g.set_default_border(border);
+                    g.add_output(g.add_filter("node", filter, Graph::input()));
+                    GraphExecutor ex(g, RunOptions{});
+                    as_mat(ex.run(view_of(input))[0]).copyTo(cpu);
+                } else {
+                    run_node_cpu(FilterRun{filter, border, ScheduleSpec{}}, view_of(input), view_of(cpu));
+                }
                 if (dump) {
                     const std::string ref = "ref_" + file_tag(filter_text) + "_" + tag + ".raw";
                     write_raw(std::filesystem::path(o.dump_dir) / ref, cpu);
@@ -401,6 +445,16 @@ void suite_filters(const Options& o, Gpu& gpu, Report& report) {
                 const double floor_ms = (in_bytes + out_bytes) / gpu.bandwidth * 1e3;
                 for (const std::string& schedule_arg : o.schedules)
                     for (const int block : o.blocks) {
+                        if (window) {
+                            if (schedule_arg == "auto") continue;
+                            const ScheduleChoice choice = schedule_arg == "default" ? ScheduleChoice{DefaultSchedule{}}
+                                                                                    : ScheduleChoice{parse_schedule(schedule_arg)};
+                            if (const auto* fixed = std::get_if<ScheduleSpec>(&choice); fixed && !supports(*fixed, filter)) continue;
+                            time_window(gpu, report, filter_text, border, choice,
+                                        schedule_arg == "default" ? "default" : schedule_arg, input, cpu, depth_text, block,
+                                        floor_ms);
+                            continue;
+                        }
                         // auto: what the executor's tuner picks (timed afresh, in-memory cache);
                         // default: the default table's choice (what a node without a schedule
                         // runs); then timed here like every fixed schedule, labelled auto=CHOICE
@@ -661,7 +715,20 @@ void suite_cpu(const Options& o, Report& report) {
                 const ScheduleSpec schedule = parse_schedule(schedule_text);
                 if (!supports(schedule, filter)) continue;
                 const FilterRun node{filter, border, schedule};
-                auto cbi_cpu = [&] { run_node_cpu(node, view_of(input), view_of(ours)); };
+                // Window kinds through the executor: compound kinds run as their steps.
+                std::unique_ptr<GraphExecutor> executor;
+                if (category_of(filter) == Category::window) {
+                    Graph g;
+                    g.set_default_border(border);
+                    g.set_default_schedule(schedule);
+                    g.add_output(g.add_filter("node", filter, Graph::input()));
+                    executor = std::make_unique<GraphExecutor>(g, RunOptions{});
+                }
+                auto cbi_cpu = [&] {
+                    if (!executor) return run_node_cpu(node, view_of(input), view_of(ours));
+                    const ImageView outs[] = {view_of(ours)};
+                    executor->run_into(view_of(input), outs);
+                };
                 cbi_cpu();
                 // 8-bit within 1 of OpenCV, float within 1e-4 of the scale.
                 if (!matches(ours, theirs, 1e-4, 1)) {

@@ -170,7 +170,7 @@ run_bench_all() {
   grep -E '^#|error|DIFFERS' "$out/cbi.txt"; echo "cbi-bench GPU suites done at $((SECONDS - t0)) s"
   # NPP: compiled here with the host's nvcc, against the host's NPP.
   if nvcc -O3 -std=c++17 -arch=sm_90 "$bundle/bench/npp_peer.cu" -o /tmp/npp_peer \
-       -Xlinker -rpath="$cuda_lib" -lnppif -lnppicc -lnppc > "$out/npp-build.log" 2>&1; then
+       -Xlinker -rpath="$cuda_lib" -lnppif -lnppicc -lnppim -lnppc > "$out/npp-build.log" 2>&1; then
     /tmp/npp_peer "$dump" "$out/npp.csv" > "$out/npp.txt" 2>&1 || status=1
   else echo "npp_peer did not build (see npp-build.log)"; status=1; fi
   tail -1 "$out/npp.txt" 2>/dev/null; echo "NPP done at $((SECONDS - t0)) s"

@@ -65,7 +65,7 @@ if has bench; then
     --csv "$out/bench-4096.csv" --json "$out/bench-4096.json" > "$out/bench-4096.log" 2>&1 || status=1
   tail -3 "$out/bench-4096.log"
   echo "bench 4096: $((SECONDS - start)) s"
-  nvcc -O3 -std=c++17 -arch=sm_90 apps/bench/npp_peer.cu -o /tmp/npp_peer -lnppif -lnppicc -lnppc > /tmp/npp-build.log 2>&1 \
+  nvcc -O3 -std=c++17 -arch=sm_90 apps/bench/npp_peer.cu -o /tmp/npp_peer -lnppif -lnppicc -lnppim -lnppc > /tmp/npp-build.log 2>&1 \
     && /tmp/npp_peer /tmp/cbi-dump-current "$out/npp.csv" > "$out/npp.log" 2>&1 || { status=1; tail -5 /tmp/npp-build.log; }
   python3 apps/bench/cupy_peer.py /tmp/cbi-dump-current "$out/cupy.csv" > "$out/cupy.log" 2>&1 || { status=1; tail -3 "$out/cupy.log"; }
   echo "peers: $((SECONDS - start)) s"

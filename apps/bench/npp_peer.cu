@@ -3,7 +3,7 @@
 // events, validates each against cbi's output first, and writes rows in
 // cbi-bench's CSV format. Standalone: NPP exists only on the GPU host, where
 // scripts/gpu-run.sh compiles it:
-//   nvcc -O3 -std=c++17 -arch=sm_90 apps/bench/npp_peer.cu -lnppif -lnppicc -lnppc -o npp_peer
+//   nvcc -O3 -std=c++17 -arch=sm_90 apps/bench/npp_peer.cu -lnppif -lnppicc -lnppim -lnppc -o npp_peer
 //   npp_peer DIR out.csv
 // Semantics: NPP's bordered filters support only NPP_BORDER_REPLICATE, so
 // cbi-bench dumps with --border replicate. NPP's fixed 9x9 Gaussian mask is
@@ -196,6 +196,7 @@ int main(int argc, char** argv) {
         const NppiSize size{c.w, c.h};
         const NppiPoint origin{0, 0};
         const std::string kind = c.depth + "_c" + std::to_string(c.channels);
+        Npp8u* d_mask = nullptr;  // morphology: the structuring element, in device memory
 
         // variant name -> (launch on input i, how to validate)
         struct Variant {
@@ -272,6 +273,44 @@ int main(int argc, char** argv) {
             }};
             v.two_pass_mag = true;
             variants.push_back(v);
+        } else if (c.filter.rfind("erode:", 0) == 0 || c.filter.rfind("dilate:", 0) == 0) {
+            // erode:K[:rect|ellipse]: NPP's masked morphology with getStructuringElement's mask.
+            const bool erode = c.filter[0] == 'e';
+            const std::string args = c.filter.substr(c.filter.find(':') + 1);
+            const int k = std::stoi(args);
+            const bool ellipse = args.find("ellipse") != std::string::npos;
+            std::vector<Npp8u> mask(static_cast<std::size_t>(k) * k, 1);
+            if (ellipse) {  // cv::getStructuringElement(MORPH_ELLIPSE, {k, k}), row by row
+                const int r = k / 2;
+                for (int i = 0; i < k; ++i) {
+                    const int dy = i - r;
+                    const int dx = static_cast<int>(std::lrint(r * std::sqrt((r * r - dy * dy) / (double(r) * r))));
+                    for (int j = 0; j < k; ++j) mask[i * k + j] = j >= std::max(r - dx, 0) && j < std::min(r + dx + 1, k);
+                }
+            }
+            CUDA_OK(cudaMalloc(&d_mask, mask.size()));
+            CUDA_OK(cudaMemcpy(d_mask, mask.data(), mask.size(), cudaMemcpyHostToDevice));
+            const NppiSize msize{k, k};
+            const NppiPoint anchor{k / 2, k / 2};
+            // Replicate: equal to cbi's default border for these symmetric masks (docs/filters.md#morphology).
+            if (kind == "8u_c1")
+                variants.push_back({"npp", [&, msize, anchor, erode](const void* s) {
+                    npp_ok((erode ? nppiErodeBorder_8u_C1R_Ctx : nppiDilateBorder_8u_C1R_Ctx)(
+                        static_cast<const Npp8u*>(s), in_step, size, origin, static_cast<Npp8u*>(out), out_step, size,
+                        d_mask, msize, anchor, NPP_BORDER_REPLICATE, ctx), "morphology 8u C1");
+                }});
+            else if (kind == "8u_c3")
+                variants.push_back({"npp", [&, msize, anchor, erode](const void* s) {
+                    npp_ok((erode ? nppiErodeBorder_8u_C3R_Ctx : nppiDilateBorder_8u_C3R_Ctx)(
+                        static_cast<const Npp8u*>(s), in_step, size, origin, static_cast<Npp8u*>(out), out_step, size,
+                        d_mask, msize, anchor, NPP_BORDER_REPLICATE, ctx), "morphology 8u C3");
+                }});
+            else if (kind == "32f_c1")
+                variants.push_back({"npp", [&, msize, anchor, erode](const void* s) {
+                    npp_ok((erode ? nppiErodeBorder_32f_C1R_Ctx : nppiDilateBorder_32f_C1R_Ctx)(
+                        static_cast<const Npp32f*>(s), in_step, size, origin, static_cast<Npp32f*>(out), out_step, size,
+                        d_mask, msize, anchor, NPP_BORDER_REPLICATE, ctx), "morphology 32f C1");
+                }});
         } else if (c.filter == "color:sepia") {
             Npp32f twist[3][4];
             const auto& m = meta.sepia.at(c.depth);
@@ -336,6 +375,8 @@ int main(int argc, char** argv) {
             }
         }
         for (auto* p : ins) CUDA_OK(cudaFree(p));
+        if (d_mask) CUDA_OK(cudaFree(d_mask));
+        d_mask = nullptr;
         CUDA_OK(cudaFree(out));
         CUDA_OK(cudaFree(out2));
     }

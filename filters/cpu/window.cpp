@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <type_traits>
+#include <vector>
 
 #include "filters/cpu/backend.hpp"
 #include "filters/dispatch.hpp"
@@ -20,7 +21,15 @@ struct WindowLaunch {
 
     template <class Schedule, class Op>
     void operator()(Schedule schedule, const Op& op) const {
-        if constexpr (std::is_same_v<Schedule, NaiveSchedule>) {
+        if constexpr (std::is_same_v<Schedule, NaiveSchedule> && requires { op.scratch_samples(); }) {
+            // Ops that compute whole rows (morphology passes): rows of a task at once.
+            note_kernel_path(KernelPath::cpu_rows);
+            using T = typename Op::Sample;
+            tbb::parallel_for(tbb::blocked_range<int>(0, height, 8), [&](const auto& rows) {
+                std::vector<T> scratch(op.scratch_samples());
+                op.rows(rows.begin(), rows.end(), scratch.data());
+            });
+        } else if constexpr (std::is_same_v<Schedule, NaiveSchedule>) {
             note_kernel_path(KernelPath::cpu_rows);
             // Window ops cost far more than a pixel's memory: small grains balance the tasks.
             tbb::parallel_for(tbb::blocked_range<int>(0, height, 1), [&](const auto& rows) {

@@ -14,7 +14,9 @@
 // shapes to one pass per iteration, open/close to both operations in turn,
 // gradient/tophat/blackhat to a difference of two images (blend:1:-1).
 #include <cfloat>
+#include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <limits>
 #include <stdexcept>
 #include <string>
@@ -70,26 +72,71 @@ StructuringElement structuring_element(MorphShape shape, int w, int h, int ax = 
 // samples under the element, per channel.
 template <class T, bool kMin>
 struct MorphPassOp {
+    using Sample = T;
     AnyBorderSource<T> src;
     ImageView dst;
     StructuringElement se;
 
     CBI_HOST_DEVICE void operator()(int x, int y) const {
-        const int channels = dst.channels;
-        T acc[4];
-        for (int c = 0; c < channels; ++c) acc[c] = neutral();
+        // The channel count as a constant keeps the minima in registers.
+        if (dst.channels == 1) pixel<1>(x, y);
+        else if (dst.channels == 3) pixel<3>(x, y);
+        else pixel<4>(x, y);
+    }
+    template <int C>
+    CBI_HOST_DEVICE void pixel(int x, int y) const {
+        T acc[C];
+        for (int c = 0; c < C; ++c) acc[c] = neutral();
         for (int j = 0; j < se.height; ++j) {
             const T* row = src.row(y + j - se.ay);
             const int i0 = se.rect ? 0 : se.begin[j], i1 = se.rect ? se.width : se.end[j];
             for (int i = i0; i < i1; ++i)
-                for (int c = 0; c < channels; ++c) {
-                    const T v = src.at(row, x + i - se.ax, c);
-                    acc[c] = kMin ? (v < acc[c] ? v : acc[c]) : (acc[c] < v ? v : acc[c]);
-                }
+                for (int c = 0; c < C; ++c) acc[c] = fold(acc[c], src.at(row, x + i - se.ax, c));
         }
-        T* out = dst.row<T>(y) + x * channels;
-        for (int c = 0; c < channels; ++c) out[c] = acc[c];
+        T* out = dst.row<T>(y) + x * C;
+        for (int c = 0; c < C; ++c) out[c] = acc[c];
     }
+    // The CPU's naive schedule: rows [y0, y1) at once, each of the element's
+    // rows a run of whole-row minima (the loops vectorise); the same
+    // comparisons in the same order per sample as operator(), so the result
+    // is bit-identical. `scratch` holds width + element width pixels.
+    void rows(int y0, int y1, T* scratch) const {
+        const int channels = dst.channels, n = dst.width * channels;
+        for (int y = y0; y < y1; ++y) {
+            T* out = dst.row<T>(y);
+            for (int s = 0; s < n; ++s) out[s] = neutral();
+            for (int j = 0; j < se.height; ++j) {
+                const T* row = src.row(y + j - se.ay);
+                const int i0 = se.rect ? 0 : se.begin[j], i1 = se.rect ? se.width : se.end[j];
+                if (i0 >= i1) continue;
+                const T* ext = row;  // samples at x + i0 - ax, for x = 0..: the row itself, or a bordered copy
+                if (row == nullptr || i0 != se.ax || i1 != se.ax + 1) {
+                    // The columns inside the image copied, the border resolved at the ends only.
+                    const int off = i0 - se.ax, count = dst.width + i1 - i0 - 1;
+                    const int lo = row == nullptr ? count : (off < 0 ? -off : 0);
+                    const int hi = row == nullptr ? count : (dst.width - off < count ? dst.width - off : count);
+                    if (lo < hi) std::memcpy(scratch + lo * channels, row + (lo + off) * channels, sizeof(T) * (hi - lo) * channels);
+                    for (int x = 0; x < count; ++x) {
+                        if (x == lo && lo < hi) {
+                            x = hi - 1;  // copied
+                            continue;
+                        }
+                        for (int c = 0; c < channels; ++c) scratch[x * channels + c] = src.at(row, x + off, c);
+                    }
+                    ext = scratch;
+                }
+                for (int i = 0; i < i1 - i0; ++i) {
+                    const T* in = ext + i * channels;
+                    for (int s = 0; s < n; ++s) out[s] = fold(out[s], in[s]);
+                }
+            }
+        }
+    }
+    // The larger side of the scratch rows() needs, in samples.
+    std::size_t scratch_samples() const { return static_cast<std::size_t>(dst.width + se.width) * dst.channels; }
+
+    static CBI_HOST_DEVICE T fold(T acc, T v) { return kMin ? (v < acc ? v : acc) : (acc < v ? v : acc); }
+
     // The value that never wins: what the window's min or max starts from.
     static CBI_HOST_DEVICE T neutral() {
         if constexpr (std::is_same_v<T, float>) return kMin ? FLT_MAX : -FLT_MAX;

@@ -26,6 +26,7 @@ BORDER_REFLECT_101, SciPy/CuPy ``mirror``, torch ``reflect``), ``reflect``
 """
 from __future__ import annotations
 
+import builtins
 import contextlib
 import functools
 import inspect
@@ -702,7 +703,7 @@ def _make_eager(info: dict):
         f"Pipeline form ``{info['form']}`` (arguments {', '.join(params) or 'none'}, in that order; trailing ones "
         f"may be left out). OpenCV: ``{info['opencv']}``.\n\n"
         f"``x``: HxW, HxWxC (C 1, 3, 4) or NxHxWxC; uint8, uint16 or float32; NumPy, CuPy or torch (the result is "
-        f"the same kind, on the same device). ``border``: reflect101 (default, OpenCV's BORDER_REFLECT_101, "
+        f"the same kind, on the same device). ``border``: default OpenCV's for the function; reflect101 (OpenCV's BORDER_REFLECT_101, "
         f"SciPy 'mirror'), reflect (BORDER_REFLECT, SciPy 'reflect'), replicate, constant[:V], wrap. "
         f"``schedule``: a registered schedule, 'auto' or None (the default table). ``out``: written in place and "
         f"returned. ``order``: 'bgr' (OpenCV) or 'rgb' (PIL, torchvision). ``device``: for host data, 'cpu' or "
@@ -721,7 +722,8 @@ def _install_eager():
         _EAGER[name] = f
         setattr(module, name, f)
         names.append(name)
-    __all__.extend(n for n in names if n not in __all__)
+    # cbi.open is there, but `from cbi import *` must not shadow the builtin open.
+    __all__.extend(n for n in names if n not in __all__ and not hasattr(builtins, n))
 
 
 _EAGER: dict = {}
