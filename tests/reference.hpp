@@ -104,10 +104,18 @@ std::vector<std::tuple<const char*, Depth, int>> filter_matrix(const std::vector
 // How far an integer output may be from OpenCV's: 1, but 2 for the 16-bit
 // Gaussian with K > 9, where OpenCV 4.6 runs a bit-exact fixed-point path
 // (ufixedpoint32) that cbi's float weights do not reproduce
-// (docs/filters.md#gaussian).
+// (docs/filters.md#gaussian); 0 for the median, which is exact.
 inline double int_tolerance(const FilterRun& node, Depth depth) {
+    if (std::holds_alternative<MedianFilter>(node.filter)) return 0.0;
     const auto* g = std::get_if<GaussianFilter>(&node.filter);
     return g && depth == Depth::u16 && g->ksize > 9 ? 2.0 : 1.0;
+}
+
+// How far a float output may be from OpenCV's, relative to the data's
+// scale: 1e-5, but 1e-4 for bilateral, whose OpenCV reference interpolates
+// exp in a table over the image's range (docs/filters.md#bilateral).
+inline double float_tolerance(const FilterRun& node) {
+    return std::holds_alternative<BilateralFilter>(node.filter) ? 1e-4 : 1e-5;
 }
 
 // What OpenCV computes for this node (its filter and border).

@@ -39,9 +39,11 @@ using namespace test;
 
 bool is_color(const Filter& f) { return category_of(f) == Category::pointwise; }  // pointwise: no border
 
-// 8/16-bit within 1 of OpenCV, float within 1e-5 relative (docs/testing.md).
+// 8/16-bit within 1 of OpenCV (median: exactly), float within 1e-5 relative
+// (bilateral: 1e-4) (docs/testing.md).
 test::Comparison check_against_opencv(const FilterRun& node, const cv::Mat& src, const cv::Mat& got) {
-    return compare(got, opencv_reference(node, src), test::int_tolerance(node, src.depth() == CV_16U ? Depth::u16 : Depth::u8), 1e-5,
+    return compare(got, opencv_reference(node, src), test::int_tolerance(node, src.depth() == CV_16U ? Depth::u16 : Depth::u8),
+                   test::float_tolerance(node),
                    test::output_scale(node, src));
 }
 
@@ -104,7 +106,8 @@ void expect_tiles_equal_naive(FilterRun node, const cv::Mat& src, int out_channe
 }
 
 TEST(CpuSchedules, EveryScheduleGivesTheNaiveResultBitExactly) {
-    const char* filters[] = {"blur:5", "gaussian:7:2", "sobel:mag:3", "laplacian:1", "laplacian:5", "color:sepia"};
+    const char* filters[] = {"blur:5",   "gaussian:7:2", "sobel:mag:3", "laplacian:1",    "laplacian:5",
+                             "color:sepia", "median:5",  "median:9",    "bilateral:5:30:5"};
     const cv::Size sizes[] = {{1, 1}, {31, 7}, {257, 129}, {33, 40}};
     unsigned seed = 100;
     for (const char* filter_text : filters)
@@ -793,10 +796,250 @@ TEST(CpuParse, FilterStringsRoundTripAndBadOnesAreRejected) {
     for (const char* bad : {"blur:0", "blur:-3", "blur:4", "blur:abc", "blur:", "blur:257", "blur:9.0", "gaussian:3:-1",
                             "gaussian:3:x", "gaussian:3:1:2", "sobel:z", "sobel:x:2", "sobel:x:9", "laplacian:2",
                             "laplacian:9", "laplacian:x", "laplacian:3:3", "laplacian:-1", "color:purple",
-                            "color:1,2,3", "color:1,2,3,4,5,6,7,8,nan", "median:3"})
+                            "color:1,2,3", "color:1,2,3,4,5,6,7,8,nan", "unsharp:3"})
         EXPECT_THROW(parse_filter(bad), std::invalid_argument) << bad;
     for (const char* bad : {"mirror", "constant:x", "reflect:3", ""}) EXPECT_THROW(parse_border(bad), std::invalid_argument) << bad;
     EXPECT_EQ(parse_border("constant:7").value, 7.0);
+}
+
+// Window kinds: the median and the bilateral filter.
+
+// The selection networks give the median of every 0-1 input (and so of
+// every input: the 0-1 principle), 64 inputs at a time in the bits of a word.
+template <int N>
+void expect_network_selects_the_median() {
+    const auto& net = kMedianNetwork<N>;
+    long wrong = 0;
+    const std::uint64_t inputs = std::uint64_t{1} << N;
+    for (std::uint64_t base = 0; base < inputs; base += 64) {
+        std::uint64_t w[N], in[N];
+        for (int i = 0; i < N; ++i) {
+            std::uint64_t bits = 0;
+            for (int lane = 0; lane < 64; ++lane) bits |= (((base + lane) >> i) & 1u) << lane;
+            w[i] = in[i] = bits;
+        }
+        for (int c = 0; c < net.count; ++c) {
+            const std::uint64_t a = w[net.a[c]], b = w[net.b[c]];
+            w[net.a[c]] = a & b;
+            w[net.b[c]] = a | b;
+        }
+        for (int lane = 0; lane < 64 && base + lane < inputs; ++lane) {
+            int ones = 0;
+            for (int i = 0; i < N; ++i) ones += static_cast<int>((in[i] >> lane) & 1u);
+            wrong += static_cast<int>((w[net.median] >> lane) & 1u) != (ones > N / 2 ? 1 : 0);
+        }
+    }
+    EXPECT_EQ(wrong, 0) << N << " inputs, " << net.count << " comparators";
+}
+
+TEST(CpuMedian, NetworksSelectTheMedianOfEveryZeroOneInput) {
+    expect_network_selects_the_median<9>();
+    expect_network_selects_the_median<25>();
+    EXPECT_LE(kMedianNetwork<9>.count, 20);
+    EXPECT_LE(kMedianNetwork<25>.count, 132);
+}
+
+TEST(CpuMedian, FloatKeysFollowTheTotalOrderAndReadBack) {
+    const float inf = std::numeric_limits<float>::infinity(), nan = std::numeric_limits<float>::quiet_NaN();
+    const float ordered[] = {-nan, -inf, -3.5f, -1e-40f, -0.f, 0.f, 1e-40f, 1.f, 3.4e38f, inf, nan};
+    for (std::size_t i = 0; i + 1 < std::size(ordered); ++i)
+        EXPECT_LT(rank_key(ordered[i]), rank_key(ordered[i + 1])) << i;
+    for (const float v : ordered) {
+        const float back = from_rank_key<float>(rank_key(v));
+        EXPECT_EQ(std::memcmp(&back, &v, sizeof v), 0) << v;
+    }
+    EXPECT_EQ(from_rank_key<std::uint16_t>(rank_key(std::uint16_t{65535})), 65535);
+}
+
+// The GPU's 1-bit radix selection and the CPU's 8-bit digits both give the
+// nth_element of the keys, at every rank, with and without key bounds.
+TEST(CpuMedian, RadixSelectionEqualsNthElementForOneAndEightBitDigits) {
+    cv::RNG rng(7);
+    for (const int bits : {8, 16, 32})
+        for (const int n : {1, 2, 9, 49, 50, 121}) {
+            std::vector<std::uint32_t> keys(static_cast<std::size_t>(n));
+            for (auto& k : keys) {
+                k = bits == 32 ? static_cast<std::uint32_t>(rng.next()) : rng.next() & ((1u << bits) - 1u);
+                if (rng.uniform(0, 4) == 0) k = keys[0];  // duplicates
+                if (bits == 32 && rng.uniform(0, 3) == 0) k = (keys[0] & 0xffff0000u) | (k & 0xffffu);  // shared top bits
+            }
+            const auto visit = [&](auto&& fn) {
+                for (const std::uint32_t k : keys) fn(k);
+            };
+            const std::uint32_t lo = *std::min_element(keys.begin(), keys.end()),
+                                hi = *std::max_element(keys.begin(), keys.end());
+            const std::uint32_t all = bits == 32 ? 0xffffffffu : (1u << bits) - 1u;
+            for (int rank = 0; rank < n; ++rank) {
+                std::vector<std::uint32_t> sorted = keys;
+                std::nth_element(sorted.begin(), sorted.begin() + rank, sorted.end());
+                SCOPED_TRACE(std::to_string(bits) + " bits, " + std::to_string(n) + " keys, rank " + std::to_string(rank));
+                EXPECT_EQ(radix_select<1>(visit, bits, rank, lo, hi), sorted[rank]);
+                EXPECT_EQ(radix_select<1>(visit, bits, rank, 0u, all), sorted[rank]);
+                EXPECT_EQ(radix_select<8>(visit, bits, rank, 0u, all), sorted[rank]);
+                EXPECT_EQ(radix_select<8>(visit, bits, rank, lo, hi), sorted[rank]);
+            }
+        }
+}
+
+// 16u and 32f at every K (OpenCV stops at 5; the reference is a brute-force
+// nth_element), 8u at K >= 7 (OpenCV's histograms), K larger than the image,
+// 1x1 and single rows and columns, every border.
+TEST(CpuMedian, AnyKernelSizeDepthAndBorderEqualsTheReference) {
+    const cv::Size sizes[] = {{1, 1}, {1, 9}, {9, 1}, {23, 19}, {5, 4}};
+    unsigned seed = 4000;
+    for (const int k : {1, 7, 9, 11, 31})
+        for (const Depth depth : kDepths)
+            for (const int channels : {1, 3, 4})
+                for (const char* border_text : kBorders)
+                    for (const cv::Size size : sizes) {
+                        if (k == 31 && size.area() > 20) continue;  // K far above the image: small ones
+                        const cv::Mat src = random_image(size.width, size.height, channels, depth, seed++);
+                        const FilterRun node{MedianFilter{k}, parse_border(border_text), ScheduleSpec{}};
+                        SCOPED_TRACE("median:" + std::to_string(k) + " " + border_text + " " + depth_name(depth) + " c" +
+                                     std::to_string(channels) + " " + std::to_string(size.width) + "x" +
+                                     std::to_string(size.height));
+                        const cv::Mat got = run_cpu(node, src);
+                        const auto r = check_against_opencv(node, src, got);
+                        ASSERT_TRUE(r.ok) << r.where;
+                    }
+}
+
+TEST(CpuMedian, LargestKernelOnATinyImage) {
+    for (const Depth depth : kDepths) {
+        const cv::Mat src = random_image(3, 2, 3, depth, 77);
+        for (const char* border_text : {"replicate", "reflect101", "constant:7", "wrap"}) {
+            const FilterRun node{MedianFilter{255}, parse_border(border_text), ScheduleSpec{}};
+            const auto r = check_against_opencv(node, src, run_cpu(node, src));
+            EXPECT_TRUE(r.ok) << depth_name(depth) << " " << border_text << ": " << r.where;
+        }
+    }
+}
+
+TEST(CpuMedian, DefaultBorderIsReplicateAsOpenCV) {
+    const Border b = FilterKind<MedianFilter>::default_border(MedianFilter{5});
+    EXPECT_EQ(b.mode, BorderMode::replicate);
+    // cv::medianBlur itself, on a photo, bit for bit.
+    const cv::Mat photo = cv::imread(test::samples_dir() + "/butterfly.jpg", cv::IMREAD_UNCHANGED);
+    ASSERT_FALSE(photo.empty());
+    for (const int k : {3, 5, 7, 15}) {
+        const FilterRun node{MedianFilter{k}, b, parse_schedule("tile:16x16")};
+        cv::Mat want;
+        cv::medianBlur(photo, want, k);
+        const cv::Mat got = run_cpu(node, photo);
+        EXPECT_EQ(cv::norm(got, want, cv::NORM_INF), 0) << k;
+    }
+}
+
+// NaN is a value above +inf (and -NaN below -inf): a window with NaN in it
+// has a definite median, the same at every position and schedule.
+TEST(CpuMedian, NanSortsAboveInfinity) {
+    const float nan = std::numeric_limits<float>::quiet_NaN(), inf = std::numeric_limits<float>::infinity();
+    cv::Mat src(1, 3, CV_32FC1);
+    src.at<float>(0, 0) = nan, src.at<float>(0, 1) = inf, src.at<float>(0, 2) = 1.f;
+    // 3x3 replicate windows: x=0 holds nan x6, inf x3; x=1 nan, inf, 1 x3 each; x=2 inf x3, 1 x6.
+    const cv::Mat got = run_cpu(FilterRun{MedianFilter{3}, Border{BorderMode::replicate, 0}, ScheduleSpec{}}, src);
+    EXPECT_TRUE(std::isnan(got.at<float>(0, 0)));
+    EXPECT_EQ(got.at<float>(0, 1), inf);
+    EXPECT_EQ(got.at<float>(0, 2), 1.f);
+}
+
+// e^x from multiplies and adds only, for the bilateral weights: within 2
+// ulp of std::exp, e^0 exactly 1, 0 below the normal floats, NaN kept.
+TEST(CpuBilateral, ExpPolynomialIsWithinTwoUlpOfStdExp) {
+    EXPECT_EQ(exp_nonpositive(0.f), 1.f);
+    EXPECT_EQ(exp_nonpositive(-88.f), 0.f);
+    EXPECT_EQ(exp_nonpositive(-std::numeric_limits<float>::max()), 0.f);
+    EXPECT_TRUE(std::isnan(exp_nonpositive(std::numeric_limits<float>::quiet_NaN())));
+    double worst = 0;
+    for (float x = -87.f; x <= 0.f; x += 0.000731f) {
+        const double want = std::exp(static_cast<double>(x));
+        worst = std::max(worst, std::abs(exp_nonpositive(x) - want) / want);
+    }
+    EXPECT_LT(worst, 2.4e-7);  // 2 ulp
+}
+
+// 16u, 4 channels, and the 32f path with 4 channels (OpenCV refuses them):
+// the same definition in double; D <= 0 and even D as OpenCV reads them.
+TEST(CpuBilateral, DepthsAndChannelsOpenCVRefusesEqualTheDefinition) {
+    const char* filters[] = {"bilateral:5:3000:3", "bilateral:4:20:1", "bilateral:0:500:1.2", "bilateral:7:0.4:2"};
+    unsigned seed = 5000;
+    for (const char* filter_text : filters)
+        for (const Depth depth : kDepths)
+            for (const int channels : {1, 3, 4})
+                for (const char* border_text : kBorders)
+                    for (const cv::Size size : {cv::Size(1, 1), cv::Size(1, 7), cv::Size(19, 11)}) {
+                        const cv::Mat src = random_image(size.width, size.height, channels, depth, seed++);
+                        const FilterRun node{parse_filter(filter_text), parse_border(border_text), ScheduleSpec{}};
+                        SCOPED_TRACE(std::string(filter_text) + " " + border_text + " " + depth_name(depth) + " c" +
+                                     std::to_string(channels) + " " + std::to_string(size.width) + "x" +
+                                     std::to_string(size.height));
+                        const auto r = check_against_opencv(node, src, run_cpu(node, src));
+                        ASSERT_TRUE(r.ok) << r.where << "; max diff " << r.max_diff;
+                    }
+}
+
+// OpenCV 4.6 reads a sigma <= 0 as 1; a tiny sigma leaves every pixel as it
+// was (the weights of all other taps underflow to 0), as later OpenCV's copy.
+TEST(CpuBilateral, SigmaEdgeCasesAsOpenCV) {
+    for (const Depth depth : {Depth::u8, Depth::f32}) {
+        const cv::Mat src = random_image(37, 23, 3, depth, 11);
+        const cv::Mat zero = run_cpu(FilterRun{parse_filter("bilateral:5:0:-2"), Border{}, ScheduleSpec{}}, src);
+        const cv::Mat one = run_cpu(FilterRun{parse_filter("bilateral:5:1:1"), Border{}, ScheduleSpec{}}, src);
+        EXPECT_EQ(std::memcmp(zero.data, one.data, one.total() * one.elemSize()), 0);
+        cv::Mat want;
+        cv::bilateralFilter(src, want, 5, 0, -2);
+        EXPECT_LE(cv::norm(zero, want, cv::NORM_INF), depth == Depth::u8 ? 1 : 1e-4);
+        for (const char* tiny : {"bilateral:5:1e-7:3", "bilateral:5:30:1e-7", "bilateral:9:1e-30:1e-30"}) {
+            const cv::Mat got = run_cpu(FilterRun{parse_filter(tiny), Border{}, ScheduleSpec{}}, src);
+            // 8-bit: the input bit for bit. Float: within rounding, since a border can bring the centre
+            // into its own window again (reflect101 at x = 1 reads x = 1 for dx = -2), and v (1 + w) / (1 + w)
+            // need not round back to v.
+            EXPECT_LE(cv::norm(got, src, cv::NORM_INF), depth == Depth::u8 ? 0.0 : 1e-6) << tiny << " " << depth_name(depth);
+        }
+    }
+    EXPECT_EQ(bilateral_radius(BilateralFilter{0, 1, 0}), 2);    // cvRound(1.5)
+    EXPECT_EQ(bilateral_radius(BilateralFilter{0, 1, 3}), 4);    // cvRound(4.5): to even
+    EXPECT_EQ(bilateral_radius(BilateralFilter{0, 1, 0.2}), 1);  // at least 1
+    EXPECT_EQ(bilateral_radius(BilateralFilter{4, 1, 30}), 2);   // D / 2
+}
+
+// The op is passed by value to a CUDA kernel: small and trivially copyable.
+TEST(CpuWindowKinds, OpsAreSmallTriviallyCopyableValues) {
+    static_assert(std::is_trivially_copyable_v<MedianOp<float>>);
+    static_assert(std::is_trivially_copyable_v<BilateralOp<std::uint8_t>>);
+    EXPECT_LE(sizeof(BilateralOp<std::uint8_t>), 4096u);
+    EXPECT_LE(sizeof(MedianOp<float>), 128u);
+}
+
+TEST(CpuParse, WindowKindsRoundTripAndBadArgumentsNameTheForm) {
+    for (const char* text : {"median:1", "median:3", "median:255", "bilateral:9:75:75", "bilateral:0:0.5:84",
+                             "bilateral:-1:20:3", "bilateral:4:1e-07:2.5"})
+        EXPECT_EQ(to_string(parse_filter(text)), text);
+    const std::pair<const char*, const char*> bad[] = {
+        {"median:4", "median:K"},
+        {"median:0", "median:K"},
+        {"median:257", "median:K"},
+        {"median:abc", "median:K"},
+        {"median:", "median:K"},
+        {"median:3:3", "median:K"},
+        {"bilateral:9:abc:5", "bilateral:D:SIGMA_COLOR:SIGMA_SPACE"},
+        {"bilateral:9:5", "bilateral:D:SIGMA_COLOR:SIGMA_SPACE"},
+        {"bilateral:x:5:5", "bilateral:D:SIGMA_COLOR:SIGMA_SPACE"},
+        {"bilateral:9:5:nan", "bilateral:D:SIGMA_COLOR:SIGMA_SPACE"},
+        {"bilateral:256:5:5", "bilateral:D:SIGMA_COLOR:SIGMA_SPACE"},
+        {"bilateral:0:5:85", "bilateral:D:SIGMA_COLOR:SIGMA_SPACE"},
+        {"bilateral:0:5:1e300", "bilateral:D:SIGMA_COLOR:SIGMA_SPACE"},
+    };
+    for (const auto& [text, form] : bad) {
+        try {
+            parse_filter(text);
+            ADD_FAILURE() << text << " was accepted";
+        } catch (const std::invalid_argument& e) {
+            const std::string what = e.what();
+            EXPECT_NE(what.find(form), std::string::npos) << text << ": " << what;
+            EXPECT_EQ(what.find('\n'), std::string::npos) << text << ": " << what;
+        }
+    }
 }
 
 // Real photos, the CLI's "done when": cv::blur 9 for every schedule.

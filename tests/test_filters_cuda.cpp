@@ -93,7 +93,8 @@ TEST_P(CudaMatrix, EqualsCpuAndOpenCVForEveryScheduleBorderAndSize) {
             cv::Mat cpu(src.size(), cv_type(depth, out_channels));
             run_node_cpu(node, view_of(src), view_of(cpu));
             const double scale = test::output_scale(node, src);
-            const auto vs_opencv = test::compare(cpu, test::opencv_reference(node, src), test::int_tolerance(node, depth), 1e-5, scale);
+            const auto vs_opencv = test::compare(cpu, test::opencv_reference(node, src), test::int_tolerance(node, depth),
+                                                 test::float_tolerance(node), scale);
             ASSERT_TRUE(vs_opencv.ok) << "CPU reference disagrees with OpenCV: " << vs_opencv.where;
 
             DeviceImage device_src(size.width, size.height, channels, depth);

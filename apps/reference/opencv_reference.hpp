@@ -9,7 +9,9 @@
 // cv::GaussianBlur, sobel = |gx|, |gy| or sqrt(gx^2 + gy^2) of
 // cv::Sobel(src, CV_32F, ...) rounded and saturated to the input depth,
 // laplacian = |cv::Laplacian(src, CV_32F, ksize, 1, 0, ...)| likewise, colour = the matrix on (R, G, B) with alpha kept (gray and ycrcb as
-// cv::cvtColor).
+// cv::cvtColor), median = cv::medianBlur, bilateral = cv::bilateralFilter
+// (brute force with the same definition where OpenCV refuses the depth,
+// channels, K or border).
 #include <opencv2/core.hpp>
 #include <opencv2/imgcodecs.hpp>
 #include <opencv2/imgproc.hpp>
@@ -17,6 +19,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cmath>
+#include <cstdint>
 #include <filesystem>
 #include <string>
 #include <variant>
@@ -298,6 +301,92 @@ inline void reference(const Filter2DFilter& f, const Border& border, const cv::M
 inline void reference(const AdaptiveFilter& f, const Border&, const cv::Mat& src, cv::Mat& out) {
     cv::adaptiveThreshold(src, out, f.maxval, f.gaussian ? cv::ADAPTIVE_THRESH_GAUSSIAN_C : cv::ADAPTIVE_THRESH_MEAN_C,
                           f.inverse ? cv::THRESH_BINARY_INV : cv::THRESH_BINARY, f.block, f.c);
+// Median: cv::medianBlur where it takes the case (8u at any K, 16u and 32f
+// at K 3 and 5; its border is always replicate, so other borders pad with
+// cv::copyMakeBorder first: every window of the centre lies in the padding);
+// otherwise a brute-force nth_element over the same padded windows.
+template <class T>
+void median_brute_force(const cv::Mat& padded, int k, cv::Mat& out) {
+    const int cn = padded.channels();
+    std::vector<T> window(static_cast<std::size_t>(k) * k);
+    for (int y = 0; y < out.rows; ++y)
+        for (int x = 0; x < out.cols; ++x)
+            for (int c = 0; c < cn; ++c) {
+                std::size_t n = 0;
+                for (int j = 0; j < k; ++j)
+                    for (int i = 0; i < k; ++i) window[n++] = padded.ptr<T>(y + j)[(x + i) * cn + c];
+                std::nth_element(window.begin(), window.begin() + n / 2, window.end());
+                out.ptr<T>(y)[x * cn + c] = window[n / 2];
+            }
+}
+
+inline void reference(const MedianFilter& f, const Border& border, const cv::Mat& src, cv::Mat& out) {
+    if (f.ksize == 1) {  // cv::medianBlur copies
+        src.copyTo(out);
+        return;
+    }
+    const bool opencv_takes = src.depth() == CV_8U || f.ksize <= 5;
+    if (opencv_takes && border.mode == BorderMode::replicate) {
+        cv::medianBlur(src, out, f.ksize);
+        return;
+    }
+    const int r = f.ksize / 2;
+    cv::Mat padded;
+    cv::copyMakeBorder(src, padded, r, r, r, r, cv_border(border.mode), cv::Scalar::all(border.value));
+    if (opencv_takes) {
+        cv::Mat full;
+        cv::medianBlur(padded, full, f.ksize);
+        full(cv::Rect(r, r, src.cols, src.rows)).copyTo(out);
+        return;
+    }
+    out.create(src.size(), src.type());
+    if (src.depth() == CV_16U) median_brute_force<std::uint16_t>(padded, f.ksize, out);
+    else median_brute_force<float>(padded, f.ksize, out);
+}
+
+// Bilateral: cv::bilateralFilter where it takes the case (8u and 32f, 1 and
+// 3 channels); otherwise OpenCV's definition in double (sigmas <= 0 read as
+// 1, the disc of bilateral_radius, exp of the squared distance and of the
+// squared L1 colour distance), rounded and saturated once.
+template <class T>
+void bilateral_brute_force(const BilateralFilter& f, const cv::Mat& padded, int r, cv::Mat& out) {
+    const double sc = f.sigma_color <= 0 ? 1 : f.sigma_color, ss = f.sigma_space <= 0 ? 1 : f.sigma_space;
+    const double cc = -0.5 / (sc * sc), cs = -0.5 / (ss * ss);
+    const int cn = padded.channels();
+    for (int y = 0; y < out.rows; ++y)
+        for (int x = 0; x < out.cols; ++x) {
+            const T* centre = padded.ptr<T>(y + r) + (x + r) * cn;
+            double sum[4] = {}, wsum = 0;
+            for (int dy = -r; dy <= r; ++dy)
+                for (int dx = -r; dx <= r; ++dx) {
+                    if (dx * dx + dy * dy > r * r) continue;
+                    const T* p = padded.ptr<T>(y + r + dy) + (x + r + dx) * cn;
+                    double d = 0;
+                    for (int c = 0; c < cn; ++c) d += std::abs(static_cast<double>(p[c]) - static_cast<double>(centre[c]));
+                    const double w = std::exp((dx * dx + dy * dy) * cs) * std::exp(d * d * cc);
+                    for (int c = 0; c < cn; ++c) sum[c] += p[c] * w;
+                    wsum += w;
+                }
+            for (int c = 0; c < cn; ++c) out.ptr<T>(y)[x * cn + c] = cv::saturate_cast<T>(sum[c] / wsum);
+        }
+}
+
+inline void reference(const BilateralFilter& f, const Border& border, const cv::Mat& src, cv::Mat& out) {
+    const int r = bilateral_radius(f);
+    if ((src.depth() == CV_8U || src.depth() == CV_32F) && (src.channels() == 1 || src.channels() == 3)) {
+        with_border(src, border, r, out, [&](const cv::Mat& s, cv::Mat& d, int b) {
+            cv::bilateralFilter(s, d, f.diameter, f.sigma_color, f.sigma_space, b);
+        });
+        return;
+    }
+    cv::Mat padded;
+    cv::copyMakeBorder(src, padded, r, r, r, r, cv_border(border.mode), cv::Scalar::all(border.value));
+    out.create(src.size(), src.type());
+    switch (src.depth()) {
+        case CV_8U: bilateral_brute_force<std::uint8_t>(f, padded, r, out); break;
+        case CV_16U: bilateral_brute_force<std::uint16_t>(f, padded, r, out); break;
+        default: bilateral_brute_force<float>(f, padded, r, out); break;
+    }
 }
 
 // What OpenCV computes for `filter` with `border` on `src`, into `out`.

@@ -88,9 +88,13 @@ int blocks_per_wave(Kernel* kernel, int threads, std::size_t shared, int device)
 }
 
 // Thesis listing 5 generalised: the global thread index goes through the
-// node's schedule to find the pixel; the op computes it.
+// node's schedule to find the pixel; the op computes it. __grid_constant__:
+// ops that index their own arrays with data (the bilateral weight tables,
+// 3.8 KB) read them from the kernel parameter; a plain by-value parameter
+// made nvcc copy the whole op into every thread's stack (a 3928-byte frame).
 template <class Schedule, class Op>
-__global__ void apply_schedule(Schedule schedule, Op op, std::uint32_t n, int width, int height) {
+__global__ void apply_schedule(Schedule schedule, const __grid_constant__ Op op, std::uint32_t n, int width,
+                               int height) {
     const std::uint32_t i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= n) return;
     const Pixel p = schedule.map(i, width, height);

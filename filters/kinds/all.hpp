@@ -8,6 +8,7 @@
 #include <variant>
 
 #include "filters/kinds/adaptive.hpp"
+#include "filters/kinds/bilateral.hpp"
 #include "filters/kinds/box.hpp"
 #include "filters/kinds/color.hpp"
 #include "filters/kinds/filter2d.hpp"
@@ -15,6 +16,7 @@
 #include "filters/kinds/gaussian.hpp"
 #include "filters/kinds/hsv.hpp"
 #include "filters/kinds/laplacian.hpp"
+#include "filters/kinds/median.hpp"
 #include "filters/kinds/morphology.hpp"
 #include "filters/kinds/scale.hpp"
 #include "filters/kinds/scharr.hpp"
@@ -26,8 +28,8 @@ namespace cbi {
 
 using Filter = std::variant<BoxFilter, GaussianFilter, SobelFilter, ScharrFilter, LaplacianFilter, ColorFilter,
                             ErodeFilter, DilateFilter, OpenFilter, CloseFilter, GradientFilter, TophatFilter,
-                            BlackhatFilter, ThresholdFilter, ScaleFilter, GammaFilter, HsvFilter, HlsFilter,
-                            SepFilter2DFilter, Filter2DFilter, AdaptiveFilter>;
+                            BlackhatFilter, MedianFilter, BilateralFilter, ThresholdFilter, ScaleFilter, GammaFilter,
+                            HsvFilter, HlsFilter, SepFilter2DFilter, Filter2DFilter, AdaptiveFilter>;
 
 // Calls fn(std::type_identity<F>{}) for every kind F, in the list's order.
 template <class Fn>

@@ -1,0 +1,209 @@
+#pragma once
+// bilateral:D:SIGMA_COLOR:SIGMA_SPACE = cv::bilateralFilter(src, dst, D,
+// SIGMA_COLOR, SIGMA_SPACE, border), as OpenCV 4.6 defines it:
+//   - radius D/2, or cvRound(1.5 SIGMA_SPACE) when D <= 0; at least 1
+//     (cbi: at most 127, a footprint of at most 255);
+//   - a sigma <= 0 is read as 1 (OpenCV 4.6; later OpenCV copies the input
+//     when a sigma is <= 1e-6, which a sigma in (0, 1e-6] also gives here);
+//   - the taps: the disc dx^2 + dy^2 <= radius^2, row by row, each weighed
+//     by exp(-(dx^2 + dy^2) / (2 SIGMA_SPACE^2)) * exp(-d^2 / (2
+//     SIGMA_COLOR^2)), d the L1 distance between the tap's channels and the
+//     centre's (in the image's units: 16-bit sigmas are in 0..65535, float
+//     sigmas in the float values' units);
+//   - the output sum(w v) * (1 / sum(w)), float sums, rounded and saturated
+//     to integer depths.
+// 8u: OpenCV's tables: colour weights (float)exp(d^2 c) for d < 768 (every
+// d of 1 and 3 channels; 4 channels compute d >= 768), space weights for
+// squared distances below 160 (radius <= 12; larger radii compute the rest);
+// within 1 of OpenCV (its SIMD sums round in another order).
+// 32f: OpenCV interpolates exp in a 4096-bin-per-channel table over the
+// image's global min..max (a global statistic a per-pixel op does not
+// have); cbi computes exp (exp_nonpositive) per tap: within 1e-4 of the
+// image's scale of OpenCV. 16u and 4 channels (OpenCV refuses them): the
+// same definition, colour weights computed per tap.
+// exp_nonpositive uses only separately rounded multiplies and adds, so the
+// CPU and the GPU compute the same weights bit for bit.
+#include <cmath>
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <type_traits>
+
+#include "filters/kinds/args.hpp"
+#include "filters/kinds/kind.hpp"
+#include "filters/ops.hpp"
+#include "filters/select.hpp"
+
+namespace cbi {
+
+struct BilateralFilter {
+    int diameter = 5;  // D; <= 0: from sigma_space
+    double sigma_color = 1;
+    double sigma_space = 1;
+    friend bool operator==(const BilateralFilter&, const BilateralFilter&) = default;
+};
+
+inline constexpr int kBilateralMaxRadius = kMaxKernel / 2;
+// The disc's radius as OpenCV computes it (sigma_space <= 0 read as 1).
+int bilateral_radius(const BilateralFilter& f);
+
+// e^x for x <= 0 (Cephes' expf polynomial, within 2 ulp; 0 below
+// -87.33, where e^x leaves the normal floats; NaN gives NaN), from
+// separately rounded multiplies and adds only: the same bits on both
+// backends.
+CBI_HOST_DEVICE float exp_nonpositive(float x) {
+    if (!(x >= -87.33f)) return x != x ? x : 0.f;
+    const float n = add_rn(add_rn(mul_rn(x, 1.44269504088896341f), 12582912.f), -12582912.f);  // round(x / ln 2)
+    float g = add_rn(x, mul_rn(n, -0.693359375f));
+    g = add_rn(g, mul_rn(n, 2.12194440e-4f));
+    float p = 1.9875691500e-4f;
+    p = add_rn(mul_rn(p, g), 1.3981999507e-3f);
+    p = add_rn(mul_rn(p, g), 8.3334519073e-3f);
+    p = add_rn(mul_rn(p, g), 4.1665795894e-2f);
+    p = add_rn(mul_rn(p, g), 1.6666665459e-1f);
+    p = add_rn(mul_rn(p, g), 5.0000001201e-1f);
+    p = add_rn(add_rn(mul_rn(p, mul_rn(g, g)), g), 1.f);
+    const std::uint32_t scale_bits = static_cast<std::uint32_t>(static_cast<int>(n) + 127) << 23;  // 2^n, n >= -126
+#if defined(__CUDA_ARCH__)
+    return mul_rn(p, __uint_as_float(scale_bits));
+#else
+    return mul_rn(p, std::bit_cast<float>(scale_bits));
+#endif
+}
+
+// 1 / v correctly rounded on both backends.
+CBI_HOST_DEVICE float reciprocal_rn(float v) {
+#if defined(__CUDA_ARCH__)
+    return __frcp_rn(v);
+#else
+    return 1.f / v;
+#endif
+}
+
+inline constexpr int kBilateralColorTable = 768;  // 8u colour weights held: L1 distances 0..767
+inline constexpr int kBilateralSpaceTable = 160;  // space weights held: squared distances 0..159
+
+// A node's weights, built on the host (bilateral_args) and carried by value
+// in the op (3.8 KB).
+struct BilateralArgs {
+    int radius;
+    float color_coeff;  // -0.5 / SIGMA_COLOR^2 as float (never -inf)
+    float space_coeff;  // -0.5 / SIGMA_SPACE^2 as float
+    float color_weight[kBilateralColorTable];  // 8u only: (float)exp(d^2 * coeff), coeff in double, as OpenCV
+    float space_weight[kBilateralSpaceTable];  // (float)exp(n * coeff) for n = dx^2 + dy^2, as OpenCV
+    std::uint8_t half_width[kBilateralMaxRadius + 1];  // of the disc's row dy: the largest h with h^2 + dy^2 <= radius^2
+};
+BilateralArgs bilateral_args(const BilateralFilter& f, Depth depth);
+
+template <class T>
+struct BilateralOp : BilateralArgs {
+    static constexpr bool kFloat = std::is_same_v<T, float>;
+    AnyBorderSource<T> src;
+    ImageView dst;
+
+    CBI_HOST_DEVICE void operator()(int x, int y) const {
+        switch (src.view.channels) {
+            case 1: pixel<1>(x, y); return;
+            case 3: pixel<3>(x, y); return;
+            default: pixel<4>(x, y); return;
+        }
+    }
+
+    CBI_HOST_DEVICE float space_w(int n) const {
+        return n < kBilateralSpaceTable ? space_weight[n] : exp_nonpositive(mul_rn(small_int_to_float(n), space_coeff));
+    }
+    // Integer depths: d is an exact integer below 2^22.
+    template <int CN>
+    CBI_HOST_DEVICE float color_w(int d) const {
+        if constexpr (std::is_same_v<T, std::uint8_t>)
+            if (CN <= 3 || d < kBilateralColorTable) return color_weight[d];  // 1 and 3 channels: always
+        const float f = small_int_to_float(d);
+        return exp_nonpositive(mul_rn(mul_rn(f, f), color_coeff));
+    }
+    template <int CN>
+    CBI_HOST_DEVICE float color_w(float d) const { return exp_nonpositive(mul_rn(mul_rn(d, d), color_coeff)); }
+
+    template <int CN>
+    CBI_HOST_DEVICE void pixel(int x, int y) const {
+        using V = std::conditional_t<kFloat, float, int>;  // samples as the differences take them
+        const T* centre_row = src.row(y);
+        V v0[CN];
+        float sum[CN];
+        float wsum = 0;
+        CBI_UNROLL
+        for (int c = 0; c < CN; ++c) {
+            v0[c] = static_cast<V>(src.at(centre_row, x, c));
+            sum[c] = 0;
+        }
+        if constexpr (kFloat) {  // OpenCV's 32f path: the centre first, weight 1
+            CBI_UNROLL
+            for (int c = 0; c < CN; ++c) sum[c] = v0[c];
+            wsum = 1;
+        }
+        const int r = radius;
+        for (int dy = -r; dy <= r; ++dy) {
+            const int h = half_width[dy < 0 ? -dy : dy];
+            const T* row = src.row(y + dy);
+            // Inside the image (all of the row's taps): plain loads.
+            const bool inside = row != nullptr && x - h >= 0 && x + h < src.view.width;
+            for (int dx = -h; dx <= h; ++dx) {
+                if constexpr (kFloat)
+                    if (dx == 0 && dy == 0) continue;
+                V v[CN];
+                V d = 0;
+                CBI_UNROLL
+                for (int c = 0; c < CN; ++c) {
+                    v[c] = static_cast<V>(inside ? row[(x + dx) * CN + c] : src.at(row, x + dx, c));
+                    if constexpr (kFloat) {
+                        const float diff = add_rn(v[c], -v0[c]);
+                        d = add_rn(d, diff < 0.f ? -diff : diff);
+                    } else {
+                        d += v[c] < v0[c] ? v0[c] - v[c] : v[c] - v0[c];
+                    }
+                }
+                const float w = mul_rn(space_w(dx * dx + dy * dy), color_w<CN>(d));
+                CBI_UNROLL
+                for (int c = 0; c < CN; ++c) sum[c] = add_rn(sum[c], mul_rn(static_cast<float>(v[c]), w));
+                wsum = add_rn(wsum, w);
+            }
+        }
+        const float inv = reciprocal_rn(wsum);
+        T* out = dst.row<T>(y) + x * dst.channels;
+        CBI_UNROLL
+        for (int c = 0; c < CN; ++c) out[c] = saturate_round<T>(mul_rn(sum[c], inv));
+    }
+};
+
+template <>
+struct FilterKind<BilateralFilter> {
+    static constexpr std::string_view name = "bilateral", form = "bilateral:D:SIGMA_COLOR:SIGMA_SPACE",
+                                      params = "diameter sigma_color sigma_space";
+    static constexpr std::string_view help =
+        "edge-preserving smoothing over a disc of diameter D (<= 0: from SIGMA_SPACE), weights Gaussian in "
+        "distance and in the L1 colour difference";
+    static constexpr std::string_view opencv = "cv::bilateralFilter(src, dst, D, SIGMA_COLOR, SIGMA_SPACE, border)";
+    static constexpr Category category = Category::window;
+    static constexpr std::string_view examples[] = {"5:30:5", "9:0.5:3", "0:75:2"};
+    static constexpr KindDefault defaults[] = {
+        // Not measured on a GPU yet: per-pixel schedules are the only ones that run window kinds.
+        {true, 0, kAnyDepth, 0, "tile:32x8 tile:16x16 column:32"},
+        {false, 0, kAnyDepth, 0, "naive"},
+    };
+
+    static BilateralFilter parse(std::string_view a);
+    static std::string print(const BilateralFilter& f) {
+        return std::to_string(f.diameter) + ":" + args::number(f.sigma_color) + ":" + args::number(f.sigma_space);
+    }
+    static Footprint footprint(const BilateralFilter& f) {
+        const int r = bilateral_radius(f);
+        return {2 * r + 1, 2 * r + 1};
+    }
+    template <class T>
+    static BilateralOp<T> op(const BilateralFilter& f, const ImageView& src, const Border& border,
+                             const ImageView& dst) {
+        return {bilateral_args(f, src.depth), {src, saturate_round<T>(static_cast<float>(border.value)), border.mode},
+                dst};
+    }
+};
+
+}  // namespace cbi
