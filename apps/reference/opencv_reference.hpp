@@ -301,6 +301,8 @@ inline void reference(const Filter2DFilter& f, const Border& border, const cv::M
 inline void reference(const AdaptiveFilter& f, const Border&, const cv::Mat& src, cv::Mat& out) {
     cv::adaptiveThreshold(src, out, f.maxval, f.gaussian ? cv::ADAPTIVE_THRESH_GAUSSIAN_C : cv::ADAPTIVE_THRESH_MEAN_C,
                           f.inverse ? cv::THRESH_BINARY_INV : cv::THRESH_BINARY, f.block, f.c);
+}
+
 // Median: cv::medianBlur where it takes the case (8u at any K, 16u and 32f
 // at K 3 and 5; its border is always replicate, so other borders pad with
 // cv::copyMakeBorder first: every window of the centre lies in the padding);
