@@ -168,7 +168,9 @@ public:
         if (r.flops > 0) std::cout << std::setw(8) << gflops << " GFLOP/s";
         if (x_floor > 0) std::cout << std::setprecision(2) << std::setw(8) << x_floor << "x floor";
         std::cout << "\n";
-        csv_ << r.suite << "," << r.workload << "," << r.variant << "," << r.block << "," << r.width << ","
+        // A workload with commas (filter2d's taps) is quoted, as RFC 4180.
+        const bool quote = r.workload.find(',') != std::string::npos;
+        csv_ << r.suite << "," << (quote ? "\"" + r.workload + "\"" : r.workload) << "," << r.variant << "," << r.block << "," << r.width << ","
              << r.height << "," << r.depth << "," << r.channels << "," << std::setprecision(6) << std::defaultfloat
              << r.t.median_ms << "," << r.t.min_ms << "," << r.t.max_ms << "," << r.t.runs << "," << r.bytes << ","
              << r.flops << "," << gbps << "," << gflops << "," << r.floor_ms << "," << x_floor << "\n";

@@ -365,7 +365,7 @@ int main(int argc, char** argv) {
                 const double gbps = bytes / (median * 1e-3) / 1e9;
                 std::printf("%-12s %-7s %-14s %9.4f ms  %6.0f GB/s  %6.2fx floor\n", c.filter.c_str(), kind.c_str(),
                             v.name.c_str(), median, gbps, median / floor_ms);
-                csv << "npp," << c.filter << "," << v.name << ",0," << c.w << "," << c.h << "," << c.depth << ","
+                csv << "npp," << (c.filter.find(',') != std::string::npos ? "\"" + c.filter + "\"" : c.filter) << "," << v.name << ",0," << c.w << "," << c.h << "," << c.depth << ","
                     << c.channels << "," << median << "," << ms.front() << "," << ms.back() << "," << ms.size() << ","
                     << bytes << ",0," << gbps << ",0," << floor_ms << "," << median / floor_ms << "\n";
             } catch (const NppFailure& e) {
