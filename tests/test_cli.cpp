@@ -96,15 +96,16 @@ TEST(Cli, EveryKindsFlagIsItsPipelineStage) {
         using K = cbi::FilterKind<F>;
         EXPECT_NE(list.out.find(std::string(K::form)), std::string::npos) << K::name;
         for (std::string_view args : K::examples) {
-            if (args.empty()) continue;
-            const std::string stage = std::string(K::name) + ":" + std::string(args);
+            // A kind without arguments (hsv) is a flag without a value, followed here by -o.
+            const std::string stage = std::string(K::name) + (args.empty() ? "" : ":" + std::string(args));
             SCOPED_TRACE(stage);
             // The photo is 8-bit BGR: kinds that refuse it (adaptive) are tested on gray images elsewhere.
             if (!cbi::refuses_input(cbi::parse_filter(stage), cbi::Depth::u8, 3).empty()) continue;
             const fs::path flag_out = dir / "flag.png", text_out = dir / "text.png";
-            const auto flag = run_cli({kPhoto, "--device", "cpu", "--" + std::string(K::name), std::string(args), "-o",
-                                       flag_out.string()},
-                                      dir.path());
+            std::vector<std::string> flag_args{kPhoto, "--device", "cpu", "--" + std::string(K::name)};
+            if (!args.empty()) flag_args.emplace_back(args);
+            flag_args.insert(flag_args.end(), {"-o", flag_out.string()});
+            const auto flag = run_cli(flag_args, dir.path());
             ASSERT_EQ(flag.code, 0) << flag.err;
             const auto text = run_cli({kPhoto, "--device", "cpu", "--pipeline", stage, "-o", text_out.string()}, dir.path());
             ASSERT_EQ(text.code, 0) << text.err;

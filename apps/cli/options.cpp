@@ -31,6 +31,10 @@ cbi::Graph chain_from_flags(const CLI::App& app, const Options& o) {
         const std::string name = opt->get_name();
         const auto values = name.size() > 2 ? o.filter_flags.find(std::string_view(name).substr(2)) : o.filter_flags.end();
         if (values == o.filter_flags.end()) continue;
+        if (o.bare_filter_flags.contains(values->first)) {  // a kind without arguments (--hsv)
+            last = graph.add_filter("n" + std::to_string(graph.nodes().size()), cbi::parse_filter(values->first), last);
+            continue;
+        }
         const std::string& value = values->second[seen[opt]++];
         if (value.empty()) throw UsageError{name, "needs a value (see --help)"};
         try {
@@ -63,6 +67,12 @@ void add_options(CLI::App& app, Options& o) {
         std::string args(kind.form.substr(name.size()));
         if (args.starts_with("[:") && args.ends_with("]")) args = args.substr(2, args.size() - 3);
         else if (args.starts_with(":")) args = args.substr(1);
+        if (args.empty()) {  // no arguments: a flag that takes no value
+            o.filter_flags[name];
+            o.bare_filter_flags.insert(name);
+            app.add_flag("--" + name)->description(std::string(kind.help) + " (" + std::string(kind.opencv) + ")");
+            continue;
+        }
         filter_flag(("--" + name).c_str(), o.filter_flags[name], (std::string(kind.help) + " (" + std::string(kind.opencv) + ")").c_str(),
                     args.empty() ? "ARGS" : args);
     }
@@ -174,6 +184,7 @@ cbi::Graph build_graph(const CLI::App& app, const Options& o) {
     std::string flag_names;
     for (const auto& kind : cbi::filter_kinds()) {
         flag_count += o.filter_flags.find(kind.name)->second.size();
+        if (o.bare_filter_flags.contains(kind.name)) flag_count += app.count("--" + std::string(kind.name));
         flag_names += (flag_names.empty() ? "--" : ", --") + std::string(kind.name);
     }
     const bool flags = flag_count > 0;

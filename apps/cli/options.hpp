@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <functional>
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -36,6 +37,7 @@ struct Options {
     // The values of each filter kind's flag (--NAME ARGS), by kind name;
     // their order on the command line is recovered from CLI11's parse order.
     std::map<std::string, std::vector<std::string>, std::less<>> filter_flags;
+    std::set<std::string, std::less<>> bare_filter_flags;  // kinds without arguments (--hsv): flags with no value
     // Batch mode: --input-dir, or several inputs, or an output folder.
     std::string input_dir, output_dir, pattern, format = "same", shard;
     bool recursive = false, skip_existing = false, in_place = false, no_overlap = false, stats = false, quiet = false;
