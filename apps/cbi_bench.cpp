@@ -262,12 +262,33 @@ void write_raw(const std::filesystem::path& path, const cv::Mat& m) {
 // directory, the inputs and references of the first size are written for
 // the NPP and CuPy peers (raw, row-major, interleaved), with meta.txt.
 
+// A graph of one filter node reading the input, its output the graph's.
+Graph one_node_graph(const Filter& filter, const std::optional<Border>& border, const ScheduleChoice& schedule = DefaultSchedule{},
+                     NodeOptions options = {}) {
+    Graph graph;
+    graph.set_default_border(border);
+    graph.set_default_schedule(schedule);
+    graph.add_output(graph.add_filter("node", filter, Graph::input(), std::move(options)));
+    return graph;
+}
+
+// The executor's kernels between CUDA events, warm-ups dropped, the L2
+// flushed (through `flush`) before each run.
+std::vector<float> time_executor(Gpu& gpu, GraphExecutor& ex, DeviceBuffer& flush) {
+    std::vector<float> ms;
+    for (int i = 0; i < gpu.warmup + gpu.runs; ++i) {
+        CBI_CUDA_CHECK(cudaMemset(flush.data(), i & 0xff, flush.size()), "L2 flush");
+        CBI_CUDA_CHECK(cudaDeviceSynchronize(), "L2 flush");
+        const float t = ex.time_kernels_ms();
+        if (i >= gpu.warmup) ms.push_back(t);
+    }
+    return ms;
+}
+
 // The schedule `--schedule auto` runs with for this filter and input on the
 // GPU: a one-node graph @auto through the executor's tuner.
 ScheduleSpec tuned_schedule(const Filter& filter, const Border& border, const cv::Mat& input, int block) {
-    Graph graph;
-    graph.set_default_border(border);
-    graph.add_output(graph.add_filter("node", filter, Graph::input(), NodeOptions{AutoSchedule{}, std::nullopt}));
+    const Graph graph = one_node_graph(filter, border, DefaultSchedule{}, NodeOptions{AutoSchedule{}, std::nullopt});
     RunOptions options;
     options.device = resolve_device(parse_device("cuda"));
     options.block = block;
@@ -337,13 +358,7 @@ void time_pipeline(Gpu& gpu, Report& report, const std::string& text, const Bord
             report.fail("pipeline '" + text + "' " + variant + " " + depth_text);
             continue;
         }
-        std::vector<float> ms;
-        for (int i = 0; i < gpu.warmup + gpu.runs; ++i) {
-            CBI_CUDA_CHECK(cudaMemset(flush.data(), i & 0xff, flush.size()), "L2 flush");
-            CBI_CUDA_CHECK(cudaDeviceSynchronize(), "L2 flush");
-            const float t = ex.time_kernels_ms();
-            if (i >= gpu.warmup) ms.push_back(t);
-        }
+        const std::vector<float> ms = time_executor(gpu, ex, flush);
         const double bytes = static_cast<double>(input.total() * input.elemSize()) + out_bytes;
         report.add({"pipeline", text, variant, block, input.cols, input.rows, depth_text, input.channels(), summarize(ms),
                     bytes, 0, bytes / gpu.bandwidth * 1e3});
@@ -358,10 +373,7 @@ void time_pipeline(Gpu& gpu, Report& report, const std::string& text, const Bord
 void time_window(Gpu& gpu, Report& report, const std::string& filter_text, const Border& border, const ScheduleChoice& schedule,
                  const std::string& schedule_text, const cv::Mat& input, const cv::Mat& want, const std::string& depth_text,
                  int block, double floor_ms) {
-    Graph graph;
-    graph.set_default_border(border);
-    graph.set_default_schedule(schedule);
-    graph.add_output(graph.add_filter("node", parse_filter(filter_text), Graph::input()));
+    const Graph graph = one_node_graph(parse_filter(filter_text), border, schedule);
     RunOptions cuda;
     cuda.device = resolve_device(parse_device("cuda"));
     cuda.block = block;
@@ -372,13 +384,7 @@ void time_window(Gpu& gpu, Report& report, const std::string& filter_text, const
         return;
     }
     DeviceBuffer flush(2 * static_cast<std::size_t>(gpu.prop.l2CacheSize));
-    std::vector<float> ms;
-    for (int i = 0; i < gpu.warmup + gpu.runs; ++i) {
-        CBI_CUDA_CHECK(cudaMemset(flush.data(), i & 0xff, flush.size()), "L2 flush");
-        CBI_CUDA_CHECK(cudaDeviceSynchronize(), "L2 flush");
-        const float t = ex.time_kernels_ms();
-        if (i >= gpu.warmup) ms.push_back(t);
-    }
+    const std::vector<float> ms = time_executor(gpu, ex, flush);
     report.add({"filters", filter_text, schedule_text, block, input.cols, input.rows, depth_text, input.channels(),
                 summarize(ms), static_cast<double>(input.total() * input.elemSize() + want.total() * want.elemSize()), 0,
                 floor_ms});
@@ -428,10 +434,7 @@ void suite_filters(const Options& o, Gpu& gpu, Report& report) {
                 cv::Mat cpu(h, w, cv_type(depth, out_channels));
                 const bool window = category_of(filter) == Category::window;
                 if (window) {  // through the executor: compound kinds run as their steps
-                    Graph g;
-                    g.set_default_border(border);
-                    g.add_output(g.add_filter("node", filter, Graph::input()));
-                    GraphExecutor ex(g, RunOptions{});
+                    GraphExecutor ex(one_node_graph(filter, border), RunOptions{});
                     as_mat(ex.run(view_of(input))[0]).copyTo(cpu);
                 } else {
                     run_node_cpu(FilterRun{filter, border, ScheduleSpec{}}, view_of(input), view_of(cpu));
@@ -720,11 +723,7 @@ void suite_cpu(const Options& o, Report& report) {
                 // Window kinds through the executor: compound kinds run as their steps.
                 std::unique_ptr<GraphExecutor> executor;
                 if (category_of(filter) == Category::window) {
-                    Graph g;
-                    g.set_default_border(border);
-                    g.set_default_schedule(schedule);
-                    g.add_output(g.add_filter("node", filter, Graph::input()));
-                    executor = std::make_unique<GraphExecutor>(g, RunOptions{});
+                    executor = std::make_unique<GraphExecutor>(one_node_graph(filter, border, schedule), RunOptions{});
                 }
                 auto cbi_cpu = [&] {
                     if (!executor) return run_node_cpu(node, view_of(input), view_of(ours));
