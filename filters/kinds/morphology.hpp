@@ -146,33 +146,37 @@ struct MorphPassOp {
 
 struct ExpansionStep;
 
+// Per-op text, indexed by MorphOp (namespace scope: clang cannot index a class
+// template's static array of deduced bound in a constant expression).
+inline constexpr std::string_view kMorphologyNames[] = {"erode", "dilate", "open", "close", "gradient", "tophat", "blackhat"};
+inline constexpr std::string_view kMorphologyForms[] = {
+    "erode:SIZE[:SHAPE[:ITERATIONS]]",    "dilate:SIZE[:SHAPE[:ITERATIONS]]",
+    "open:SIZE[:SHAPE[:ITERATIONS]]",     "close:SIZE[:SHAPE[:ITERATIONS]]",
+    "gradient:SIZE[:SHAPE[:ITERATIONS]]", "tophat:SIZE[:SHAPE[:ITERATIONS]]",
+    "blackhat:SIZE[:SHAPE[:ITERATIONS]]"};
+inline constexpr std::string_view kMorphologyHelps[] = {
+    "minimum under a structuring element; SIZE K or WxH (1..255), SHAPE rect|cross|ellipse",
+    "maximum under a structuring element; SIZE K or WxH (1..255), SHAPE rect|cross|ellipse",
+    "opening: erode then dilate (each ITERATIONS times)",
+    "closing: dilate then erode (each ITERATIONS times)",
+    "morphological gradient: dilate - erode",
+    "top hat: src - open",
+    "black hat: close - src"};
+inline constexpr std::string_view kMorphologyOpenCV[] = {
+    "cv::erode(src, dst, getStructuringElement(SHAPE, {W,H}), {-1,-1}, ITERATIONS, border)",
+    "cv::dilate(src, dst, getStructuringElement(SHAPE, {W,H}), {-1,-1}, ITERATIONS, border)",
+    "cv::morphologyEx(src, dst, MORPH_OPEN, getStructuringElement(SHAPE, {W,H}), {-1,-1}, ITERATIONS, border)",
+    "cv::morphologyEx(src, dst, MORPH_CLOSE, getStructuringElement(SHAPE, {W,H}), {-1,-1}, ITERATIONS, border)",
+    "cv::morphologyEx(src, dst, MORPH_GRADIENT, getStructuringElement(SHAPE, {W,H}), {-1,-1}, ITERATIONS, border)",
+    "cv::morphologyEx(src, dst, MORPH_TOPHAT, getStructuringElement(SHAPE, {W,H}), {-1,-1}, ITERATIONS, border)",
+    "cv::morphologyEx(src, dst, MORPH_BLACKHAT, getStructuringElement(SHAPE, {W,H}), {-1,-1}, ITERATIONS, border)"};
+
 template <MorphOp Op>
 struct FilterKind<Morphology<Op>> {
-    static constexpr std::string_view names[] = {"erode", "dilate", "open", "close", "gradient", "tophat", "blackhat"};
-    static constexpr std::string_view forms[] = {
-        "erode:SIZE[:SHAPE[:ITERATIONS]]",    "dilate:SIZE[:SHAPE[:ITERATIONS]]",
-        "open:SIZE[:SHAPE[:ITERATIONS]]",     "close:SIZE[:SHAPE[:ITERATIONS]]",
-        "gradient:SIZE[:SHAPE[:ITERATIONS]]", "tophat:SIZE[:SHAPE[:ITERATIONS]]",
-        "blackhat:SIZE[:SHAPE[:ITERATIONS]]"};
-    static constexpr std::string_view helps[] = {
-        "minimum under a structuring element; SIZE K or WxH (1..255), SHAPE rect|cross|ellipse",
-        "maximum under a structuring element; SIZE K or WxH (1..255), SHAPE rect|cross|ellipse",
-        "opening: erode then dilate (each ITERATIONS times)",
-        "closing: dilate then erode (each ITERATIONS times)",
-        "morphological gradient: dilate - erode",
-        "top hat: src - open",
-        "black hat: close - src"};
-    static constexpr std::string_view opencvs[] = {
-        "cv::erode(src, dst, getStructuringElement(SHAPE, {W,H}), {-1,-1}, ITERATIONS, border)",
-        "cv::dilate(src, dst, getStructuringElement(SHAPE, {W,H}), {-1,-1}, ITERATIONS, border)",
-        "cv::morphologyEx(src, dst, MORPH_OPEN, getStructuringElement(SHAPE, {W,H}), {-1,-1}, ITERATIONS, border)",
-        "cv::morphologyEx(src, dst, MORPH_CLOSE, getStructuringElement(SHAPE, {W,H}), {-1,-1}, ITERATIONS, border)",
-        "cv::morphologyEx(src, dst, MORPH_GRADIENT, getStructuringElement(SHAPE, {W,H}), {-1,-1}, ITERATIONS, border)",
-        "cv::morphologyEx(src, dst, MORPH_TOPHAT, getStructuringElement(SHAPE, {W,H}), {-1,-1}, ITERATIONS, border)",
-        "cv::morphologyEx(src, dst, MORPH_BLACKHAT, getStructuringElement(SHAPE, {W,H}), {-1,-1}, ITERATIONS, border)"};
     static constexpr auto index = static_cast<std::size_t>(Op);
-    static constexpr std::string_view name = names[index], form = forms[index], params = "size shape iterations";
-    static constexpr std::string_view help = helps[index], opencv = opencvs[index];
+    static constexpr std::string_view name = kMorphologyNames[index], form = kMorphologyForms[index];
+    static constexpr std::string_view params = "size shape iterations";
+    static constexpr std::string_view help = kMorphologyHelps[index], opencv = kMorphologyOpenCV[index];
     static constexpr Category category = Category::window;
     static constexpr std::string_view examples[] = {"3", "5x3:cross", "7:ellipse", "4x6:ellipse:2", "3:rect:3"};
     static constexpr KindDefault defaults[] = {
