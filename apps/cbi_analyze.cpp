@@ -11,8 +11,8 @@
 
 #include <CLI/CLI.hpp>
 
-#include "apps/analyze/diagram.hpp"
 #include "apps/analyze/cache_sim.hpp"
+#include "apps/analyze/diagram.hpp"
 #include "schedules/registry.hpp"
 
 namespace {
@@ -48,7 +48,8 @@ struct UsageError {
 
 int fail(const std::string& where, const std::string& reason, int code) {
     std::string msg = reason;
-    for (auto& c : msg) if (c == '\n') c = ' ';
+    for (auto& c : msg)
+        if (c == '\n') c = ' ';
     std::cerr << prog << ": error: " << where << ": " << msg << '\n';
     return code;
 }
@@ -72,8 +73,12 @@ std::string percent(double r) {
     return buf;
 }
 
-std::string pad(const std::string& s, std::size_t n) { return s.size() >= n ? s : std::string(n - s.size(), ' ') + s; }
-std::string padr(const std::string& s, std::size_t n) { return s.size() >= n ? s : s + std::string(n - s.size(), ' '); }
+std::string pad(const std::string& s, std::size_t n) {
+    return s.size() >= n ? s : std::string(n - s.size(), ' ') + s;
+}
+std::string padr(const std::string& s, std::size_t n) {
+    return s.size() >= n ? s : s + std::string(n - s.size(), ' ');
+}
 
 void print_predictions(const std::vector<cbi::sim::Prediction>& preds, double simulated, bool parallel) {
     std::cout << "thesis predictions (line fetches of the read arrays; sec. 3.1 assumes LRU, full associativity):\n";
@@ -85,15 +90,18 @@ void print_predictions(const std::vector<cbi::sim::Prediction>& preds, double si
             verdict = p.precondition_holds ? "met" : "NOT met";
         } else {
             char buf[96];
-            std::snprintf(buf, sizeof buf, "simulated %.0f (%.2fx)", simulated, p.value > 0 ? simulated / p.value : 0.0);
+            std::snprintf(buf, sizeof buf, "simulated %.0f (%.2fx)", simulated,
+                          p.value > 0 ? simulated / p.value : 0.0);
             verdict = buf;
-            if (p.kind == K::upper_bound) verdict += simulated <= p.value ? ": within the bound" : ": EXCEEDS the bound";
+            if (p.kind == K::upper_bound)
+                verdict += simulated <= p.value ? ": within the bound" : ": EXCEEDS the bound";
             if (p.kind == K::lower_bound) verdict += simulated >= p.value ? ": at or above" : ": BELOW (simulator bug)";
             if (parallel) verdict += " [simulated = DRAM fetches]";
         }
         std::cout << "  " << padr("", 38) << verdict << '\n';
         if (!p.precondition.empty() && p.kind != K::lower_bound && p.kind != K::requirement) {
-            std::cout << "  " << padr("", 38) << (p.precondition_holds ? "precondition holds: " : "precondition NOT satisfied: ")
+            std::cout << "  " << padr("", 38)
+                      << (p.precondition_holds ? "precondition holds: " : "precondition NOT satisfied: ")
                       << p.precondition << '\n';
         }
     }
@@ -103,8 +111,8 @@ int run(const Options& o) {
     using namespace cbi::sim;
     if (o.list_schedules) {
         for (const auto& e : cbi::schedule_registry()) {
-            std::cout << padr(std::string(e.form), 12) << e.description << "\n" << padr("", 12)
-                      << "examples: " << e.examples << '\n';
+            std::cout << padr(std::string(e.form), 12) << e.description << "\n"
+                      << padr("", 12) << "examples: " << e.examples << '\n';
         }
         return 0;
     }
@@ -138,7 +146,8 @@ int run(const Options& o) {
     }
     if (!o.order_png.empty() && (width > cbi::analyze::max_order_side || height > cbi::analyze::max_order_side ||
                                  w.width > cbi::analyze::max_order_side || w.height > cbi::analyze::max_order_side)) {
-        throw UsageError{"--order-png", "limited to " + std::to_string(cbi::analyze::max_order_side) + " pixels a side"};
+        throw UsageError{"--order-png",
+                         "limited to " + std::to_string(cbi::analyze::max_order_side) + " pixels a side"};
     }
 
     std::cout << "workload: " << w.to_string() << "; schedule " << spec.to_string() << '\n';
@@ -148,7 +157,8 @@ int run(const Options& o) {
         Trace trace;
         ReplayOptions ro{o.writes, o.max_accesses, o.png.empty() ? nullptr : &trace};
         const SimResult r = simulate(w, spec, cache, ro);
-        std::cout << padr("array", 8) << pad("accesses", 12) << pad("hits", 12) << pad("fetches", 10) << pad("hit rate", 10) << '\n';
+        std::cout << padr("array", 8) << pad("accesses", 12) << pad("hits", 12) << pad("fetches", 10)
+                  << pad("hit rate", 10) << '\n';
         for (const auto& a : r.arrays) {
             if (a.bypassed == a.accesses && a.accesses > 0) {
                 std::cout << padr(a.name, 8) << pad(std::to_string(a.accesses), 12) << pad("-", 12) << pad("-", 10)
@@ -161,8 +171,9 @@ int run(const Options& o) {
         std::cout << "line fetches of the read arrays: " << r.read_fetches() << "; all arrays: " << r.fetches() << '\n';
         print_predictions(predict(w, spec, cache), double(r.read_fetches()), false);
         if (!o.png.empty()) {
-            const auto title = w.to_string() + ", " + spec.to_string() + ", " + std::to_string(cache.lines) + " lines of " +
-                               std::to_string(cache.line_elems) + ": " + std::to_string(r.read_fetches()) + " fetches";
+            const auto title = w.to_string() + ", " + spec.to_string() + ", " + std::to_string(cache.lines) +
+                               " lines of " + std::to_string(cache.line_elems) + ": " +
+                               std::to_string(r.read_fetches()) + " fetches";
             cbi::analyze::write_png(o.png, cbi::analyze::render_spacetime(trace, title));
             std::cout << "wrote " << o.png << '\n';
         }
@@ -176,18 +187,20 @@ int run(const Options& o) {
         }
         std::cout << "gpu model: " << gpu.to_string() << "; " << writes << '\n';
         const ParallelResult r = simulate_parallel(w, spec, gpu, {o.writes, o.max_accesses, nullptr});
-        std::cout << padr("array", 8) << pad("accesses", 12) << pad("L1 req", 10) << pad("L1 hit", 9) << pad("L2 req", 10)
-                  << pad("L2 hit", 9) << pad("DRAM", 10) << '\n';
+        std::cout << padr("array", 8) << pad("accesses", 12) << pad("L1 req", 10) << pad("L1 hit", 9)
+                  << pad("L2 req", 10) << pad("L2 hit", 9) << pad("DRAM", 10) << '\n';
         std::uint64_t dram_read = 0;
         for (const auto& a : r.arrays) {
             if (!a.written) dram_read += a.dram_fetches;
-            std::cout << padr(a.name, 8) << pad(std::to_string(a.accesses), 12) << pad(std::to_string(a.l1.requests), 10)
-                      << pad(a.l1.requests ? percent(a.l1.hit_rate()) : "-", 9) << pad(std::to_string(a.l2.requests), 10)
-                      << pad(a.l2.requests ? percent(a.l2.hit_rate()) : "-", 9) << pad(std::to_string(a.dram_fetches), 10)
-                      << '\n';
+            std::cout << padr(a.name, 8) << pad(std::to_string(a.accesses), 12)
+                      << pad(std::to_string(a.l1.requests), 10)
+                      << pad(a.l1.requests ? percent(a.l1.hit_rate()) : "-", 9)
+                      << pad(std::to_string(a.l2.requests), 10)
+                      << pad(a.l2.requests ? percent(a.l2.hit_rate()) : "-", 9)
+                      << pad(std::to_string(a.dram_fetches), 10) << '\n';
         }
-        std::cout << "warp memory instructions: " << r.warp_instructions << "; DRAM fetches of the read arrays: " << dram_read
-                  << '\n';
+        std::cout << "warp memory instructions: " << r.warp_instructions
+                  << "; DRAM fetches of the read arrays: " << dram_read << '\n';
         print_predictions(predict(w, spec, gpu.l1, &gpu), double(dram_read), true);
     }
     if (!o.order_png.empty()) {
@@ -211,11 +224,15 @@ int main(int argc, char** argv) {
     app.add_option("--size", o.size, "image (or C) size WxH")->capture_default_str();
     app.add_option("--depth", o.depth, "matmul depth K for plain 'matmul' (default: the width)");
     app.add_option("--schedule", o.schedule, "a registered schedule, see --list-schedules")->capture_default_str();
-    app.add_option("--cache-lines", o.cache_lines, "cache size in lines (M_l)")->check(CLI::PositiveNumber)->capture_default_str();
+    app.add_option("--cache-lines", o.cache_lines, "cache size in lines (M_l)")
+        ->check(CLI::PositiveNumber)
+        ->capture_default_str();
     app.add_option("--line", o.line, "line size in elements (L)")->check(CLI::Range(1, 1 << 20))->capture_default_str();
-    app.add_option("--ways", o.ways, "set associativity, 0 = fully associative")->check(CLI::Range(0, 1 << 20))->capture_default_str();
+    app.add_option("--ways", o.ways, "set associativity, 0 = fully associative")
+        ->check(CLI::Range(0, 1 << 20))
+        ->capture_default_str();
     const std::map<std::string, cbi::sim::WritePolicy> policies{{"bypass", cbi::sim::WritePolicy::bypass},
-                                                                 {"allocate", cbi::sim::WritePolicy::allocate}};
+                                                                {"allocate", cbi::sim::WritePolicy::allocate}};
     app.add_option("--writes", o.writes, "stores: bypass (the thesis ignores them) or allocate")
         ->transform(CLI::CheckedTransformer(policies, CLI::ignore_case));
     app.add_option("--png", o.png, "write the spatial-temporal diagram to this PNG");
@@ -226,7 +243,8 @@ int main(int argc, char** argv) {
     app.add_option("--sms", o.sms, "multiprocessors")->check(CLI::Range(1, 4096))->capture_default_str();
     app.add_option("--l1-lines", o.l1_lines, "L1 lines per SM")->check(CLI::PositiveNumber)->capture_default_str();
     app.add_option("--l2-lines", o.l2_lines, "shared L2 lines")->check(CLI::PositiveNumber)->capture_default_str();
-    app.add_option("--max-accesses", o.max_accesses, "refuse replays longer than this")->check(CLI::PositiveNumber)
+    app.add_option("--max-accesses", o.max_accesses, "refuse replays longer than this")
+        ->check(CLI::PositiveNumber)
         ->capture_default_str();
     app.add_flag("--list-schedules", o.list_schedules, "list the registered schedules and exit");
 
@@ -244,7 +262,8 @@ int main(int argc, char** argv) {
         // CLI11 names the option first ("--line: Value 0 not in range ...").
         const std::string what = e.what();
         const auto colon = what.find(": ");
-        if (what.rfind("--", 0) == 0 && colon != std::string::npos) return fail(what.substr(0, colon), what.substr(colon + 2), 2);
+        if (what.rfind("--", 0) == 0 && colon != std::string::npos)
+            return fail(what.substr(0, colon), what.substr(colon + 2), 2);
         return fail("options", what, 2);
     }
     try {
@@ -260,7 +279,8 @@ int main(int argc, char** argv) {
     } catch (const std::runtime_error& e) {  // PNG writing: the message starts with the path
         const std::string what = e.what();
         const auto colon = what.find(": ");
-        return colon == std::string::npos ? fail("output", what, 1) : fail(what.substr(0, colon), what.substr(colon + 2), 1);
+        return colon == std::string::npos ? fail("output", what, 1)
+                                          : fail(what.substr(0, colon), what.substr(colon + 2), 1);
     } catch (const std::exception& e) {
         return fail("internal", e.what(), 1);
     }

@@ -11,12 +11,12 @@
 //                   memory, register-tiled and Volkov-style kernels and cuBLAS
 //   cpu             OpenCV vs cbi's CPU backend, same thread count (no GPU needed)
 //   cbi-bench --suite filters --size 4096x4096 --image 32f:1 --csv out.csv --json out.json
-#include <CLI/CLI.hpp>
 #include <cuda_runtime_api.h>
+#include <tbb/global_control.h>
+#include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 #include <opencv2/core.hpp>
 #include <opencv2/imgproc.hpp>
-#include <tbb/global_control.h>
 
 #include <algorithm>
 #include <chrono>
@@ -36,13 +36,13 @@
 #include <vector>
 
 #include "apps/bench/matmul.hpp"
-#include "apps/reference/opencv_reference.hpp"
 #include "apps/bench/stencil.hpp"
+#include "apps/reference/opencv_reference.hpp"
 #include "filters/cpu/backend.hpp"
 #include "filters/cuda/backend.hpp"
 #include "pipeline/cuda_runtime.hpp"
-#include "pipeline/error.hpp"
 #include "pipeline/defaults.hpp"
+#include "pipeline/error.hpp"
 #include "pipeline/executor.hpp"
 #include "pipeline/opencv.hpp"
 
@@ -159,27 +159,40 @@ public:
         const double gbps = r.bytes > 0 ? r.bytes / s / 1e9 : 0;
         const double gflops = r.flops > 0 ? r.flops / s / 1e9 : 0;
         const double x_floor = r.floor_ms > 0 ? r.t.median_ms / r.floor_ms : 0;
-        std::cout << std::left << std::setw(15) << r.suite << std::setw(14) << r.workload << std::setw(16)
-                  << r.variant << std::setw(6) << r.block << std::setw(18)
+        std::cout << std::left << std::setw(15) << r.suite << std::setw(14) << r.workload << std::setw(16) << r.variant
+                  << std::setw(6) << r.block << std::setw(18)
                   << (std::to_string(r.width) + "x" + std::to_string(r.height) + " " + r.depth + ":" +
                       std::to_string(r.channels))
-                  << std::right << std::fixed << std::setprecision(4) << std::setw(10) << r.t.median_ms
-                  << std::setw(10) << r.t.min_ms << std::setprecision(0) << std::setw(8) << gbps;
+                  << std::right << std::fixed << std::setprecision(4) << std::setw(10) << r.t.median_ms << std::setw(10)
+                  << r.t.min_ms << std::setprecision(0) << std::setw(8) << gbps;
         if (r.flops > 0) std::cout << std::setw(8) << gflops << " GFLOP/s";
         if (x_floor > 0) std::cout << std::setprecision(2) << std::setw(8) << x_floor << "x floor";
         std::cout << "\n";
         // A workload with commas (filter2d's taps) is quoted, as RFC 4180.
         const bool quote = r.workload.find(',') != std::string::npos;
-        csv_ << r.suite << "," << (quote ? "\"" + r.workload + "\"" : r.workload) << "," << r.variant << "," << r.block << "," << r.width << ","
-             << r.height << "," << r.depth << "," << r.channels << "," << std::setprecision(6) << std::defaultfloat
-             << r.t.median_ms << "," << r.t.min_ms << "," << r.t.max_ms << "," << r.t.runs << "," << r.bytes << ","
-             << r.flops << "," << gbps << "," << gflops << "," << r.floor_ms << "," << x_floor << "\n";
-        doc_["results"].push_back({{"suite", r.suite}, {"workload", r.workload}, {"variant", r.variant},
-                                   {"block", r.block}, {"width", r.width}, {"height", r.height},
-                                   {"depth", r.depth}, {"channels", r.channels}, {"median_ms", r.t.median_ms},
-                                   {"min_ms", r.t.min_ms}, {"max_ms", r.t.max_ms}, {"runs", r.t.runs},
-                                   {"bytes", r.bytes}, {"flops", r.flops}, {"GBps", gbps}, {"GFLOPs", gflops},
-                                   {"floor_ms", r.floor_ms}, {"x_floor", x_floor}});
+        csv_ << r.suite << "," << (quote ? "\"" + r.workload + "\"" : r.workload) << "," << r.variant << "," << r.block
+             << "," << r.width << "," << r.height << "," << r.depth << "," << r.channels << "," << std::setprecision(6)
+             << std::defaultfloat << r.t.median_ms << "," << r.t.min_ms << "," << r.t.max_ms << "," << r.t.runs << ","
+             << r.bytes << "," << r.flops << "," << gbps << "," << gflops << "," << r.floor_ms << "," << x_floor
+             << "\n";
+        doc_["results"].push_back({{"suite", r.suite},
+                                   {"workload", r.workload},
+                                   {"variant", r.variant},
+                                   {"block", r.block},
+                                   {"width", r.width},
+                                   {"height", r.height},
+                                   {"depth", r.depth},
+                                   {"channels", r.channels},
+                                   {"median_ms", r.t.median_ms},
+                                   {"min_ms", r.t.min_ms},
+                                   {"max_ms", r.t.max_ms},
+                                   {"runs", r.t.runs},
+                                   {"bytes", r.bytes},
+                                   {"flops", r.flops},
+                                   {"GBps", gbps},
+                                   {"GFLOPs", gflops},
+                                   {"floor_ms", r.floor_ms},
+                                   {"x_floor", x_floor}});
     }
     void fail(const std::string& what) {
         std::cout << what << ": OUTPUT DIFFERS FROM THE REFERENCE, not timed\n";
@@ -263,8 +276,8 @@ void write_raw(const std::filesystem::path& path, const cv::Mat& m) {
 // the NPP and CuPy peers (raw, row-major, interleaved), with meta.txt.
 
 // A graph of one filter node reading the input, its output the graph's.
-Graph one_node_graph(const Filter& filter, const std::optional<Border>& border, const ScheduleChoice& schedule = DefaultSchedule{},
-                     NodeOptions options = {}) {
+Graph one_node_graph(const Filter& filter, const std::optional<Border>& border,
+                     const ScheduleChoice& schedule = DefaultSchedule{}, NodeOptions options = {}) {
     Graph graph;
     graph.set_default_border(border);
     graph.set_default_schedule(schedule);
@@ -340,8 +353,10 @@ void time_pipeline(Gpu& gpu, Report& report, const std::string& text, const Bord
         bool fuse;
         Pairs pairs;
     };
-    constexpr Variant variants[] = {
-        {"fused", true, Pairs::all}, {"default", true, Pairs::measured}, {"no-pairs", true, Pairs::none}, {"unfused", false, Pairs::none}};
+    constexpr Variant variants[] = {{"fused", true, Pairs::all},
+                                    {"default", true, Pairs::measured},
+                                    {"no-pairs", true, Pairs::none},
+                                    {"unfused", false, Pairs::none}};
     for (const auto& [variant, fuse, pairs] : variants) {
         cuda.fuse = fuse;
         cuda.stencil_pairs = pairs;
@@ -360,8 +375,8 @@ void time_pipeline(Gpu& gpu, Report& report, const std::string& text, const Bord
         }
         const std::vector<float> ms = time_executor(gpu, ex, flush);
         const double bytes = static_cast<double>(input.total() * input.elemSize()) + out_bytes;
-        report.add({"pipeline", text, variant, block, input.cols, input.rows, depth_text, input.channels(), summarize(ms),
-                    bytes, 0, bytes / gpu.bandwidth * 1e3});
+        report.add({"pipeline", text, variant, block, input.cols, input.rows, depth_text, input.channels(),
+                    summarize(ms), bytes, 0, bytes / gpu.bandwidth * 1e3});
     }
 }
 
@@ -370,9 +385,9 @@ void time_pipeline(Gpu& gpu, Report& report, const std::string& text, const Bord
 // events with the L2 flushed, validated against the CPU executor's result
 // `want`. `schedule` is the graph's default schedule (steps that cannot run
 // it take the default table's).
-void time_window(Gpu& gpu, Report& report, const std::string& filter_text, const Border& border, const ScheduleChoice& schedule,
-                 const std::string& schedule_text, const cv::Mat& input, const cv::Mat& want, const std::string& depth_text,
-                 int block, double floor_ms) {
+void time_window(Gpu& gpu, Report& report, const std::string& filter_text, const Border& border,
+                 const ScheduleChoice& schedule, const std::string& schedule_text, const cv::Mat& input,
+                 const cv::Mat& want, const std::string& depth_text, int block, double floor_ms) {
     const Graph graph = one_node_graph(parse_filter(filter_text), border, schedule);
     RunOptions cuda;
     cuda.device = resolve_device(parse_device("cuda"));
@@ -386,8 +401,8 @@ void time_window(Gpu& gpu, Report& report, const std::string& filter_text, const
     DeviceBuffer flush(2 * static_cast<std::size_t>(gpu.prop.l2CacheSize));
     const std::vector<float> ms = time_executor(gpu, ex, flush);
     report.add({"filters", filter_text, schedule_text, block, input.cols, input.rows, depth_text, input.channels(),
-                summarize(ms), static_cast<double>(input.total() * input.elemSize() + want.total() * want.elemSize()), 0,
-                floor_ms});
+                summarize(ms), static_cast<double>(input.total() * input.elemSize() + want.total() * want.elemSize()),
+                0, floor_ms});
 }
 
 void suite_filters(const Options& o, Gpu& gpu, Report& report) {
@@ -442,8 +457,8 @@ void suite_filters(const Options& o, Gpu& gpu, Report& report) {
                 if (dump) {
                     const std::string ref = "ref_" + file_tag(filter_text) + "_" + tag + ".raw";
                     write_raw(std::filesystem::path(o.dump_dir) / ref, cpu);
-                    meta << "case " << filter_text << " " << depth_text << " " << channels << " " << out_channels
-                         << " " << w << " " << h << " in_" << tag << ".raw " << ref << "\n";
+                    meta << "case " << filter_text << " " << depth_text << " " << channels << " " << out_channels << " "
+                         << w << " " << h << " in_" << tag << ".raw " << ref << "\n";
                 }
                 DeviceImage output(w, h, out_channels, depth);
                 const std::size_t out_bytes = cpu.total() * cpu.elemSize();
@@ -452,33 +467,36 @@ void suite_filters(const Options& o, Gpu& gpu, Report& report) {
                     for (const int block : o.blocks) {
                         if (window) {
                             if (schedule_arg == "auto") continue;
-                            const ScheduleChoice choice = schedule_arg == "default" ? ScheduleChoice{DefaultSchedule{}}
-                                                                                    : ScheduleChoice{parse_schedule(schedule_arg)};
-                            if (const auto* fixed = std::get_if<ScheduleSpec>(&choice); fixed && !supports(*fixed, filter)) continue;
+                            const ScheduleChoice choice = schedule_arg == "default"
+                                                              ? ScheduleChoice{DefaultSchedule{}}
+                                                              : ScheduleChoice{parse_schedule(schedule_arg)};
+                            if (const auto* fixed = std::get_if<ScheduleSpec>(&choice);
+                                fixed && !supports(*fixed, filter))
+                                continue;
                             time_window(gpu, report, filter_text, border, choice,
-                                        schedule_arg == "default" ? "default" : schedule_arg, input, cpu, depth_text, block,
-                                        floor_ms);
+                                        schedule_arg == "default" ? "default" : schedule_arg, input, cpu, depth_text,
+                                        block, floor_ms);
                             continue;
                         }
                         // auto: what the executor's tuner picks (timed afresh, in-memory cache);
                         // default: the default table's choice (what a node without a schedule
                         // runs); then timed here like every fixed schedule, labelled auto=CHOICE
                         // or default=CHOICE.
-                        const ScheduleSpec spec =
-                            schedule_arg == "auto"      ? tuned_schedule(filter, border, input, block)
-                            : schedule_arg == "default" ? default_schedule(filter, border, {depth, channels, true})
-                                                        : parse_schedule(schedule_arg);
+                        const ScheduleSpec spec = schedule_arg == "auto" ? tuned_schedule(filter, border, input, block)
+                                                  : schedule_arg == "default"
+                                                      ? default_schedule(filter, border, {depth, channels, true})
+                                                      : parse_schedule(schedule_arg);
                         if (!supports(spec, filter)) continue;  // e.g. vec:N on a stencil, stream:WxH on blur:31
-                        const std::string schedule_text =
-                            schedule_arg == "auto" || schedule_arg == "default" ? schedule_arg + "=" + spec.to_string()
-                                                                                : schedule_arg;
+                        const std::string schedule_text = schedule_arg == "auto" || schedule_arg == "default"
+                                                              ? schedule_arg + "=" + spec.to_string()
+                                                              : schedule_arg;
                         const FilterRun node{filter, border, spec};
                         CBI_CUDA_CHECK(cudaMemsetAsync(output.view.data, 0xA5, out_bytes, gpu.stream.get()), "poison");
                         try {
                             run_node_cuda(node, inputs[0].view, output.view, gpu.stream.get(), block);
                         } catch (const cbi::Unsupported& e) {  // e.g. a tile whose halo does not fit shared memory
-                            std::cout << "# skipped " << filter_text << " " << schedule_text << " " << image_text << ": "
-                                      << e.what() << "\n";
+                            std::cout << "# skipped " << filter_text << " " << schedule_text << " " << image_text
+                                      << ": " << e.what() << "\n";
                             continue;
                         }
                         cv::Mat got(h, w, cpu.type());
@@ -547,8 +565,8 @@ void stencil_sweep(Gpu& gpu, Report& report, const std::string& suite, const std
                         continue;
                     }
                     const Timing t = gpu.time([&](int i) { launch(inputs[i % rotations]); });
-                    report.add({suite, kernel, schedule_text, block, n, n, "32f", 1, t, 2.0 * bytes, 81.0 * n * n,
-                                floor_ms});
+                    report.add(
+                        {suite, kernel, schedule_text, block, n, n, "32f", 1, t, 2.0 * bytes, 81.0 * n * n, floor_ms});
                 }
         }
     }
@@ -622,10 +640,12 @@ void matmul_sweep(Gpu& gpu, Report& report, bench::Cublas& cublas, const std::st
     for (int r = 0; r < rotations; ++r) {
         mc.da.emplace_back(bytes);
         mc.db.emplace_back(bytes);
-        CBI_CUDA_CHECK(cudaMemcpyAsync(mc.da.back().data(), mc.a.data(), bytes, cudaMemcpyHostToDevice,
-                                       gpu.stream.get()), "upload A");
-        CBI_CUDA_CHECK(cudaMemcpyAsync(mc.db.back().data(), mc.b.data(), bytes, cudaMemcpyHostToDevice,
-                                       gpu.stream.get()), "upload B");
+        CBI_CUDA_CHECK(
+            cudaMemcpyAsync(mc.da.back().data(), mc.a.data(), bytes, cudaMemcpyHostToDevice, gpu.stream.get()),
+            "upload A");
+        CBI_CUDA_CHECK(
+            cudaMemcpyAsync(mc.db.back().data(), mc.b.data(), bytes, cudaMemcpyHostToDevice, gpu.stream.get()),
+            "upload B");
     }
     mc.dc = DeviceBuffer(bytes);
     auto* c = reinterpret_cast<float*>(mc.dc.data());
@@ -637,8 +657,8 @@ void matmul_sweep(Gpu& gpu, Report& report, bench::Cublas& cublas, const std::st
         for (const int block : uses_block ? blocks : std::vector<int>{0}) {
             auto launch = [&](int r) {
                 bench::run_matmul(v, reinterpret_cast<const float*>(mc.da[r].data()),
-                                  reinterpret_cast<const float*>(mc.db[r].data()), c, n, n, n, block,
-                                  gpu.stream.get(), cublas);
+                                  reinterpret_cast<const float*>(mc.db[r].data()), c, n, n, n, block, gpu.stream.get(),
+                                  cublas);
             };
             CBI_CUDA_CHECK(cudaMemsetAsync(c, 0xFF, bytes, gpu.stream.get()), "poison");  // NaN
             launch(0);
@@ -657,7 +677,7 @@ void matmul_sweep(Gpu& gpu, Report& report, bench::Cublas& cublas, const std::st
 
 void suite_matmul(const Options& o, Gpu& gpu, Report& report) {
     bench::Cublas cublas;
-    const std::vector<std::string> tiled{"smem:16", "smem:32", "regtile:16x4", "regtile:16x8",
+    const std::vector<std::string> tiled{"smem:16",      "smem:32",       "regtile:16x4", "regtile:16x8",
                                          "volkov:64x16", "volkov:128x32", "cublas"};
     if (o.quick) {
         matmul_sweep(gpu, report, cublas, "thesis-matmul", 256, thesis_schedules({4, 32}), {128, 256});
@@ -715,7 +735,8 @@ void suite_cpu(const Options& o, Report& report) {
             const std::function<void()> opencv = [&] { reference::opencv_reference(filter, border, input, theirs); };
             opencv();
             const double bytes = static_cast<double>(input.total() * input.elemSize() + ours.total() * ours.elemSize());
-            report.add({"cpu", filter_text, "opencv", threads, w, h, depth_text, channels, time_cpu(opencv), bytes, 0, 0});
+            report.add(
+                {"cpu", filter_text, "opencv", threads, w, h, depth_text, channels, time_cpu(opencv), bytes, 0, 0});
             for (const std::string& schedule_text : o.cpu_schedules) {
                 const ScheduleSpec schedule = parse_schedule(schedule_text);
                 if (!supports(schedule, filter)) continue;
@@ -737,8 +758,10 @@ void suite_cpu(const Options& o, Report& report) {
                     continue;
                 }
                 // The first schedule keeps the label "cbi-cpu" that plot.py reads.
-                const std::string label = schedule_text == o.cpu_schedules.front() ? "cbi-cpu" : "cbi-cpu " + schedule_text;
-                report.add({"cpu", filter_text, label, threads, w, h, depth_text, channels, time_cpu(cbi_cpu), bytes, 0, 0});
+                const std::string label =
+                    schedule_text == o.cpu_schedules.front() ? "cbi-cpu" : "cbi-cpu " + schedule_text;
+                report.add(
+                    {"cpu", filter_text, label, threads, w, h, depth_text, channels, time_cpu(cbi_cpu), bytes, 0, 0});
             }
         }
         // Whole pipelines: cbi's CPU executor against the OpenCV calls in sequence.
@@ -767,7 +790,8 @@ void suite_cpu(const Options& o, Report& report) {
             const double diff = cv::norm(ours, stages.back(), cv::NORM_INF);
             std::cout << "# cpu pipeline '" << text << "' " << image_text << ": max |cbi - OpenCV| = " << diff << "\n";
             const double bytes = static_cast<double>(input.total() * input.elemSize() + ours.total() * ours.elemSize());
-            report.add({"cpu-pipeline", text, "opencv", threads, w, h, depth_text, channels, time_cpu(opencv), bytes, 0, 0});
+            report.add(
+                {"cpu-pipeline", text, "opencv", threads, w, h, depth_text, channels, time_cpu(opencv), bytes, 0, 0});
             report.add({"cpu-pipeline", text, "cbi-cpu", threads, w, h, depth_text, channels,
                         time_cpu([&] { executor.run(view_of(input)); }), bytes, 0, 0});
         }
@@ -783,11 +807,14 @@ int run(const Options& o) {
     for (const std::string& s : o.suites)
         if (s != "filters" && s != "thesis-stencil" && s != "thesis-sizes" && s != "matmul" && s != "cpu")
             throw std::invalid_argument("--suite '" + s + "': filters, thesis-stencil, thesis-sizes, matmul or cpu");
-    nlohmann::json facts = {{"date", now_utc()}, {"runs", o.runs}, {"warmup", o.warmup},
-                            {"suites", o.suites}, {"border", o.border},
-                            {"cpu_threads", o.cpu_threads > 0 ? o.cpu_threads
-                                                              : static_cast<int>(std::thread::hardware_concurrency())},
-                            {"opencv", CV_VERSION}};
+    nlohmann::json facts = {
+        {"date", now_utc()},
+        {"runs", o.runs},
+        {"warmup", o.warmup},
+        {"suites", o.suites},
+        {"border", o.border},
+        {"cpu_threads", o.cpu_threads > 0 ? o.cpu_threads : static_cast<int>(std::thread::hardware_concurrency())},
+        {"opencv", CV_VERSION}};
     std::unique_ptr<Gpu> gpu;
     if (needs_gpu(o)) {
         use_device(o.device);
@@ -801,9 +828,13 @@ int run(const Options& o) {
         cudaDeviceGetAttribute(&sm_clock, cudaDevAttrClockRate, o.device);
         cudaDeviceGetAttribute(&mem_clock, cudaDevAttrMemoryClockRate, o.device);
         gpu->bandwidth = copy_bandwidth(*gpu);
-        facts.update({{"device", gpu->prop.name}, {"sm_count", gpu->prop.multiProcessorCount},
-                      {"l2_bytes", gpu->prop.l2CacheSize}, {"sm_clock_khz", sm_clock},
-                      {"memory_clock_khz", mem_clock}, {"driver_version", driver}, {"runtime_version", runtime},
+        facts.update({{"device", gpu->prop.name},
+                      {"sm_count", gpu->prop.multiProcessorCount},
+                      {"l2_bytes", gpu->prop.l2CacheSize},
+                      {"sm_clock_khz", sm_clock},
+                      {"memory_clock_khz", mem_clock},
+                      {"driver_version", driver},
+                      {"runtime_version", runtime},
                       {"copy_bandwidth_GBps", gpu->bandwidth / 1e9}});
         std::cout << gpu->prop.name << ", " << gpu->prop.multiProcessorCount << " SMs, L2 "
                   << gpu->prop.l2CacheSize / (1 << 20) << " MiB, driver " << driver << ", runtime " << runtime << "\n"
@@ -813,11 +844,16 @@ int run(const Options& o) {
     Report report(facts);
     for (const std::string& s : o.suites) {
         const auto t0 = std::chrono::steady_clock::now();
-        if (s == "filters") suite_filters(o, *gpu, report);
-        else if (s == "thesis-stencil") suite_thesis_stencil(o, *gpu, report);
-        else if (s == "thesis-sizes") suite_thesis_sizes(o, *gpu, report);
-        else if (s == "matmul") suite_matmul(o, *gpu, report);
-        else suite_cpu(o, report);
+        if (s == "filters")
+            suite_filters(o, *gpu, report);
+        else if (s == "thesis-stencil")
+            suite_thesis_stencil(o, *gpu, report);
+        else if (s == "thesis-sizes")
+            suite_thesis_sizes(o, *gpu, report);
+        else if (s == "matmul")
+            suite_matmul(o, *gpu, report);
+        else
+            suite_cpu(o, report);
         std::cout << "# suite " << s << ": " << std::fixed << std::setprecision(1)
                   << std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() << " s\n";
         report.write(o.csv, o.json);  // after each suite: a later failure keeps what was measured
@@ -836,17 +872,25 @@ int main(int argc, char** argv) {
     app.add_option("--suite", o.suites, "filters, thesis-stencil, thesis-sizes, matmul, cpu")->capture_default_str();
     app.add_option("--size", o.sizes, "filters suite: image sizes WxH")->capture_default_str();
     app.add_option("--image", o.images, "formats DEPTH:CHANNELS (8u, 16u, 32f)")->capture_default_str();
-    app.add_option("--filter", o.filters, "filters, as blur:9 gaussian:9 sobel:mag:3 color:sepia")->capture_default_str();
-    app.add_option("--cpu-schedule", o.cpu_schedules, "cpu suite: cbi schedules to time against OpenCV, e.g. sep:256x256")
+    app.add_option("--filter", o.filters, "filters, as blur:9 gaussian:9 sobel:mag:3 color:sepia")
+        ->capture_default_str();
+    app.add_option("--cpu-schedule", o.cpu_schedules,
+                   "cpu suite: cbi schedules to time against OpenCV, e.g. sep:256x256")
         ->capture_default_str();
     app.add_option("--pipeline", o.pipelines,
-                   "filters suite: also time this pipeline fused and unfused on the GPU; cpu suite: against the OpenCV calls in sequence; e.g. \"color:gray | gaussian:5@sep:64x32 | sobel:mag@sep:64x32\", or a JSON pipeline file (a DAG, filters suite only), e.g. apps/bench/pipelines/unsharp.json");
-    app.add_option("--schedule", o.schedules, "filters suite: schedules (see cbi-filter --list-schedules), default: the default table's choice, labelled default=CHOICE, or auto: the tuner's choice, labelled auto=CHOICE")
+                   "filters suite: also time this pipeline fused and unfused on the GPU; cpu suite: against the OpenCV "
+                   "calls in sequence; e.g. \"color:gray | gaussian:5@sep:64x32 | sobel:mag@sep:64x32\", or a JSON "
+                   "pipeline file (a DAG, filters suite only), e.g. apps/bench/pipelines/unsharp.json");
+    app.add_option("--schedule", o.schedules,
+                   "filters suite: schedules (see cbi-filter --list-schedules), default: the default table's choice, "
+                   "labelled default=CHOICE, or auto: the tuner's choice, labelled auto=CHOICE")
         ->capture_default_str();
-    app.add_option("--block", o.blocks, "filters suite: CUDA threads per block")->check(CLI::Range(1, 1024))
+    app.add_option("--block", o.blocks, "filters suite: CUDA threads per block")
+        ->check(CLI::Range(1, 1024))
         ->capture_default_str();
     app.add_option("--border", o.border, "border mode (filters and cpu suites)")->capture_default_str();
-    app.add_option("--runs", o.runs, "timed runs per GPU configuration (>= 20)")->check(CLI::Range(20, 100000))
+    app.add_option("--runs", o.runs, "timed runs per GPU configuration (>= 20)")
+        ->check(CLI::Range(20, 100000))
         ->capture_default_str();
     app.add_option("--warmup", o.warmup, "untimed runs first")->check(CLI::Range(1, 1000))->capture_default_str();
     app.add_option("--device", o.device, "CUDA device ordinal")->check(CLI::NonNegativeNumber);
@@ -854,7 +898,9 @@ int main(int argc, char** argv) {
     app.add_option("--dump-dir", o.dump_dir, "filters suite: write inputs and references for the NPP/CuPy peers here");
     app.add_option("--cpu-threads", o.cpu_threads, "cpu suite: threads for OpenCV and cbi (0: all)");
     app.add_option("--cpu-size", o.cpu_size, "cpu suite: image size WxH")->capture_default_str();
-    app.add_option("--cpu-runs", o.cpu_runs, "cpu suite: timed runs")->check(CLI::Range(3, 1000))->capture_default_str();
+    app.add_option("--cpu-runs", o.cpu_runs, "cpu suite: timed runs")
+        ->check(CLI::Range(3, 1000))
+        ->capture_default_str();
     app.add_option("--csv", o.csv, "write results as CSV");
     app.add_option("--json", o.json, "write results and device facts as JSON");
     CLI11_PARSE(app, argc, argv);

@@ -10,11 +10,11 @@
 // This file: main, the run (one image through cbi::run_file, a batch through
 // cbi::run_batch), MPI ranks and signals; the options are cli/options.*,
 // what is printed cli/report.*.
-#include <CLI/CLI.hpp>
 #include <pthread.h>
 #include <signal.h>
 #include <tbb/global_control.h>
 #include <unistd.h>
+#include <CLI/CLI.hpp>
 
 #include <algorithm>
 #include <atomic>
@@ -61,8 +61,8 @@ constexpr int kExitUsage = 2;
 // a batch stops reading, the images in flight end as cancelled, the summary
 // is printed and the exit code is 128 + signal. A second signal ends a batch
 // at once.
-std::atomic<int> g_interrupted{0};      // the first signal taken, or 0
-std::atomic<bool> g_cancel{false};      // tells the batch runner to stop
+std::atomic<int> g_interrupted{0};  // the first signal taken, or 0
+std::atomic<bool> g_cancel{false};  // tells the batch runner to stop
 std::atomic<bool> g_batch_running{false};
 
 void start_signal_thread() {
@@ -120,7 +120,9 @@ void print_tuning_notice(const cbi::RunOptions& run_options) {
         say("notice: ", run_options.tuning->write_error());
 }
 
-int host_rank() { return g_ranks ? g_ranks->local_rank() : 0; }
+int host_rank() {
+    return g_ranks ? g_ranks->local_rank() : 0;
+}
 
 // The device's notice (why it is not the one asked for), from rank 0 only.
 void print_device_notice(const cbi::ResolvedDevice& device) {
@@ -136,12 +138,11 @@ cbi::RunOptions resolve_run_options(const Options& o, const cbi::DeviceSpec& dev
     return run_options;
 }
 
-int run_batch_mode(const CLI::App& app, const Options& o, const cbi::WriteOptions& write, const cbi::Graph& graph, const cbi::DeviceSpec& device_spec,
-                   const std::vector<cbi::DeviceSpec>& device_specs) {
+int run_batch_mode(const CLI::App& app, const Options& o, const cbi::WriteOptions& write, const cbi::Graph& graph,
+                   const cbi::DeviceSpec& device_spec, const std::vector<cbi::DeviceSpec>& device_specs) {
     if (!o.input_dir.empty() && !o.inputs.empty())
         throw UsageError{"IN", "give either --input-dir or input files, not both"};
-    if (!o.output.empty() && !o.output_dir.empty())
-        throw UsageError{"-o", "give either -o or --output-dir, not both"};
+    if (!o.output.empty() && !o.output_dir.empty()) throw UsageError{"-o", "give either -o or --output-dir, not both"};
     const fs::path out_dir = o.output_dir.empty() ? o.output : o.output_dir;
     std::error_code ec;
     if (!out_dir.empty() && fs::exists(out_dir, ec) && !fs::is_directory(out_dir, ec))
@@ -152,7 +153,8 @@ int run_batch_mode(const CLI::App& app, const Options& o, const cbi::WriteOption
     try {
         if (!o.input_dir.empty()) {
             if (out_dir.empty() && !o.in_place)
-                throw UsageError{"--input-dir", "--output-dir is required (or --in-place to write NAME.cbi.EXT beside the inputs)"};
+                throw UsageError{"--input-dir",
+                                 "--output-dir is required (or --in-place to write NAME.cbi.EXT beside the inputs)"};
             cbi::FolderOptions folder;
             folder.input_dir = o.input_dir;
             folder.output_dir = out_dir;
@@ -178,8 +180,8 @@ int run_batch_mode(const CLI::App& app, const Options& o, const cbi::WriteOption
     } else if (const auto from_launcher = cbi::shard_from_environment(g_ranks && g_ranks->size() > 1)) {
         shard = from_launcher->shard;
         if (!g_ranks || g_ranks->rank() == 0)
-            say("notice: ", "shard " + std::to_string(shard->index) + "/" + std::to_string(shard->count) + " of the inputs, from " +
-                            from_launcher->source);
+            say("notice: ", "shard " + std::to_string(shard->index) + "/" + std::to_string(shard->count) +
+                                " of the inputs, from " + from_launcher->source);
     }
     if (shard) plan = cbi::select_shard(std::move(plan), *shard, o.input_dir);
     // Outputs that would replace an input: all of them, one line each, and
@@ -196,8 +198,9 @@ int run_batch_mode(const CLI::App& app, const Options& o, const cbi::WriteOption
 
     // After the plan: its usage errors come before any notice.
     // Ranks sharing a batch keep their GPUs: those on one host share its cores.
-    const cbi::DeviceSpec spec =
-        g_ranks && g_ranks->size() > 1 ? device_spec : cbi::choose_device(device_spec, graph, plan.jobs, cbi::parse_codec(o.codec));
+    const cbi::DeviceSpec spec = g_ranks && g_ranks->size() > 1
+                                     ? device_spec
+                                     : cbi::choose_device(device_spec, graph, plan.jobs, cbi::parse_codec(o.codec));
     const cbi::RunOptions run_options = resolve_run_options(o, spec, graph);
     cbi::require_codec(cbi::parse_codec(o.codec), run_options.device);
     cbi::BatchOptions batch;
@@ -221,7 +224,8 @@ int run_batch_mode(const CLI::App& app, const Options& o, const cbi::WriteOption
         batch.lock_output_roots = g_ranks->rank() == 0;
         batch.next_job = [] { return g_ranks->next_job(&g_cancel); };
         batch.on_progress = [&reporter](const cbi::BatchProgress& p) {
-            const cbi_app::RankCounts mine{p.done - p.failed - p.skipped - p.cancelled, p.failed, p.skipped, p.cancelled};
+            const cbi_app::RankCounts mine{p.done - p.failed - p.skipped - p.cancelled, p.failed, p.skipped,
+                                           p.cancelled};
             g_ranks->report(mine);
             cbi::BatchProgress all = p;
             if (g_ranks->rank() == 0) {
@@ -238,13 +242,16 @@ int run_batch_mode(const CLI::App& app, const Options& o, const cbi::WriteOption
     }
     // One executor per image in flight, its buffers reused image after image.
     g_batch_running = true;
-    const cbi::BatchSummary summary = cbi::run_batch(plan, cbi::batch_devices(graph, run_options, device_specs, host_rank()), batch);
+    const cbi::BatchSummary summary =
+        cbi::run_batch(plan, cbi::batch_devices(graph, run_options, device_specs, host_rank()), batch);
     const int signal = g_interrupted.load();
     reporter.clear_bar();
 
     cbi_app::RankCounts counts{summary.processed, summary.failed, summary.skipped, summary.cancelled};
-    if (g_ranks && signal != 0) g_ranks->abandon();  // the launcher is ending the job: no collectives
-    else if (g_ranks) counts = g_ranks->combine(counts);
+    if (g_ranks && signal != 0)
+        g_ranks->abandon();  // the launcher is ending the job: no collectives
+    else if (g_ranks)
+        counts = g_ranks->combine(counts);
     if ((!o.quiet || signal != 0) && (reports || signal != 0)) {
         const double rate = summary.wall_s > 0 ? static_cast<double>(counts.processed) / summary.wall_s : 0;
         std::ostringstream line;
@@ -252,8 +259,8 @@ int run_batch_mode(const CLI::App& app, const Options& o, const cbi::WriteOption
              << counts.processed + counts.failed + counts.skipped + counts.cancelled << " files: " << counts.processed
              << " processed, " << counts.failed << " failed, " << counts.skipped << " skipped";
         if (signal != 0)
-            line << ", " << counts.cancelled << " not done (interrupted by " << (signal == SIGINT ? "SIGINT" : "SIGTERM")
-                 << ")";
+            line << ", " << counts.cancelled << " not done (interrupted by "
+                 << (signal == SIGINT ? "SIGINT" : "SIGTERM") << ")";
         line << " in " << std::setprecision(2) << summary.wall_s << " s (" << rate << " images/s)\n";
         write_message(line.str());
     }
@@ -262,7 +269,9 @@ int run_batch_mode(const CLI::App& app, const Options& o, const cbi::WriteOption
     } else if (o.stats && signal == 0) {  // every rank's block, printed by rank 0
         const std::vector<std::string> blocks = g_ranks->gather(format_stats(summary));
         for (std::size_t r = 0; r < blocks.size(); ++r)
-            std::cout << (blocks.size() > 1 ? "rank " + std::to_string(r) + " of " + std::to_string(blocks.size()) + ":\n" : "")
+            std::cout << (blocks.size() > 1
+                              ? "rank " + std::to_string(r) + " of " + std::to_string(blocks.size()) + ":\n"
+                              : "")
                       << blocks[r];
     }
     print_tuning_notice(run_options);
@@ -279,7 +288,9 @@ int print_pipeline(const Options& o, const cbi::Graph& graph, const cbi::DeviceS
     }
     const std::vector<std::uint8_t> bytes = cbi::read_file(o.input);
     const cbi::ImageHeader header = cbi::check_image(bytes, o.input, o.max_pixels, o.max_memory);
-    cbi::GraphExecutor executor(graph, resolve_run_options(o, cbi::choose_device(device_spec, graph, header, cbi::parse_codec(o.codec)), graph));
+    cbi::GraphExecutor executor(
+        graph,
+        resolve_run_options(o, cbi::choose_device(device_spec, graph, header, cbi::parse_codec(o.codec)), graph));
     const cv::Mat image = cbi::decode_image(bytes, o.input, o.max_pixels, o.max_memory);
     const cbi::ImageView in = cbi::view_of(image);
     try {
@@ -311,7 +322,9 @@ int run(const CLI::App& app, Options& o) {
         if (!o.inputs.empty()) o.input = o.inputs.front();
     }
     if (!batch && g_ranks && g_ranks->size() > 1)
-        throw UsageError{"mpirun", "several ranks share batch work only (--input-dir or several inputs); run one image without mpirun"};
+        throw UsageError{
+            "mpirun",
+            "several ranks share batch work only (--input-dir or several inputs); run one image without mpirun"};
     if (batch && o.print_pipeline)
         throw UsageError{"--print-pipeline", "takes at most one input image (it plans buffers for that image's size)"};
     if (!batch && o.input.empty() && !o.print_pipeline)
@@ -327,8 +340,10 @@ int run(const CLI::App& app, Options& o) {
         throw UsageError{"--device", e.what()};
     }
     if (!batch && (devices.size() > 1 || devices.front().index == cbi::kAllDevices))
-        throw UsageError{"--device", "a device list (" + o.device + ") applies to batch mode; give one device for one image"};
-    const cbi::DeviceSpec device_spec = devices.front().index == cbi::kAllDevices ? cbi::DeviceSpec{cbi::DeviceSpec::Kind::cuda} : devices.front();
+        throw UsageError{"--device",
+                         "a device list (" + o.device + ") applies to batch mode; give one device for one image"};
+    const cbi::DeviceSpec device_spec =
+        devices.front().index == cbi::kAllDevices ? cbi::DeviceSpec{cbi::DeviceSpec::Kind::cuda} : devices.front();
     const cbi::Graph graph = build_graph(app, o);
     const cbi::WriteOptions write = write_options(app, o);
 
@@ -336,7 +351,8 @@ int run(const CLI::App& app, Options& o) {
     // the limit gets fewer (and TBB warns).
     std::optional<tbb::global_control> thread_limit;
     if (o.threads > 0 || o.jobs > 0)
-        thread_limit.emplace(tbb::global_control::max_allowed_parallelism, static_cast<std::size_t>(std::max(o.threads, o.jobs)));
+        thread_limit.emplace(tbb::global_control::max_allowed_parallelism,
+                             static_cast<std::size_t>(std::max(o.threads, o.jobs)));
 
     if (batch) return run_batch_mode(app, o, write, graph, device_spec, devices);
     if (o.print_pipeline) return print_pipeline(o, graph, device_spec);
@@ -360,8 +376,10 @@ int run(const CLI::App& app, Options& o) {
     file.max_bytes = o.max_memory;
     file.write = write;
     file.on_message = [](cbi::FileOptions::Message kind, const std::string& text) {
-        if (kind == cbi::FileOptions::Message::warning) say("warning: ", text);
-        else if (!g_ranks || g_ranks->rank() == 0) say("notice: ", text);
+        if (kind == cbi::FileOptions::Message::warning)
+            say("warning: ", text);
+        else if (!g_ranks || g_ranks->rank() == 0)
+            say("notice: ", text);
     };
     steps.add(cbi::run_file(input, output, graph, file));
     print_tuning_notice(file.run);
@@ -375,7 +393,8 @@ int main(int argc, char** argv) {
     g_main_start = Clock::now();
     silence_library_stderr();
     start_signal_thread();  // before any other thread exists
-    std::unique_ptr<cbi_app::MpiRanks> ranks;  // under an MPI launcher: this rank (after the signal thread: MPI's threads inherit its mask)
+    std::unique_ptr<cbi_app::MpiRanks>
+        ranks;  // under an MPI launcher: this rank (after the signal thread: MPI's threads inherit its mask)
     try {
         ranks = cbi_app::MpiRanks::join_if_launched(&argc, &argv);
     } catch (const std::exception& e) {

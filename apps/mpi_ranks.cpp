@@ -49,8 +49,12 @@ bool wait(MPI_Request& request, const std::atomic<bool>* cancel) {
 
 // A request: the asking rank's processed, failed, skipped and cancelled counts.
 using Counts = std::array<std::uint64_t, 4>;
-Counts to_wire(const RankCounts& c) { return {c.processed, c.failed, c.skipped, c.cancelled}; }
-RankCounts from_wire(const Counts& w) { return {w[0], w[1], w[2], w[3]}; }
+Counts to_wire(const RankCounts& c) {
+    return {c.processed, c.failed, c.skipped, c.cancelled};
+}
+RankCounts from_wire(const Counts& w) {
+    return {w[0], w[1], w[2], w[3]};
+}
 
 }  // namespace
 
@@ -104,7 +108,8 @@ std::unique_ptr<MpiRanks> MpiRanks::join_if_launched(int* argc, char*** argv) {
     if (!launched_by_mpi()) return nullptr;
     int provided = 0;
     check(MPI_Init_thread(argc, argv, MPI_THREAD_SERIALIZED, &provided), "MPI_Init_thread");
-    if (provided < MPI_THREAD_SERIALIZED) throw std::runtime_error("MPI: this MPI library cannot serve calls from several threads");
+    if (provided < MPI_THREAD_SERIALIZED)
+        throw std::runtime_error("MPI: this MPI library cannot serve calls from several threads");
     std::unique_ptr<MpiRanks> ranks(new MpiRanks());
     ranks->state_ = std::make_unique<State>();
     MPI_Comm_rank(MPI_COMM_WORLD, &ranks->rank_);
@@ -199,7 +204,9 @@ MpiRanks::Agreement MpiRanks::agree(int code) {
     return {out[0], out[1] == rank_};
 }
 
-void MpiRanks::abandon() { state_->abandoned = true; }
+void MpiRanks::abandon() {
+    state_->abandoned = true;
+}
 
 void MpiRanks::abort(int code) {
     MPI_Abort(MPI_COMM_WORLD, code);
@@ -215,23 +222,35 @@ struct MpiRanks::State {};
 std::unique_ptr<MpiRanks> MpiRanks::join_if_launched(int*, char***) {
     const char* size = std::getenv("OMPI_COMM_WORLD_SIZE");
     if (size && std::string(size) != "1" && !std::getenv("SLURM_PROCID"))
-        throw std::runtime_error("this cbi-filter was built without MPI, so mpirun's copies cannot share the work; "
-                                 "rebuild with MPI (docs/batch.md) or give each copy --shard K/N");
+        throw std::runtime_error(
+            "this cbi-filter was built without MPI, so mpirun's copies cannot share the work; "
+            "rebuild with MPI (docs/batch.md) or give each copy --shard K/N");
     return nullptr;
 }
 // Never reached: join_if_launched makes no MpiRanks here.
 MpiRanks::~MpiRanks() = default;
 void MpiRanks::start(std::size_t) {}
-std::optional<std::size_t> MpiRanks::next_job(const std::atomic<bool>*) { return std::nullopt; }
+std::optional<std::size_t> MpiRanks::next_job(const std::atomic<bool>*) {
+    return std::nullopt;
+}
 void MpiRanks::report(const RankCounts&) {}
-RankCounts MpiRanks::others() const { return {}; }
-RankCounts MpiRanks::combine(const RankCounts& mine) { return mine; }
-std::vector<std::string> MpiRanks::gather(const std::string& mine) { return {mine}; }
-MpiRanks::Agreement MpiRanks::agree(int code) { return {code, true}; }
+RankCounts MpiRanks::others() const {
+    return {};
+}
+RankCounts MpiRanks::combine(const RankCounts& mine) {
+    return mine;
+}
+std::vector<std::string> MpiRanks::gather(const std::string& mine) {
+    return {mine};
+}
+MpiRanks::Agreement MpiRanks::agree(int code) {
+    return {code, true};
+}
 void MpiRanks::abandon() {}
-void MpiRanks::abort(int code) { std::_Exit(code); }
+void MpiRanks::abort(int code) {
+    std::_Exit(code);
+}
 
 #endif
-
 
 }  // namespace cbi_app

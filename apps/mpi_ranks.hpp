@@ -11,9 +11,9 @@
 // are written atomically, and a rerun with --skip-existing completes the job.
 #include <atomic>
 #include <cstddef>
-#include <string>
 #include <memory>
 #include <optional>
+#include <string>
 #include <vector>
 
 namespace cbi_app {

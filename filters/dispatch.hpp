@@ -42,7 +42,7 @@ decltype(auto) with_border(BorderMode mode, F&& f) {
 // fused colour nodes.
 template <class Schedule>
 constexpr bool kStagesTiles = std::is_same_v<Schedule, SmemTileSchedule> || std::is_same_v<Schedule, SepTileSchedule> ||
-                             std::is_same_v<Schedule, StreamSchedule>;
+                              std::is_same_v<Schedule, StreamSchedule>;
 
 // Builds the stencil op of `filter` reading `source` and writing `dst`
 // (FilterKind<F>::op) and calls f(op). Pointwise kinds are not stencils: f
@@ -75,10 +75,12 @@ void dispatch_window(const FilterRun& node, const ImageView& src, const ImageVie
                 visit_kind(node.filter, [&](auto kind, const auto& params) {
                     if constexpr (decltype(kind)::category == Category::window)
                         launch(schedule, decltype(kind)::template op<T>(params, src, node.border, dst));
-                    else throw std::logic_error("dispatch_window: not a window kind");
+                    else
+                        throw std::logic_error("dispatch_window: not a window kind");
                 });
             } else {
-                throw std::logic_error("window kinds run on per-pixel schedules only, not " + node.schedule.to_string());
+                throw std::logic_error("window kinds run on per-pixel schedules only, not " +
+                                       node.schedule.to_string());
             }
         });
     });
@@ -109,8 +111,9 @@ void dispatch_node(const FilterRun& node, const ImageView& src, const ImageView&
                 if constexpr (kStagesTiles<decltype(schedule)>) {
                     if (node.fused_color) {
                         // src is the colour node's input; the stencil reads its output.
-                        const ImageView colored{nullptr, src.width, src.height,
-                                                output_channels(*node.fused_color, src.channels), src.depth, 0};
+                        const ImageView colored{nullptr,    src.width,
+                                                src.height, output_channels(*node.fused_color, src.channels),
+                                                src.depth,  0};
                         launch_stencil(ColorSource<T, B>{
                             {colored, src, storage_matrix(*node.fused_color, src.depth, src.channels), constant}});
                         return;

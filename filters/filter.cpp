@@ -80,15 +80,19 @@ Category category_of(const Filter& f) {
 
 Border default_border_of(const Filter& f) {
     return visit_kind(f, [](auto kind, const auto& params) {
-        if constexpr (requires { kind.default_border(params); }) return kind.default_border(params);
-        else return Border{};
+        if constexpr (requires { kind.default_border(params); })
+            return kind.default_border(params);
+        else
+            return Border{};
     });
 }
 
 Expansion expansion_of(const Filter& f) {
     return visit_kind(f, [](auto kind, const auto& params) {
-        if constexpr (requires { kind.expand(params); }) return kind.expand(params);
-        else return Expansion{};
+        if constexpr (requires { kind.expand(params); })
+            return kind.expand(params);
+        else
+            return Expansion{};
     });
 }
 
@@ -100,9 +104,11 @@ BlendFilter parse_blend(std::string_view arg) {
     const auto parts = split(arg, ':');
     BlendFilter b;
     double* fields[] = {&b.alpha, &b.beta, &b.gamma};
-    if (parts.size() < 2 || parts.size() > 3) invalid("blend '" + std::string(arg) + "' is not of the form ALPHA:BETA[:GAMMA]");
+    if (parts.size() < 2 || parts.size() > 3)
+        invalid("blend '" + std::string(arg) + "' is not of the form ALPHA:BETA[:GAMMA]");
     for (std::size_t i = 0; i < parts.size(); ++i)
-        if (!parse_double(parts[i], *fields[i])) invalid("blend weight '" + std::string(parts[i]) + "' is not a number");
+        if (!parse_double(parts[i], *fields[i]))
+            invalid("blend weight '" + std::string(parts[i]) + "' is not a number");
     return b;
 }
 
@@ -114,15 +120,22 @@ Border parse_border(std::string_view arg) {
     const auto parts = split(arg, ':');
     const auto name = parts[0];
     Border b;
-    if (name == "reflect101") b.mode = BorderMode::reflect101;
-    else if (name == "reflect") b.mode = BorderMode::reflect;
-    else if (name == "replicate") b.mode = BorderMode::replicate;
-    else if (name == "wrap") b.mode = BorderMode::wrap;
-    else if (name == "constant") b.mode = BorderMode::constant;
-    else invalid("border '" + std::string(arg) + "' must be reflect101, reflect, replicate, constant[:V] or wrap");
+    if (name == "reflect101")
+        b.mode = BorderMode::reflect101;
+    else if (name == "reflect")
+        b.mode = BorderMode::reflect;
+    else if (name == "replicate")
+        b.mode = BorderMode::replicate;
+    else if (name == "wrap")
+        b.mode = BorderMode::wrap;
+    else if (name == "constant")
+        b.mode = BorderMode::constant;
+    else
+        invalid("border '" + std::string(arg) + "' must be reflect101, reflect, replicate, constant[:V] or wrap");
     if (parts.size() > 2 || (parts.size() == 2 && b.mode != BorderMode::constant))
         invalid("border '" + std::string(arg) + "': only constant takes a value (constant:V)");
-    if (parts.size() == 2 && parts[1] == "max") b.value = kMorphologyDefaultBorder;
+    if (parts.size() == 2 && parts[1] == "max")
+        b.value = kMorphologyDefaultBorder;
     else if (parts.size() == 2 && !parse_double(parts[1], b.value))
         invalid("border value '" + std::string(parts[1]) + "' is not a number");
     return b;
@@ -161,8 +174,8 @@ std::string forms_where(Pick pick) {
 
 std::string not_pointwise(const ScheduleSpec& schedule, const std::string& what) {
     if (schedule_entry(schedule).can.pointwise) return {};
-    return "schedule " + schedule.to_string() + " runs stencil filters only (" + kind_names(Category::stencil) + "), not " + what +
-           "; use " + forms_where([](const ScheduleEntry& e) { return e.can.pointwise; });
+    return "schedule " + schedule.to_string() + " runs stencil filters only (" + kind_names(Category::stencil) +
+           "), not " + what + "; use " + forms_where([](const ScheduleEntry& e) { return e.can.pointwise; });
 }
 
 // The side of the square a stencil's schedule must cover (a footprint that
@@ -181,12 +194,13 @@ std::string why_unsupported(const ScheduleSpec& schedule, const Filter& filter, 
         if (!can.window)
             return name + " runs " + (can.stencil ? "separable stencils" : "pointwise filters") + " only, not " +
                    to_string(filter) + "; use " + forms_where([](const ScheduleEntry& e) { return e.can.window; });
-        if (fusion.color || fusion.stencil || fusion.blend) return to_string(filter) + " does not fuse with other nodes";
+        if (fusion.color || fusion.stencil || fusion.blend)
+            return to_string(filter) + " does not fuse with other nodes";
         return {};
     }
     if (!can.stencil)
-        return name + " runs pointwise filters only (" + kind_names(Category::pointwise) + ", blend), not " + to_string(filter) + "; use " +
-               forms_where([](const ScheduleEntry& e) { return e.can.stencil; });
+        return name + " runs pointwise filters only (" + kind_names(Category::pointwise) + ", blend), not " +
+               to_string(filter) + "; use " + forms_where([](const ScheduleEntry& e) { return e.can.stencil; });
     if (can.max_ksize > 0 && stencil_size(filter) > can.max_ksize)
         return name + " runs stencils up to " + std::to_string(can.max_ksize) + "x" + std::to_string(can.max_ksize) +
                " (non-square windows count as larger), not " + to_string(filter) + "; use " +
@@ -197,8 +211,7 @@ std::string why_unsupported(const ScheduleSpec& schedule, const Filter& filter, 
     if (fusion.stencil && !can.fuses_stencil)
         return name + " cannot compute a fused stencil pair; use " +
                forms_where([](const ScheduleEntry& e) { return e.can.fuses_stencil; });
-    if (fusion.stencil && border.mode == BorderMode::wrap)
-        return "a fused stencil pair cannot take the wrap border";
+    if (fusion.stencil && border.mode == BorderMode::wrap) return "a fused stencil pair cannot take the wrap border";
     if (fusion.blend && !can.fuses_blend)
         return name + " cannot compute the blend that reads it; use " +
                forms_where([](const ScheduleEntry& e) { return e.can.fuses_blend; });
@@ -221,19 +234,25 @@ bool supports(const ScheduleSpec& schedule, const Filter& filter, const Border& 
     return why_unsupported(schedule, filter, border, fusion).empty();
 }
 
-bool supports(const ScheduleSpec& schedule, const BlendFilter& blend) { return why_unsupported(schedule, blend).empty(); }
+bool supports(const ScheduleSpec& schedule, const BlendFilter& blend) {
+    return why_unsupported(schedule, blend).empty();
+}
 
 std::string refuses_input(const Filter& f, Depth depth, int channels) {
     return visit_kind(f, [&](auto kind, const auto& params) -> std::string {
-        if constexpr (requires { kind.refuses_input(params, depth, channels); }) return kind.refuses_input(params, depth, channels);
-        else return {};
+        if constexpr (requires { kind.refuses_input(params, depth, channels); })
+            return kind.refuses_input(params, depth, channels);
+        else
+            return {};
     });
 }
 
 int output_channels(const Filter& f, int channels) {
     return visit_kind(f, [&](auto kind, const auto& params) {
-        if constexpr (requires { kind.output_channels(params, channels); }) return kind.output_channels(params, channels);
-        else return channels;
+        if constexpr (requires { kind.output_channels(params, channels); })
+            return kind.output_channels(params, channels);
+        else
+            return channels;
     });
 }
 

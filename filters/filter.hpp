@@ -18,8 +18,6 @@
 
 namespace cbi {
 
-
-
 // The two-input node of a graph: alpha*A + beta*B + gamma per sample, as
 // cv::addWeighted (rounded and saturated to the depth). Unsharp masking is
 // blend(src, gaussian(src)) with alpha = 1 + amount, beta = -amount.
@@ -34,7 +32,6 @@ BlendFilter parse_blend(std::string_view arg);
 // Numbers print in the shortest form that reads back bit-identically
 // (std::to_chars): "gaussian:5:1.23456789", "blend:1.5:-0.5:0".
 std::string to_string(const BlendFilter& b);  // "blend:1.5:-0.5:0"
-
 
 // A stencil computed inside the stencil node that reads it (fusion through
 // shared memory, CUDA only): the filter and its own border rule.
@@ -98,8 +95,8 @@ Border parse_border(std::string_view arg);
 // the kinds for an unknown name.
 Filter parse_filter(std::string_view spec);
 
-std::string to_string(const Filter& f);   // "gaussian:5:1.2"
-std::string to_string(const Border& b);   // "constant:7"
+std::string to_string(const Filter& f);  // "gaussian:5:1.2"
+std::string to_string(const Border& b);  // "constant:7"
 
 // Every kind, in the list's order (--list-filters, Python's functions).
 std::span<const FilterKindInfo> filter_kinds();
@@ -113,7 +110,9 @@ Border default_border_of(const Filter& f);
 // The steps a node of `f` runs as (FilterKind<F>::expand); none for kinds
 // whose op computes the node.
 Expansion expansion_of(const Filter& f);
-inline bool is_stencil(const Filter& f) { return category_of(f) == Category::stencil; }
+inline bool is_stencil(const Filter& f) {
+    return category_of(f) == Category::stencil;
+}
 // The window a node of `f` reads around each output pixel.
 Footprint footprint_of(const Filter& f);
 

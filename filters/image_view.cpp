@@ -14,8 +14,8 @@ const char* depth_name(Depth d) {
 }
 
 std::string describe(const ImageView& v) {
-    return std::to_string(v.width) + "x" + std::to_string(v.height) + " " + std::to_string(v.channels) +
-           "-channel " + depth_name(v.depth);
+    return std::to_string(v.width) + "x" + std::to_string(v.height) + " " + std::to_string(v.channels) + "-channel " +
+           depth_name(v.depth);
 }
 
 void check_supported(const ImageView& v, const char* what) {
@@ -23,8 +23,7 @@ void check_supported(const ImageView& v, const char* what) {
         throw std::invalid_argument(std::string(what) + ": " + std::to_string(v.channels) +
                                     " channels (cbi supports 1, 3 or 4)");
     if (v.empty()) throw std::invalid_argument(std::string(what) + ": empty image");
-    if (v.stride < v.row_bytes())
-        throw std::invalid_argument(std::string(what) + ": row stride smaller than a row");
+    if (v.stride < v.row_bytes()) throw std::invalid_argument(std::string(what) + ": row stride smaller than a row");
 }
 
 ImageView ImageView::crop(int x, int y, int w, int h) const {

@@ -27,7 +27,11 @@ const char* to_string(KernelPath path) {
     return "none";
 }
 
-KernelPath last_kernel_path() { return last; }
-void note_kernel_path(KernelPath path) { last = path; }
+KernelPath last_kernel_path() {
+    return last;
+}
+void note_kernel_path(KernelPath path) {
+    last = path;
+}
 
 }  // namespace cbi

@@ -16,12 +16,12 @@ enum class KernelPath {
     cuda_index_map,       // one thread per pixel through the schedule's map
     cuda_smem,
     cuda_sep,
-    cuda_stream,          // the generic streaming kernel (cuda/strip.cuh)
-    cuda_stream8,         // the 8-bit streaming kernel (cuda/strip8.cuh)
+    cuda_stream,   // the generic streaming kernel (cuda/strip.cuh)
+    cuda_stream8,  // the 8-bit streaming kernel (cuda/strip8.cuh)
     cuda_vec,
-    cuda_chain,           // a fused stencil pair, tile by tile (cuda/pair.cu)
-    cuda_chain_stream,    // a fused stencil pair, strips through line buffers (cuda/pair_strip.cuh)
-    cuda_blend_stream8,   // a blend with its stencils, on the 8-bit streaming kernel (cuda/blend.cu)
+    cuda_chain,          // a fused stencil pair, tile by tile (cuda/pair.cu)
+    cuda_chain_stream,   // a fused stencil pair, strips through line buffers (cuda/pair_strip.cuh)
+    cuda_blend_stream8,  // a blend with its stencils, on the 8-bit streaming kernel (cuda/blend.cu)
 };
 
 const char* to_string(KernelPath path);

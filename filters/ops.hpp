@@ -57,7 +57,8 @@ struct AnyBorderSource {
         return outside_row(y);
     }
     CBI_HOST_DEVICE T at(const T* row, int x, int c) const {
-        if (row != nullptr && static_cast<unsigned>(x) < static_cast<unsigned>(view.width)) return row[x * view.channels + c];
+        if (row != nullptr && static_cast<unsigned>(x) < static_cast<unsigned>(view.width))
+            return row[x * view.channels + c];
         return outside_at(row, x, c);
     }
     CBI_HOST_DEVICE_NOINLINE const T* outside_row(int y) const {
@@ -128,9 +129,8 @@ struct SeparableStencil {
                 const int kw = d.kw(p), kh = d.kh(p);
                 sums[p] = weighted_sum<Acc>(d.wy(p), kh, [&](int j) {
                     const T* row = src.row(y + j - kh / 2);
-                    return weighted_sum<Acc>(d.wx(p), kw, [&](int i) {
-                        return to_acc<Acc>(src.at(row, x + i - kw / 2, c));
-                    });
+                    return weighted_sum<Acc>(d.wx(p), kw,
+                                             [&](int i) { return to_acc<Acc>(src.at(row, x + i - kw / 2, c)); });
                 });
             }
             out[c] = d.finish(sums);
@@ -149,7 +149,9 @@ int stencil_halo(const Op& op) {
 
 // Ops whose weights are all 1 (box): sums need no multiplies, and may slide.
 template <class Op>
-concept UnitWeightOp = requires { requires Op::kUnitWeights; };
+concept UnitWeightOp = requires {
+    requires Op::kUnitWeights;
+};
 
 // The same stencil op reading through another source: kernels instantiated
 // once for all borders read through AnyBorderSource. Every stencil op derives
@@ -169,26 +171,33 @@ auto with_source(const Op<T, B, Src>& op, const NewSrc& source) {
 //   kFinishReturnsSum finish() returns its one pass's sum unchanged
 template <class Op>
 constexpr bool op_trait_signed_weights() {
-    if constexpr (requires { Op::kSignedWeights; }) return Op::kSignedWeights;
-    else return false;
+    if constexpr (requires { Op::kSignedWeights; })
+        return Op::kSignedWeights;
+    else
+        return false;
 }
 template <class Op>
 constexpr bool op_trait_stream8() {
-    if constexpr (requires { Op::kStream8; }) return Op::kStream8;
-    else return false;
+    if constexpr (requires { Op::kStream8; })
+        return Op::kStream8;
+    else
+        return false;
 }
 template <class Op>
 constexpr bool op_trait_finish_returns_sum() {
-    if constexpr (requires { Op::kFinishReturnsSum; }) return Op::kFinishReturnsSum;
-    else return false;
+    if constexpr (requires { Op::kFinishReturnsSum; })
+        return Op::kFinishReturnsSum;
+    else
+        return false;
 }
 
 // Ops whose passes() may be 2 (Sobel's magnitude, Laplacian): kernels that
 // take the pass count as a template argument build two-pass bodies for
 // these only.
 template <class Op>
-concept MayRunTwoPasses = requires { requires Op::kMayRunTwoPasses; };
-
+concept MayRunTwoPasses = requires {
+    requires Op::kMayRunTwoPasses;
+};
 
 // A 3x4 matrix in storage order: row r gives output channel r, columns
 // weigh input channels 0, 1, 2 (B, G, R for OpenCV images) plus an offset.
@@ -206,7 +215,9 @@ struct StorageMatrix {
 };
 
 // StorageMatrix::step for an input of `channels` channels.
-CBI_HOST_DEVICE constexpr int color_step(int channels) { return channels == 1 ? 0 : 1; }
+CBI_HOST_DEVICE constexpr int color_step(int channels) {
+    return channels == 1 ? 0 : 1;
+}
 
 // Matrix colour transform per pixel; alpha (channel 3) is copied unchanged
 // when both images have it.
@@ -298,7 +309,9 @@ struct PerSampleOp {
 
 // Ops that map samples one by one (PerSampleOp).
 template <class Op>
-concept PerSampleOpType = requires { requires Op::kPerSample; };
+concept PerSampleOpType = requires {
+    requires Op::kPerSample;
+};
 
 // cv::addWeighted: alpha*A + beta*B + gamma per sample, float arithmetic.
 template <class T>
@@ -337,8 +350,10 @@ struct SourceSample {
 // Whether stencils A and B sum and weigh in one type (the source: always).
 template <class A, class B>
 constexpr bool blend_sides_agree() {
-    if constexpr (std::is_same_v<B, SourceSample>) return true;
-    else return std::is_same_v<typename A::Acc, typename B::Acc> && std::is_same_v<typename A::W, typename B::W>;
+    if constexpr (std::is_same_v<B, SourceSample>)
+        return true;
+    else
+        return std::is_same_v<typename A::Acc, typename B::Acc> && std::is_same_v<typename A::W, typename B::W>;
 }
 
 template <class A, class B>
@@ -361,23 +376,21 @@ struct BlendedStencils {
     CBI_HOST_DEVICE int kw(int p) const { return in_a(p) ? a.kw(p) : side_b().kw(p - a.passes()); }
     CBI_HOST_DEVICE int kh(int p) const { return in_a(p) ? a.kh(p) : side_b().kh(p - a.passes()); }
     // Two stencils: sums holds a's passes, then b's.
-    CBI_HOST_DEVICE Sample finish(const Acc* sums) const
-        requires(!kReadsSource)
-    {
+    CBI_HOST_DEVICE Sample finish(const Acc* sums) const requires(!kReadsSource) {
         return blend.sample(a.finish(sums), b.finish(sums + a.passes()));
     }
     // A stencil and the source: `source` is the source's sample at the output.
-    CBI_HOST_DEVICE Sample finish(const Acc* sums, Sample source) const
-        requires kReadsSource
-    {
+    CBI_HOST_DEVICE Sample finish(const Acc* sums, Sample source) const requires kReadsSource {
         return blend.sample(a.finish(sums), source);
     }
 
 private:
     // b as a stencil (a when b is the source: never asked, passes() is a's).
     CBI_HOST_DEVICE const auto& side_b() const {
-        if constexpr (kReadsSource) return a;
-        else return b;
+        if constexpr (kReadsSource)
+            return a;
+        else
+            return b;
     }
 };
 

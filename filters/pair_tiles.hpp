@@ -63,12 +63,12 @@ ChainLayout chain_layout(int tile_w, int tile_h, const Pre& pre, const Op& op) {
     const std::size_t stage_w = L.region_w + 2 * L.h1, stage_h = L.region_h + 2 * L.h1;
     L.rows1_offset = round_up<std::size_t>(stage_w * stage_h * C * sizeof(T), 16);
     const std::size_t first = L.rows1_offset + pre.passes() * stage_h * L.region_w * C * sizeof(typename Pre::Acc);
-    const std::size_t consumer_rows = op.passes() * static_cast<std::size_t>(L.region_h) * tile_w * C * sizeof(typename Op::Acc);
+    const std::size_t consumer_rows =
+        op.passes() * static_cast<std::size_t>(L.region_h) * tile_w * C * sizeof(typename Op::Acc);
     L.inter_offset = round_up<std::size_t>(std::max(first, consumer_rows), 16);
     L.bytes = L.inter_offset + static_cast<std::size_t>(L.region_w) * L.region_h * C * sizeof(T);
     return L;
 }
-
 
 // One thread on the CPU: the loops below visit every element in order.
 struct SoloTeam {
@@ -86,7 +86,6 @@ struct SoloTeam {
 template <class Pre, class Op, class Team>
 CBI_HOST_DEVICE void chain_tile(const Pre& pre, const Op& op, const ChainLayout& L, unsigned char* buffer, int tile_x,
                                 int tile_y, const Team& team) {
-
     using T = typename Op::Sample;
     using A1 = typename Pre::Acc;
     using A2 = typename Op::Acc;
@@ -120,7 +119,8 @@ CBI_HOST_DEVICE void chain_tile(const Pre& pre, const Op& op, const ChainLayout&
         for (int r = ty; r < stage_h; r += ny)
             for (int s = tx; s < pn; s += nx) {
                 const T* line = stage + r * stage_w * C + s + (L.h1 - kw / 2) * C;
-                rows1[(p * stage_h + r) * pn + s] = weighted_sum<A1>(wx, kw, [&](int i) { return to_acc<A1>(line[i * C]); });
+                rows1[(p * stage_h + r) * pn + s] =
+                    weighted_sum<A1>(wx, kw, [&](int i) { return to_acc<A1>(line[i * C]); });
             }
     }
     team.sync();
@@ -168,7 +168,8 @@ CBI_HOST_DEVICE void chain_tile(const Pre& pre, const Op& op, const ChainLayout&
         for (int r = ty; r < L.region_h; r += ny)
             for (int s = tx; s < tile_n; s += nx) {
                 const T* line = inter + r * region_n + s + (L.h2 - kw / 2) * C;
-                rows2[(p * L.region_h + r) * tile_n + s] = weighted_sum<A2>(wx, kw, [&](int i) { return to_acc<A2>(line[i * C]); });
+                rows2[(p * L.region_h + r) * tile_n + s] =
+                    weighted_sum<A2>(wx, kw, [&](int i) { return to_acc<A2>(line[i * C]); });
             }
     }
     team.sync();

@@ -74,8 +74,12 @@ CBI_HOST_DEVICE T from_rank_key(std::uint32_t k) {
 template <class T>
 inline constexpr int kRankKeyBits = static_cast<int>(sizeof(T)) * 8;
 
-CBI_HOST_DEVICE std::uint32_t key_min(std::uint32_t a, std::uint32_t b) { return a < b ? a : b; }
-CBI_HOST_DEVICE std::uint32_t key_max(std::uint32_t a, std::uint32_t b) { return a < b ? b : a; }
+CBI_HOST_DEVICE std::uint32_t key_min(std::uint32_t a, std::uint32_t b) {
+    return a < b ? a : b;
+}
+CBI_HOST_DEVICE std::uint32_t key_max(std::uint32_t a, std::uint32_t b) {
+    return a < b ? b : a;
+}
 
 // A comparator network that leaves the median of N (odd) values at
 // `median`: comparator i puts the smaller of a[i], b[i] at a[i] and the

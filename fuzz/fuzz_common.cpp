@@ -32,8 +32,10 @@ cbi::Graph naive_copy(const cbi::Graph& g) {
     for (std::size_t i = 1; i < g.nodes().size(); ++i) {
         const auto& node = g.nodes()[i];
         const cbi::NodeOptions o{cbi::ScheduleChoice{cbi::ScheduleSpec{}}, node.options.border};
-        if (const auto* f = std::get_if<cbi::Filter>(&node.op)) n.add_filter(node.name, *f, node.inputs[0], o);
-        else n.add_blend(node.name, std::get<cbi::BlendFilter>(node.op), node.inputs[0], node.inputs[1], o);
+        if (const auto* f = std::get_if<cbi::Filter>(&node.op))
+            n.add_filter(node.name, *f, node.inputs[0], o);
+        else
+            n.add_blend(node.name, std::get<cbi::BlendFilter>(node.op), node.inputs[0], node.inputs[1], o);
     }
     for (cbi::NodeId out : g.outputs()) n.add_output(out);
     return n;
@@ -74,8 +76,7 @@ void check_graph_round_trip(const cbi::Graph& g) {
         try {
             FUZZ_CHECK(cbi::node_channels(g, channels) == cbi::node_channels(back, channels),
                        "node_channels differs after the JSON round trip");
-        } catch (const cbi::Error&) {
-        }
+        } catch (const cbi::Error&) {}
     }
 }
 
@@ -84,8 +85,7 @@ void check_parsed_graph(const cbi::Graph& g) {
     try {
         run_on_tiny_images(g);
     } catch (const cbi::Error&) {
-    } catch (const std::invalid_argument&) {
-    }
+    } catch (const std::invalid_argument&) {}
 }
 
 // Window kinds read their whole window per pixel (a 255x255 median, an

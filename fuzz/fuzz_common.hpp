@@ -21,9 +21,9 @@
 #include "filters/filter.hpp"
 #include "pipeline/graph.hpp"
 
-#define FUZZ_CHECK(cond, what)                                                                          \
-    do {                                                                                                 \
-        if (!(cond)) ::cbi_fuzz::fail(__FILE__, __LINE__, #cond, (what));                                \
+#define FUZZ_CHECK(cond, what)                                            \
+    do {                                                                  \
+        if (!(cond)) ::cbi_fuzz::fail(__FILE__, __LINE__, #cond, (what)); \
     } while (0)
 
 namespace cbi_fuzz {
@@ -59,14 +59,20 @@ inline bool same(double a, double b) {
 inline bool same(const cbi::BlendFilter& a, const cbi::BlendFilter& b) {
     return same(a.alpha, b.alpha) && same(a.beta, b.beta) && same(a.gamma, b.gamma);
 }
-inline bool same(const cbi::Border& a, const cbi::Border& b) { return a.mode == b.mode && same(a.value, b.value); }
-inline bool same(const cbi::ScheduleChoice& a, const cbi::ScheduleChoice& b) { return a == b; }
+inline bool same(const cbi::Border& a, const cbi::Border& b) {
+    return a.mode == b.mode && same(a.value, b.value);
+}
+inline bool same(const cbi::ScheduleChoice& a, const cbi::ScheduleChoice& b) {
+    return a == b;
+}
 // Any kind: equal by value (operator==) and by printed text, which is the
 // shortest form that reads back bit for bit, so -0 and 0 differ.
 inline bool same(const cbi::Filter& a, const cbi::Filter& b) {
     return a == b && cbi::to_string(a) == cbi::to_string(b);
 }
-inline bool same(const std::monostate&, const std::monostate&) { return true; }
+inline bool same(const std::monostate&, const std::monostate&) {
+    return true;
+}
 
 template <class T>
 bool same(const std::optional<T>& a, const std::optional<T>& b) {
@@ -84,8 +90,8 @@ inline bool same(const cbi::Graph& a, const cbi::Graph& b) {
         if (x.name != y.name || x.inputs != y.inputs || x.op.index() != y.op.index() ||
             !same(x.options.schedule, y.options.schedule) || !same(x.options.border, y.options.border))
             return false;
-        const bool op_same = std::visit(
-            [&](const auto& v) { return same(v, std::get<std::decay_t<decltype(v)>>(y.op)); }, x.op);
+        const bool op_same =
+            std::visit([&](const auto& v) { return same(v, std::get<std::decay_t<decltype(v)>>(y.op)); }, x.op);
         if (!op_same) return false;
     }
     return true;

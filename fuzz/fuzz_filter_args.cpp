@@ -45,8 +45,7 @@ void run(unsigned char which, std::string_view arg) {
             FUZZ_CHECK(printed.rfind("blend:", 0) == 0, "blend prints as '" + printed + "'");
             const auto back =
                 cbi_fuzz::reparse(printed, [](const std::string& t) { return cbi::parse_blend(t.substr(6)); });
-            FUZZ_CHECK(cbi_fuzz::same(back, b),
-                       "blend '" + printed + "' reads back differently");
+            FUZZ_CHECK(cbi_fuzz::same(back, b), "blend '" + printed + "' reads back differently");
             break;
         }
     }
@@ -59,7 +58,6 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     try {
         run(data[0], cbi_fuzz::as_text(data + 1, size - 1));
     } catch (const std::invalid_argument&) {
-    } catch (const cbi::Error&) {
-    }
+    } catch (const cbi::Error&) {}
     return 0;
 }

@@ -27,17 +27,15 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     try {
         const cbi::ImageHeader h = cbi::probe_image(bytes, "fuzz");
         FUZZ_CHECK(h.format != nullptr && *h.format != '\0', "probe_image names the format");
-    } catch (const cbi::Error&) {
-    }
+    } catch (const cbi::Error&) {}
     try {
         const cv::Mat m = cbi::decode_image(bytes, "fuzz", kMaxPixels);
         FUZZ_CHECK(!m.empty(), "decode_image returned an empty image");
-        FUZZ_CHECK(m.total() <= kMaxPixels, "decoded " + std::to_string(m.cols) + "x" + std::to_string(m.rows) +
-                                                ", over the pixel limit");
+        FUZZ_CHECK(m.total() <= kMaxPixels,
+                   "decoded " + std::to_string(m.cols) + "x" + std::to_string(m.rows) + ", over the pixel limit");
         FUZZ_CHECK(m.depth() == CV_8U || m.depth() == CV_16U || m.depth() == CV_32F, "depth 8u, 16u or 32f");
         FUZZ_CHECK(m.channels() == 1 || m.channels() == 3 || m.channels() == 4, "1, 3 or 4 channels");
-    } catch (const cbi::Error&) {
-    }
+    } catch (const cbi::Error&) {}
     try {
         const cbi::ImageMetadata meta = cbi::read_metadata(bytes, "fuzz");
         if (!meta.empty()) {
@@ -53,13 +51,14 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
                 // JPEG and 8-bit TIFF are turned as a kept orientation says
                 // (one from an input whose pixels were not turned).
                 const bool turnable = name == std::string("x.jpg") || name == std::string("x.tif");
-                const bool same = back.cols == 2 && back.rows == 3, turned = turnable && back.cols == 3 && back.rows == 2;
+                const bool same = back.cols == 2 && back.rows == 3,
+                           turned = turnable && back.cols == 3 && back.rows == 2;
                 FUZZ_CHECK((same || turned) && back.channels() == 3,
                            std::string(name) + " with metadata decodes as " + std::to_string(back.cols) + "x" +
-                               std::to_string(back.rows) + "x" + std::to_string(back.channels()) + ", not as the 2x3x3 image");
+                               std::to_string(back.rows) + "x" + std::to_string(back.channels()) +
+                               ", not as the 2x3x3 image");
             }
         }
-    } catch (const cbi::Error&) {
-    }
+    } catch (const cbi::Error&) {}
     return 0;
 }

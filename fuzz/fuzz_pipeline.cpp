@@ -35,8 +35,9 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
         return 0;
     }
     const std::string printed = chain_text(g);
-    const cbi::Graph back = cbi_fuzz::reparse(
-        printed, [&](const std::string& t) { return cbi::parse_pipeline(t, g.default_schedule(), g.default_border()); });
+    const cbi::Graph back = cbi_fuzz::reparse(printed, [&](const std::string& t) {
+        return cbi::parse_pipeline(t, g.default_schedule(), g.default_border());
+    });
     FUZZ_CHECK(cbi_fuzz::same(g, back), "chain '" + printed + "' reads back as a different graph");
     FUZZ_CHECK(g == back, "Graph::operator== says chain '" + printed + "' reads back differently");
     cbi_fuzz::check_parsed_graph(g);

@@ -20,8 +20,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
         FUZZ_CHECK(cbi::schedule_entry(s).name == printed.substr(0, printed.find(':')),
                    "registry entry of '" + printed + "'");
     } catch (const std::invalid_argument&) {
-    } catch (const cbi::Error&) {
-    }
+    } catch (const cbi::Error&) {}
     try {
         const cbi::ScheduleChoice c = cbi::parse_schedule_choice(text);
         const std::string printed = cbi::to_string(c);
@@ -29,7 +28,6 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
             cbi_fuzz::reparse(printed, [](const std::string& t) { return cbi::parse_schedule_choice(t); });
         FUZZ_CHECK(back == c, "'" + printed + "' reads back as a different choice");
     } catch (const std::invalid_argument&) {
-    } catch (const cbi::Error&) {
-    }
+    } catch (const cbi::Error&) {}
     return 0;
 }

@@ -40,23 +40,39 @@ int main(int argc, char** argv) {
         std::vector<int> params;
     };
     const std::vector<Item> items = {
-        {"8u1.png", CV_8UC1, {}},   {"8u3.png", CV_8UC3, {}},   {"8u4.png", CV_8UC4, {}},
-        {"16u1.png", CV_16UC1, {}}, {"16u4.png", CV_16UC4, {}}, {"8u3.jpg", CV_8UC3, {cv::IMWRITE_JPEG_QUALITY, 50}},
-        {"8u1.jpg", CV_8UC1, {}},   {"8u3-progressive.jpg", CV_8UC3, {cv::IMWRITE_JPEG_PROGRESSIVE, 1}},
-        {"8u3.tif", CV_8UC3, {}},   {"16u1.tif", CV_16UC1, {}}, {"32f3.tif", CV_32FC3, {}},
+        {"8u1.png", CV_8UC1, {}},
+        {"8u3.png", CV_8UC3, {}},
+        {"8u4.png", CV_8UC4, {}},
+        {"16u1.png", CV_16UC1, {}},
+        {"16u4.png", CV_16UC4, {}},
+        {"8u3.jpg", CV_8UC3, {cv::IMWRITE_JPEG_QUALITY, 50}},
+        {"8u1.jpg", CV_8UC1, {}},
+        {"8u3-progressive.jpg", CV_8UC3, {cv::IMWRITE_JPEG_PROGRESSIVE, 1}},
+        {"8u3.tif", CV_8UC3, {}},
+        {"16u1.tif", CV_16UC1, {}},
+        {"32f3.tif", CV_32FC3, {}},
         {"8u4-lzw.tif", CV_8UC4, {cv::IMWRITE_TIFF_COMPRESSION, 5}},
-        {"8u3.bmp", CV_8UC3, {}},   {"8u1.bmp", CV_8UC1, {}},   {"8u4.webp", CV_8UC4, {cv::IMWRITE_WEBP_QUALITY, 101}},
+        {"8u3.bmp", CV_8UC3, {}},
+        {"8u1.bmp", CV_8UC1, {}},
+        {"8u4.webp", CV_8UC4, {cv::IMWRITE_WEBP_QUALITY, 101}},
         {"8u3-lossy.webp", CV_8UC3, {cv::IMWRITE_WEBP_QUALITY, 50}},
-        {"8u1.pgm", CV_8UC1, {}},   {"16u1.pgm", CV_16UC1, {}}, {"8u3.ppm", CV_8UC3, {}},
+        {"8u1.pgm", CV_8UC1, {}},
+        {"16u1.pgm", CV_16UC1, {}},
+        {"8u3.ppm", CV_8UC3, {}},
         {"8u1-ascii.pgm", CV_8UC1, {cv::IMWRITE_PXM_BINARY, 0}},
-        {"8u4.pam", CV_8UC4, {}},   {"32f3.pfm", CV_32FC3, {}}, {"32f1.pfm", CV_32FC1, {}},
-        {"32f3.exr", CV_32FC3, {}}, {"32f3.hdr", CV_32FC3, {}}, {"8u3.ras", CV_8UC3, {}},
+        {"8u4.pam", CV_8UC4, {}},
+        {"32f3.pfm", CV_32FC3, {}},
+        {"32f1.pfm", CV_32FC1, {}},
+        {"32f3.exr", CV_32FC3, {}},
+        {"32f3.hdr", CV_32FC3, {}},
+        {"8u3.ras", CV_8UC3, {}},
     };
     int failed = 0;
     for (const auto& item : items) {
         const std::string path = dir + "/" + item.name;
         try {
-            if (!cv::imwrite(path, gradient(item.type), item.params)) throw std::runtime_error("imwrite returned false");
+            if (!cv::imwrite(path, gradient(item.type), item.params))
+                throw std::runtime_error("imwrite returned false");
         } catch (const std::exception& e) {
             std::fprintf(stderr, "%s: %s\n", path.c_str(), e.what());
             ++failed;

@@ -34,8 +34,7 @@ std::atomic<std::size_t> largest_alloc{0};
 
 void note_alloc(std::size_t n) {
     std::size_t seen = largest_alloc.load(std::memory_order_relaxed);
-    while (n > seen && !largest_alloc.compare_exchange_weak(seen, n, std::memory_order_relaxed)) {
-    }
+    while (n > seen && !largest_alloc.compare_exchange_weak(seen, n, std::memory_order_relaxed)) {}
 }
 
 }  // namespace
@@ -54,7 +53,9 @@ void note_alloc(std::size_t n) {
 // header, but both runtimes export it.
 extern "C" int __sanitizer_install_malloc_and_free_hooks(void (*malloc_hook)(const volatile void*, std::size_t),
                                                          void (*free_hook)(const volatile void*));
-extern "C" void cbi_replay_malloc_hook(const volatile void*, std::size_t size) { note_alloc(size); }
+extern "C" void cbi_replay_malloc_hook(const volatile void*, std::size_t size) {
+    note_alloc(size);
+}
 extern "C" void cbi_replay_free_hook(const volatile void*) {}
 static void install_alloc_hooks() {
     __sanitizer_install_malloc_and_free_hooks(cbi_replay_malloc_hook, cbi_replay_free_hook);
@@ -85,7 +86,9 @@ void* memalign(std::size_t alignment, std::size_t n) {
     note_alloc(n);
     return __libc_memalign(alignment, n);
 }
-void* aligned_alloc(std::size_t alignment, std::size_t n) { return memalign(alignment, n); }
+void* aligned_alloc(std::size_t alignment, std::size_t n) {
+    return memalign(alignment, n);
+}
 int posix_memalign(void** out, std::size_t alignment, std::size_t n) {
     if (alignment < sizeof(void*) || (alignment & (alignment - 1)) != 0) return EINVAL;
     void* p = memalign(alignment, n);
@@ -144,7 +147,8 @@ int main(int argc, char** argv) {
         LLVMFuzzerTestOneInput(reinterpret_cast<const std::uint8_t*>(bytes.data()), bytes.size());
         const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
         if (seconds > max_seconds) {
-            std::fprintf(stderr, "replay: %s: took %.1f s, over --max-seconds=%g\n", path.c_str(), seconds, max_seconds);
+            std::fprintf(stderr, "replay: %s: took %.1f s, over --max-seconds=%g\n", path.c_str(), seconds,
+                         max_seconds);
             return 1;
         }
         if (largest_alloc > max_alloc_mb << 20) {
@@ -153,8 +157,8 @@ int main(int argc, char** argv) {
             return 1;
         }
         if (peak_rss_mb() > max_rss_mb) {
-            std::fprintf(stderr, "replay: %s: peak memory %ld MiB, over --max-rss-mb=%ld\n", path.c_str(), peak_rss_mb(),
-                         max_rss_mb);
+            std::fprintf(stderr, "replay: %s: peak memory %ld MiB, over --max-rss-mb=%ld\n", path.c_str(),
+                         peak_rss_mb(), max_rss_mb);
             return 1;
         }
     }

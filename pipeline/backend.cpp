@@ -87,7 +87,8 @@ ResolvedDevice resolve_device(const DeviceSpec& spec, int host_rank) {
 #else
     (void)host_rank;
     if (spec.kind == DeviceSpec::Kind::cuda)
-        throw Error("--device cuda", "this build of cbi has no CUDA backend (configured with CBI_WITH_CUDA=OFF or without nvcc)");
+        throw Error("--device cuda",
+                    "this build of cbi has no CUDA backend (configured with CBI_WITH_CUDA=OFF or without nvcc)");
     return {false, 0, "this build has no CUDA backend, running on the CPU"};
 #endif
 }
@@ -152,7 +153,9 @@ public:
     std::byte* buffer(int index) const override { return buffers_[index].view().data; }
 
     ImageView upload(const ImageView& input) override { return input; }
-    void run_node(const FilterRun& node, const ImageView& src, const ImageView& dst) override { run_node_cpu(node, src, dst); }
+    void run_node(const FilterRun& node, const ImageView& src, const ImageView& dst) override {
+        run_node_cpu(node, src, dst);
+    }
     void run_blend(const BlendFilter& blend, const ScheduleSpec& schedule, const ImageView& a, const ImageView& b,
                    const ImageView& dst) override {
         run_blend_cpu(blend, schedule, a, b, dst);

@@ -61,8 +61,8 @@ public:
     // with its stencils (blend_strip_height), on the default table's
     // schedule, runs fastest at here for a width x height image; nullopt:
     // the schedule's.
-    virtual std::optional<int> strip_height(const FilterRun& node, Depth depth, int src_channels, int channels, int width,
-                                            int height) const = 0;
+    virtual std::optional<int> strip_height(const FilterRun& node, Depth depth, int src_channels, int channels,
+                                            int width, int height) const = 0;
     virtual std::optional<int> blend_strip_height(const BlendRun& node, Depth depth, int channels, int width,
                                                   int height) const = 0;
     // Whether a blend and the stencils it reads fit one kernel for an input

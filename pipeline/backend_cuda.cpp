@@ -101,7 +101,9 @@ public:
         use_device(device_);
         return input;
     }
-    void download_into(const ImageView& result, const ImageView& host) override { cbi::download(result, host, stream()); }
+    void download_into(const ImageView& result, const ImageView& host) override {
+        cbi::download(result, host, stream());
+    }
     void copy_image(const ImageView& src, const ImageView& dst) override {
         CBI_CUDA_CHECK(cudaMemcpy2DAsync(dst.data, dst.stride, src.data, src.stride, src.row_bytes(), src.height,
                                          cudaMemcpyDeviceToDevice, stream()),
@@ -117,7 +119,8 @@ public:
     void end_external() override {
         external_active_ = false;
         const int caller = caller_device_;
-        if (!busy_) CBI_CUDA_CHECK(cudaEventCreateWithFlags(&busy_, cudaEventDisableTiming), "cudaEventCreateWithFlags");
+        if (!busy_)
+            CBI_CUDA_CHECK(cudaEventCreateWithFlags(&busy_, cudaEventDisableTiming), "cudaEventCreateWithFlags");
         CBI_CUDA_CHECK(cudaEventRecord(busy_, external_), "cudaEventRecord after the graph on the caller's stream");
         busy_pending_ = true;
         // Back to the caller's device, even one cbi marked unusable (the
@@ -126,7 +129,9 @@ public:
     }
 
 #if CBI_HAVE_NVJPEG
-    bool decodes_jpeg() const override { return true; }
+    bool decodes_jpeg() const override {
+        return true;
+    }
     bool jpeg_codec_ready(bool wait) override {
         // Starting nvJPEG does not wait for this thread's device context.
         if (!codec_ && !wait && !GpuJpegCodec::started(device_)) return false;
@@ -134,7 +139,9 @@ public:
         if (!codec_) codec_.emplace(device_);  // once per backend: its nvJPEG states
         return true;
     }
-    bool jpeg_decoder_ready() override { return jpeg_codec_ready(false) && GpuJpegCodec::decoder_started(device_); }
+    bool jpeg_decoder_ready() override {
+        return jpeg_codec_ready(false) && GpuJpegCodec::decoder_started(device_);
+    }
     std::optional<ImageView> parse_jpeg(std::span<const std::uint8_t> jpeg, bool wait) override {
         if (!jpeg_codec_ready(wait)) return std::nullopt;
         const auto info = codec_->parse(jpeg, wait);
@@ -158,13 +165,18 @@ public:
         if (!timer_) timer_.emplace();
         timer_->start(stream());
     }
-    double stop_timer_ms() override { return timer_->stop_ms(stream()); }
+    double stop_timer_ms() override {
+        return timer_->stop_ms(stream());
+    }
 
 private:
-    cudaStream_t stream() const { return external_active_ ? external_ : state_->stream.get(); }
+    cudaStream_t stream() const {
+        return external_active_ ? external_ : state_->stream.get();
+    }
     // Work about to start on `s` comes after the buffers' last use on a caller's stream.
     void join(cudaStream_t s) {
-        if (busy_pending_) CBI_CUDA_CHECK(cudaStreamWaitEvent(s, busy_, 0), "cudaStreamWaitEvent for the executor's buffers");
+        if (busy_pending_)
+            CBI_CUDA_CHECK(cudaStreamWaitEvent(s, busy_, 0), "cudaStreamWaitEvent for the executor's buffers");
     }
     void wait_until_idle() {
         if (busy_pending_) CBI_CUDA_CHECK(cudaEventSynchronize(busy_), "cudaEventSynchronize before freeing buffers");
@@ -194,6 +206,8 @@ private:
 
 }  // namespace
 
-std::unique_ptr<Backend> make_cuda_backend(int device, int block) { return std::make_unique<CudaBackend>(device, block); }
+std::unique_ptr<Backend> make_cuda_backend(int device, int block) {
+    return std::make_unique<CudaBackend>(device, block);
+}
 
 }  // namespace cbi

@@ -44,7 +44,9 @@ using Clock = std::chrono::steady_clock;
 // Inserted before the extension when an output shares its input's folder.
 constexpr std::string_view kOutputTag = ".cbi";
 
-double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
+double seconds_since(Clock::time_point t0) {
+    return std::chrono::duration<double>(Clock::now() - t0).count();
+}
 
 std::string lower(std::string s) {
     std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return std::tolower(c); });
@@ -53,9 +55,9 @@ std::string lower(std::string s) {
 
 // The extensions of the formats read_image probes (pipeline/image_io.hpp).
 bool has_image_extension(const fs::path& name) {
-    static const std::set<std::string> exts{".png", ".jpg", ".jpeg", ".jpe", ".tif", ".tiff", ".bmp", ".dib",
-                                            ".webp", ".pbm", ".pgm", ".ppm", ".pnm", ".pam", ".pfm", ".exr",
-                                            ".hdr", ".pic", ".sr", ".ras"};
+    static const std::set<std::string> exts{".png", ".jpg",  ".jpeg", ".jpe", ".tif", ".tiff", ".bmp",
+                                            ".dib", ".webp", ".pbm",  ".pgm", ".ppm", ".pnm",  ".pam",
+                                            ".pfm", ".exr",  ".hdr",  ".pic", ".sr",  ".ras"};
     return exts.count(lower(name.extension().string())) != 0;
 }
 
@@ -67,7 +69,9 @@ fs::path output_name(const fs::path& name, OutputFormat format, bool tag) {
     return name.stem().string() + (tag ? std::string(kOutputTag) : "") + ext;
 }
 
-bool is_tagged_output(const fs::path& name) { return name.stem().string().ends_with(kOutputTag); }
+bool is_tagged_output(const fs::path& name) {
+    return name.stem().string().ends_with(kOutputTag);
+}
 
 struct FileId {
     dev_t dev;
@@ -111,10 +115,11 @@ public:
         } else {
             // The same file listed twice, or two inputs one output name.
             const bool twice = same_file(input, it->second);
-            plan_.rejected.push_back(failed_item(
-                input, {}, input.string() + (twice ? ": is listed twice (as " + it->second.string() + ")"
-                                                   : ": its output " + output.string() + " is also the output of " +
-                                                         it->second.string() + " (choose another output format)")));
+            plan_.rejected.push_back(
+                failed_item(input, {},
+                            input.string() + (twice ? ": is listed twice (as " + it->second.string() + ")"
+                                                    : ": its output " + output.string() + " is also the output of " +
+                                                          it->second.string() + " (choose another output format)")));
         }
     }
 
@@ -198,7 +203,8 @@ private:
 class DirLock {
 public:
     explicit DirLock(const fs::path& dir) : fd_(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC)) {
-        if (fd_ < 0) throw Error(dir.string(), "cannot open the output folder: " + std::system_category().message(errno));
+        if (fd_ < 0)
+            throw Error(dir.string(), "cannot open the output folder: " + std::system_category().message(errno));
         if (::flock(fd_, LOCK_EX | LOCK_NB) != 0) {
             const int err = errno;
             ::close(fd_);
@@ -446,8 +452,14 @@ private:
 // (read, process, write), each over one job's index.
 class BatchRun {
 public:
-    BatchRun(const BatchPlan& plan, const std::vector<BatchDevice>& devices, const BatchOptions& options, int jobs, int k)
-        : plan_(plan), options_(options), jobs_(jobs), k_(k), pool_(devices, k), slots_(plan.jobs.size()),
+    BatchRun(const BatchPlan& plan, const std::vector<BatchDevice>& devices, const BatchOptions& options, int jobs,
+             int k)
+        : plan_(plan),
+          options_(options),
+          jobs_(jobs),
+          k_(k),
+          pool_(devices, k),
+          slots_(plan.jobs.size()),
           jpeg_decoders_(options.jpeg == BatchOptions::JpegCodec::cpu ? 0 : pool_.jpeg_decoders()),
           jpeg_on_device_(jpeg_decoders_ > 0),
           mixed_codecs_(jpeg_on_device_ && options.jpeg == BatchOptions::JpegCodec::automatic &&
@@ -463,7 +475,8 @@ public:
             BatchItem item;
             item.input = job.input;
             item.output = job.output;
-            item.status = options.next_job ? ItemStatus::elsewhere : ItemStatus::cancelled;  // until the read stage takes it
+            item.status =
+                options.next_job ? ItemStatus::elsewhere : ItemStatus::cancelled;  // until the read stage takes it
             summary_.items.push_back(std::move(item));
         }
         progress_.total = summary_.items.size();
@@ -543,25 +556,29 @@ private:
         item.status = ItemStatus::processed;  // until a stage fails or skips it
         std::error_code ec;
         if (!live(i)) {
-        } else if (options_.skip_existing && fs::is_regular_file(job.output, ec)) {  // a folder of that name is no output
+        } else if (options_.skip_existing &&
+                   fs::is_regular_file(job.output, ec)) {  // a folder of that name is no output
             item.status = ItemStatus::skipped;
         } else if (same_file(job.input, job.output)) {
             item.status = ItemStatus::failed;
-            item.error = job.input.string() + ": is also the output " + job.output.string() +
-                         "; cbi never overwrites its input";
+            item.error =
+                job.input.string() + ": is also the output " + job.output.string() + "; cbi never overwrites its input";
         } else {
             attempt(item, job.input, [&] {
                 std::vector<std::uint8_t> bytes = read_file(job.input);
                 const std::string subject = job.input.string();
                 const bool jpeg =
-                    std::string_view(check_image(bytes, subject, options_.max_pixels, options_.max_bytes).format) == "JPEG";
+                    std::string_view(check_image(bytes, subject, options_.max_pixels, options_.max_bytes).format) ==
+                    "JPEG";
                 bool leave_to_device = jpeg && jpeg_on_device_ && options_.jpeg == BatchOptions::JpegCodec::device;
                 // auto: to the device's decoder once it has started and while
                 // it has few JPEGs waiting; the CPU's decoders take the rest.
                 if (jpeg && mixed_codecs_ && device_decoder_ready_) {
                     leave_to_device = device_jpegs_.fetch_add(1) < kDeviceJpegs * jpeg_decoders_;
-                    if (leave_to_device) slots_[i].counted = true;
-                    else --device_jpegs_;
+                    if (leave_to_device)
+                        slots_[i].counted = true;
+                    else
+                        --device_jpegs_;
                 }
                 if (!leave_to_device) {
                     slots_[i].input = decode_image(bytes, subject, options_.max_pixels, options_.max_bytes);
@@ -606,8 +623,8 @@ private:
         if (!slot.jpeg.empty()) {
             const fs::path& out = plan_.jobs[i].output;
             const bool wait = options_.jpeg == BatchOptions::JpegCodec::device;
-            if (auto r = processor.process_jpeg(slot.jpeg, output_format(out) == "JPEG" ? jpeg_quality(options_.write) : 0,
-                                                wait)) {
+            if (auto r = processor.process_jpeg(
+                    slot.jpeg, output_format(out) == "JPEG" ? jpeg_quality(options_.write) : 0, wait)) {
                 slot.output = std::move(r->image);
                 slot.encoded = std::move(r->encoded);
                 slot.encoded_channels = r->channels;
@@ -623,8 +640,10 @@ private:
         int quality = 0;
         if (mixed_codecs_) {
             if (!device_codec_ready_ && processor.jpeg_codec_ready()) device_codec_ready_ = true;
-            if (device_codec_ready_ && !device_decoder_ready_ && processor.jpeg_decoder_ready()) device_decoder_ready_ = true;
-            if (device_codec_ready_ && output_format(plan_.jobs[i].output) == "JPEG") quality = jpeg_quality(options_.write);
+            if (device_codec_ready_ && !device_decoder_ready_ && processor.jpeg_decoder_ready())
+                device_decoder_ready_ = true;
+            if (device_codec_ready_ && output_format(plan_.jobs[i].output) == "JPEG")
+                quality = jpeg_quality(options_.write);
         }
         Processor::FileResult r = processor.process_file(view_of(slot.input), quality);
         slot.output = std::move(r.image);
@@ -728,10 +747,12 @@ BatchPlan plan_folder(const FolderOptions& o) {
     std::error_code ec;
     if (!fs::is_directory(o.input_dir, ec)) throw Error(o.input_dir.string(), "is not a folder");
     const fs::path out_root = o.output_dir.empty() ? o.input_dir : o.output_dir;
-    if (o.output_dir.empty() && !o.in_place) throw std::invalid_argument("an output folder is required unless in place");
+    if (o.output_dir.empty() && !o.in_place)
+        throw std::invalid_argument("an output folder is required unless in place");
     const bool same_dir = same_file(o.input_dir, out_root);
     if (same_dir && !o.in_place)
-        throw std::invalid_argument(out_root.string() + " is the input folder; in-place mode writes NAME.cbi.EXT beside the inputs");
+        throw std::invalid_argument(out_root.string() +
+                                    " is the input folder; in-place mode writes NAME.cbi.EXT beside the inputs");
     BatchPlan plan;
     plan.output_roots.push_back(out_root);
     FolderWalker(o, out_root, same_dir, plan).walk(o.input_dir, {});

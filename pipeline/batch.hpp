@@ -114,9 +114,9 @@ struct BatchProgress {
 };
 
 struct BatchOptions {
-    int jobs = 0;       // worker threads; 0: all cores
-    int in_flight = 0;  // K, images in flight and processors made; 0: 2 x jobs
-    bool overlap = true;  // false: the same stages, one image at a time
+    int jobs = 0;                // worker threads; 0: all cores
+    int in_flight = 0;           // K, images in flight and processors made; 0: 2 x jobs
+    bool overlap = true;         // false: the same stages, one image at a time
     bool skip_existing = false;  // an existing output (complete: writes are atomic) is kept
     std::uint64_t max_pixels = default_max_pixels;
     std::uint64_t max_bytes = default_max_image_bytes;
@@ -154,7 +154,7 @@ struct BatchOptions {
 };
 
 struct StageStats {
-    std::string name;  // "read+decode", "process", "encode+write"
+    std::string name;   // "read+decode", "process", "encode+write"
     double busy_s = 0;  // summed over items
     int lanes = 1;      // how many items the stage can work on at once
 };

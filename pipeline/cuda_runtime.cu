@@ -63,11 +63,15 @@ PinnedBuffer::~PinnedBuffer() {
     if (data_) cudaFreeHost(data_);
 }
 
-Stream::Stream() { CBI_CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "cudaStreamCreate"); }
+Stream::Stream() {
+    CBI_CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "cudaStreamCreate");
+}
 Stream::~Stream() {
     if (stream_) cudaStreamDestroy(stream_);
 }
-void Stream::synchronize(const char* what) const { wait_for_stream(stream_, what); }
+void Stream::synchronize(const char* what) const {
+    wait_for_stream(stream_, what);
+}
 
 void wait_for_stream(cudaStream_t stream, const char* what) {
     if (tbb::this_task_arena::current_thread_index() != tbb::task_arena::not_initialized) {
@@ -79,7 +83,8 @@ void wait_for_stream(cudaStream_t stream, const char* what) {
         // for ever; a callback runs exactly once, with the error.
         tbb::task::suspend([&](tbb::task::suspend_point task) {
             enqueued = cudaStreamAddCallback(
-                stream, [](cudaStream_t, cudaError_t, void* t) { tbb::task::resume(static_cast<tbb::task::suspend_point>(t)); },
+                stream,
+                [](cudaStream_t, cudaError_t, void* t) { tbb::task::resume(static_cast<tbb::task::suspend_point>(t)); },
                 task, 0);
             if (enqueued != cudaSuccess) tbb::task::resume(task);
         });
@@ -97,7 +102,9 @@ EventTimer::~EventTimer() {
     if (start_) cudaEventDestroy(start_);
     if (stop_) cudaEventDestroy(stop_);
 }
-void EventTimer::start(cudaStream_t stream) { CBI_CUDA_CHECK(cudaEventRecord(start_, stream), "cudaEventRecord"); }
+void EventTimer::start(cudaStream_t stream) {
+    CBI_CUDA_CHECK(cudaEventRecord(start_, stream), "cudaEventRecord");
+}
 float EventTimer::stop_ms(cudaStream_t stream) {
     CBI_CUDA_CHECK(cudaEventRecord(stop_, stream), "cudaEventRecord");
     CBI_CUDA_CHECK(cudaEventSynchronize(stop_), "cudaEventSynchronize");

@@ -38,16 +38,20 @@ const std::vector<DefaultRow>& table() {
 // sums slide, so their cost barely grows with the window.
 bool slides_sums(const Filter& f) {
     return visit_kind(f, [](auto kind, const auto&) {
-        if constexpr (requires { decltype(kind)::unit_weights; }) return decltype(kind)::unit_weights;
-        else return false;
+        if constexpr (requires { decltype(kind)::unit_weights; })
+            return decltype(kind)::unit_weights;
+        else
+            return false;
     });
 }
 
 // Which stencil pairs a kind fuses into by default (FilterKind<F>::pair_fusion).
 PairFusion pair_fusion_of(const Filter& f) {
     return visit_kind(f, [](auto kind, const auto& params) {
-        if constexpr (decltype(kind)::category == Category::stencil) return decltype(kind)::pair_fusion(params);
-        else return PairFusion{};
+        if constexpr (decltype(kind)::category == Category::stencil)
+            return decltype(kind)::pair_fusion(params);
+        else
+            return PairFusion{};
     });
 }
 
@@ -60,7 +64,8 @@ int ksize_of(const NodeOp& op) {
 }
 
 bool matches(const DefaultRow& row, const NodeOp& op, const NodeFormat& format) {
-    return row.cuda == format.cuda && row.kind == op_kind(op) && (row.max_ksize == 0 || ksize_of(op) <= row.max_ksize) &&
+    return row.cuda == format.cuda && row.kind == op_kind(op) &&
+           (row.max_ksize == 0 || ksize_of(op) <= row.max_ksize) &&
            (row.depth == kAnyDepth || row.depth == static_cast<int>(format.depth)) &&
            (row.channels == 0 || row.channels == format.channels);
 }
@@ -132,8 +137,8 @@ double cpu_seconds(const Graph& graph, const std::vector<int>& node_ch, double p
 
 double cpu_run_seconds(const Graph& graph, std::uint64_t width, std::uint64_t height, int channels, Depth depth,
                        int threads) {
-    return cpu_seconds(graph, channels_of_nodes(graph, channels), static_cast<double>(width) * static_cast<double>(height),
-                       depth, threads);
+    return cpu_seconds(graph, channels_of_nodes(graph, channels),
+                       static_cast<double>(width) * static_cast<double>(height), depth, threads);
 }
 
 bool one_image_runs_on_cpu(const Graph& graph, std::uint64_t width, std::uint64_t height, int channels, Depth depth,
@@ -159,7 +164,9 @@ std::string_view op_kind(const NodeOp& op) {
     return visit_kind(*f, [](auto kind, const auto&) { return decltype(kind)::name; });
 }
 
-std::span<const DefaultRow> default_table() { return table(); }
+std::span<const DefaultRow> default_table() {
+    return table();
+}
 
 ScheduleSpec default_schedule(const NodeOp& op, const Border& border, const NodeFormat& format) {
     ScheduleSpec chosen{};

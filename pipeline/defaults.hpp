@@ -20,7 +20,7 @@ std::string_view op_kind(const NodeOp& op);
 // What the table's choice depends on besides the operation.
 struct NodeFormat {
     Depth depth = Depth::u8;
-    int channels = 3;       // of the node's input
+    int channels = 3;  // of the node's input
     bool cuda = false;
 };
 
@@ -29,9 +29,9 @@ struct NodeFormat {
 struct DefaultRow {
     std::string_view kind;  // op_kind
     bool cuda;
-    int max_ksize;   // nodes whose footprint side is at most this (0: any)
-    int depth;       // -1: any, else static_cast<int>(Depth)
-    int channels;    // 0: any
+    int max_ksize;               // nodes whose footprint side is at most this (0: any)
+    int depth;                   // -1: any, else static_cast<int>(Depth)
+    int channels;                // 0: any
     std::string_view schedules;  // fastest first, space-separated; the first that supports the node wins
 };
 
@@ -71,7 +71,9 @@ bool fuses_pair_by_default(const FilterRun& pair, const NodeFormat& format);
 // CPU, no: converted a tile's columns at a time, its rows stall on memory
 // where the whole-row pass streams (docs/performance.md#color-fusion).
 // --fuse-stencils fuses them on the CPU too.
-constexpr bool fuses_color_by_default(bool cuda) { return cuda; }
+constexpr bool fuses_color_by_default(bool cuda) {
+    return cuda;
+}
 
 // The default device for one image (`--device auto` outside a batch):
 // starting a CUDA device, and staging and copying one image in and out,

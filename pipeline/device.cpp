@@ -75,8 +75,8 @@ DeviceSpec choose_device(const DeviceSpec& spec, const Graph& graph, const std::
         }
     }
     if (!largest) return spec;
-    if (!batch_runs_on_cpu(graph, largest->width, largest->height, static_cast<int>(largest->channels), depth_of(*largest),
-                           active_threads(), jobs.size()))
+    if (!batch_runs_on_cpu(graph, largest->width, largest->height, static_cast<int>(largest->channels),
+                           depth_of(*largest), active_threads(), jobs.size()))
         return spec;
     return {DeviceSpec::Kind::cpu, 0};
 }
@@ -90,8 +90,8 @@ std::vector<BatchDevice> batch_devices(const Graph& graph, const RunOptions& opt
     for (const ResolvedDevice& d : resolved) {
         RunOptions per_device = options;
         per_device.device = d;
-        devices.push_back({d.cuda ? "cuda:" + std::to_string(d.index) : "cpu", graph_processor_factory(graph, per_device),
-                           d.cuda ? kGpuBatchProcessors : 0});
+        devices.push_back({d.cuda ? "cuda:" + std::to_string(d.index) : "cpu",
+                           graph_processor_factory(graph, per_device), d.cuda ? kGpuBatchProcessors : 0});
     }
     return devices;
 }

@@ -12,15 +12,15 @@
 
 namespace cbi {
 
-class Graph;          // pipeline/graph.hpp
-struct ImageHeader;   // pipeline/image_io.hpp
-struct BatchJob;      // pipeline/batch.hpp
-struct BatchDevice;   // pipeline/batch.hpp
-struct RunOptions;    // pipeline/executor.hpp
+class Graph;         // pipeline/graph.hpp
+struct ImageHeader;  // pipeline/image_io.hpp
+struct BatchJob;     // pipeline/batch.hpp
+struct BatchDevice;  // pipeline/batch.hpp
+struct RunOptions;   // pipeline/executor.hpp
 
 struct DeviceSpec {
     enum class Kind { automatic, cpu, cuda } kind = Kind::automatic;
-    int index = 0;  // CUDA device ordinal
+    int index = 0;       // CUDA device ordinal
     bool named = false;  // cuda:N gave the ordinal (cuda and auto did not)
 };
 // "auto", "cpu", "cuda" or "cuda:N"; throws std::invalid_argument.

@@ -42,19 +42,19 @@ bool reads_border(const NodeOp& op) {
 struct GraphExecutor::Plan {
     int width = 0, height = 0, channels = 0;
     Depth depth = Depth::u8;
-    std::vector<NodeId> order;          // nodes that feed an output, inputs first
-    std::vector<int> channels_of;       // per node
-    std::vector<ScheduleSpec> schedule;  // per node: the schedule it runs with
-    std::vector<Choice> choice;          // per node
-    std::vector<std::string> tuning_key; // per auto node
-    std::vector<NodeFormat> format;      // per default or auto node: what the default table is asked
-    std::vector<std::vector<NodeId>> reads;             // per node: the buffers it reads (its inputs, unless fused)
-    std::vector<std::optional<ColorFilter>> fused_color; // per stencil node: a colour node fused into its loads
-    std::vector<NodeId> fused_into;                      // per fused node: the stencil that computes it, or -1
-    std::vector<NodeId> fused_stencil;                   // per stencil node: the stencil fused into it, or -1
-    std::vector<std::optional<BlendRun>> fused_blend;    // per blend node: run with its stencils in one kernel
-    std::vector<int> buffer_of;         // per node; -1: the graph input
-    std::vector<int> buffer_channels;   // capacity of each buffer, in channels
+    std::vector<NodeId> order;                            // nodes that feed an output, inputs first
+    std::vector<int> channels_of;                         // per node
+    std::vector<ScheduleSpec> schedule;                   // per node: the schedule it runs with
+    std::vector<Choice> choice;                           // per node
+    std::vector<std::string> tuning_key;                  // per auto node
+    std::vector<NodeFormat> format;                       // per default or auto node: what the default table is asked
+    std::vector<std::vector<NodeId>> reads;               // per node: the buffers it reads (its inputs, unless fused)
+    std::vector<std::optional<ColorFilter>> fused_color;  // per stencil node: a colour node fused into its loads
+    std::vector<NodeId> fused_into;                       // per fused node: the stencil that computes it, or -1
+    std::vector<NodeId> fused_stencil;                    // per stencil node: the stencil fused into it, or -1
+    std::vector<std::optional<BlendRun>> fused_blend;     // per blend node: run with its stencils in one kernel
+    std::vector<int> buffer_of;                           // per node; -1: the graph input
+    std::vector<int> buffer_channels;                     // capacity of each buffer, in channels
 
     void order_nodes(const Graph& graph);
     void choose_schedules(const Graph& graph, const RunOptions& options, const Backend& backend);
@@ -109,9 +109,9 @@ void GraphExecutor::Plan::choose_schedules(const Graph& graph, const RunOptions&
             continue;
         }
         if (device.empty()) device = backend.device_name();
-        tuning_key[id] = cbi::tuning_key(device, nodes[id].op_string(), reads_border(nodes[id].op) ? to_string(border) : "-",
-                                         depth, format[id].channels, width, height,
-                                         options.device.cuda ? options.block : 0);
+        tuning_key[id] =
+            cbi::tuning_key(device, nodes[id].op_string(), reads_border(nodes[id].op) ? to_string(border) : "-", depth,
+                            format[id].channels, width, height, options.device.cuda ? options.block : 0);
         if (const auto hit = options.tuning->find(tuning_key[id], nodes[id].op)) {
             schedule[id] = *hit;
             choice[id] = Choice::cached;
@@ -160,7 +160,8 @@ void GraphExecutor::Plan::fuse_colour(const Graph& graph, const std::vector<int>
         const NodeId in = nodes[id].inputs[0];
         const auto* pre = in == Graph::input() ? nullptr : std::get_if<Filter>(&nodes[in].op);
         const auto* colour = pre && readers[in] == 1 ? std::get_if<ColorFilter>(pre) : nullptr;
-        if (!colour || !supports(schedule[id], std::get<Filter>(nodes[id].op), graph.border_of(id), Fusion{true, false}))
+        if (!colour ||
+            !supports(schedule[id], std::get<Filter>(nodes[id].op), graph.border_of(id), Fusion{true, false}))
             continue;
         fused_color[id] = *colour;
         fused_into[in] = id;
@@ -234,8 +235,9 @@ void GraphExecutor::Plan::fuse_blends(const Graph& graph, const std::vector<int>
         if (!blend || choice[id] == Choice::pending) continue;
         const std::array<NodeId, 2> in{nodes[id].inputs[0], nodes[id].inputs[1]};
         std::array<bool, 2> side{fusable(in[0]), fusable(in[1])};  // computed in the blend's kernel
-        if (!(side[0] && side[1] && nodes[in[0]].inputs[0] == nodes[in[1]].inputs[0])) {  // not two stencils of one image:
-            side[0] = side[0] && nodes[in[0]].inputs[0] == in[1];                           // a stencil and its input
+        if (!(side[0] && side[1] &&
+              nodes[in[0]].inputs[0] == nodes[in[1]].inputs[0])) {  // not two stencils of one image:
+            side[0] = side[0] && nodes[in[0]].inputs[0] == in[1];   // a stencil and its input
             side[1] = !side[0] && side[1] && nodes[in[1]].inputs[0] == in[0];
             if (!side[0] && !side[1]) continue;
         }
@@ -254,7 +256,8 @@ void GraphExecutor::Plan::fuse_blends(const Graph& graph, const std::vector<int>
         for (int k = 0; k < 2; ++k)
             if (side[k]) fused_into[in[k]] = id;
         if (choice[first] == Choice::table)  // the strip height for this image, as size_strips gives stencils
-            if (const auto h = backend.blend_strip_height(run, depth, channels_of[source], width, height)) run.schedule.height = *h;
+            if (const auto h = backend.blend_strip_height(run, depth, channels_of[source], width, height))
+                run.schedule.height = *h;
         fused_blend[id] = run;
         reads[id] = {source};
     }
@@ -304,7 +307,8 @@ void GraphExecutor::Plan::assign_buffers(const Graph& graph) {
         const int want = channels_of[id];
         int best = -1;
         for (std::size_t b = 0; b < buffer_free.size(); ++b)
-            if (buffer_free[b] && buffer_channels[b] >= want && (best < 0 || buffer_channels[b] < buffer_channels[best]))
+            if (buffer_free[b] && buffer_channels[b] >= want &&
+                (best < 0 || buffer_channels[b] < buffer_channels[best]))
                 best = static_cast<int>(b);
         if (best < 0) {
             best = static_cast<int>(buffer_channels.size());
@@ -317,7 +321,8 @@ void GraphExecutor::Plan::assign_buffers(const Graph& graph) {
     }
 }
 
-GraphExecutor::GraphExecutor(Graph graph, RunOptions options) : user_graph_(std::move(graph)), options_(std::move(options)) {
+GraphExecutor::GraphExecutor(Graph graph, RunOptions options)
+    : user_graph_(std::move(graph)), options_(std::move(options)) {
     user_graph_.check_complete();
     ExpandedGraph expanded = expand_compound(user_graph_);
     graph_ = std::move(expanded.graph);
@@ -330,7 +335,8 @@ GraphExecutor::GraphExecutor(Graph graph, RunOptions options) : user_graph_(std:
 GraphExecutor::~GraphExecutor() = default;
 
 void GraphExecutor::plan(int width, int height, int channels, Depth depth) {
-    const ImageView probe{nullptr, width, height, channels, depth, static_cast<std::size_t>(width) * channels * depth_bytes(depth)};
+    const ImageView probe{nullptr,  width, height,
+                          channels, depth, static_cast<std::size_t>(width) * channels * depth_bytes(depth)};
     check_supported(probe, "input");
     if (probe.pixels() > max_schedulable_pixels)
         throw Error("input", cbi::describe(probe) + " has more than 2^32-1 pixels, the most a schedule can index");
@@ -340,7 +346,8 @@ void GraphExecutor::plan(int width, int height, int channels, Depth depth) {
     const std::vector<int> user_channels = node_channels(user_graph_, channels);
     for (const GraphNode& n : user_graph_.nodes())
         if (const auto* f = std::get_if<Filter>(&n.op); f && !n.inputs.empty())
-            if (const std::string why = refuses_input(*f, depth, user_channels[static_cast<std::size_t>(n.inputs[0])]); !why.empty())
+            if (const std::string why = refuses_input(*f, depth, user_channels[static_cast<std::size_t>(n.inputs[0])]);
+                !why.empty())
                 throw Error(to_string(*f), why);
 
     auto plan = std::make_unique<Plan>();
@@ -359,7 +366,8 @@ void GraphExecutor::plan(int width, int height, int channels, Depth depth) {
 }
 
 bool GraphExecutor::planned_for(int width, int height, int channels, Depth depth) const {
-    return plan_ && plan_->width == width && plan_->height == height && plan_->channels == channels && plan_->depth == depth;
+    return plan_ && plan_->width == width && plan_->height == height && plan_->channels == channels &&
+           plan_->depth == depth;
 }
 
 void GraphExecutor::prepare(int width, int height, int channels, Depth depth) {
@@ -396,8 +404,8 @@ void GraphExecutor::run_node(NodeId id, const ScheduleSpec& schedule, int first_
     } else if (const auto& fused = plan_->fused_blend[id]) {
         backend_->run_fused_blend(*fused, band(view_of(plan_->reads[id][0])), dst);
     } else {
-        backend_->run_blend(std::get<BlendFilter>(n.op), schedule, band(view_of(n.inputs[0])), band(view_of(n.inputs[1])),
-                            dst);
+        backend_->run_blend(std::get<BlendFilter>(n.op), schedule, band(view_of(n.inputs[0])),
+                            band(view_of(n.inputs[1])), dst);
     }
 }
 
@@ -421,7 +429,8 @@ void GraphExecutor::tune(NodeId id) {
         return;
     }
     const TuningMethod method = backend_->tuning();
-    const int rows = method.band_of_rows ? std::min(plan.height, std::max(kTuningBandRows, plan.height / 8)) : plan.height;
+    const int rows =
+        method.band_of_rows ? std::min(plan.height, std::max(kTuningBandRows, plan.height / 8)) : plan.height;
     const int first_row = (plan.height - rows) / 2;
     // Timed on their own; fused from the next plan on where the choice can.
     plan.schedule[id] = fastest_candidate(default_candidates(op, graph_.border_of(id), plan.format[id]), method.runs,
@@ -485,7 +494,8 @@ void GraphExecutor::check_outputs(std::span<const ImageView> outputs) const {
     };
     for (std::size_t o = 0; o < outputs.size(); ++o) {
         if (overlap(outputs[o], input_))
-            throw std::invalid_argument("output " + std::to_string(o) + " overlaps the input: filters cannot run in place");
+            throw std::invalid_argument("output " + std::to_string(o) +
+                                        " overlaps the input: filters cannot run in place");
         for (std::size_t p = 0; p < o; ++p)
             if (overlap(outputs[o], outputs[p]))
                 throw std::invalid_argument("outputs " + std::to_string(p) + " and " + std::to_string(o) + " overlap");
@@ -500,7 +510,8 @@ void GraphExecutor::run_into(const ImageView& input, std::span<const ImageView> 
     if (options_.device.cuda) {  // through the device: staged upload, downloads into the caller's views
         input_ = backend_->upload(input);
         run_nodes();
-        for (std::size_t i = 0; i < outputs.size(); ++i) backend_->download_into(view_of(graph_.outputs()[i]), outputs[i]);
+        for (std::size_t i = 0; i < outputs.size(); ++i)
+            backend_->download_into(view_of(graph_.outputs()[i]), outputs[i]);
         backend_->finish();
         ran_ = true;
         return;
@@ -559,7 +570,9 @@ Image GraphExecutor::process(const ImageView& input) {
     return copy;
 }
 
-bool GraphExecutor::decodes_jpeg() const { return backend_->decodes_jpeg(); }
+bool GraphExecutor::decodes_jpeg() const {
+    return backend_->decodes_jpeg();
+}
 
 std::optional<Processor::FileResult> GraphExecutor::process_jpeg(std::span<const std::uint8_t> jpeg, int jpeg_quality,
                                                                  bool wait) {
@@ -575,9 +588,13 @@ std::optional<Processor::FileResult> GraphExecutor::process_jpeg(std::span<const
     return file_result(jpeg_quality);
 }
 
-bool GraphExecutor::jpeg_codec_ready() { return backend_->decodes_jpeg() && backend_->jpeg_codec_ready(false); }
+bool GraphExecutor::jpeg_codec_ready() {
+    return backend_->decodes_jpeg() && backend_->jpeg_codec_ready(false);
+}
 
-bool GraphExecutor::jpeg_decoder_ready() { return backend_->decodes_jpeg() && backend_->jpeg_decoder_ready(); }
+bool GraphExecutor::jpeg_decoder_ready() {
+    return backend_->decodes_jpeg() && backend_->jpeg_decoder_ready();
+}
 
 Processor::FileResult GraphExecutor::process_file(const ImageView& input, int jpeg_quality) {
     if (jpeg_quality <= 0 || !jpeg_codec_ready()) return Processor::process_file(input, jpeg_quality);
@@ -616,8 +633,11 @@ ScheduleSpec GraphExecutor::schedule_of(NodeId id) const {
 std::string GraphExecutor::describe() const {
     std::ostringstream s;
     const auto& nodes = graph_.nodes();
-    s << "pipeline on " << (options_.device.cuda ? "cuda:" + std::to_string(options_.device.index) : std::string("cpu"));
-    if (plan_) s << ", input " << cbi::describe(ImageView{nullptr, plan_->width, plan_->height, plan_->channels, plan_->depth, 0});
+    s << "pipeline on "
+      << (options_.device.cuda ? "cuda:" + std::to_string(options_.device.index) : std::string("cpu"));
+    if (plan_)
+        s << ", input "
+          << cbi::describe(ImageView{nullptr, plan_->width, plan_->height, plan_->channels, plan_->depth, 0});
     s << "\n";
     // The schedule and where it came from: given, the default table, auto.
     const auto schedule_text = [&](NodeId id) {
@@ -652,8 +672,8 @@ std::string GraphExecutor::describe() const {
         std::string inputs;
         for (NodeId in : n.inputs) inputs += (inputs.empty() ? "" : ", ") + nodes[in].name;
         s << "  " << std::left << std::setw(static_cast<int>(name_width)) << n.name << "  "
-          << std::setw(static_cast<int>(op_width)) << n.op_string() << "  @" << std::setw(static_cast<int>(schedule_width))
-          << schedule_text(id);
+          << std::setw(static_cast<int>(op_width)) << n.op_string() << "  @"
+          << std::setw(static_cast<int>(schedule_width)) << schedule_text(id);
         if (reads_border(n.op))
             s << "  border " << std::setw(12) << to_string(graph_.border_of(id));
         else
@@ -673,13 +693,16 @@ std::string GraphExecutor::describe() const {
             s << "  (fused: computes " << sides << " in one kernel through line buffers, reading "
               << nodes[plan_->reads[id][0]].name << ")";
         } else if (plan_ && plan_->fused_color[id]) {
-            s << "  (fused: reads " << nodes[plan_->reads[id][0]].name << " through " << to_string(Filter(*plan_->fused_color[id]))
-              << ")";
+            s << "  (fused: reads " << nodes[plan_->reads[id][0]].name << " through "
+              << to_string(Filter(*plan_->fused_color[id])) << ")";
         }
         if (plan_) {
-            if (plan_->fused_into[id] >= 0) s << "  -> fused into " << nodes[plan_->fused_into[id]].name << ", not stored";
-            else if (plan_->buffer_of[id] < 0) s << "  (not needed by any output: skipped)";
-            else s << "  -> buffer " << plan_->buffer_of[id] << " (" << plan_->channels_of[id] << " ch)";
+            if (plan_->fused_into[id] >= 0)
+                s << "  -> fused into " << nodes[plan_->fused_into[id]].name << ", not stored";
+            else if (plan_->buffer_of[id] < 0)
+                s << "  (not needed by any output: skipped)";
+            else
+                s << "  -> buffer " << plan_->buffer_of[id] << " (" << plan_->channels_of[id] << " ch)";
         }
         for (std::size_t o = 0; o < graph_.outputs().size(); ++o)
             if (graph_.outputs()[o] == id) s << "  [output " << o << "]";
@@ -693,16 +716,19 @@ std::string GraphExecutor::describe() const {
         for (NodeId id = 1; id < static_cast<NodeId>(nodes.size()); ++id) {
             const NodeId into = plan_->fused_into[id];
             if (into < 0) continue;
-            if (!is_stencil(nodes[id].op)) ++colours;
-            else if (plan_->fused_blend[into]) ++blended;
-            else ++stencils;
+            if (!is_stencil(nodes[id].op))
+                ++colours;
+            else if (plan_->fused_blend[into])
+                ++blended;
+            else
+                ++stencils;
         }
         s << "  " << plan_->order.size() << " kernels run";
         if (colours > 0) s << " (" << colours << " colour node" << (colours > 1 ? "s" : "") << " fused)";
         if (stencils > 0) s << " (" << stencils << " stencil" << (stencils > 1 ? "s" : "") << " fused into the next)";
         if (blended > 0) s << " (" << blended << " stencil" << (blended > 1 ? "s" : "") << " fused into a blend)";
-        s << ", " << plan_->buffer_channels.size() << " buffers ("
-          << std::fixed << std::setprecision(1) << bytes / 1048576.0 << " MiB) reused by lifetime\n";
+        s << ", " << plan_->buffer_channels.size() << " buffers (" << std::fixed << std::setprecision(1)
+          << bytes / 1048576.0 << " MiB) reused by lifetime\n";
     } else {
         s << "  buffers are planned when the input's size is known\n";
     }

@@ -16,7 +16,9 @@ namespace cbi {
 namespace fs = std::filesystem;
 namespace {
 
-[[noreturn]] void invalid(const std::string& message) { throw std::invalid_argument(message); }
+[[noreturn]] void invalid(const std::string& message) {
+    throw std::invalid_argument(message);
+}
 
 bool valid_name(std::string_view name) {
     if (name.empty()) return false;
@@ -175,8 +177,7 @@ Graph::Graph() {
 }
 
 NodeId Graph::add(GraphNode node) {
-    if (!valid_name(node.name))
-        invalid("node name '" + node.name + "' must be letters, digits, '_', '-' or '.'");
+    if (!valid_name(node.name)) invalid("node name '" + node.name + "' must be letters, digits, '_', '-' or '.'");
     for (NodeId in : node.inputs)
         if (in < 0 || in >= static_cast<NodeId>(nodes_.size()))
             invalid("node '" + node.name + "': input " + std::to_string(in) + " does not exist");
@@ -224,7 +225,8 @@ ScheduleChoice Graph::schedule_of(NodeId id) const {
 }
 
 void Graph::add_output(NodeId node) {
-    if (node < 0 || node >= static_cast<NodeId>(nodes_.size())) invalid("output " + std::to_string(node) + " does not exist");
+    if (node < 0 || node >= static_cast<NodeId>(nodes_.size()))
+        invalid("output " + std::to_string(node) + " does not exist");
     if (is_output_.size() < nodes_.size()) is_output_.resize(nodes_.size(), false);
     if (is_output_[node]) invalid("node '" + nodes_[node].name + "' is an output twice");
     is_output_[node] = true;
@@ -268,14 +270,17 @@ namespace {
 // Adds `op` as `name` reading `inputs` to `out`, expanded when compound.
 NodeId add_expanded(Graph& out, const std::string& name, const NodeOp& op, const std::vector<NodeId>& inputs,
                     const NodeOptions& options) {
-    if (const auto* blend = std::get_if<BlendFilter>(&op)) return out.add_blend(name, *blend, inputs[0], inputs[1], options);
+    if (const auto* blend = std::get_if<BlendFilter>(&op))
+        return out.add_blend(name, *blend, inputs[0], inputs[1], options);
     const Filter& filter = std::get<Filter>(op);
     const Expansion e = expansion_of(filter);
     if (e.steps.empty()) return out.add_filter(name, filter, inputs[0], options);
     std::vector<NodeId> step_ids;
     for (std::size_t k = 0; k < e.steps.size(); ++k) {
         const ExpansionStep& step = e.steps[k];
-        const auto in = [&](int i) { return i == kExpansionInput ? inputs[0] : step_ids.at(static_cast<std::size_t>(i)); };
+        const auto in = [&](int i) {
+            return i == kExpansionInput ? inputs[0] : step_ids.at(static_cast<std::size_t>(i));
+        };
         NodeOp step_op = std::visit([](const auto& o) { return NodeOp{o}; }, step.op);
         NodeOptions o{std::nullopt, step.border ? step.border : options.border};
         if (options.schedule) {
@@ -307,7 +312,8 @@ ExpandedGraph expand_compound(const Graph& graph) {
     return e;
 }
 
-Graph parse_pipeline(std::string_view text, const ScheduleChoice& default_schedule, const std::optional<Border>& default_border) {
+Graph parse_pipeline(std::string_view text, const ScheduleChoice& default_schedule,
+                     const std::optional<Border>& default_border) {
     Graph g;
     g.set_default_schedule(default_schedule);
     g.set_default_border(default_border);
@@ -351,7 +357,8 @@ Graph graph_from_json(std::string_view json_text) {
         invalid(std::string("not valid JSON: ") + e.what());
     }
     if (!doc.is_object()) invalid("the pipeline must be a JSON object with \"nodes\" and \"outputs\"");
-    const auto text_field = [](const json& obj, const char* key, const std::string& where) -> std::optional<std::string> {
+    const auto text_field = [](const json& obj, const char* key,
+                               const std::string& where) -> std::optional<std::string> {
         const auto it = obj.find(key);
         if (it == obj.end()) return std::nullopt;
         if (!it->is_string()) invalid(where + "\"" + key + "\" must be a string");
@@ -398,8 +405,10 @@ Graph graph_from_json(std::string_view json_text) {
             const auto filter = text_field(n, "filter", where);
             const auto blend = text_field(n, "blend", where);
             if (filter.has_value() == blend.has_value()) invalid("needs exactly one of \"filter\" and \"blend\"");
-            if (filter) p.op = parse_filter(*filter);
-            else p.op = parse_blend(blend->starts_with("blend:") ? blend->substr(6) : *blend);
+            if (filter)
+                p.op = parse_filter(*filter);
+            else
+                p.op = parse_blend(blend->starts_with("blend:") ? blend->substr(6) : *blend);
             if (const auto inputs = n.find("inputs"); inputs != n.end()) {
                 if (!inputs->is_array()) invalid("\"inputs\" must be an array of node names");
                 for (const json& in : *inputs) {
@@ -446,7 +455,8 @@ Graph graph_from_json(std::string_view json_text) {
                 continue;
             }
             const auto it = index.find(in);
-            if (it == index.end()) invalid("node '" + pending[i].name + "': input '" + printable(in) + "' is not a node");
+            if (it == index.end())
+                invalid("node '" + pending[i].name + "': input '" + printable(in) + "' is not a node");
             from[i][k] = it->second;
             ++waiting[i];
             ++user_start[it->second + 1];

@@ -57,7 +57,7 @@ bool supports(const ScheduleSpec& schedule, const NodeOp& op, const Border& bord
 struct GraphNode {
     std::string name;
     NodeOp op;
-    std::vector<NodeId> inputs;                            // 0, 1 or 2 (blend: A, B)
+    std::vector<NodeId> inputs;  // 0, 1 or 2 (blend: A, B)
     NodeOptions options;
 
     bool is_input() const { return std::holds_alternative<std::monostate>(op); }

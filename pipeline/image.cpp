@@ -9,7 +9,9 @@
 
 namespace cbi {
 
-void Image::FreeBytes::operator()(std::byte* p) const { std::free(p); }
+void Image::FreeBytes::operator()(std::byte* p) const {
+    std::free(p);
+}
 
 Image::Image(int width, int height, int channels, Depth depth) {
     view_ = ImageView{nullptr, width, height, channels, depth, 0};
@@ -24,8 +26,7 @@ Image::Image(int width, int height, int channels, Depth depth) {
 }
 
 void copy_pixels(const ImageView& src, const ImageView& dst) {
-    if (src.width != dst.width || src.height != dst.height || src.channels != dst.channels ||
-        src.depth != dst.depth)
+    if (src.width != dst.width || src.height != dst.height || src.channels != dst.channels || src.depth != dst.depth)
         throw std::invalid_argument("copy_pixels: " + describe(src) + " into " + describe(dst));
     for (int y = 0; y < src.height; ++y) std::memcpy(dst.row<std::byte>(y), src.row<std::byte>(y), src.row_bytes());
 }
@@ -47,12 +48,18 @@ ImageView view_of(const cv::Mat& mat) {
                                         " (cbi supports 8-bit unsigned, 16-bit unsigned and 32-bit float)");
     }
     // A const Mat may be read through the view; cbi never writes to an input.
-    ImageView v{const_cast<std::byte*>(reinterpret_cast<const std::byte*>(mat.data)), mat.cols, mat.rows,
-                mat.channels(), depth, mat.step[0]};
+    ImageView v{const_cast<std::byte*>(reinterpret_cast<const std::byte*>(mat.data)),
+                mat.cols,
+                mat.rows,
+                mat.channels(),
+                depth,
+                mat.step[0]};
     check_supported(v, "image");
     return v;
 }
 
-cv::Mat as_mat(const ImageView& v) { return cv::Mat(v.height, v.width, cv_type(v.depth, v.channels), v.data, v.stride); }
+cv::Mat as_mat(const ImageView& v) {
+    return cv::Mat(v.height, v.width, cv_type(v.depth, v.channels), v.data, v.stride);
+}
 
 }  // namespace cbi

@@ -13,10 +13,10 @@
 #include <fstream>
 #include <mutex>
 #include <optional>
-#include <utility>
 #include <set>
 #include <stdexcept>
 #include <system_error>
+#include <utility>
 
 #include <opencv2/imgcodecs.hpp>
 
@@ -24,8 +24,8 @@
 #include "pipeline/error.hpp"
 #include "pipeline/jpeg_bands.hpp"
 #include "pipeline/jpeg_decode.hpp"
-#include "pipeline/png_bands.hpp"
 #include "pipeline/metadata.hpp"
+#include "pipeline/png_bands.hpp"
 
 namespace cbi {
 namespace {
@@ -34,7 +34,9 @@ namespace fs = std::filesystem;
 using Bytes = std::span<const std::uint8_t>;
 using namespace std::string_view_literals;  // magics contain NUL bytes
 
-std::string errno_text(int err) { return std::system_category().message(err); }
+std::string errno_text(int err) {
+    return std::system_category().message(err);
+}
 
 // ---------------------------------------------------------------- reading
 
@@ -46,32 +48,42 @@ bool starts_with(Bytes b, std::string_view magic) {
 struct Malformed {
     std::string reason;
 };
-[[noreturn]] void malformed(std::string reason) { throw Malformed{std::move(reason)}; }
+[[noreturn]] void malformed(std::string reason) {
+    throw Malformed{std::move(reason)};
+}
 
 // Products of header fields, which may be anything: saturate instead of wrapping.
 std::uint64_t mul_sat(std::uint64_t a, std::uint64_t b) {
     std::uint64_t r;
     return __builtin_mul_overflow(a, b, &r) ? ~std::uint64_t{0} : r;
 }
-std::uint64_t add_sat(std::uint64_t a, std::uint64_t b) { return a + b < a ? ~std::uint64_t{0} : a + b; }
-std::uint64_t div_up(std::uint64_t a, std::uint64_t b) { return a / b + (a % b != 0); }
+std::uint64_t add_sat(std::uint64_t a, std::uint64_t b) {
+    return a + b < a ? ~std::uint64_t{0} : a + b;
+}
+std::uint64_t div_up(std::uint64_t a, std::uint64_t b) {
+    return a / b + (a % b != 0);
+}
 
 // Bytes per sample OpenCV decodes a sample of `bits` into.
-std::uint32_t sample_bytes(std::uint64_t bits) { return bits <= 8 ? 1 : bits <= 16 ? 2 : bits <= 32 ? 4 : 8; }
+std::uint32_t sample_bytes(std::uint64_t bits) {
+    return bits <= 8 ? 1 : bits <= 16 ? 2 : bits <= 32 ? 4 : 8;
+}
 
 // Calls f(offset, length, type) for each chunk after the signature, while f
 // returns true and the chunk header is inside the file.
 template <class F>
 void for_each_png_chunk(Bytes b, F&& f) {
     for (std::uint64_t i = 8; i + 8 <= b.size(); i += 12 + std::uint64_t{be32(b.data() + i)})
-        if (!f(i, std::uint64_t{be32(b.data() + i)}, std::string_view(reinterpret_cast<const char*>(b.data() + i + 4), 4)))
+        if (!f(i, std::uint64_t{be32(b.data() + i)},
+               std::string_view(reinterpret_cast<const char*>(b.data() + i + 4), 4)))
             return;
 }
 
 ImageHeader probe_png(Bytes b) {
     // Signature, then IHDR must be the first chunk: length 13, "IHDR", width,
     // height, bit depth, colour type.
-    if (b.size() < 26 || std::memcmp(b.data() + 12, "IHDR", 4) != 0) malformed("PNG header is incomplete or has no IHDR chunk");
+    if (b.size() < 26 || std::memcmp(b.data() + 12, "IHDR", 4) != 0)
+        malformed("PNG header is incomplete or has no IHDR chunk");
     ImageHeader h{"PNG", be32(b.data() + 16), be32(b.data() + 20)};
     const unsigned depth = b[24], colour = b[25];
     // OpenCV: gray -> 1 channel; RGB or palette -> 3, or 4 with a tRNS chunk
@@ -82,23 +94,34 @@ ImageHeader probe_png(Bytes b) {
             trns = trns || type == "tRNS";
             return type != "IDAT" && type != "IEND";
         });
-    if (colour == 0) h.channels = 1;
-    else if ((colour == 2 || colour == 3) && !trns) h.channels = 3;
-    else if (colour == 2 || colour == 3 || colour == 4 || colour == 6) h.channels = 4;
+    if (colour == 0)
+        h.channels = 1;
+    else if ((colour == 2 || colour == 3) && !trns)
+        h.channels = 3;
+    else if (colour == 2 || colour == 3 || colour == 4 || colour == 6)
+        h.channels = 4;
     if (depth <= 16) h.bytes_per_sample = sample_bytes(depth);
     return h;
 }
 
 // SOFn markers carry the frame size; C4 (DHT), C8 (JPG) and CC (DAC) are not SOFs.
-bool is_sof(std::uint8_t m) { return m >= 0xC0 && m <= 0xCF && m != 0xC4 && m != 0xC8 && m != 0xCC; }
+bool is_sof(std::uint8_t m) {
+    return m >= 0xC0 && m <= 0xCF && m != 0xC4 && m != 0xC8 && m != 0xCC;
+}
 
 ImageHeader probe_jpeg(Bytes b) {
     std::size_t i = 2;  // after SOI
     while (i + 4 <= b.size()) {
         if (b[i] != 0xFF) malformed("JPEG marker expected at byte " + std::to_string(i));
         const std::uint8_t m = b[i + 1];
-        if (m == 0xFF) { ++i; continue; }  // fill byte
-        if (m == 0x01 || (m >= 0xD0 && m <= 0xD7)) { i += 2; continue; }  // no length
+        if (m == 0xFF) {
+            ++i;
+            continue;
+        }  // fill byte
+        if (m == 0x01 || (m >= 0xD0 && m <= 0xD7)) {
+            i += 2;
+            continue;
+        }                                   // no length
         if (m == 0xD9 || m == 0xDA) break;  // EOI or SOS before any SOF
         const std::size_t len = be16(b.data() + i + 2);
         if (len < 2) malformed("JPEG segment with invalid length");
@@ -131,7 +154,8 @@ ImageHeader probe_tiff(Bytes b) {
     if (big && b.size() < 16) malformed("BigTIFF header is incomplete");
     const std::uint64_t ifd = big ? u64(8) : u32(4);
     const std::uint64_t count_size = big ? 8 : 2, entry_size = big ? 20 : 12;
-    if (ifd < 8 || ifd > b.size() || b.size() - ifd < count_size) malformed("TIFF first IFD offset is outside the file");
+    if (ifd < 8 || ifd > b.size() || b.size() - ifd < count_size)
+        malformed("TIFF first IFD offset is outside the file");
     const std::uint64_t n = big ? u64(ifd) : u16(ifd);
     if (n > (b.size() - ifd - count_size) / entry_size) malformed("TIFF first IFD is truncated");
     // The first value of an entry (SHORT, LONG or LONG8): inline when it
@@ -177,7 +201,9 @@ ImageHeader probe_tiff(Bytes b) {
     // for 3 samples and for LogLuv (which it decodes as float); else 4.
     const std::uint64_t spp = samples.value_or(1);
     const bool logluv = photometric == 32844 || photometric == 32845;
-    h.channels = spp == 1 && photometric != 3 && !logluv ? 1 : spp == 3 || (spp == 1 && photometric == 3) || logluv ? 3 : 4;
+    h.channels = spp == 1 && photometric != 3 && !logluv                ? 1
+                 : spp == 3 || (spp == 1 && photometric == 3) || logluv ? 3
+                                                                        : 4;
     h.bytes_per_sample = logluv ? 4 : sample_bytes(bits.value_or(1));
 
     // OpenCV reads a tile or strip at a time into a buffer of the declared
@@ -226,7 +252,8 @@ ImageHeader probe_bmp(Bytes b) {
     } else {
         if (dib != 40 && dib != 52 && dib != 56 && dib != 64 && dib != 108 && dib != 124)
             malformed("BMP has an unknown header size " + std::to_string(dib));
-        const auto w = static_cast<std::int32_t>(le32(b.data() + 18)), h = static_cast<std::int32_t>(le32(b.data() + 22));
+        const auto w = static_cast<std::int32_t>(le32(b.data() + 18)),
+                   h = static_cast<std::int32_t>(le32(b.data() + 22));
         if (w < 0) malformed("BMP has a negative width");
         hd.width = static_cast<std::uint64_t>(w);
         hd.height = h < 0 ? 0 - static_cast<std::uint64_t>(std::int64_t{h}) : static_cast<std::uint64_t>(h);
@@ -312,11 +339,16 @@ NetpbmLayout netpbm_layout(Bytes b) {
         std::optional<std::uint64_t> w, h;
         for (int tokens = 0; tokens < 64; ++tokens) {
             const std::string t = s.word();
-            if (t == "WIDTH") w = s.number("width");
-            else if (t == "HEIGHT") h = s.number("height");
-            else if (t == "DEPTH") l.depth = s.number("depth");
-            else if (t == "MAXVAL") l.maxval = s.number("maxval");
-            else if (t == "ENDHDR" || t.empty()) break;
+            if (t == "WIDTH")
+                w = s.number("width");
+            else if (t == "HEIGHT")
+                h = s.number("height");
+            else if (t == "DEPTH")
+                l.depth = s.number("depth");
+            else if (t == "MAXVAL")
+                l.maxval = s.number("maxval");
+            else if (t == "ENDHDR" || t.empty())
+                break;
         }
         if (!w || !h) malformed("PAM header has no WIDTH/HEIGHT");
         l.width = *w, l.height = *h;
@@ -349,11 +381,30 @@ ImageHeader probe_pnm(Bytes b) {
 // declaring another one would have OpenEXR read on from a different byte
 // than the probe, into values the probe never checked.
 std::optional<std::uint32_t> exr_fixed_size(std::string_view type) {
-    static constexpr std::pair<std::string_view, std::uint32_t> sizes[] = {
-        {"box2i", 16},  {"box2f", 16},       {"v2i", 8},      {"v2f", 8},         {"v2d", 16},       {"v3i", 12},
-        {"v3f", 12},    {"v3d", 24},         {"m33f", 36},    {"m33d", 72},       {"m44f", 64},      {"m44d", 128},
-        {"int", 4},     {"float", 4},        {"double", 8},   {"compression", 1}, {"lineOrder", 1},  {"envmap", 1},
-        {"deepImageState", 1}, {"chromaticities", 32}, {"keycode", 28}, {"timecode", 8}, {"rational", 8}, {"tiledesc", 9}};
+    static constexpr std::pair<std::string_view, std::uint32_t> sizes[] = {{"box2i", 16},
+                                                                           {"box2f", 16},
+                                                                           {"v2i", 8},
+                                                                           {"v2f", 8},
+                                                                           {"v2d", 16},
+                                                                           {"v3i", 12},
+                                                                           {"v3f", 12},
+                                                                           {"v3d", 24},
+                                                                           {"m33f", 36},
+                                                                           {"m33d", 72},
+                                                                           {"m44f", 64},
+                                                                           {"m44d", 128},
+                                                                           {"int", 4},
+                                                                           {"float", 4},
+                                                                           {"double", 8},
+                                                                           {"compression", 1},
+                                                                           {"lineOrder", 1},
+                                                                           {"envmap", 1},
+                                                                           {"deepImageState", 1},
+                                                                           {"chromaticities", 32},
+                                                                           {"keycode", 28},
+                                                                           {"timecode", 8},
+                                                                           {"rational", 8},
+                                                                           {"tiledesc", 9}};
     for (const auto& [name, size] : sizes)
         if (name == type) return size;
     return std::nullopt;
@@ -372,7 +423,9 @@ struct ExrChannelList {
     bool alpha = false;  // a channel named "A"
 };
 ExrChannelList check_exr_value(const std::string& name, const std::string& type, Bytes v) {
-    const auto refuse = [&](const std::string& why) { malformed("OpenEXR attribute '" + name + "' (" + type + "): " + why); };
+    const auto refuse = [&](const std::string& why) {
+        malformed("OpenEXR attribute '" + name + "' (" + type + "): " + why);
+    };
     if (const auto fixed = exr_fixed_size(type); fixed && v.size() != *fixed)
         refuse("declares " + std::to_string(v.size()) + " bytes, not " + std::to_string(*fixed));
     if (type == "preview" && (v.size() < 8 || std::uint64_t{le32(v.data())} * le32(v.data() + 4) * 4 != v.size() - 8))
@@ -447,8 +500,10 @@ ImageHeader probe_exr(Bytes b) {
             const Bytes value = b.subspan(i, size);
             const ExrChannelList listed = check_exr_value(name, type, value);
             if (part == 0 && name == "dataWindow" && type == "box2i") {
-                const auto x0 = static_cast<std::int32_t>(le32(value.data())), y0 = static_cast<std::int32_t>(le32(value.data() + 4));
-                const auto x1 = static_cast<std::int32_t>(le32(value.data() + 8)), y1 = static_cast<std::int32_t>(le32(value.data() + 12));
+                const auto x0 = static_cast<std::int32_t>(le32(value.data())),
+                           y0 = static_cast<std::int32_t>(le32(value.data() + 4));
+                const auto x1 = static_cast<std::int32_t>(le32(value.data() + 8)),
+                           y1 = static_cast<std::int32_t>(le32(value.data() + 12));
                 const std::int64_t w = std::int64_t{x1} - x0 + 1, h = std::int64_t{y1} - y0 + 1;
                 found = ImageHeader{"OpenEXR", static_cast<std::uint64_t>(std::max<std::int64_t>(w, 0)),
                                     static_cast<std::uint64_t>(std::max<std::int64_t>(h, 0))};
@@ -490,13 +545,15 @@ const char* const known_formats = "PNG, JPEG, TIFF, BMP, WebP, PNM/PAM/PFM, Open
 std::optional<ImageHeader> probe(Bytes b) {
     if (starts_with(b, "\x89PNG\r\n\x1a\n"sv)) return probe_png(b);
     if (starts_with(b, "\xFF\xD8\xFF"sv)) return probe_jpeg(b);
-    if (starts_with(b, "II*\0"sv) || starts_with(b, "MM\0*"sv) || starts_with(b, "II+\0"sv) || starts_with(b, "MM\0+"sv)) {
+    if (starts_with(b, "II*\0"sv) || starts_with(b, "MM\0*"sv) || starts_with(b, "II+\0"sv) ||
+        starts_with(b, "MM\0+"sv)) {
         if (b.size() < 8) malformed("TIFF header is incomplete");
         return probe_tiff(b);
     }
     if (starts_with(b, "BM"sv)) return probe_bmp(b);
     if (b.size() >= 12 && starts_with(b, "RIFF"sv) && std::memcmp(b.data() + 8, "WEBP", 4) == 0) return probe_webp(b);
-    if (b.size() >= 3 && b[0] == 'P' && ((b[1] >= '1' && b[1] <= '6') || b[1] == 'f' || b[1] == 'F') && std::isspace(b[2]))
+    if (b.size() >= 3 && b[0] == 'P' && ((b[1] >= '1' && b[1] <= '6') || b[1] == 'f' || b[1] == 'F') &&
+        std::isspace(b[2]))
         return probe_pnm(b);
     if (starts_with(b, "P7\n"sv)) return probe_pnm(b);
     if (starts_with(b, "\x76\x2f\x31\x01"sv)) return probe_exr(b);
@@ -559,16 +616,25 @@ std::string jpeg_truncated(Bytes b) {
             i = ff - p;
             if (i + 1 >= n) break;
             const std::uint8_t m = p[i + 1];
-            if (m == 0x00 || (m >= 0xD0 && m <= 0xD7) || m == 0xFF) { i += (m == 0xFF ? 1 : 2); continue; }
+            if (m == 0x00 || (m >= 0xD0 && m <= 0xD7) || m == 0xFF) {
+                i += (m == 0xFF ? 1 : 2);
+                continue;
+            }
             in_scan = false;
             continue;
         }
         if (i + 2 > n) break;
         if (p[i] != 0xFF) return "corrupt JPEG data (marker expected at byte " + std::to_string(i) + ")";
         const std::uint8_t m = p[i + 1];
-        if (m == 0xFF) { ++i; continue; }
+        if (m == 0xFF) {
+            ++i;
+            continue;
+        }
         if (m == 0xD9) return {};
-        if (m == 0x01 || (m >= 0xD0 && m <= 0xD7)) { i += 2; continue; }
+        if (m == 0x01 || (m >= 0xD0 && m <= 0xD7)) {
+            i += 2;
+            continue;
+        }
         if (i + 4 > n) break;
         i += 2 + be16(p + i + 2);
         if (m == 0xDA) in_scan = true;
@@ -587,8 +653,9 @@ std::string netpbm_truncated(Bytes b, const ImageHeader& h) {
     std::uint64_t need;
     std::uint64_t data = l.data + 1;  // binary: one whitespace byte after the header, then the samples
     switch (l.kind) {
-        case '1': need = add_sat(pixels, 1), data = l.data; break;       // ASCII bits: at least one character each
-        case '2': case '3': need = mul_sat(samples, 2), data = l.data; break;  // ASCII: a separator and a digit each
+        case '1': need = add_sat(pixels, 1), data = l.data; break;  // ASCII bits: at least one character each
+        case '2':
+        case '3': need = mul_sat(samples, 2), data = l.data; break;     // ASCII: a separator and a digit each
         case '4': need = mul_sat(div_up(l.width, 8), l.height); break;  // bits, rows padded to bytes
         default: need = mul_sat(samples, h.bytes_per_sample); break;    // P5, P6, PAM, PFM
     }
@@ -617,7 +684,8 @@ std::string sun_raster_truncated(Bytes b, const ImageHeader& h) {
     const std::uint64_t depth = be32(b.data() + 12), type = be32(b.data() + 20), map_length = be32(b.data() + 28);
     if (type > 3) return {};
     const std::uint64_t row_bits = mul_sat(h.width, depth);
-    std::uint64_t need = h.height == 0 ? 0 : add_sat(mul_sat(div_up(row_bits, 16) * 2, h.height - 1), div_up(row_bits, 8));
+    std::uint64_t need =
+        h.height == 0 ? 0 : add_sat(mul_sat(div_up(row_bits, 16) * 2, h.height - 1), div_up(row_bits, 8));
     if (type == 2) need = need / 256 * 3;
     const std::uint64_t data = 32 + map_length;
     const std::uint64_t have = data > b.size() ? 0 : b.size() - data;
@@ -663,7 +731,8 @@ constexpr FormatRule format_rules[] = {
 std::string formats_for(int depth, int ch) {
     std::vector<std::string> exts;
     for (const auto& r : format_rules)
-        if (r.stores(depth, ch)) exts.emplace_back(std::string_view(r.exts).substr(0, std::string_view(r.exts).find(' ')));
+        if (r.stores(depth, ch))
+            exts.emplace_back(std::string_view(r.exts).substr(0, std::string_view(r.exts).find(' ')));
     std::string out = "use ";
     for (std::size_t i = 0; i < exts.size(); ++i) out += (i == 0 ? "" : i + 1 == exts.size() ? " or " : ", ") + exts[i];
     return out;
@@ -761,7 +830,8 @@ struct TempFile {
         LiveTemporaries& live = live_temporaries();
         std::lock_guard lock(live.mutex);
         if (live.abandoned) throw Error(subject, "interrupted");
-        if (::rename(path.c_str(), out.c_str()) != 0) throw Error(subject, "cannot rename into place: " + errno_text(errno));
+        if (::rename(path.c_str(), out.c_str()) != 0)
+            throw Error(subject, "cannot rename into place: " + errno_text(errno));
         live.paths.erase(path);
         path.clear();  // now it is the output
     }
@@ -852,23 +922,35 @@ ImageHeader check_image(Bytes bytes, const std::string& subject, std::uint64_t m
     // a JPEG that is turned briefly holds a second copy.
     const std::uint64_t decoded = h.decoded_bytes(), needed = add_sat(decoded, h.scratch_bytes);
     if (needed > max_bytes) {
-        auto number = [](std::uint64_t v) { return v == ~std::uint64_t{0} ? std::string("more than 2^64") : std::to_string(v); };
-        throw Error(subject, "image is " + std::to_string(h.width) + "x" + std::to_string(h.height) + " x " +
-                                 std::to_string(h.channels) + (h.channels == 1 ? " channel x " : " channels x ") + std::to_string(h.bytes_per_sample) +
-                                 (h.bytes_per_sample == 1 ? " byte = " : " bytes = ") + number(decoded) + " bytes decoded" +
-                                 (h.scratch_bytes ? " + " + number(h.scratch_bytes) + " bytes of " + h.format + " tile/strip buffers" : "") +
-                                 ", larger than --max-memory " + std::to_string(max_bytes));
+        auto number = [](std::uint64_t v) {
+            return v == ~std::uint64_t{0} ? std::string("more than 2^64") : std::to_string(v);
+        };
+        throw Error(
+            subject,
+            "image is " + std::to_string(h.width) + "x" + std::to_string(h.height) + " x " +
+                std::to_string(h.channels) + (h.channels == 1 ? " channel x " : " channels x ") +
+                std::to_string(h.bytes_per_sample) + (h.bytes_per_sample == 1 ? " byte = " : " bytes = ") +
+                number(decoded) + " bytes decoded" +
+                (h.scratch_bytes ? " + " + number(h.scratch_bytes) + " bytes of " + h.format + " tile/strip buffers"
+                                 : "") +
+                ", larger than --max-memory " + std::to_string(max_bytes));
     }
 
     std::string cut;
     const std::string_view format = h.format;
     try {
-        if (format == "PNG") cut = png_truncated(bytes, h);
-        else if (format == "JPEG") cut = jpeg_truncated(bytes);
-        else if (format == "WebP") cut = webp_truncated(bytes);
-        else if (format == "PNM" || format == "PAM" || format == "PFM") cut = netpbm_truncated(bytes, h);
-        else if (format == "BMP") cut = bmp_truncated(bytes, h);
-        else if (format == "Sun raster") cut = sun_raster_truncated(bytes, h);
+        if (format == "PNG")
+            cut = png_truncated(bytes, h);
+        else if (format == "JPEG")
+            cut = jpeg_truncated(bytes);
+        else if (format == "WebP")
+            cut = webp_truncated(bytes);
+        else if (format == "PNM" || format == "PAM" || format == "PFM")
+            cut = netpbm_truncated(bytes, h);
+        else if (format == "BMP")
+            cut = bmp_truncated(bytes, h);
+        else if (format == "Sun raster")
+            cut = sun_raster_truncated(bytes, h);
     } catch (const Malformed& m) {
         throw Error(subject, m.reason);
     }
@@ -883,8 +965,7 @@ cv::Mat decode_image(Bytes bytes, const std::string& subject, std::uint64_t max_
 
     // OpenCV refuses sizes over its own limits (read once at load from
     // OPENCV_IO_MAX_IMAGE_PIXELS/_WIDTH/_HEIGHT), by exception or empty Mat.
-    const bool over_opencv_limits =
-        pixels > (std::uint64_t{1} << 30) || h.width > (1u << 20) || h.height > (1u << 20);
+    const bool over_opencv_limits = pixels > (std::uint64_t{1} << 30) || h.width > (1u << 20) || h.height > (1u << 20);
     const std::string opencv_limits = "image is " + std::to_string(h.width) + "x" + std::to_string(h.height) +
                                       ", over OpenCV's decoder limits (OPENCV_IO_MAX_IMAGE_PIXELS, default 2^30 "
                                       "pixels, and 2^20 per side)";
@@ -901,7 +982,8 @@ cv::Mat decode_image(Bytes bytes, const std::string& subject, std::uint64_t max_
             // IMREAD_UNCHANGED keeps alpha and 16 bits but ignores EXIF
             // orientation; for JPEG (no alpha, 8 bits, gray or BGR)
             // ANYCOLOR|ANYDEPTH gives the same Mat, turned as EXIF says.
-            mat = cv::imdecode(buf, format == "JPEG" ? cv::IMREAD_ANYCOLOR | cv::IMREAD_ANYDEPTH : cv::IMREAD_UNCHANGED);
+            mat =
+                cv::imdecode(buf, format == "JPEG" ? cv::IMREAD_ANYCOLOR | cv::IMREAD_ANYDEPTH : cv::IMREAD_UNCHANGED);
         }
     } catch (const cv::Exception& e) {
         if (over_opencv_limits) throw Error(subject, opencv_limits);
@@ -960,7 +1042,10 @@ void check_output_format(const fs::path& out, int cv_type) {
     const int depth = CV_MAT_DEPTH(cv_type), ch = CV_MAT_CN(cv_type);
     const bool depth_ok = (depth == CV_8U && r->u8) || (depth == CV_16U && r->u16) || (depth == CV_32F && r->f32);
     if (!depth_ok) {
-        const char* d = depth == CV_8U ? "8-bit" : depth == CV_16U ? "16-bit" : depth == CV_32F ? "32-bit float" : nullptr;
+        const char* d = depth == CV_8U    ? "8-bit"
+                        : depth == CV_16U ? "16-bit"
+                        : depth == CV_32F ? "32-bit float"
+                                          : nullptr;
         throw Error(subject, std::string(r->name) + " cannot store " + (d ? d : cv::typeToString(cv_type).c_str()) +
                                  " images; " + formats_for(depth, ch));
     }
@@ -1039,7 +1124,8 @@ EncodedImage encode_image(const fs::path& out, const cv::Mat& image, const Write
     if (format == "JPEG") params = {cv::IMWRITE_JPEG_QUALITY, jpeg_quality(options)};
     // Without a quality OpenCV writes lossless WebP.
     if (format == "WebP" && options.quality) params = {cv::IMWRITE_WEBP_QUALITY, options.quality};
-    if (format == "PNG" && options.png_compression >= 0) params = {cv::IMWRITE_PNG_COMPRESSION, options.png_compression};
+    if (format == "PNG" && options.png_compression >= 0)
+        params = {cv::IMWRITE_PNG_COMPRESSION, options.png_compression};
     // OpenCV 4.6 writes 3-channel float TIFF as lossy SGILOG (LogLuv) unless a
     // compression is given (1.0 came back as 1.0268); any explicit one is exact.
     if (format == "TIFF") params = {cv::IMWRITE_TIFF_COMPRESSION, 5 /* LZW */};
@@ -1058,7 +1144,8 @@ EncodedImage encode_image(const fs::path& out, const cv::Mat& image, const Write
     }
     // A failure leaves the plain encoding.
     std::string warning;
-    if (!options.strip && !metadata.empty()) warning = detail::embed_metadata(encoded, format, image.channels(), metadata, subject);
+    if (!options.strip && !metadata.empty())
+        warning = detail::embed_metadata(encoded, format, image.channels(), metadata, subject);
     return {std::move(encoded), std::move(warning)};
 }
 
@@ -1080,11 +1167,11 @@ std::string write_encoded_atomic(const fs::path& out, std::vector<std::uint8_t> 
     return warning;
 }
 
-
 bool is_temporary_name(std::string_view name) {
     if (name.size() != temp_prefix.size() + 6 || !name.starts_with(temp_prefix)) return false;
-    return std::all_of(name.begin() + temp_prefix.size(), name.end(),
-                       [](char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9'); });
+    return std::all_of(name.begin() + temp_prefix.size(), name.end(), [](char c) {
+        return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
+    });
 }
 
 std::size_t remove_stale_temporaries(const fs::path& dir, std::span<const fs::path> keep) {

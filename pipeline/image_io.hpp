@@ -104,7 +104,8 @@ ImageHeader probe_file(const std::filesystem::path& path);
 // decode_image makes before decoding, for decoders of other kinds (a JPEG
 // decoded on the GPU). `subject` names the data in errors (usually the path).
 ImageHeader check_image(std::span<const std::uint8_t> bytes, const std::string& subject,
-                        std::uint64_t max_pixels = default_max_pixels, std::uint64_t max_bytes = default_max_image_bytes);
+                        std::uint64_t max_pixels = default_max_pixels,
+                        std::uint64_t max_bytes = default_max_image_bytes);
 
 // check_image, then decodes with OpenCV.
 cv::Mat decode_image(std::span<const std::uint8_t> bytes, const std::string& subject,
@@ -162,7 +163,9 @@ std::string_view output_format(const std::filesystem::path& out);
 
 // The JPEG quality `options` ask for: 95 when they ask for none.
 inline constexpr int default_jpeg_quality = 95;
-inline int jpeg_quality(const WriteOptions& options) { return options.quality ? options.quality : default_jpeg_quality; }
+inline int jpeg_quality(const WriteOptions& options) {
+    return options.quality ? options.quality : default_jpeg_quality;
+}
 
 // Throws cbi::Error naming `out` unless its extension can store an image of
 // this OpenCV type exactly. Cheap: apps call it before doing any work.
@@ -216,7 +219,8 @@ bool is_temporary_name(std::string_view name);
 // killed run left behind, in this process or any other, but never a file
 // that is one of `keep` (the run's inputs named like temporaries: an input
 // may have any name). Best effort; returns how many.
-std::size_t remove_stale_temporaries(const std::filesystem::path& dir, std::span<const std::filesystem::path> keep = {});
+std::size_t remove_stale_temporaries(const std::filesystem::path& dir,
+                                     std::span<const std::filesystem::path> keep = {});
 
 // For an app's signal handling, from an ordinary thread (it takes a mutex:
 // not from a signal handler): removes the temporaries of the writes in

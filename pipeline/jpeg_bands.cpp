@@ -81,7 +81,8 @@ std::optional<std::vector<std::uint8_t>> encode_jpeg_bands(const cv::Mat& image,
             !std::equal(p.scan_header.begin(), p.scan_header.end(), first.scan_header.begin(), first.scan_header.end()))
             return std::nullopt;
         for (std::size_t i = 0; i < first.headers.size(); ++i)
-            if (i != first.sof_height && i != first.sof_height + 1 && p.headers[i] != first.headers[i]) return std::nullopt;
+            if (i != first.sof_height && i != first.sof_height + 1 && p.headers[i] != first.headers[i])
+                return std::nullopt;
     }
 
     std::vector<std::uint8_t> out(first.headers.begin(), first.headers.end());

@@ -7,8 +7,8 @@
 #include <string_view>
 
 extern "C" {
-#include <jpeglib.h>  // first: jerror.h reads its configuration
 #include <jerror.h>
+#include <jpeglib.h>  // first: jerror.h reads its configuration
 }
 
 #include "pipeline/byte_order.hpp"
@@ -62,8 +62,7 @@ struct Decoder {
             case JWRN_NOT_SEQUENTIAL:
                 if (e->corrupt[0] == '\0') c->err->format_message(c, e->corrupt);
                 break;
-            default:
-                break;
+            default: break;
         }
     }
 };
@@ -109,7 +108,10 @@ cv::Mat turned(const cv::Mat& m, int orientation) {
         case 4: cv::flip(m, out, 0); return out;
         case 5: cv::transpose(m, out); return out;
         case 6: cv::rotate(m, out, cv::ROTATE_90_CLOCKWISE); return out;  // transpose, then flip across
-        case 7: cv::transpose(m, out); cv::flip(out, out, -1); return out;
+        case 7:
+            cv::transpose(m, out);
+            cv::flip(out, out, -1);
+            return out;
         case 8: cv::rotate(m, out, cv::ROTATE_90_COUNTERCLOCKWISE); return out;  // transpose, then flip down
         default: return m;
     }
@@ -124,7 +126,9 @@ int exif_orientation(std::span<const std::uint8_t> exif) {
     const bool little = t[0] == 'I' && t[1] == 'I';
     if (!little && !(t[0] == 'M' && t[1] == 'M')) return 0;
     const auto u16 = [&](std::uint64_t at) { return little ? le16(t.data() + at) : be16(t.data() + at); };
-    const auto u32 = [&](std::uint64_t at) -> std::uint64_t { return little ? le32(t.data() + at) : be32(t.data() + at); };
+    const auto u32 = [&](std::uint64_t at) -> std::uint64_t {
+        return little ? le32(t.data() + at) : be32(t.data() + at);
+    };
     if (u16(2) != 42) return 0;
     const std::uint64_t ifd = u32(4);
     if (ifd + 2 > t.size()) return 0;

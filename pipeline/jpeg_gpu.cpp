@@ -317,11 +317,17 @@ GpuJpegCodec::GpuJpegCodec(int device) : s_(std::make_unique<State>()) {
 
 GpuJpegCodec::~GpuJpegCodec() = default;
 
-bool GpuJpegCodec::hardware_decoder() const { return s_->context->hardware_started(true) && s_->context->hw; }
+bool GpuJpegCodec::hardware_decoder() const {
+    return s_->context->hardware_started(true) && s_->context->hw;
+}
 
-bool GpuJpegCodec::started(int device) { return DeviceContext::of(device, false) != nullptr; }
+bool GpuJpegCodec::started(int device) {
+    return DeviceContext::of(device, false) != nullptr;
+}
 
-bool GpuJpegCodec::starting() { return DeviceContext::under_way(false); }
+bool GpuJpegCodec::starting() {
+    return DeviceContext::under_way(false);
+}
 
 bool GpuJpegCodec::decoder_started(int device) {
     DeviceContext* c = DeviceContext::of(device, false);
@@ -408,7 +414,8 @@ bool GpuJpegCodec::decode(std::span<const std::uint8_t> jpeg, const ImageView& d
     } else if (s.chosen) {
         Decoder& d = *s.chosen;
         st = nvjpegDecodeJpegHost(s.handle, d.decoder, d.state, s.params, s.stream);
-        if (st == NVJPEG_STATUS_SUCCESS) st = nvjpegDecodeJpegTransferToDevice(s.handle, d.decoder, d.state, s.stream, stream);
+        if (st == NVJPEG_STATUS_SUCCESS)
+            st = nvjpegDecodeJpegTransferToDevice(s.handle, d.decoder, d.state, s.stream, stream);
         if (st == NVJPEG_STATUS_SUCCESS) st = nvjpegDecodeJpegDevice(s.handle, d.decoder, d.state, &out, stream);
     } else {
         return false;
@@ -432,12 +439,13 @@ std::vector<std::uint8_t> GpuJpegCodec::encode(const ImageView& src, int quality
         check(nvjpegEncoderParamsSetQuality(s.enc_params, quality, stream), "nvjpegEncoderParamsSetQuality");
         s.enc_quality = quality;
     }
-    const nvjpegChromaSubsampling_t css = src.channels == 1       ? NVJPEG_CSS_GRAY
+    const nvjpegChromaSubsampling_t css = src.channels == 1        ? NVJPEG_CSS_GRAY
                                           : chroma == Chroma::s444 ? NVJPEG_CSS_444
                                           : chroma == Chroma::s422 ? NVJPEG_CSS_422
                                                                    : NVJPEG_CSS_420;
     if (s.enc_css != css) {
-        check(nvjpegEncoderParamsSetSamplingFactors(s.enc_params, css, stream), "nvjpegEncoderParamsSetSamplingFactors");
+        check(nvjpegEncoderParamsSetSamplingFactors(s.enc_params, css, stream),
+              "nvjpegEncoderParamsSetSamplingFactors");
         s.enc_css = css;
     }
     nvjpegImage_t in{};
@@ -455,7 +463,8 @@ std::vector<std::uint8_t> GpuJpegCodec::encode(const ImageView& src, int quality
     std::size_t length = 0;
     check(nvjpegEncodeRetrieveBitstream(s.handle, s.enc, nullptr, &length, stream), "nvjpegEncodeRetrieveBitstream");
     std::vector<std::uint8_t> bytes(length);
-    check(nvjpegEncodeRetrieveBitstream(s.handle, s.enc, bytes.data(), &length, stream), "nvjpegEncodeRetrieveBitstream");
+    check(nvjpegEncodeRetrieveBitstream(s.handle, s.enc, bytes.data(), &length, stream),
+          "nvjpegEncodeRetrieveBitstream");
     wait_for_stream(stream, "cudaStreamSynchronize after nvjpegEncodeRetrieveBitstream");
     bytes.resize(length);
     return bytes;

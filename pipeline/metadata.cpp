@@ -9,8 +9,8 @@
 
 #include "pipeline/byte_order.hpp"
 #include "pipeline/error.hpp"
-#include "pipeline/metadata.hpp"
 #include "pipeline/image_io.hpp"
+#include "pipeline/metadata.hpp"
 
 #if CBI_HAVE_EXIV2
 #include <mutex>
@@ -36,7 +36,9 @@ constexpr std::size_t max_part_bytes = std::size_t{16} << 20;
 // The formats whose metadata exiv2 reads and writes, by their magic; "" for
 // others (BigTIFF included: exiv2 0.27 does not read it).
 std::string_view metadata_format(Bytes b) {
-    auto starts = [&](std::string_view m) { return b.size() >= m.size() && std::memcmp(b.data(), m.data(), m.size()) == 0; };
+    auto starts = [&](std::string_view m) {
+        return b.size() >= m.size() && std::memcmp(b.data(), m.data(), m.size()) == 0;
+    };
     using namespace std::string_view_literals;
     if (starts("\xFF\xD8\xFF"sv)) return "JPEG";
     if (starts("\x89PNG\r\n\x1A\n"sv)) return "PNG";
@@ -44,7 +46,6 @@ std::string_view metadata_format(Bytes b) {
     if (starts("RIFF"sv) && b.size() >= 12 && std::memcmp(b.data() + 8, "WEBP", 4) == 0) return "WebP";
     return "";
 }
-
 
 // Whether the file has an EXIF block where exiv2 looks for one: exiv2 drops
 // an EXIF block it cannot parse without telling, and a dropped block must
@@ -58,8 +59,14 @@ bool has_exif_block(Bytes b, std::string_view format) {
         for (std::uint64_t i = 2; i + 4 <= b.size();) {
             if (b[i] != 0xFF) return false;
             const std::uint8_t m = b[i + 1];
-            if (m == 0xFF) { ++i; continue; }
-            if (m == 0x01 || (m >= 0xD0 && m <= 0xD7)) { i += 2; continue; }
+            if (m == 0xFF) {
+                ++i;
+                continue;
+            }
+            if (m == 0x01 || (m >= 0xD0 && m <= 0xD7)) {
+                i += 2;
+                continue;
+            }
             if (m == 0xD9 || m == 0xDA) return false;  // EOI, SOS: no metadata after them
             if (m == 0xE1 && at(i + 4, "Exif\0\0"sv)) return true;
             i += 2 + std::uint64_t{be16(b.data() + i + 2)};
@@ -85,7 +92,8 @@ constexpr std::uint64_t max_png_compressed_chunk = std::uint64_t{256} << 10;
 bool png_has_large_compressed_chunk(Bytes b) {
     for (std::uint64_t i = 8; i + 8 <= b.size(); i += 12 + std::uint64_t{be32(b.data() + i)}) {
         const std::uint64_t len = be32(b.data() + i);
-        const bool compressed = std::memcmp(b.data() + i + 4, "zTXt", 4) == 0 || std::memcmp(b.data() + i + 4, "iCCP", 4) == 0 ||
+        const bool compressed = std::memcmp(b.data() + i + 4, "zTXt", 4) == 0 ||
+                                std::memcmp(b.data() + i + 4, "iCCP", 4) == 0 ||
                                 std::memcmp(b.data() + i + 4, "iTXt", 4) == 0;
         if (compressed && len > max_png_compressed_chunk) return true;
     }
@@ -96,8 +104,10 @@ bool png_has_large_compressed_chunk(Bytes b) {
 // write metadata on several threads at once.
 std::recursive_mutex xmp_mutex;
 void xmp_lock(void*, bool lock) {
-    if (lock) xmp_mutex.lock();
-    else xmp_mutex.unlock();
+    if (lock)
+        xmp_mutex.lock();
+    else
+        xmp_mutex.unlock();
 }
 void init_exiv2() {
     static std::once_flag once;
@@ -187,23 +197,24 @@ bool tiff_ifd0_tag_ok(const Exiv2::Exifdatum& d) {
         Exiv2::TypeId type;
     };
     static constexpr Allowed allowed[] = {
-        {0x010E, Exiv2::asciiString},  // ImageDescription
-        {0x010F, Exiv2::asciiString},  // Make
-        {0x0110, Exiv2::asciiString},  // Model
-        {0x0112, Exiv2::unsignedShort},  // Orientation
+        {0x010E, Exiv2::asciiString},       // ImageDescription
+        {0x010F, Exiv2::asciiString},       // Make
+        {0x0110, Exiv2::asciiString},       // Model
+        {0x0112, Exiv2::unsignedShort},     // Orientation
         {0x011A, Exiv2::unsignedRational},  // XResolution
         {0x011B, Exiv2::unsignedRational},  // YResolution
-        {0x0128, Exiv2::unsignedShort},  // ResolutionUnit
-        {0x0131, Exiv2::asciiString},  // Software
-        {0x0132, Exiv2::asciiString},  // DateTime
-        {0x013B, Exiv2::asciiString},  // Artist
-        {0x8298, Exiv2::asciiString},  // Copyright
-        {0x8769, Exiv2::unsignedLong},  // ExifTag (the Photo sub-IFD)
-        {0x8825, Exiv2::unsignedLong},  // GPSTag
+        {0x0128, Exiv2::unsignedShort},     // ResolutionUnit
+        {0x0131, Exiv2::asciiString},       // Software
+        {0x0132, Exiv2::asciiString},       // DateTime
+        {0x013B, Exiv2::asciiString},       // Artist
+        {0x8298, Exiv2::asciiString},       // Copyright
+        {0x8769, Exiv2::unsignedLong},      // ExifTag (the Photo sub-IFD)
+        {0x8825, Exiv2::unsignedLong},      // GPSTag
     };
     if (d.groupName() != "Image") return true;  // sub-IFDs: not read as the image's
     for (const Allowed& a : allowed)
-        if (d.tag() == a.tag) return d.typeId() == a.type && d.count() >= 1 && (a.type == Exiv2::asciiString || d.count() == 1);
+        if (d.tag() == a.tag)
+            return d.typeId() == a.type && d.count() >= 1 && (a.type == Exiv2::asciiString || d.count() == 1);
     return false;
 }
 
@@ -218,7 +229,9 @@ std::string what_of(const std::exception& e) {
 
 }  // namespace
 
-bool metadata_supported() { return CBI_HAVE_EXIV2 != 0; }
+bool metadata_supported() {
+    return CBI_HAVE_EXIV2 != 0;
+}
 
 #if CBI_HAVE_EXIV2
 
@@ -238,7 +251,8 @@ ImageMetadata read_metadata(Bytes bytes, const std::string& subject) {
         image->readMetadata();
 
         Exiv2::ExifData exif = image->exifData();
-        if (exif.empty() && has_exif_block(bytes, format)) throw Error(subject, "metadata not kept: its EXIF block is corrupt");
+        if (exif.empty() && has_exif_block(bytes, format))
+            throw Error(subject, "metadata not kept: its EXIF block is corrupt");
         if (!exif.empty()) {
             Exiv2::ExifThumb(exif).erase();  // the unfiltered picture, in the old orientation
             // Carried separately.
@@ -251,19 +265,24 @@ ImageMetadata read_metadata(Bytes bytes, const std::string& subject) {
             // Leaves out the TIFF layout tags (strips, tiles, sample format) a
             // TIFF input has among its EXIF: the output has its own.
             Exiv2::Blob blob;
-            Exiv2::ExifParser::encode(blob, image->byteOrder() == Exiv2::invalidByteOrder ? Exiv2::littleEndian : image->byteOrder(),
-                                      exif);
-            if (blob.size() > max_part_bytes) throw Error(subject, "metadata not kept: EXIF of " + std::to_string(blob.size()) + " bytes is too large");
+            Exiv2::ExifParser::encode(
+                blob, image->byteOrder() == Exiv2::invalidByteOrder ? Exiv2::littleEndian : image->byteOrder(), exif);
+            if (blob.size() > max_part_bytes)
+                throw Error(subject,
+                            "metadata not kept: EXIF of " + std::to_string(blob.size()) + " bytes is too large");
             // A header alone carries nothing.
             Exiv2::ExifData check;
-            if (!blob.empty() && (Exiv2::ExifParser::decode(check, blob.data(), static_cast<std::uint32_t>(blob.size())), !check.empty()))
+            if (!blob.empty() &&
+                (Exiv2::ExifParser::decode(check, blob.data(), static_cast<std::uint32_t>(blob.size())),
+                 !check.empty()))
                 m.exif.assign(blob.begin(), blob.end());
         }
 
         if (image->iccProfileDefined()) {
             const Exiv2::DataBuf* icc = image->iccProfile();
             if (static_cast<std::size_t>(icc->size_) > max_part_bytes)
-                throw Error(subject, "metadata not kept: ICC profile of " + std::to_string(icc->size_) + " bytes is too large");
+                throw Error(subject,
+                            "metadata not kept: ICC profile of " + std::to_string(icc->size_) + " bytes is too large");
             // An ICC profile starts with its own size.
             if (icc->size_ < 128 || be32(icc->pData_) != static_cast<std::uint32_t>(icc->size_))
                 throw Error(subject, "metadata not kept: its ICC profile is corrupt");
@@ -298,7 +317,8 @@ std::string embed_metadata(std::vector<std::uint8_t>& encoded, std::string_view 
     if (format != "JPEG" && format != "PNG" && format != "TIFF" && format != "WebP") return {};
     const bool icc = !metadata.icc.empty() && icc_fits(metadata.icc, channels);
     if (metadata.exif.empty() && metadata.xmp.empty() && !icc) return {};
-    if (encoded.size() > static_cast<std::size_t>(INT32_MAX)) return subject + ": metadata not kept: the image is too large for exiv2";
+    if (encoded.size() > static_cast<std::size_t>(INT32_MAX))
+        return subject + ": metadata not kept: the image is too large for exiv2";
     try {
         init_exiv2();
         auto image = Exiv2::ImageFactory::open(encoded.data(), static_cast<long>(encoded.size()));
@@ -310,7 +330,8 @@ std::string embed_metadata(std::vector<std::uint8_t>& encoded, std::string_view 
             // A TIFF's own tags (its layout) stay as the encoder wrote them.
             Exiv2::ExifData exif = format == "TIFF" ? image->exifData() : Exiv2::ExifData();
             for (const auto& d : carried)
-                if (exif.findKey(Exiv2::ExifKey(d.key())) == exif.end() && (format != "TIFF" || tiff_ifd0_tag_ok(d))) exif.add(d);
+                if (exif.findKey(Exiv2::ExifKey(d.key())) == exif.end() && (format != "TIFF" || tiff_ifd0_tag_ok(d)))
+                    exif.add(d);
             image->setExifData(exif);
         }
         if (icc) {
@@ -333,8 +354,9 @@ std::string embed_metadata(std::vector<std::uint8_t>& encoded, std::string_view 
         if (icc && format == "WebP") name_webp_icc(result, metadata.icc);
         // The pixels must be untouched: the header must still say the same image.
         const ImageHeader before = probe_image(encoded, subject), after = probe_image(result, subject);
-        if (std::string_view(before.format) != after.format || before.width != after.width || before.height != after.height ||
-            before.channels != after.channels || before.bytes_per_sample != after.bytes_per_sample)
+        if (std::string_view(before.format) != after.format || before.width != after.width ||
+            before.height != after.height || before.channels != after.channels ||
+            before.bytes_per_sample != after.bytes_per_sample)
             return subject + ": metadata not kept: exiv2 changed the image's header";
         encoded = std::move(result);
     } catch (const Error& e) {
@@ -349,10 +371,13 @@ std::string embed_metadata(std::vector<std::uint8_t>& encoded, std::string_view 
 
 #else
 
-ImageMetadata read_metadata(Bytes, const std::string&) { return {}; }
+ImageMetadata read_metadata(Bytes, const std::string&) {
+    return {};
+}
 
 namespace detail {
-std::string embed_metadata(std::vector<std::uint8_t>&, std::string_view, int, const ImageMetadata&, const std::string&) {
+std::string embed_metadata(std::vector<std::uint8_t>&, std::string_view, int, const ImageMetadata&,
+                           const std::string&) {
     return {};
 }
 }  // namespace detail

@@ -125,8 +125,8 @@ std::optional<std::vector<std::uint8_t>> encode_png_bands(const cv::Mat& image) 
     tbb::parallel_for(0, bands, [&](int b) {
         const int y0 = b * band_rows, y1 = std::min(image.rows, y0 + band_rows);
         const bool last = b == bands - 1;
-        out_bands[static_cast<std::size_t>(b)] =
-            depth == CV_8U ? deflate_band<std::uint8_t>(image, y0, y1, last) : deflate_band<std::uint16_t>(image, y0, y1, last);
+        out_bands[static_cast<std::size_t>(b)] = depth == CV_8U ? deflate_band<std::uint8_t>(image, y0, y1, last)
+                                                                : deflate_band<std::uint16_t>(image, y0, y1, last);
     });
     std::size_t total = 0;
     std::uint32_t adler = 1;

@@ -37,7 +37,8 @@ ImageMetadata input_metadata(std::span<const std::uint8_t> bytes, const std::str
 
 std::string write_output(const fs::path& out, Processor::FileResult result, const WriteOptions& write,
                          const ImageMetadata& metadata) {
-    if (!result.encoded.empty()) return write_encoded_atomic(out, std::move(result.encoded), result.channels, write, metadata);
+    if (!result.encoded.empty())
+        return write_encoded_atomic(out, std::move(result.encoded), result.channels, write, metadata);
     return write_image_atomic(out, as_mat(result.image.view()), write, metadata);
 }
 
@@ -68,8 +69,7 @@ FileReport run_file(const fs::path& input, const fs::path& output, const Graph& 
         ResolvedDevice d = resolve_device(spec, rank);
         try {
             warm_up(d);
-        } catch (const std::exception&) {
-        }
+        } catch (const std::exception&) {}
         return d;
     });
     // The device's notice, unless Codec::gpu fails on it (its error says more).
@@ -113,7 +113,8 @@ FileReport run_file(const fs::path& input, const fs::path& output, const Graph& 
         };
         // A killed earlier run's temporaries (none that a live write holds).
         const auto clear_temporaries = [&] {
-            remove_stale_temporaries(output.has_parent_path() ? output.parent_path() : fs::path("."), std::span(&input, 1));
+            remove_stale_temporaries(output.has_parent_path() ? output.parent_path() : fs::path("."),
+                                     std::span(&input, 1));
         };
 
         // Codec::gpu: a JPEG decoded (and a JPEG output encoded) on the GPU;
@@ -158,8 +159,7 @@ FileReport run_file(const fs::path& input, const fs::path& output, const Graph& 
         if (device.valid()) {
             try {
                 notice(device.get());
-            } catch (...) {
-            }
+            } catch (...) {}
         }
         throw;
     }

@@ -47,14 +47,16 @@ int shard_of(std::string_view key, int count) {
 }
 
 BatchPlan select_shard(BatchPlan plan, const Shard& shard, const fs::path& root) {
-    const auto mine = [&](const fs::path& input) { return shard_of(shard_key(input, root), shard.count) == shard.index; };
+    const auto mine = [&](const fs::path& input) {
+        return shard_of(shard_key(input, root), shard.count) == shard.index;
+    };
     std::erase_if(plan.jobs, [&](const BatchJob& job) { return !mine(job.input); });
     std::erase_if(plan.rejected, [&](const BatchItem& item) { return !mine(item.input); });
     return plan;
 }
 
 std::optional<EnvironmentShard> shard_from_environment(bool ranks_share_work,
-                                                        const std::function<const char*(const char*)>& get) {
+                                                       const std::function<const char*(const char*)>& get) {
     const auto value = [&](const char* name) -> std::optional<std::string> {
         const char* v = get ? get(name) : std::getenv(name);
         if (v == nullptr) return std::nullopt;
@@ -71,12 +73,13 @@ std::optional<EnvironmentShard> shard_from_environment(bool ranks_share_work,
         const long long task = number("SLURM_ARRAY_TASK_ID", 0), count = number("SLURM_ARRAY_TASK_COUNT", 0);
         const long long first = number("SLURM_ARRAY_TASK_MIN", 0), step = number("SLURM_ARRAY_TASK_STEP", 1);
         if (count < 1 || step < 1 || task < first || (task - first) % step != 0 || (task - first) / step >= count)
-            throw Error("SLURM_ARRAY_TASK_ID",
-                        "task " + *id + " is not one of SLURM_ARRAY_TASK_COUNT=" + std::to_string(count) + " tasks from " +
-                            std::to_string(first) + " in steps of " + std::to_string(step) + "; give --shard K/N");
+            throw Error("SLURM_ARRAY_TASK_ID", "task " + *id + " is not one of SLURM_ARRAY_TASK_COUNT=" +
+                                                   std::to_string(count) + " tasks from " + std::to_string(first) +
+                                                   " in steps of " + std::to_string(step) + "; give --shard K/N");
         if (count == 1) return std::nullopt;
         const Shard shard{static_cast<int>((task - first) / step), static_cast<int>(count)};
-        return EnvironmentShard{shard, "SLURM_ARRAY_TASK_ID=" + *id + " of SLURM_ARRAY_TASK_COUNT=" + std::to_string(count)};
+        return EnvironmentShard{shard,
+                                "SLURM_ARRAY_TASK_ID=" + *id + " of SLURM_ARRAY_TASK_COUNT=" + std::to_string(count)};
     }
     if (ranks_share_work || !value("SLURM_PROCID")) return std::nullopt;
     const long long rank = number("SLURM_PROCID", 0), tasks = number("SLURM_NTASKS", 1);

@@ -49,7 +49,7 @@ struct EnvironmentShard {
 //     SLURM_NTASKS.
 // Nothing set (or one task): nullopt. Values that do not form a shard throw
 // cbi::Error naming the variables.
-std::optional<EnvironmentShard> shard_from_environment(
-    bool ranks_share_work, const std::function<const char*(const char*)>& get = nullptr);
+std::optional<EnvironmentShard> shard_from_environment(bool ranks_share_work,
+                                                       const std::function<const char*(const char*)>& get = nullptr);
 
 }  // namespace cbi

@@ -1,7 +1,7 @@
 #include "pipeline/tuning.hpp"
 
-#include <nlohmann/json.hpp>
 #include <unistd.h>
+#include <nlohmann/json.hpp>
 
 #include <algorithm>
 #include <bit>
@@ -28,7 +28,8 @@ std::map<std::string, std::string> read_entries(const fs::path& file) {
         if (!doc.is_object() || doc.value("version", 0) != 1 || !doc.contains("entries") || !doc["entries"].is_object())
             throw Error(file.string(), "not a cbi tuning cache (expected {\"version\": 1, \"entries\": {...}})");
         for (const auto& [key, value] : doc["entries"].items()) {
-            if (!value.is_string()) throw Error(file.string(), "tuning cache entry '" + key + "' is not a schedule string");
+            if (!value.is_string())
+                throw Error(file.string(), "tuning cache entry '" + key + "' is not a schedule string");
             const std::string schedule = value.get<std::string>();
             try {
                 parse_schedule(schedule);

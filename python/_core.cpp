@@ -70,12 +70,12 @@ py::list filter_kinds() {
 
 // ---------------------------------------------------------------------------
 // Exceptions: classes made here (several bases each), raised by one translator.
-PyObject* g_error = nullptr;             // cbi.Error(RuntimeError)
-PyObject* g_invalid = nullptr;           // cbi.InvalidArgument(Error, ValueError)
-PyObject* g_syntax = nullptr;            // cbi.PipelineSyntaxError(InvalidArgument)
-PyObject* g_unsupported = nullptr;       // cbi.Unsupported(Error)
-PyObject* g_out_of_memory = nullptr;     // cbi.OutOfMemory(Error, MemoryError)
-PyObject* g_device_lost = nullptr;       // cbi.DeviceLost(Error)
+PyObject* g_error = nullptr;          // cbi.Error(RuntimeError)
+PyObject* g_invalid = nullptr;        // cbi.InvalidArgument(Error, ValueError)
+PyObject* g_syntax = nullptr;         // cbi.PipelineSyntaxError(InvalidArgument)
+PyObject* g_unsupported = nullptr;    // cbi.Unsupported(Error)
+PyObject* g_out_of_memory = nullptr;  // cbi.OutOfMemory(Error, MemoryError)
+PyObject* g_device_lost = nullptr;    // cbi.DeviceLost(Error)
 
 PyObject* make_exception(py::module_& m, const char* name, std::initializer_list<PyObject*> bases, const char* doc) {
     py::tuple b(bases.size());
@@ -172,7 +172,11 @@ struct Array {
 };
 
 std::string dtype_of(char kind, int bits) {
-    return std::string(kind == 'u' ? "uint" : kind == 'i' ? "int" : kind == 'f' ? "float" : kind == 'c' ? "complex" : "?") +
+    return std::string(kind == 'u'   ? "uint"
+                       : kind == 'i' ? "int"
+                       : kind == 'f' ? "float"
+                       : kind == 'c' ? "complex"
+                                     : "?") +
            std::to_string(bits);
 }
 std::optional<cbi::Depth> depth_of(char kind, int bits) {
@@ -204,7 +208,8 @@ Array from_buffer(const py::handle& obj, bool writable) {
     a.readonly = view->readonly != 0;
     a.ndim = view->ndim;
     if (a.ndim < 2 || a.ndim > 4)
-        throw std::invalid_argument("an image has 2 (HxW), 3 (HxWxC) or 4 (NxHxWxC) dimensions, not " + std::to_string(a.ndim));
+        throw std::invalid_argument("an image has 2 (HxW), 3 (HxWxC) or 4 (NxHxWxC) dimensions, not " +
+                                    std::to_string(a.ndim));
     for (int i = 0; i < a.ndim; ++i) {
         a.shape[i] = view->shape[i];
         a.strides[i] = view->strides[i];
@@ -218,13 +223,21 @@ Array from_buffer(const py::handle& obj, bool writable) {
     const bool big = order == '>' || order == '!';
     char kind = '?';
     int bits = static_cast<int>(view->itemsize) * 8;
-    if (fmt == "B") kind = 'u';
-    else if (fmt == "H") kind = 'u';
-    else if (fmt == "I" || fmt == "L" || fmt == "Q") kind = 'u';
-    else if (fmt == "b" || fmt == "h" || fmt == "i" || fmt == "l" || fmt == "q") kind = 'i';
-    else if (fmt == "f" || fmt == "d" || fmt == "e") kind = 'f';
-    else if (fmt == "?") kind = 'b';
-    a.dtype = kind == 'b' ? "bool" : kind == '?' ? "format '" + std::string(view->format ? view->format : "") + "'" : dtype_of(kind, bits);
+    if (fmt == "B")
+        kind = 'u';
+    else if (fmt == "H")
+        kind = 'u';
+    else if (fmt == "I" || fmt == "L" || fmt == "Q")
+        kind = 'u';
+    else if (fmt == "b" || fmt == "h" || fmt == "i" || fmt == "l" || fmt == "q")
+        kind = 'i';
+    else if (fmt == "f" || fmt == "d" || fmt == "e")
+        kind = 'f';
+    else if (fmt == "?")
+        kind = 'b';
+    a.dtype = kind == 'b'   ? "bool"
+              : kind == '?' ? "format '" + std::string(view->format ? view->format : "") + "'"
+                            : dtype_of(kind, bits);
     if (big && bits > 8) {
         a.dtype = ">" + a.dtype;
         return a;  // depth stays empty: a TypeError naming the byte order
@@ -250,12 +263,14 @@ Array from_dlpack(const py::handle& capsule) {
     const DLTensor& t = managed->dl_tensor;
     const int type = t.device.device_type;
     if (type != kDLCPU && type != kDLCUDA && type != kDLCUDAHost && type != kDLCUDAManaged)
-        throw cbi::Unsupported("array", "DLPack device type " + std::to_string(type) + " (cbi takes CPU and CUDA memory)");
+        throw cbi::Unsupported("array",
+                               "DLPack device type " + std::to_string(type) + " (cbi takes CPU and CUDA memory)");
     a.cuda = type == kDLCUDA || type == kDLCUDAManaged;
     a.device = t.device.device_id;
     a.ndim = t.ndim;
     if (a.ndim < 2 || a.ndim > 4)
-        throw std::invalid_argument("an image has 2 (HxW), 3 (HxWxC) or 4 (NxHxWxC) dimensions, not " + std::to_string(a.ndim));
+        throw std::invalid_argument("an image has 2 (HxW), 3 (HxWxC) or 4 (NxHxWxC) dimensions, not " +
+                                    std::to_string(a.ndim));
     const int bytes = t.dtype.bits / 8;
     const char kind = t.dtype.code == kDLUInt ? 'u' : t.dtype.code == kDLFloat ? 'f' : t.dtype.code == 0 ? 'i' : '?';
     a.dtype = t.dtype.code == 6 ? "bool" : dtype_of(kind, t.dtype.bits);
@@ -283,12 +298,15 @@ Array from_cai(const py::tuple& t) {
     a.keep = py::reinterpret_borrow<py::object>(t);
     a.ndim = static_cast<int>(shape.size());
     if (a.ndim < 2 || a.ndim > 4)
-        throw std::invalid_argument("an image has 2 (HxW), 3 (HxWxC) or 4 (NxHxWxC) dimensions, not " + std::to_string(a.ndim));
+        throw std::invalid_argument("an image has 2 (HxW), 3 (HxWxC) or 4 (NxHxWxC) dimensions, not " +
+                                    std::to_string(a.ndim));
     if (typestr.size() < 3) throw py::type_error("bad __cuda_array_interface__ typestr '" + typestr + "'");
     const int bits = std::stoi(typestr.substr(2)) * 8;
     a.dtype = dtype_of(typestr[1], bits);
-    if (typestr[0] == '>' && bits > 8) a.dtype = ">" + a.dtype;
-    else a.depth = depth_of(typestr[1], bits);
+    if (typestr[0] == '>' && bits > 8)
+        a.dtype = ">" + a.dtype;
+    else
+        a.depth = depth_of(typestr[1], bits);
     std::int64_t contiguous = bits / 8;
     std::vector<std::int64_t> strides;
     if (!t[3].is_none()) strides = t[3].cast<std::vector<std::int64_t>>();
@@ -308,7 +326,8 @@ Array to_array(const py::handle& obj, bool writable) {
     }
     if (!PyObject_CheckBuffer(obj.ptr()))
         throw py::type_error(std::string("cbi takes NumPy, CuPy or torch arrays (the buffer protocol, __dlpack__ or "
-                                         "__cuda_array_interface__), not ") + Py_TYPE(obj.ptr())->tp_name);
+                                         "__cuda_array_interface__), not ") +
+                             Py_TYPE(obj.ptr())->tp_name);
     return from_buffer(obj, writable);
 }
 
@@ -321,9 +340,10 @@ struct Images {
 
 Images images_of(const Array& a, const char* what) {
     if (!a.depth)
-        throw py::type_error(std::string(what) + " has dtype " + a.dtype +
-                             "; cbi takes uint8, uint16 or float32 (convert with .astype(np.float32) or np.uint8/np.uint16"
-                             ", native byte order)");
+        throw py::type_error(
+            std::string(what) + " has dtype " + a.dtype +
+            "; cbi takes uint8, uint16 or float32 (convert with .astype(np.float32) or np.uint8/np.uint16"
+            ", native byte order)");
     const cbi::Depth depth = *a.depth;
     const std::int64_t item = static_cast<std::int64_t>(cbi::depth_bytes(depth));
     std::int64_t n = 1, h, w, c = 1, sn = 0, sy, sx, sc = item;
@@ -345,7 +365,8 @@ Images images_of(const Array& a, const char* what) {
                                     " channels; cbi takes 1, 3 or 4 (HxW, HxWxC or NxHxWxC, channels last: for CHW "
                                     "data pass x.transpose(1, 2, 0) as a copy, or one plane at a time)");
     if (n < 1 || h < 1 || w < 1) throw std::invalid_argument(std::string(what) + " of shape " + shape + " is empty");
-    if (h > INT32_MAX || w > INT32_MAX) throw std::invalid_argument(std::string(what) + " of shape " + shape + " is too large");
+    if (h > INT32_MAX || w > INT32_MAX)
+        throw std::invalid_argument(std::string(what) + " of shape " + shape + " is too large");
     // Strides of size-1 dimensions say nothing (NumPy may give any value).
     if (c > 1 && sc != item)
         throw std::invalid_argument(std::string(what) + " of shape " + shape +
@@ -359,7 +380,8 @@ Images images_of(const Array& a, const char* what) {
                                     "pass np.ascontiguousarray(x) (torch: x.contiguous())");
     const std::int64_t row_bytes = w * c * item;
     if (h > 1 && (sy < row_bytes || sy % item != 0))
-        throw std::invalid_argument(std::string(what) + " of shape " + shape + " has a row stride of " + std::to_string(sy) +
+        throw std::invalid_argument(std::string(what) + " of shape " + shape + " has a row stride of " +
+                                    std::to_string(sy) +
                                     " bytes (negative, overlapping or not a multiple of the sample size); pass "
                                     "np.ascontiguousarray(x) (torch: x.contiguous())");
     if (h == 1) sy = row_bytes;
@@ -602,8 +624,8 @@ public:
                            });
         bool linear = chain && nodes.size() > 1;
         for (std::size_t i = 1; linear && i < nodes.size(); ++i) linear = nodes[i].inputs[0] == static_cast<int>(i) - 1;
-        const bool plain_defaults = std::holds_alternative<cbi::DefaultSchedule>(graph_.default_schedule()) &&
-                                    !graph_.default_border();
+        const bool plain_defaults =
+            std::holds_alternative<cbi::DefaultSchedule>(graph_.default_schedule()) && !graph_.default_border();
         if (!linear || !plain_defaults) return cbi::graph_to_json(graph_);
         std::string s;
         for (std::size_t i = 1; i < nodes.size(); ++i) {
@@ -680,19 +702,23 @@ public:
             const std::string what = "out[" + std::to_string(i) + "]";
             if (outs[i].readonly) throw std::invalid_argument(what + " is read-only; pass a writable array");
             if (outs[i].cuda != in.cuda || (in.cuda && outs[i].device != in.device))
-                throw std::invalid_argument(what + " is on " + (outs[i].cuda ? "cuda:" + std::to_string(outs[i].device) : "the CPU") +
-                                            ", the input on " + (in.cuda ? "cuda:" + std::to_string(in.device) : "the CPU") +
-                                            "; allocate it on the input's device");
+                throw std::invalid_argument(
+                    what + " is on " + (outs[i].cuda ? "cuda:" + std::to_string(outs[i].device) : "the CPU") +
+                    ", the input on " + (in.cuda ? "cuda:" + std::to_string(in.device) : "the CPU") +
+                    "; allocate it on the input's device");
             if (outs[i].depth != in.depth)
-                throw py::type_error(what + " has dtype " + outs[i].dtype + ", the input " + in.dtype + "; they must match");
+                throw py::type_error(what + " has dtype " + outs[i].dtype + ", the input " + in.dtype +
+                                     "; they must match");
             dst.push_back(images_of(outs[i], what.c_str()));
             const Images& d = dst.back();
             const cbi::ImageView& s0 = src.views[0];
             const cbi::ImageView& d0 = d.views[0];
-            if (d.views.size() != src.views.size() || d0.width != s0.width || d0.height != s0.height || d.channels != channels[i])
-                throw std::invalid_argument(what + " is " + std::to_string(d.views.size()) + " image(s) of " + cbi::describe(d0) +
-                                            "; the pipeline writes " + std::to_string(src.views.size()) + " of " +
-                                            cbi::describe(cbi::ImageView{nullptr, s0.width, s0.height, channels[i], s0.depth, 0}));
+            if (d.views.size() != src.views.size() || d0.width != s0.width || d0.height != s0.height ||
+                d.channels != channels[i])
+                throw std::invalid_argument(
+                    what + " is " + std::to_string(d.views.size()) + " image(s) of " + cbi::describe(d0) +
+                    "; the pipeline writes " + std::to_string(src.views.size()) + " of " +
+                    cbi::describe(cbi::ImageView{nullptr, s0.width, s0.height, channels[i], s0.depth, 0}));
         }
         if (outs.size() != channels.size())
             throw std::invalid_argument("the pipeline has " + std::to_string(channels.size()) + " outputs, " +
@@ -701,8 +727,9 @@ public:
         FormatKey key{false, 0, src.views[0].width, src.views[0].height, src.channels, src.views[0].depth};
         if (in.cuda) {
             if (!device.empty() && device != "cuda" && device != "cuda:" + std::to_string(in.device))
-                throw std::invalid_argument("the input is on cuda:" + std::to_string(in.device) + ", device='" + device +
-                                            "' was asked for; move the data (or leave device= out: data on a GPU runs there)");
+                throw std::invalid_argument(
+                    "the input is on cuda:" + std::to_string(in.device) + ", device='" + device +
+                    "' was asked for; move the data (or leave device= out: data on a GPU runs there)");
             if (!cbi::built_with_cuda())
                 throw cbi::Unsupported("device data", "this build of cbi has no CUDA backend (CBI_WITH_CUDA)");
             key.cuda = true;
@@ -730,8 +757,10 @@ public:
             try {
                 for (std::size_t n = 0; n < src.views.size(); ++n) {
                     for (std::size_t i = 0; i < dst.size(); ++i) views[i] = dst[i].views[n];
-                    if (in.cuda) e->enqueue(src.views[n], views, reinterpret_cast<CUstream_st*>(stream));
-                    else e->run_into(src.views[n], views);
+                    if (in.cuda)
+                        e->enqueue(src.views[n], views, reinterpret_cast<CUstream_st*>(stream));
+                    else
+                        e->run_into(src.views[n], views);
                 }
             } catch (...) {
                 g_allocations += e->allocations() - before;
@@ -770,8 +799,8 @@ public:
 
     py::dict run_folder(const std::string& input_dir, const std::string& output_dir, const std::string& pattern,
                         bool recursive, const std::string& format, int jobs, int in_flight, bool skip_existing,
-                        const std::string& device, const std::string& codec, int quality, int png_compression, bool strip,
-                        std::uint64_t max_pixels, bool in_place, const py::object& progress) {
+                        const std::string& device, const std::string& codec, int quality, int png_compression,
+                        bool strip, std::uint64_t max_pixels, bool in_place, const py::object& progress) {
         cbi::FolderOptions folder;
         folder.input_dir = input_dir;
         folder.output_dir = output_dir;
@@ -790,7 +819,7 @@ public:
         batch.write.png_compression = png_compression;
         batch.write.strip = strip;
         cbi::check_write_options(batch.write);
-        batch.jpeg = codec == "cpu" ? cbi::BatchOptions::JpegCodec::cpu
+        batch.jpeg = codec == "cpu"   ? cbi::BatchOptions::JpegCodec::cpu
                      : codec == "gpu" ? cbi::BatchOptions::JpegCodec::device
                                       : cbi::BatchOptions::JpegCodec::automatic;
         std::vector<cbi::BatchDevice> devices;
@@ -798,11 +827,12 @@ public:
             cbi::RunOptions options;
             options.device = d;
             options.tuning = tuning_;
-            devices.push_back({d.cuda ? "cuda:" + std::to_string(d.index) : "cpu", cbi::graph_processor_factory(graph_, options),
-                               d.cuda ? cbi::kGpuBatchProcessors : 0});
+            devices.push_back({d.cuda ? "cuda:" + std::to_string(d.index) : "cpu",
+                               cbi::graph_processor_factory(graph_, options), d.cuda ? cbi::kGpuBatchProcessors : 0});
         }
         if (codec == "gpu" && (!cbi::built_with_nvjpeg() || !devices.front().name.starts_with("cuda")))
-            throw cbi::Unsupported("codec='gpu'", "needs a build with nvJPEG and a CUDA device; use codec='auto' or 'cpu'");
+            throw cbi::Unsupported("codec='gpu'",
+                                   "needs a build with nvJPEG and a CUDA device; use codec='auto' or 'cpu'");
 
         std::atomic<bool> cancel{false};
         batch.cancel = &cancel;
@@ -878,8 +908,7 @@ public:
             py::error_already_set e;
             try {
                 e.value().attr("summary") = out;
-            } catch (...) {
-            }
+            } catch (...) {}
             throw e;
         }
         if (callback_error) {
@@ -927,8 +956,12 @@ public:
         return d;
     }
 
-    void clear() { pool_->clear(); }
-    std::size_t idle_executors() { return pool_->idle_count(); }
+    void clear() {
+        pool_->clear();
+    }
+    std::size_t idle_executors() {
+        return pool_->idle_count();
+    }
 
 private:
     cbi::Graph graph_;
@@ -961,8 +994,9 @@ py::list devices() {
 PYBIND11_MODULE(_core, m) {
     m.doc() = "cbi's C++ core (pybind11); use the cbi package, not this module.";
 
-    g_error = make_exception(m, "Error", {PyExc_RuntimeError},
-                             "A cbi runtime or data error (the CLI's exit 1): unreadable, corrupt, too large, a CUDA failure.");
+    g_error = make_exception(
+        m, "Error", {PyExc_RuntimeError},
+        "A cbi runtime or data error (the CLI's exit 1): unreadable, corrupt, too large, a CUDA failure.");
     g_invalid = make_exception(m, "InvalidArgument", {g_error, PyExc_ValueError},
                                "A malformed request no device could run (the CLI's exit 2): a bad kernel size, "
                                "filter, border or schedule string, or an array cbi cannot take as it is.");
@@ -1019,13 +1053,17 @@ PYBIND11_MODULE(_core, m) {
         }
         return out;
     });
-    m.def("check_filter", [](const std::string& spec) { return cbi::to_string(cbi::parse_filter(spec)); },
-          "The canonical form of a filter string; raises InvalidArgument when malformed.");
+    m.def(
+        "check_filter", [](const std::string& spec) { return cbi::to_string(cbi::parse_filter(spec)); },
+        "The canonical form of a filter string; raises InvalidArgument when malformed.");
 
     py::module_ t = m.def_submodule("_testing", "Hooks for cbi's tests.");
-    t.def("last_pointers", [] { return py::make_tuple(t_last.input, t_last.outputs); },
-          "(input, [outputs]) data pointers of the last run on this thread.");
-    t.def("allocations", [] { return g_allocations.load(); }, "Executor buffer allocations so far, all pipelines.");
-    t.def("executors", [] { return g_executors.load(); }, "Executors made so far, all pipelines.");
+    t.def(
+        "last_pointers", [] { return py::make_tuple(t_last.input, t_last.outputs); },
+        "(input, [outputs]) data pointers of the last run on this thread.");
+    t.def(
+        "allocations", [] { return g_allocations.load(); }, "Executor buffer allocations so far, all pipelines.");
+    t.def(
+        "executors", [] { return g_executors.load(); }, "Executors made so far, all pipelines.");
     t.def("pending", &pending_count, "Device runs whose arrays cbi still holds.");
 }

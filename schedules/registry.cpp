@@ -17,8 +17,8 @@ int parse_positive(std::string_view text) {
 }
 
 [[noreturn]] void bad_params(std::string_view form, std::string_view params, std::string_view why) {
-    throw std::invalid_argument("schedule '" + std::string(form) + "': '" + std::string(params) +
-                                "' " + std::string(why) + "; valid forms: " + valid_schedule_forms());
+    throw std::invalid_argument("schedule '" + std::string(form) + "': '" + std::string(params) + "' " +
+                                std::string(why) + "; valid forms: " + valid_schedule_forms());
 }
 
 ScheduleSpec parse_naive(std::string_view params) {
@@ -32,8 +32,12 @@ ScheduleSpec parse_width(ScheduleFamily family, std::string_view form, std::stri
     return {family, w, 0};
 }
 
-ScheduleSpec parse_column(std::string_view p) { return parse_width(ScheduleFamily::column, "column:W", p); }
-ScheduleSpec parse_zigzag(std::string_view p) { return parse_width(ScheduleFamily::zigzag, "zigzag:W", p); }
+ScheduleSpec parse_column(std::string_view p) {
+    return parse_width(ScheduleFamily::column, "column:W", p);
+}
+ScheduleSpec parse_zigzag(std::string_view p) {
+    return parse_width(ScheduleFamily::zigzag, "zigzag:W", p);
+}
 
 ScheduleSpec parse_size(ScheduleFamily family, std::string_view form, std::string_view params) {
     const auto x = params.find('x');
@@ -44,7 +48,9 @@ ScheduleSpec parse_size(ScheduleFamily family, std::string_view form, std::strin
     return {family, w, h};
 }
 
-ScheduleSpec parse_tile(std::string_view p) { return parse_size(ScheduleFamily::tile, "tile:WxH", p); }
+ScheduleSpec parse_tile(std::string_view p) {
+    return parse_size(ScheduleFamily::tile, "tile:WxH", p);
+}
 
 ScheduleSpec parse_smem(std::string_view p) {
     const ScheduleSpec s = parse_size(ScheduleFamily::smem, "smem:WxH", p);
@@ -65,19 +71,22 @@ ScheduleSpec parse_sep(std::string_view p) {
 ScheduleSpec parse_stream(std::string_view p) {
     const ScheduleSpec s = parse_size(ScheduleFamily::stream, "stream:WxH", p);
     // A block has one thread per run of samples of the strip's width: W*4/4 threads at most for 4 channels.
-    if (s.width > 1024 || s.height > 65536) bad_params("stream:WxH", p, "is too large (W at most 1024, H at most 65536)");
+    if (s.width > 1024 || s.height > 65536)
+        bad_params("stream:WxH", p, "is too large (W at most 1024, H at most 65536)");
     return s;
 }
 
 ScheduleSpec parse_vec(std::string_view p) {
     const int n = parse_positive(p);
-    if (n != 1 && n != 2 && n != 4 && n != 8 && n != 16) bad_params("vec:N", p, "is not a pixel count 1, 2, 4, 8 or 16");
+    if (n != 1 && n != 2 && n != 4 && n != 8 && n != 16)
+        bad_params("vec:N", p, "is not a pixel count 1, 2, 4, 8 or 16");
     return {ScheduleFamily::vec, n, 0};
 }
 
 constexpr Capabilities kPerPixel{.pointwise = true, .stencil = true, .window = true};
 constexpr Capabilities kStagedTile{.stencil = true, .fuses_color = true, .fuses_stencil = true, .takes_order = true};
-constexpr Capabilities kStrip{.stencil = true, .max_ksize = 9, .fuses_stencil = true, .fuses_blend = true, .takes_order = true};
+constexpr Capabilities kStrip{
+    .stencil = true, .max_ksize = 9, .fuses_stencil = true, .fuses_blend = true, .takes_order = true};
 constexpr Capabilities kRun{.pointwise = true};
 
 constexpr ScheduleEntry registry[] = {
@@ -107,11 +116,13 @@ constexpr ScheduleEntry registry[] = {
      "3x3, its own shared-memory slots above; no barriers); 8-bit images sum columns first, two samples per "
      "32-bit register, each warp a chunk of the row (W sets the warps per block); stencils of square windows up to "
      "9x9; with --fuse-stencils an 8-bit blur or gaussian read only by a stream stencil "
-     "(GPU; 1 or 3 channels, both at most 5x5) runs in the same kernel through line buffers, with a colour node before it; "
+     "(GPU; 1 or 3 channels, both at most 5x5) runs in the same kernel through line buffers, with a colour node before "
+     "it; "
      "+ORDER sets the order blocks take strips in",
      "stream:1x1 stream:7x5 stream:13x40 stream:1024x8 stream:128x32 stream:128x32+column:2", kStrip, parse_stream},
     {"vec", "vec:N",
-     "each CUDA thread computes N consecutive pixels of a row (N = 1, 2, 4, 8, 16), loading and storing whole aligned words "
+     "each CUDA thread computes N consecutive pixels of a row (N = 1, 2, 4, 8, 16), loading and storing whole aligned "
+     "words "
      "(3-channel float colour through shared memory: a warp moves 512 contiguous bytes per instruction); "
      "pointwise kinds and blends only; rows in order",
      "vec:1 vec:2 vec:4 vec:8 vec:16", kRun, parse_vec},
@@ -129,7 +140,9 @@ static_assert(registry[static_cast<int>(ScheduleFamily::vec)].name == "vec");
 
 }  // namespace
 
-std::span<const ScheduleEntry> schedule_registry() { return registry; }
+std::span<const ScheduleEntry> schedule_registry() {
+    return registry;
+}
 
 std::string valid_schedule_forms() {
     std::string forms;
@@ -147,8 +160,7 @@ static ScheduleSpec parse_strategy(std::string_view text) {
     for (const auto& e : registry) {
         if (e.name == name) return e.parse_params(params);
     }
-    throw std::invalid_argument("unknown schedule '" + std::string(text) + "'; valid forms: " +
-                                valid_schedule_forms());
+    throw std::invalid_argument("unknown schedule '" + std::string(text) + "'; valid forms: " + valid_schedule_forms());
 }
 
 ScheduleSpec parse_schedule(std::string_view text) {

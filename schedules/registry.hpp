@@ -29,9 +29,9 @@ enum class ScheduleFamily { naive, column, zigzag, tile, smem, sep, stream, vec 
 // "sep:128x32+zigzag:2".
 struct ScheduleSpec {
     ScheduleFamily family = ScheduleFamily::naive;
-    int width = 0;   // W: column/zigzag/tile/smem/sep width; stream: strip width (8-bit: warps per block);
-                     // vec: N, pixels per thread
-    int height = 0;  // H: tile height; stream: strip height in rows
+    int width = 0;      // W: column/zigzag/tile/smem/sep width; stream: strip width (8-bit: warps per block);
+                        // vec: N, pixels per thread
+    int height = 0;     // H: tile height; stream: strip height in rows
     TileOrder order{};  // smem, sep, stream: the order blocks take tiles in
 
     std::string to_string() const;
@@ -43,14 +43,16 @@ struct ScheduleSpec {
 // fusion, the tuner's candidates, the default table, tests and benchmarks.
 // Filter kinds say which category they are (filters/kinds/kind.hpp).
 struct Capabilities {
-    bool pointwise = false;      // pointwise kinds and blends
-    bool stencil = false;        // stencil kinds
-    bool window = false;         // window kinds (morphology, median, ...: an op per output pixel)
-    int max_ksize = 0;           // largest square window (0: any; a window that is not square counts as larger)
-    bool fuses_color = false;    // computes a colour node inside its loads (the colour node is not stored)
-    bool fuses_stencil = false;  // computes a stencil pair in one kernel, with a colour node before it (GPU; not with the wrap border)
-    bool fuses_blend = false;    // computes the blend that reads its stencil (of its input and the stencil, or of two stencils of it) in one kernel (GPU)
-    bool takes_order = false;    // walks its tiles or strips in a TileOrder (+ORDER)
+    bool pointwise = false;    // pointwise kinds and blends
+    bool stencil = false;      // stencil kinds
+    bool window = false;       // window kinds (morphology, median, ...: an op per output pixel)
+    int max_ksize = 0;         // largest square window (0: any; a window that is not square counts as larger)
+    bool fuses_color = false;  // computes a colour node inside its loads (the colour node is not stored)
+    bool fuses_stencil =
+        false;  // computes a stencil pair in one kernel, with a colour node before it (GPU; not with the wrap border)
+    bool fuses_blend =
+        false;  // computes the blend that reads its stencil (of its input and the stencil, or of two stencils of it) in one kernel (GPU)
+    bool takes_order = false;  // walks its tiles or strips in a TileOrder (+ORDER)
 };
 
 struct ScheduleEntry {

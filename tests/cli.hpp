@@ -1,9 +1,9 @@
 #pragma once
 // Test helpers for running the real cbi-filter binary (CBI_FILTER_BIN) in a
 // child process and for scratch folders. Used by test_batch and test_cli.
+#include <fcntl.h>
 #include <signal.h>
 #include <stdlib.h>
-#include <fcntl.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -58,7 +58,7 @@ inline std::string slurp(const fs::path& p) {
 // the fork: between fork and exec only async-signal-safe calls (the parent
 // has TBB threads).
 inline pid_t spawn_cli(const std::vector<std::string>& args, const fs::path& out_file, const fs::path& err_file,
-                const ChildSetup& setup = {}) {
+                       const ChildSetup& setup = {}) {
     std::vector<std::string> all{CBI_FILTER_BIN};
     all.insert(all.end(), args.begin(), args.end());
     std::vector<char*> argv;

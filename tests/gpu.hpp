@@ -7,9 +7,9 @@
 
 #include "pipeline/cuda_runtime.hpp"
 
-#define REQUIRE_GPU()                                                                     \
-    do {                                                                                  \
-        std::string why;                                                                  \
+#define REQUIRE_GPU()                                                                      \
+    do {                                                                                   \
+        std::string why;                                                                   \
         if (::cbi::cuda_device_count(why) == 0) GTEST_SKIP() << "no CUDA device: " << why; \
-        ::cbi::use_device(0);                                                             \
+        ::cbi::use_device(0);                                                              \
     } while (0)

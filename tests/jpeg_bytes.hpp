@@ -11,11 +11,38 @@ namespace cbi::test {
 std::vector<std::uint8_t> with_exif(const std::vector<std::uint8_t>& jpg, std::uint16_t orientation,
                                     std::vector<std::uint8_t> payload = {}) {
     if (payload.empty())
-        payload = {'E', 'x', 'i', 'f', 0, 0, 'M', 'M', 0, 42, 0, 0, 0, 8,            // TIFF header, IFD0 at 8
-                   0, 1,                                                             // one entry
-                   0x01, 0x12, 0, 3, 0, 0, 0, 1, static_cast<std::uint8_t>(orientation >> 8),
-                   static_cast<std::uint8_t>(orientation), 0, 0,                     // SHORT, count 1, value
-                   0, 0, 0, 0};                                                      // no next IFD
+        payload = {'E',
+                   'x',
+                   'i',
+                   'f',
+                   0,
+                   0,
+                   'M',
+                   'M',
+                   0,
+                   42,
+                   0,
+                   0,
+                   0,
+                   8,  // TIFF header, IFD0 at 8
+                   0,
+                   1,  // one entry
+                   0x01,
+                   0x12,
+                   0,
+                   3,
+                   0,
+                   0,
+                   0,
+                   1,
+                   static_cast<std::uint8_t>(orientation >> 8),
+                   static_cast<std::uint8_t>(orientation),
+                   0,
+                   0,  // SHORT, count 1, value
+                   0,
+                   0,
+                   0,
+                   0};  // no next IFD
     const std::size_t len = payload.size() + 2;
     std::vector<std::uint8_t> out(jpg.begin(), jpg.begin() + 2);
     out.insert(out.end(), {0xFF, 0xE1, static_cast<std::uint8_t>(len >> 8), static_cast<std::uint8_t>(len)});

@@ -124,6 +124,8 @@ inline cv::Mat opencv_reference(const FilterRun& node, const cv::Mat& src) {
 }
 
 // The magnitude the node's output can reach (reference::output_scale).
-inline double output_scale(const FilterRun& node, const cv::Mat& src) { return reference::output_scale(node.filter, src); }
+inline double output_scale(const FilterRun& node, const cv::Mat& src) {
+    return reference::output_scale(node.filter, src);
+}
 
 }  // namespace cbi::test

@@ -29,25 +29,24 @@
 #include <opencv2/imgcodecs.hpp>
 #include <opencv2/imgproc.hpp>
 
+#include "cli.hpp"
 #include "filters/filter.hpp"
 #include "pipeline/error.hpp"
 #include "pipeline/executor.hpp"
 #include "pipeline/opencv.hpp"
-#include "cli.hpp"
 #include "reference.hpp"
 
 namespace fs = std::filesystem;
-using cbi::test::random_image;
-using cbi::test::TempDir;
-using cbi::test::run_cli;
-using cbi::test::spawn_cli;
-using cbi::test::wait_code;
-using cbi::test::slurp;
-using cbi::test::CliResult;
 using cbi::test::ChildSetup;
+using cbi::test::CliResult;
+using cbi::test::random_image;
+using cbi::test::run_cli;
+using cbi::test::slurp;
+using cbi::test::spawn_cli;
+using cbi::test::TempDir;
+using cbi::test::wait_code;
 
 namespace {
-
 
 void write_bytes(const fs::path& p, const std::vector<std::uint8_t>& bytes) {
     fs::create_directories(p.parent_path());
@@ -79,7 +78,9 @@ std::string error_of(const std::function<void()>& f) {
     return "";
 }
 
-std::vector<cbi::FilterRun> blur_chain(int k) { return {{cbi::BoxFilter{k}, {}, {}}}; }
+std::vector<cbi::FilterRun> blur_chain(int k) {
+    return {{cbi::BoxFilter{k}, {}, {}}};
+}
 
 cbi::RunOptions cpu_options() {
     cbi::RunOptions o;
@@ -96,7 +97,9 @@ std::vector<std::string> files_under(const fs::path& root) {
     return out;
 }
 
-bool is_temporary(const fs::path& p) { return cbi::is_temporary_name(p.filename().string()); }
+bool is_temporary(const fs::path& p) {
+    return cbi::is_temporary_name(p.filename().string());
+}
 
 // Spawns the batch, waits until `outputs` complete files exist under `out`,
 // sends `sig`; returns the exit code (128 + signal when killed by it).
@@ -121,8 +124,8 @@ int interrupt_batch(const std::vector<std::string>& args, const fs::path& out, s
 // The single-image path: decode `input`, run_sequence on the CPU, encode to
 // `output`'s format. Expects the decoded `output` to equal it exactly
 // (lossy JPEG too: the same encoder on the same pixels).
-void expect_matches_single_image(const fs::path& input, const fs::path& output, const std::vector<cbi::FilterRun>& nodes,
-                                 const fs::path& scratch) {
+void expect_matches_single_image(const fs::path& input, const fs::path& output,
+                                 const std::vector<cbi::FilterRun>& nodes, const fs::path& scratch) {
     SCOPED_TRACE(output.string());
     const cv::Mat in = cbi::read_image(input);
     const cbi::Image ref = cbi::run_sequence(nodes, cbi::view_of(in), cpu_options());
@@ -173,7 +176,6 @@ Tree make_tree(const fs::path& in) {
 
 // ------------------------------------------------------------ the real CLI
 
-
 std::vector<std::string> lines(const std::string& text) {
     std::vector<std::string> out;
     std::istringstream s(text);
@@ -218,7 +220,8 @@ TEST(Batch, FolderTreeGoodAndBadFiles) {
         last_done = p.done;
         inside.fetch_sub(1);
     };
-    const cbi::BatchSummary s = cbi::run_batch(plan, cbi::graph_processor_factory(cbi::sequence_graph(nodes), cpu_options()), bo);
+    const cbi::BatchSummary s =
+        cbi::run_batch(plan, cbi::graph_processor_factory(cbi::sequence_graph(nodes), cpu_options()), bo);
     EXPECT_EQ(s.processed, tree.good.size());
     EXPECT_EQ(s.failed, tree.bad.size());
     EXPECT_EQ(s.skipped, 0u);
@@ -267,8 +270,8 @@ TEST(Batch, FolderTreeGoodAndBadFiles) {
     fo.output_dir = out_serial;
     bo.overlap = false;
     bo.on_progress = nullptr;
-    const cbi::BatchSummary serial =
-        cbi::run_batch(cbi::plan_folder(fo), cbi::graph_processor_factory(cbi::sequence_graph(nodes), cpu_options()), bo);
+    const cbi::BatchSummary serial = cbi::run_batch(
+        cbi::plan_folder(fo), cbi::graph_processor_factory(cbi::sequence_graph(nodes), cpu_options()), bo);
     EXPECT_EQ(serial.in_flight, 1);
     EXPECT_EQ(serial.stages[0].lanes, 1);
     EXPECT_EQ(serial.processed, s.processed);
@@ -289,15 +292,15 @@ TEST(Batch, ProcessorErrorsAreResults) {
     fo.input_dir = dir / "in";
     fo.output_dir = dir / "out";
     cbi::Graph graph;
-    const cbi::NodeId sepia = graph.add_filter("sepia", cbi::FilterKind<cbi::ColorFilter>::parse("sepia"), cbi::Graph::input());
+    const cbi::NodeId sepia =
+        graph.add_filter("sepia", cbi::FilterKind<cbi::ColorFilter>::parse("sepia"), cbi::Graph::input());
     graph.add_output(graph.add_blend("mix", cbi::BlendFilter{0.5, 0.5, 0}, cbi::Graph::input(), sepia));
     const auto s = cbi::run_batch(cbi::plan_folder(fo), cbi::graph_processor_factory(graph, cpu_options()), {});
     EXPECT_EQ(s.processed, 2u);
     ASSERT_EQ(s.failed, 1u);
     // The graph's own reason, named after the file.
-    const std::string reason = error_of([&] {
-        cbi::GraphExecutor(graph, cpu_options()).run(cbi::view_of(cbi::read_image(dir / "in/b.png")));
-    });
+    const std::string reason = error_of(
+        [&] { cbi::GraphExecutor(graph, cpu_options()).run(cbi::view_of(cbi::read_image(dir / "in/b.png"))); });
     EXPECT_NE(reason.find("channels"), std::string::npos) << reason;
     EXPECT_EQ(s.items[1].error, (dir / "in/b.png").string() + ": " + reason);
     EXPECT_GT(s.items[1].process_s, 0.0);
@@ -320,7 +323,8 @@ TEST(Batch, OutputFormatsAndNameClashes) {
     EXPECT_EQ(plan.rejected[0].error, (dir / "in/a.png").string() + ": its output " + (dir / "out/a.png").string() +
                                           " is also the output of " + (dir / "in/a.jpg").string() +
                                           " (choose another output format)");
-    const auto s = cbi::run_batch(plan, cbi::graph_processor_factory(cbi::sequence_graph(blur_chain(3)), cpu_options()), {});
+    const auto s =
+        cbi::run_batch(plan, cbi::graph_processor_factory(cbi::sequence_graph(blur_chain(3)), cpu_options()), {});
     EXPECT_EQ(s.processed, 1u);
     EXPECT_EQ(s.failed, 2u);
     EXPECT_EQ(s.items.size(), 3u);
@@ -433,14 +437,16 @@ TEST(Batch, FileListOutputs) {
     // The same file twice is said so (not a format clash).
     plan = cbi::plan_files({dir / "x/a.png", dir / "x/../x/a.png"}, dir / "twice", cbi::OutputFormat::same, false);
     ASSERT_EQ(plan.rejected.size(), 1u);
-    EXPECT_EQ(plan.rejected[0].error, (dir / "x/../x/a.png").string() + ": is listed twice (as " + (dir / "x/a.png").string() + ")");
+    EXPECT_EQ(plan.rejected[0].error,
+              (dir / "x/../x/a.png").string() + ": is listed twice (as " + (dir / "x/a.png").string() + ")");
 
     // --skip-existing keeps outputs, not a folder that has an output's name:
     // that image fails (nothing can replace a folder) instead of counting as done.
     fs::create_directories(dir / "dirs/a.png");
     cbi::BatchOptions skip;
     skip.skip_existing = true;
-    const auto s = cbi::run_batch(cbi::plan_files({dir / "x/a.png"}, dir / "dirs", cbi::OutputFormat::same, false), factory, skip);
+    const auto s =
+        cbi::run_batch(cbi::plan_files({dir / "x/a.png"}, dir / "dirs", cbi::OutputFormat::same, false), factory, skip);
     EXPECT_EQ(s.skipped, 0u);
     EXPECT_EQ(s.failed, 1u);
     EXPECT_TRUE(fs::is_directory(dir / "dirs/a.png"));
@@ -498,9 +504,11 @@ TEST(BatchCli, UsageErrorsExit2) {
     const std::string in = (dir / "in").string(), a = (dir / "in/a.png").string();
     const std::vector<std::pair<std::vector<std::string>, std::string>> cases{
         {{"--input-dir", in, "--output-dir", in, "--device", "cpu"},
-         "cbi-filter: error: --output-dir: " + in + " is the input folder; in-place mode writes NAME.cbi.EXT beside the inputs"},
+         "cbi-filter: error: --output-dir: " + in +
+             " is the input folder; in-place mode writes NAME.cbi.EXT beside the inputs"},
         {{"--input-dir", in, "--device", "cpu"},
-         "cbi-filter: error: --input-dir: --output-dir is required (or --in-place to write NAME.cbi.EXT beside the inputs)"},
+         "cbi-filter: error: --input-dir: --output-dir is required (or --in-place to write NAME.cbi.EXT beside the "
+         "inputs)"},
         {{a, "--no-overlap", "--device", "cpu"},
          "cbi-filter: error: --no-overlap: applies to batch mode only (--input-dir, --output-dir or several inputs)"},
         {{a, a, "-o", (dir / "file.png").string(), "--device", "cpu"},
@@ -513,7 +521,8 @@ TEST(BatchCli, UsageErrorsExit2) {
          "cbi-filter: error: IN: input images or --input-dir are required (see --help)"},
         // Empty values are not defaults.
         {{a, "--blur", "3", "-o", ""}, "cbi-filter: error: --output: an empty path"},
-        {{"--input-dir", "", "--output-dir", (dir / "o").string(), "--blur", "3"}, "cbi-filter: error: --input-dir: an empty path"},
+        {{"--input-dir", "", "--output-dir", (dir / "o").string(), "--blur", "3"},
+         "cbi-filter: error: --input-dir: an empty path"},
         {{a, "--sobel", "", "--device", "cpu"}, "cbi-filter: error: --sobel: needs a value (see --help)"},
         {{a, "--laplacian", ""}, "cbi-filter: error: --laplacian: needs a value (see --help)"},
     };
@@ -532,7 +541,8 @@ TEST(BatchCli, UsageErrorsExit2) {
     EXPECT_FALSE(fs::exists(dir / "o"));
 
     // Single-image mode is unchanged.
-    const auto single = run_cli({a, "--blur", "3", "--device", "cpu", "-o", (dir / "single.png").string()}, scratch.path());
+    const auto single =
+        run_cli({a, "--blur", "3", "--device", "cpu", "-o", (dir / "single.png").string()}, scratch.path());
     EXPECT_EQ(single.code, 0);
     EXPECT_EQ(single.err, "");
     EXPECT_TRUE(fs::is_regular_file(dir / "single.png"));
@@ -556,7 +566,8 @@ TEST(BatchCli, UnreadableFileAsUnprivilegedUser) {
                            scratch.path(), setup);
     if (r.code == 77) GTEST_SKIP() << "running as root and cannot drop to uid 65534";
     EXPECT_EQ(r.code, 1) << r.err;
-    EXPECT_TRUE(contains_line(r.err, "cbi-filter: error: " + (in / "secret.png").string() + ": permission denied")) << r.err;
+    EXPECT_TRUE(contains_line(r.err, "cbi-filter: error: " + (in / "secret.png").string() + ": permission denied"))
+        << r.err;
     EXPECT_TRUE(r.err.find("2 files: 1 processed, 1 failed") != std::string::npos) << r.err;
     EXPECT_EQ(files_under(out), std::vector<std::string>{"good.png"});
 }
@@ -572,7 +583,7 @@ TEST(BatchCli, SigkillLeavesOnlyCompleteOutputsAndSkipExistingResumes) {
     const std::vector<std::string> chain{"--blur", "9"};
     const auto nodes = blur_chain(9);
     std::vector<std::string> args{"--input-dir", in.string(), "--output-dir", out.string(), "--recursive",
-                                  "--device", "cpu", "--jobs", "2", "--quiet"};
+                                  "--device",    "cpu",       "--jobs",       "2",          "--quiet"};
     args.insert(args.end(), chain.begin(), chain.end());
 
     ASSERT_EQ(interrupt_batch(args, out, 3, SIGKILL, scratch.path()), 128 + SIGKILL)
@@ -611,12 +622,12 @@ TEST(BatchCli, DiskFullLeavesNoPartialOutput) {
     const auto r = run_cli({"--input-dir", in.string(), "--output-dir", out.string(), "--blur", "3", "--device", "cpu"},
                            scratch.path(), setup);
     EXPECT_EQ(r.code, 1) << r.err;
-    EXPECT_TRUE(contains_line(r.err, "cbi-filter: error: " + (out / "big.tiff").string() + ": write failed: File too large"))
+    EXPECT_TRUE(
+        contains_line(r.err, "cbi-filter: error: " + (out / "big.tiff").string() + ": write failed: File too large"))
         << r.err;
     EXPECT_TRUE(r.err.find("2 files: 1 processed, 1 failed") != std::string::npos) << r.err;
     EXPECT_EQ(files_under(out), std::vector<std::string>{"small.png"});  // no partial big.tiff, no temporary
 }
-
 
 // ------------------------------------------------------------ inputs are never written
 
@@ -647,7 +658,8 @@ TEST(BatchCli, AnOutputThatIsAnotherInputIsRefusedBeforeAnyWork) {
     };
     const std::vector<Case> cases{
         {{d + "/b1/x.png", d + "/b1/x.cbi.png"}, {d + "/b1/x.cbi.png", d + "/b1/x.cbi.png"}},
-        {{"--input-dir", d + "/o2/sub", "--output-dir", d + "/o2", "--recursive"}, {d + "/o2/sub/a.png", d + "/o2/sub/a.png"}},
+        {{"--input-dir", d + "/o2/sub", "--output-dir", d + "/o2", "--recursive"},
+         {d + "/o2/sub/a.png", d + "/o2/sub/a.png"}},
         {{d + "/x.png", d + "/a/x.png", "-o", d + "/a", "--in-place"}, {d + "/a/x.png", d + "/a/x.png"}},
     };
     for (const Case& c : cases) {
@@ -684,7 +696,8 @@ TEST(Batch, HardLinksSymlinkedFoldersAndInPlaceNeverOverwriteInputs) {
     fo.output_dir = dir / "out";
     auto plan = cbi::plan_folder(fo);
     ASSERT_EQ(plan.conflicts.size(), 1u);
-    EXPECT_TRUE(plan.conflicts[0].starts_with((dir / "out/a.png").string() + ": is the input " + (in / "a.png").string()))
+    EXPECT_TRUE(
+        plan.conflicts[0].starts_with((dir / "out/a.png").string() + ": is the input " + (in / "a.png").string()))
         << plan.conflicts[0];
     EXPECT_THROW(cbi::run_batch(plan, factory, {}), std::invalid_argument);
 
@@ -696,7 +709,8 @@ TEST(Batch, HardLinksSymlinkedFoldersAndInPlaceNeverOverwriteInputs) {
     fo.recursive = true;
     plan = cbi::plan_folder(fo);
     ASSERT_EQ(plan.conflicts.size(), 1u);
-    EXPECT_TRUE(plan.conflicts[0].starts_with((dir / "out2/sub/b.png").string() + ": is the input " + (in / "b.png").string()))
+    EXPECT_TRUE(
+        plan.conflicts[0].starts_with((dir / "out2/sub/b.png").string() + ": is the input " + (in / "b.png").string()))
         << plan.conflicts[0];
 
     // In place: a NAME.cbi.EXT that is a hard link to another input.
@@ -706,7 +720,8 @@ TEST(Batch, HardLinksSymlinkedFoldersAndInPlaceNeverOverwriteInputs) {
     fo.recursive = false;
     plan = cbi::plan_folder(fo);
     ASSERT_EQ(plan.conflicts.size(), 1u);
-    EXPECT_TRUE(plan.conflicts[0].starts_with((in / "a.cbi.png").string() + ": is the input " + (in / "b.png").string()))
+    EXPECT_TRUE(
+        plan.conflicts[0].starts_with((in / "a.cbi.png").string() + ": is the input " + (in / "b.png").string()))
         << plan.conflicts[0];
 
     // Two spellings of one folder are one folder: d/a.png and dlink/a.png
@@ -721,7 +736,8 @@ TEST(Batch, HardLinksSymlinkedFoldersAndInPlaceNeverOverwriteInputs) {
     fs::create_symlink(in / "b.png", dir / "out/b.png");
     plan = cbi::plan_files({in / "sub/b.png", in / "b.png"}, dir / "out", cbi::OutputFormat::same, false);
     ASSERT_EQ(plan.conflicts.size(), 1u);
-    EXPECT_TRUE(plan.conflicts[0].starts_with((dir / "out/b.png").string() + ": is the input " + (in / "b.png").string()))
+    EXPECT_TRUE(
+        plan.conflicts[0].starts_with((dir / "out/b.png").string() + ": is the input " + (in / "b.png").string()))
         << plan.conflicts[0];
     EXPECT_THROW(cbi::run_batch(plan, factory, {}), std::invalid_argument);
     EXPECT_EQ(slurp(in / "a.png"), std::string(a.begin(), a.end()));
@@ -736,7 +752,8 @@ TEST(BatchCli, SigintAndSigtermStopCleanlyWithASummary) {
     const fs::path in = dir / "in";
     constexpr int count = 40;
     for (int i = 0; i < count; ++i)
-        write_bytes(in / ("img" + std::to_string(100 + i) + ".png"), encode(".png", random_image(480, 360, 3, cbi::Depth::u8, i)));
+        write_bytes(in / ("img" + std::to_string(100 + i) + ".png"),
+                    encode(".png", random_image(480, 360, 3, cbi::Depth::u8, i)));
     const auto nodes = blur_chain(9);
     for (const int sig : {SIGINT, SIGTERM}) {
         TempDir scratch;
@@ -764,9 +781,10 @@ TEST(BatchCli, SigintAndSigtermStopCleanlyWithASummary) {
 TEST(BatchCli, SigintStopsTheImagesBeingFilteredAtOnce) {
     TempDir dir, scratch;
     for (int i = 0; i < 2; ++i)
-        write_bytes(dir / ("in/s" + std::to_string(i) + ".png"), encode(".png", random_image(640, 480, 3, cbi::Depth::u8, 40 + i)));
-    const pid_t pid = spawn_cli({"--input-dir", (dir / "in").string(), "--output-dir", (dir / "out").string(), "--blur", "201",
-                                 "--schedule", "naive", "--device", "cpu", "--jobs", "2"},
+        write_bytes(dir / ("in/s" + std::to_string(i) + ".png"),
+                    encode(".png", random_image(640, 480, 3, cbi::Depth::u8, 40 + i)));
+    const pid_t pid = spawn_cli({"--input-dir", (dir / "in").string(), "--output-dir", (dir / "out").string(), "--blur",
+                                 "201", "--schedule", "naive", "--device", "cpu", "--jobs", "2"},
                                 scratch / "out.txt", scratch / "err.txt");
     std::this_thread::sleep_for(std::chrono::milliseconds(1500));  // read and filtering
     const auto t0 = std::chrono::steady_clock::now();
@@ -775,7 +793,9 @@ TEST(BatchCli, SigintStopsTheImagesBeingFilteredAtOnce) {
     const double waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     EXPECT_LT(waited, 8.0);
     const std::string err = slurp(scratch / "err.txt");
-    EXPECT_NE(err.find("2 files: 0 processed, 0 failed, 0 skipped, 2 not done (interrupted by SIGINT)"), std::string::npos) << err;
+    EXPECT_NE(err.find("2 files: 0 processed, 0 failed, 0 skipped, 2 not done (interrupted by SIGINT)"),
+              std::string::npos)
+        << err;
     EXPECT_TRUE(files_under(dir / "out").empty());
 }
 
@@ -784,8 +804,8 @@ TEST(BatchCli, SigintDuringASingleImageLeavesNothingAndLaterRunsClearLeftovers) 
     // Large enough that the blur takes a while on 2 cores.
     const fs::path img = dir / "big.png";
     write_bytes(img, encode(".png", random_image(1024, 768, 3, cbi::Depth::u8, 9)));
-    const pid_t pid = spawn_cli({img.string(), "--blur", "255", "--schedule", "naive", "--device", "cpu", "--threads", "2",
-                                 "-o", (dir / "out.png").string()},
+    const pid_t pid = spawn_cli({img.string(), "--blur", "255", "--schedule", "naive", "--device", "cpu", "--threads",
+                                 "2", "-o", (dir / "out.png").string()},
                                 scratch / "out.txt", scratch / "err.txt");
     // Filtering: main thread, signal thread and a TBB worker exist.
     const auto threads = [&] {
@@ -809,7 +829,8 @@ TEST(BatchCli, SigintDuringASingleImageLeavesNothingAndLaterRunsClearLeftovers) 
     write_bytes(dir / ".cbi-tmp-Live01", {'w'});
     const int held = ::open((dir / ".cbi-tmp-Live01").c_str(), O_RDONLY);
     ASSERT_EQ(::flock(held, LOCK_EX), 0);
-    const auto r = run_cli({img.string(), "--blur", "3", "--device", "cpu", "-o", (dir / "out.png").string()}, scratch.path());
+    const auto r =
+        run_cli({img.string(), "--blur", "3", "--device", "cpu", "-o", (dir / "out.png").string()}, scratch.path());
     EXPECT_EQ(r.code, 0) << r.err;
     EXPECT_EQ(files_under(dir.path()), (std::vector<std::string>{".cbi-tmp-Live01", "big.png", "out.png"}));
     ::close(held);
@@ -841,12 +862,13 @@ TEST(BatchCli, FilesNamedLikeTemporariesAreNeverRemovedWhenTheyAreNotOurs) {
     r = run_cli({(dir / ".cbi-tmp-Ab12Cd").string(), "--blur", "3", "--device", "cpu", "-o", (dir / "b.png").string()},
                 scratch.path());
     EXPECT_EQ(r.code, 0) << r.err;
-    r = run_cli({(dir / ".cbi-tmp-Ab12Cd").string(), (dir / ".cbi-tmp-photo.png").string(), "--blur", "3", "--device", "cpu",
-                 "--output-dir", dir.path().string(), "--in-place", "--format", "png"},
+    r = run_cli({(dir / ".cbi-tmp-Ab12Cd").string(), (dir / ".cbi-tmp-photo.png").string(), "--blur", "3", "--device",
+                 "cpu", "--output-dir", dir.path().string(), "--in-place", "--format", "png"},
                 scratch.path());
     EXPECT_EQ(r.code, 0) << r.err;
-    EXPECT_EQ(files_under(dir.path()), (std::vector<std::string>{".cbi-tmp-Ab12Cd", ".cbi-tmp-Ab12Cd.cbi.png", ".cbi-tmp-abc",
-                                                                 ".cbi-tmp-photo.cbi.png", ".cbi-tmp-photo.png", "b.png"}));
+    EXPECT_EQ(files_under(dir.path()),
+              (std::vector<std::string>{".cbi-tmp-Ab12Cd", ".cbi-tmp-Ab12Cd.cbi.png", ".cbi-tmp-abc",
+                                        ".cbi-tmp-photo.cbi.png", ".cbi-tmp-photo.png", "b.png"}));
     EXPECT_EQ(cbi::read_file(dir / ".cbi-tmp-Ab12Cd"), png);
     EXPECT_EQ(cbi::read_file(dir / ".cbi-tmp-photo.png"), png);
 }
@@ -861,15 +883,18 @@ TEST(BatchCli, AJpegWithACorruptScanIsOneErrorLine) {
     cut.insert(cut.end(), {0xFF, 0xD9});
     write_bytes(dir / "in/cut.jpg", cut);
     write_bytes(dir / "in/good.jpg", jpg);
-    auto r = run_cli({(dir / "in/cut.jpg").string(), "--blur", "3", "--device", "cpu", "-o", (dir / "o.png").string()}, scratch.path());
+    auto r = run_cli({(dir / "in/cut.jpg").string(), "--blur", "3", "--device", "cpu", "-o", (dir / "o.png").string()},
+                     scratch.path());
     EXPECT_EQ(r.code, 1);
-    EXPECT_EQ(r.err, "cbi-filter: error: " + (dir / "in/cut.jpg").string() + ": corrupt JPEG data (premature end of data segment)\n");
+    EXPECT_EQ(r.err, "cbi-filter: error: " + (dir / "in/cut.jpg").string() +
+                         ": corrupt JPEG data (premature end of data segment)\n");
     EXPECT_FALSE(fs::exists(dir / "o.png"));
-    r = run_cli({"--input-dir", (dir / "in").string(), "--output-dir", (dir / "out").string(), "--blur", "3", "--device", "cpu",
-                 "--quiet"},
+    r = run_cli({"--input-dir", (dir / "in").string(), "--output-dir", (dir / "out").string(), "--blur", "3",
+                 "--device", "cpu", "--quiet"},
                 scratch.path());
     EXPECT_EQ(r.code, 1);
-    EXPECT_EQ(r.err, "cbi-filter: error: " + (dir / "in/cut.jpg").string() + ": corrupt JPEG data (premature end of data segment)\n");
+    EXPECT_EQ(r.err, "cbi-filter: error: " + (dir / "in/cut.jpg").string() +
+                         ": corrupt JPEG data (premature end of data segment)\n");
     EXPECT_EQ(files_under(dir / "out"), std::vector<std::string>{"good.jpg"});
 }
 
@@ -881,19 +906,20 @@ TEST(BatchCli, ControlCharactersInNamesStayOnOneLine) {
                             "--device", "cpu", "--quiet"},
                            scratch.path());
     EXPECT_EQ(r.code, 1);
-    EXPECT_EQ(r.err, "cbi-filter: error: " + (dir / "in").string() +
-                         "/two\\nlines\\x1b[31m.png: not a recognized image format (cbi reads PNG, JPEG, TIFF, BMP, WebP, "
-                         "PNM/PAM/PFM, OpenEXR, Radiance HDR, Sun raster)\n");
+    EXPECT_EQ(r.err,
+              "cbi-filter: error: " + (dir / "in").string() +
+                  "/two\\nlines\\x1b[31m.png: not a recognized image format (cbi reads PNG, JPEG, TIFF, BMP, WebP, "
+                  "PNM/PAM/PFM, OpenEXR, Radiance HDR, Sun raster)\n");
     // Bytes that are not UTF-8 (a Latin-1 name, a lone continuation byte) and
     // C1 controls are escaped too; UTF-8 names are kept as they are.
     const fs::path latin = dir / "in2/caf\xe9 \x9b\xc2\x9b fl\xc3\xbcgel\xe2\x82.png";
     write_bytes(latin, {'n', 'o', 't'});
-    const auto l = run_cli({latin.string(), "--blur", "3", "--device", "cpu", "-o", (dir / "o.png").string()}, scratch.path());
+    const auto l =
+        run_cli({latin.string(), "--blur", "3", "--device", "cpu", "-o", (dir / "o.png").string()}, scratch.path());
     EXPECT_EQ(l.code, 1);
     EXPECT_EQ(l.err.substr(0, l.err.find(": not a recognized")),
               "cbi-filter: error: " + (dir / "in2").string() + "/caf\\xe9 \\x9b\\xc2\\x9b fl\xc3\xbcgel\\xe2\\x82.png");
 }
-
 
 // A folder of gray, colour, alpha, 16-bit and float images runs
 // with a colour preset (a 1-channel image reads as R = G = B) and a stencil.
@@ -912,14 +938,15 @@ TEST(BatchCli, MixedFolderWithColourPresetsJustWorks) {
     const std::vector<std::string> all = files_under(in);
     for (const std::string preset : {"gray", "sepia"}) {
         const fs::path out = dir / ("out-" + preset);
-        const auto r = run_cli({"--input-dir", in.string(), "--output-dir", out.string(), "--color", preset, "--gaussian",
-                                "3", "--device", "cpu"},
+        const auto r = run_cli({"--input-dir", in.string(), "--output-dir", out.string(), "--color", preset,
+                                "--gaussian", "3", "--device", "cpu"},
                                scratch.path());
         SCOPED_TRACE(preset);
         EXPECT_EQ(r.code, 0) << r.err;
         EXPECT_TRUE(r.err.starts_with("cbi-filter: 7 files: 7 processed, 0 failed")) << r.err;
         ASSERT_EQ(files_under(out), all);
-        const std::vector<cbi::FilterRun> nodes{{cbi::FilterKind<cbi::ColorFilter>::parse(preset), {}, {}}, {cbi::GaussianFilter{3, 0}, {}, {}}};
+        const std::vector<cbi::FilterRun> nodes{{cbi::FilterKind<cbi::ColorFilter>::parse(preset), {}, {}},
+                                                {cbi::GaussianFilter{3, 0}, {}, {}}};
         for (const std::string& rel : all) {
             expect_matches_single_image(in / rel, out / rel, nodes, scratch.path());
             const int in_channels = cbi::read_image(in / rel).channels();

@@ -9,8 +9,8 @@
 #include <gtest/gtest.h>
 #include <opencv2/imgcodecs.hpp>
 
-#include "apps/analyze/diagram.hpp"
 #include "apps/analyze/cache_sim.hpp"
+#include "apps/analyze/diagram.hpp"
 #include "schedules/registry.hpp"
 
 namespace {
@@ -19,7 +19,8 @@ using namespace cbi;
 using namespace cbi::sim;
 
 const Prediction* find(const std::vector<Prediction>& preds, const std::string& eq) {
-    for (const auto& p : preds) if (p.equation == eq) return &p;
+    for (const auto& p : preds)
+        if (p.equation == eq) return &p;
     return nullptr;
 }
 
@@ -219,7 +220,8 @@ TEST(Thesis, Eq38ExactWithoutReuse) {
             const auto preds = predict(w, parse_schedule("naive"), cache);
             const auto* eq38 = find(preds, "eq. 3.8");
             ASSERT_TRUE(eq38->precondition_holds);
-            EXPECT_EQ(double(simulate(w, parse_schedule("naive"), cache).read_fetches()), eq38->value) << d << " " << lines;
+            EXPECT_EQ(double(simulate(w, parse_schedule("naive"), cache).read_fetches()), eq38->value)
+                << d << " " << lines;
         }
     }
 }

@@ -28,7 +28,9 @@ namespace {
 const std::string kPhoto = cbi::test::samples_dir() + "/butterfly.jpg";
 const std::string kPipelines = cbi::test::samples_dir() + "/pipelines";
 
-cv::Mat decoded(const fs::path& p) { return cv::imread(p.string(), cv::IMREAD_UNCHANGED); }
+cv::Mat decoded(const fs::path& p) {
+    return cv::imread(p.string(), cv::IMREAD_UNCHANGED);
+}
 
 TEST(Cli, ChainTextJsonFileAndFlagsGiveIdenticalOutputsEqualToOpenCV) {
     TempDir dir;
@@ -36,12 +38,12 @@ TEST(Cli, ChainTextJsonFileAndFlagsGiveIdenticalOutputsEqualToOpenCV) {
                                (dir / "text.png").string()},
                               dir.path());
     ASSERT_EQ(text.code, 0) << text.err;
-    const auto json = run_cli({kPhoto, "--device", "cpu", "--pipeline-file", kPipelines + "/edges.json", "-o",
-                               (dir / "json.png").string()},
-                              dir.path());
+    const auto json = run_cli(
+        {kPhoto, "--device", "cpu", "--pipeline-file", kPipelines + "/edges.json", "-o", (dir / "json.png").string()},
+        dir.path());
     ASSERT_EQ(json.code, 0) << json.err;
-    const auto flags = run_cli({kPhoto, "--device", "cpu", "--color", "gray", "--gaussian", "5", "--sobel", "mag",
-                                "-o", (dir / "flags.png").string()},
+    const auto flags = run_cli({kPhoto, "--device", "cpu", "--color", "gray", "--gaussian", "5", "--sobel", "mag", "-o",
+                                (dir / "flags.png").string()},
                                dir.path());
     ASSERT_EQ(flags.code, 0) << flags.err;
     const cv::Mat a = decoded(dir / "text.png"), b = decoded(dir / "json.png"), c = decoded(dir / "flags.png");
@@ -72,10 +74,10 @@ TEST(Cli, ChainTextJsonFileAndFlagsGiveIdenticalOutputsEqualToOpenCV) {
     cv::Sobel(cv_smooth, dy, CV_32F, 0, 1, 3, 1, 0, cv::BORDER_REFLECT_101);
     cv::magnitude(dx, dy, mag);
     mag.convertTo(mag, CV_8U);
-    std::cout << "end to end vs OpenCV: gray max diff " << cv::norm(cbi_gray, cv_gray, cv::NORM_INF) << ", gaussian max diff "
-              << cv::norm(cbi_smooth, cv_smooth, cv::NORM_INF) << " (" << cv::countNonZero(cbi_smooth != cv_smooth)
-              << " px), edges max diff " << cv::norm(a, mag, cv::NORM_INF) << " (" << cv::countNonZero(a != mag) << " of "
-              << a.total() << " px)\n";
+    std::cout << "end to end vs OpenCV: gray max diff " << cv::norm(cbi_gray, cv_gray, cv::NORM_INF)
+              << ", gaussian max diff " << cv::norm(cbi_smooth, cv_smooth, cv::NORM_INF) << " ("
+              << cv::countNonZero(cbi_smooth != cv_smooth) << " px), edges max diff " << cv::norm(a, mag, cv::NORM_INF)
+              << " (" << cv::countNonZero(a != mag) << " of " << a.total() << " px)\n";
 }
 
 // --laplacian K, the pipeline stage laplacian:K and a JSON node give the
@@ -107,7 +109,8 @@ TEST(Cli, EveryKindsFlagIsItsPipelineStage) {
             flag_args.insert(flag_args.end(), {"-o", flag_out.string()});
             const auto flag = run_cli(flag_args, dir.path());
             ASSERT_EQ(flag.code, 0) << flag.err;
-            const auto text = run_cli({kPhoto, "--device", "cpu", "--pipeline", stage, "-o", text_out.string()}, dir.path());
+            const auto text =
+                run_cli({kPhoto, "--device", "cpu", "--pipeline", stage, "-o", text_out.string()}, dir.path());
             ASSERT_EQ(text.code, 0) << text.err;
             const cv::Mat a = decoded(flag_out), b = decoded(text_out);
             ASSERT_EQ(a.size(), b.size());
@@ -121,7 +124,8 @@ TEST(Cli, EveryKindsFlagIsItsPipelineStage) {
 
 TEST(Cli, FuseStencilsOnTheCpuWritesTheSameFileThroughLineBuffers) {
     TempDir dir;
-    const std::vector<std::string> chain{kPhoto, "--device", "cpu", "--pipeline", "color:gray | gaussian:5 | sobel:mag"};
+    const std::vector<std::string> chain{kPhoto, "--device", "cpu", "--pipeline",
+                                         "color:gray | gaussian:5 | sobel:mag"};
     auto with = [&](std::vector<std::string> extra) {
         std::vector<std::string> args = chain;
         args.insert(args.end(), extra.begin(), extra.end());
@@ -144,13 +148,15 @@ TEST(Cli, FuseStencilsOnTheCpuWritesTheSameFileThroughLineBuffers) {
 
 TEST(Cli, StatsForOneImagePrintTheStepsAndWriteTheSameOutput) {
     TempDir dir;
-    const auto plain = run_cli({kPhoto, "--device", "cpu", "--blur", "5", "-o", (dir / "plain.png").string()}, dir.path());
+    const auto plain =
+        run_cli({kPhoto, "--device", "cpu", "--blur", "5", "-o", (dir / "plain.png").string()}, dir.path());
     ASSERT_EQ(plain.code, 0) << plain.err;
     const auto stats =
         run_cli({kPhoto, "--device", "cpu", "--blur", "5", "--stats", "-o", (dir / "stats.png").string()}, dir.path());
     ASSERT_EQ(stats.code, 0) << stats.err;
     EXPECT_TRUE(plain.out.empty()) << plain.out;
-    for (const char* step : {"before main", "options", "read+check", "decode", "device wait", "run", "encode+write", "main to here"})
+    for (const char* step :
+         {"before main", "options", "read+check", "decode", "device wait", "run", "encode+write", "main to here"})
         EXPECT_NE(stats.out.find(std::string("\n") + step + " "), std::string::npos) << step << " in:\n" << stats.out;
     EXPECT_EQ(cbi::test::slurp(dir / "plain.png"), cbi::test::slurp(dir / "stats.png"));
 }
@@ -163,9 +169,11 @@ TEST(Cli, LaplacianFlagTextAndJsonGiveIdenticalOutputsEqualToOpenCV) {
         const std::string stage = std::string("laplacian:") + k;
         std::ofstream(dir / "lap.json") << R"({"nodes": [{"name": "lap", "filter": ")" << stage
                                         << R"(", "input": "input"}], "outputs": ["lap"]})";
-        const auto flags = run_cli({kPhoto, "--device", "cpu", "--laplacian", k, "-o", (dir / "flags.png").string()}, dir.path());
+        const auto flags =
+            run_cli({kPhoto, "--device", "cpu", "--laplacian", k, "-o", (dir / "flags.png").string()}, dir.path());
         ASSERT_EQ(flags.code, 0) << flags.err;
-        const auto text = run_cli({kPhoto, "--device", "cpu", "--pipeline", stage, "-o", (dir / "text.png").string()}, dir.path());
+        const auto text =
+            run_cli({kPhoto, "--device", "cpu", "--pipeline", stage, "-o", (dir / "text.png").string()}, dir.path());
         ASSERT_EQ(text.code, 0) << text.err;
         const auto json = run_cli({kPhoto, "--device", "cpu", "--pipeline-file", (dir / "lap.json").string(), "-o",
                                    (dir / "json.png").string()},
@@ -185,8 +193,8 @@ TEST(Cli, LaplacianFlagTextAndJsonGiveIdenticalOutputsEqualToOpenCV) {
     const auto bad = run_cli({kPhoto, "--device", "cpu", "--laplacian", "4", "-o", out}, dir.path());
     EXPECT_EQ(bad.code, 2) << bad.err;
     EXPECT_NE(bad.err.find("--laplacian 4: laplacian ksize '4' must be 1, 3, 5 or 7"), std::string::npos) << bad.err;
-    const auto cross = run_cli({kPhoto, "--device", "cpu", "--laplacian", "1", "--schedule", "stream:64x16", "-o", out},
-                               dir.path());
+    const auto cross =
+        run_cli({kPhoto, "--device", "cpu", "--laplacian", "1", "--schedule", "stream:64x16", "-o", out}, dir.path());
     EXPECT_EQ(cross.code, 1) << cross.err;
     EXPECT_NE(cross.err.find("schedule stream:64x16 runs stencils up to 9x9"), std::string::npos) << cross.err;
     EXPECT_FALSE(fs::exists(out));
@@ -203,12 +211,14 @@ TEST(Cli, Blur9OnAPhotoEqualsOpenCVForEveryRegisteredSchedule) {
         SCOPED_TRACE(s.to_string());
         const fs::path out = dir / "out.png";
         fs::remove(out);
-        const auto r = run_cli({kPhoto, "--device", "cpu", "--blur", "9", "--schedule", s.to_string(), "-o", out.string()},
-                               dir.path());
+        const auto r = run_cli(
+            {kPhoto, "--device", "cpu", "--blur", "9", "--schedule", s.to_string(), "-o", out.string()}, dir.path());
         if (!cbi::supports(s, cbi::parse_filter("blur:9"))) {  // vec:N: refused, the reason named, nothing written
             EXPECT_EQ(r.code, 1);  // cbi::Unsupported: well formed, this schedule cannot run it
-            EXPECT_NE(r.err.find("cbi-filter: error: --schedule: schedule " + s.to_string() + " runs pointwise filters only"),
-                      std::string::npos) << r.err;
+            EXPECT_NE(
+                r.err.find("cbi-filter: error: --schedule: schedule " + s.to_string() + " runs pointwise filters only"),
+                std::string::npos)
+                << r.err;
             EXPECT_FALSE(fs::exists(out));
             continue;
         }
@@ -236,9 +246,9 @@ TEST(Cli, PrintPipelineShowsNodesSchedulesAndBufferReuseWithoutRunning) {
 
 TEST(Cli, SeveralOutputsAreWrittenBesideTheFirst) {
     TempDir dir;
-    const auto r = run_cli({kPhoto, "--device", "cpu", "--pipeline-file", kPipelines + "/dog.json", "-o",
-                            (dir / "out.png").string()},
-                           dir.path());
+    const auto r = run_cli(
+        {kPhoto, "--device", "cpu", "--pipeline-file", kPipelines + "/dog.json", "-o", (dir / "out.png").string()},
+        dir.path());
     ASSERT_EQ(r.code, 0) << r.err;
     EXPECT_EQ(decoded(dir / "out.png").type(), CV_8UC1);
     EXPECT_EQ(decoded(dir / "out.sharp.png").type(), CV_8UC1);
@@ -250,9 +260,8 @@ TEST(Cli, StencilOnlyDefaultScheduleLeavesPointwiseNodesOnNaive) {
                                "-o", (dir / "smem.png").string()},
                               dir.path());
     ASSERT_EQ(smem.code, 0) << smem.err;
-    const auto naive = run_cli({kPhoto, "--device", "cpu", "--color", "gray", "--blur", "3", "-o",
-                                (dir / "naive.png").string()},
-                               dir.path());
+    const auto naive = run_cli(
+        {kPhoto, "--device", "cpu", "--color", "gray", "--blur", "3", "-o", (dir / "naive.png").string()}, dir.path());
     ASSERT_EQ(naive.code, 0) << naive.err;
     EXPECT_EQ(cv::norm(decoded(dir / "smem.png"), decoded(dir / "naive.png"), cv::NORM_INF), 0.0);
 }
@@ -267,7 +276,8 @@ TEST(Cli, PipelineErrorsNameTheOptionStageOrFile) {
     TempDir dir;
     const std::string out = (dir / "out.png").string();
     {
-        std::ofstream(dir / "bad.json") << R"({"nodes": [{"name": "a", "filter": "blur:3", "input": "input", "colour": 1}], "outputs": ["a"]})";
+        std::ofstream(dir / "bad.json")
+            << R"({"nodes": [{"name": "a", "filter": "blur:3", "input": "input", "colour": 1}], "outputs": ["a"]})";
         std::ofstream(dir / "cycle.json") << R"({"nodes": [{"name": "a", "filter": "blur:3", "input": "b"},
             {"name": "b", "filter": "blur:3", "input": "a"}], "outputs": ["a"]})";
         std::ofstream(dir / "unsupported.json") << R"({"nodes": [{"name": "g", "filter": "gaussian:5", "input": "input",
@@ -280,17 +290,23 @@ TEST(Cli, PipelineErrorsNameTheOptionStageOrFile) {
         {{"--pipeline", ""}, 2, "stage 1 '' (column 1): empty stage"},
         {{"--pipeline-file", dir.path().string()}, 1, "the pipeline file is not a regular file"},
         {{"--pipeline", "blur:9 || blur:3"}, 2, "stage 2 '' (column 9): empty stage"},
-        {{"--pipeline", "color:gray@smem:32x8"}, 1, "--pipeline: stage 1 'color:gray@smem:32x8' (column 1): node 'n1': "
-                                                    "schedule smem:32x8 runs stencil filters only"},
-        {{"--pipeline-file", (dir / "unsupported.json").string()}, 1, "unsupported.json: node 'g': schedule vec:4 runs "
-                                                                      "pointwise filters only"},
+        {{"--pipeline", "color:gray@smem:32x8"},
+         1,
+         "--pipeline: stage 1 'color:gray@smem:32x8' (column 1): node 'n1': "
+         "schedule smem:32x8 runs stencil filters only"},
+        {{"--pipeline-file", (dir / "unsupported.json").string()},
+         1,
+         "unsupported.json: node 'g': schedule vec:4 runs "
+         "pointwise filters only"},
         {{"--pipeline", "blur:257@smem:32x8"}, 2, "stage 1 'blur:257@smem:32x8' (column 1): blur kernel size '257'"},
         {{"--pipeline", "blur:9@column:0"}, 2, "column:0"},
         {{"--pipeline", "blur:9", "--blur", "3"}, 2, "give one of --pipeline, --pipeline-file or filter flags"},
         {{"--pipeline-file", (dir / "missing.json").string()}, 1, "missing.json: cannot open the pipeline file"},
         {{"--pipeline-file", (dir / "bad.json").string()}, 2, "node 'a': unknown field \"colour\""},
         {{"--pipeline-file", (dir / "cycle.json").string()}, 2, "is part of a cycle"},
-        {{"--pipeline-file", (dir / "mismatch.json").string()}, 1, "node 'mix': blend inputs 'input' and 'g' have 3 and 1 channels"},
+        {{"--pipeline-file", (dir / "mismatch.json").string()},
+         1,
+         "node 'mix': blend inputs 'input' and 'g' have 3 and 1 channels"},
         {{"--pipeline", "blur:3", "--schedule", "warp"}, 2, "--schedule"},
     };
     for (const BadCase& c : cases) {
@@ -305,21 +321,21 @@ TEST(Cli, PipelineErrorsNameTheOptionStageOrFile) {
     }
 }
 
-
 // The same schedule text is a usage error where it is malformed and exit 1
 // (cbi::Unsupported) where it is well formed but cannot run the node: the
 // message names the limit and the schedules that can.
 TEST(Cli, AScheduleThatCannotRunTheNodeIsExit1AMalformedOneExit2) {
     TempDir dir;
     const std::string out = (dir / "out.png").string();
-    const auto unsupported = run_cli({kPhoto, "--device", "cpu", "--blur", "11", "--schedule", "stream:64x64", "-o", out},
-                                     dir.path());
+    const auto unsupported =
+        run_cli({kPhoto, "--device", "cpu", "--blur", "11", "--schedule", "stream:64x64", "-o", out}, dir.path());
     EXPECT_EQ(unsupported.code, 1) << unsupported.err;
-    EXPECT_EQ(unsupported.err.rfind("cbi-filter: error: --schedule: schedule stream:64x64 runs stencils up to 9x9", 0), 0u)
+    EXPECT_EQ(unsupported.err.rfind("cbi-filter: error: --schedule: schedule stream:64x64 runs stencils up to 9x9", 0),
+              0u)
         << unsupported.err;
     EXPECT_NE(unsupported.err.find("; use naive"), std::string::npos) << unsupported.err;
-    const auto malformed = run_cli({kPhoto, "--device", "cpu", "--blur", "11", "--schedule", "stream:64", "-o", out},
-                                   dir.path());
+    const auto malformed =
+        run_cli({kPhoto, "--device", "cpu", "--blur", "11", "--schedule", "stream:64", "-o", out}, dir.path());
     EXPECT_EQ(malformed.code, 2) << malformed.err;
     EXPECT_EQ(malformed.err.rfind("cbi-filter: error: --schedule: ", 0), 0u) << malformed.err;
     EXPECT_FALSE(fs::exists(out));
@@ -342,8 +358,10 @@ TEST(Cli, LibraryChatterNeverReachesStderr) {
     bad.insert(bad.end(), png.begin() + at + 4, png.begin() + at + 8 + cut + 4);
     bad.insert(bad.end(), png.begin() + at + 12 + len, png.end());
     const fs::path img = dir / "cut.png";
-    std::ofstream(img, std::ios::binary).write(reinterpret_cast<const char*>(bad.data()), static_cast<std::streamsize>(bad.size()));
-    const std::vector<std::string> args{img.string(), "--blur", "3", "--device", "cpu", "-o", (dir / "out.png").string()};
+    std::ofstream(img, std::ios::binary)
+        .write(reinterpret_cast<const char*>(bad.data()), static_cast<std::streamsize>(bad.size()));
+    const std::vector<std::string> args{
+        img.string(), "--blur", "3", "--device", "cpu", "-o", (dir / "out.png").string()};
 
     const auto r = run_cli(args, dir.path());
     EXPECT_EQ(r.code, 1);

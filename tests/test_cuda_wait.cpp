@@ -31,14 +31,17 @@ TEST(CudaWait, OneThreadRunsAnotherTaskWhileATaskWaits) {
     std::atomic<int> tasks{0};
     tbb::task_arena arena(1);
     arena.execute([&] {
-        tbb::parallel_for(0, 2, 1, [&](int i) {
-            ++tasks;
-            for (int r = 0; r < 20; ++r)
-                CBI_CUDA_CHECK(cudaMemsetAsync(buffers[i].data(), r, bytes, streams[i].get()), "cudaMemsetAsync");
-            enqueued[i] = Clock::now();
-            wait_for_stream(streams[i].get(), "cudaStreamSynchronize in the test");
-            done[i] = Clock::now();
-        }, tbb::simple_partitioner());
+        tbb::parallel_for(
+            0, 2, 1,
+            [&](int i) {
+                ++tasks;
+                for (int r = 0; r < 20; ++r)
+                    CBI_CUDA_CHECK(cudaMemsetAsync(buffers[i].data(), r, bytes, streams[i].get()), "cudaMemsetAsync");
+                enqueued[i] = Clock::now();
+                wait_for_stream(streams[i].get(), "cudaStreamSynchronize in the test");
+                done[i] = Clock::now();
+            },
+            tbb::simple_partitioner());
     });
     ASSERT_EQ(tasks.load(), 2);
     EXPECT_LT(std::max(enqueued[0], enqueued[1]), std::min(done[0], done[1]))

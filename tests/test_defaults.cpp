@@ -64,14 +64,15 @@ TEST(DefaultTable, EveryNodeGetsASupportedSchedule) {
                               "sobel:y:7", "laplacian:1", "laplacian:3", "laplacian:7", "color:gray", "color:ycrcb"})
             for (const Depth depth : {Depth::u8, Depth::u16, Depth::f32})
                 for (const int ch : {1, 3, 4}) {
-                        const Filter filter = parse_filter(f);
-                        const ScheduleSpec s = default_schedule(filter, Border{}, {depth, ch, cuda});
-                        EXPECT_TRUE(supports(s, filter, Border{})) << f << " " << s.to_string() << (cuda ? " cuda" : " cpu");
-                        // The CPU's stencils run the vectorised tiles, never the per-pixel path.
-                        if (!cuda && !std::holds_alternative<ColorFilter>(filter)) {
-                            EXPECT_EQ(s.family, ScheduleFamily::sep) << f;
-                        }
+                    const Filter filter = parse_filter(f);
+                    const ScheduleSpec s = default_schedule(filter, Border{}, {depth, ch, cuda});
+                    EXPECT_TRUE(supports(s, filter, Border{}))
+                        << f << " " << s.to_string() << (cuda ? " cuda" : " cpu");
+                    // The CPU's stencils run the vectorised tiles, never the per-pixel path.
+                    if (!cuda && !std::holds_alternative<ColorFilter>(filter)) {
+                        EXPECT_EQ(s.family, ScheduleFamily::sep) << f;
                     }
+                }
     EXPECT_EQ(default_schedule(parse_filter("blur:9"), {}, {Depth::u8, 3, false}).to_string(), "sep:256x256");
     EXPECT_EQ(default_schedule(parse_filter("sobel:x:1"), {}, {Depth::f32, 1, false}).to_string(), "sep:256x256");
     // The GPU's 8-bit stencils up to 9x9 stream; Sobel KSIZE 1 cannot, and takes the next row.
@@ -111,7 +112,8 @@ TEST(Routing, CpuNodesRunTheKernelTheirScheduleNames) {
         for (const int ch : {1, 3, 4}) {
             SCOPED_TRACE(std::to_string(static_cast<int>(depth)) + " " + std::to_string(ch));
             // The default table's choices: the vectorised paths.
-            for (const char* f : {"blur:9", "gaussian:9", "sobel:x", "blur:31", "sobel:mag:1", "laplacian:1", "laplacian:5"}) {
+            for (const char* f :
+                 {"blur:9", "gaussian:9", "sobel:x", "blur:31", "sobel:mag:1", "laplacian:1", "laplacian:5"}) {
                 const std::string s = default_schedule(parse_filter(f), {}, {depth, ch, false}).to_string();
                 EXPECT_EQ(cpu_path(f, s.c_str(), depth, ch), KernelPath::cpu_separable_tiles) << f << " " << s;
             }
@@ -125,8 +127,8 @@ TEST(Routing, CpuNodesRunTheKernelTheirScheduleNames) {
             const cv::Mat a = test::random_image(70, 41, ch, depth, 9), b = test::random_image(70, 41, ch, depth, 10);
             cv::Mat mix(a.size(), a.type());
             note_kernel_path(KernelPath::none);
-            run_blend_cpu(BlendFilter{}, default_schedule(BlendFilter{}, {}, {depth, ch, false}), view_of(a), view_of(b),
-                          view_of(mix));
+            run_blend_cpu(BlendFilter{}, default_schedule(BlendFilter{}, {}, {depth, ch, false}), view_of(a),
+                          view_of(b), view_of(mix));
             EXPECT_EQ(last_kernel_path(), KernelPath::cpu_blend_rows);
         }
     EXPECT_STREQ(to_string(KernelPath::cpu_separable_tiles), "cpu separable tiles");
@@ -165,7 +167,8 @@ TEST(DefaultPairs, OnlyPairsMeasuredFasterFuseByDefault) {
     // A blur before a blur or Gaussian: slower fused on large images.
     EXPECT_FALSE(fuses_pair_by_default(pair("blur:3", "gaussian:5", "stream:256x16", false), {Depth::u8, 1, true}));
     EXPECT_FALSE(fuses_pair_by_default(pair("blur:3", "blur:5", "stream:256x16", false), {Depth::u8, 3, true}));
-    EXPECT_FALSE(fuses_pair_by_default(pair("gaussian:5", "blur:3", "stream:256x16", false), {Depth::u8, 3, true}));  // not measured
+    EXPECT_FALSE(fuses_pair_by_default(pair("gaussian:5", "blur:3", "stream:256x16", false),
+                                       {Depth::u8, 3, true}));  // not measured
     FilterRun single = gray;
     single.fused_stencil.reset();  // a colour node fused into one stencil: not a pair
     EXPECT_FALSE(fuses_pair_by_default(single, {Depth::u8, 3, true}));
@@ -215,7 +218,8 @@ TEST(OneImageDevice, TheCpuTakesWhatItFinishesBeforeCudaStarts) {
     EXPECT_GT(cpu_run_seconds(parse_pipeline("gaussian:31 | sobel:mag"), 1000, 1000, 3, Depth::u8, 4), base);
     EXPECT_GT(cpu_run_seconds(two, 1000, 1000, 3, Depth::u16, 4), base);
     // After a gray node the stencils see one channel.
-    EXPECT_LT(cpu_run_seconds(parse_pipeline("color:gray | gaussian:9 | sobel:mag"), 1000, 1000, 3, Depth::u8, 4), base);
+    EXPECT_LT(cpu_run_seconds(parse_pipeline("color:gray | gaussian:9 | sobel:mag"), 1000, 1000, 3, Depth::u8, 4),
+              base);
     // auto times the table's candidates: modelled; a named schedule is not.
     EXPECT_GT(cpu_run_seconds(parse_pipeline("gaussian:9 | sobel:mag", AutoSchedule{}), 10, 10, 3, Depth::u8, 4), 0);
     EXPECT_LT(cpu_run_seconds(parse_pipeline("gaussian:9@column:32 | sobel:mag"), 10, 10, 3, Depth::u8, 4), 0);
@@ -243,9 +247,11 @@ TEST(RoutingCuda, GpuNodesRunTheKernelTheirScheduleNames) {
         EXPECT_EQ(cuda_path("blur:9", "stream:256x16", Depth::u8, ch), KernelPath::cuda_stream8);
         EXPECT_EQ(cuda_path("gaussian:9", "stream:256x16+column:2", Depth::u8, ch), KernelPath::cuda_stream8);
         EXPECT_EQ(cuda_path("sobel:mag", "stream:128x16", Depth::u8, ch), KernelPath::cuda_stream8);
-        EXPECT_EQ(cuda_path("laplacian:3", "stream:128x16", Depth::u8, ch), KernelPath::cuda_stream);  // not a kStream8Op
+        EXPECT_EQ(cuda_path("laplacian:3", "stream:128x16", Depth::u8, ch),
+                  KernelPath::cuda_stream);  // not a kStream8Op
         EXPECT_EQ(cuda_path("blur:9", "stream:256x16", Depth::f32, ch), KernelPath::cuda_stream);
-        EXPECT_EQ(cuda_path("blur:9", "sep:32x32", Depth::f32, ch), KernelPath::cuda_sep);  // 128x32 x 4 floats: too much shared memory
+        EXPECT_EQ(cuda_path("blur:9", "sep:32x32", Depth::f32, ch),
+                  KernelPath::cuda_sep);  // 128x32 x 4 floats: too much shared memory
         EXPECT_EQ(cuda_path("blur:9", "smem:32x8", Depth::u16, ch), KernelPath::cuda_smem);
         EXPECT_EQ(cuda_path("color:sepia", "vec:8", Depth::u8, ch), KernelPath::cuda_vec);
         EXPECT_EQ(cuda_path("blur:9", "column:32", Depth::u8, ch), KernelPath::cuda_index_map);
@@ -256,8 +262,10 @@ TEST(RoutingCuda, GpuNodesRunTheKernelTheirScheduleNames) {
     };
     EXPECT_EQ(cuda_path("blur:9", table("blur:9", Depth::u8, 3).c_str(), Depth::u8, 3), KernelPath::cuda_stream8);
     EXPECT_EQ(cuda_path("gaussian:9", table("gaussian:9", Depth::f32, 1).c_str(), Depth::f32, 1), KernelPath::cuda_sep);
-    EXPECT_EQ(cuda_path("sobel:mag", table("sobel:mag", Depth::f32, 3).c_str(), Depth::f32, 3), KernelPath::cuda_stream);
-    EXPECT_EQ(cuda_path("color:sepia", table("color:sepia", Depth::f32, 3).c_str(), Depth::f32, 3), KernelPath::cuda_vec);
+    EXPECT_EQ(cuda_path("sobel:mag", table("sobel:mag", Depth::f32, 3).c_str(), Depth::f32, 3),
+              KernelPath::cuda_stream);
+    EXPECT_EQ(cuda_path("color:sepia", table("color:sepia", Depth::f32, 3).c_str(), Depth::f32, 3),
+              KernelPath::cuda_vec);
 }
 
 // With no schedules, color:gray | gaussian:5 | sobel:mag plans as the

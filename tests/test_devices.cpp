@@ -15,10 +15,10 @@
 #include <gtest/gtest.h>
 #include <opencv2/imgcodecs.hpp>
 
+#include "cli.hpp"
 #include "pipeline/batch.hpp"
 #include "pipeline/error.hpp"
 #include "pipeline/executor.hpp"
-#include "cli.hpp"
 #include "reference.hpp"
 
 namespace fs = std::filesystem;
@@ -33,7 +33,9 @@ RunOptions cpu() {
     return o;
 }
 
-ProcessorFactory blur_factory() { return graph_processor_factory(parse_pipeline("blur:5 | gaussian:3"), cpu()); }
+ProcessorFactory blur_factory() {
+    return graph_processor_factory(parse_pipeline("blur:5 | gaussian:3"), cpu());
+}
 
 // A real executor that, once `healthy` images have gone through it, throws
 // DeviceLost as a poisoned CUDA device does (for this processor and after).
@@ -73,7 +75,8 @@ struct Folder {
     }
     std::map<std::string, std::string> outputs(const std::string& out) const {
         std::map<std::string, std::string> files;
-        for (const auto& e : fs::directory_iterator(dir / out)) files[e.path().filename().string()] = cbi::test::slurp(e.path());
+        for (const auto& e : fs::directory_iterator(dir / out))
+            files[e.path().filename().string()] = cbi::test::slurp(e.path());
         return files;
     }
 };
@@ -108,7 +111,8 @@ TEST(Devices, OneImageAtATimeAlternates) {
     Folder folder(6);
     BatchOptions serial;
     serial.overlap = false;
-    const BatchSummary s = run_batch(folder.plan("out"), {{"a", blur_factory()}, {"b", blur_factory()}, {"c", blur_factory()}}, serial);
+    const BatchSummary s =
+        run_batch(folder.plan("out"), {{"a", blur_factory()}, {"b", blur_factory()}, {"c", blur_factory()}}, serial);
     ASSERT_EQ(s.devices.size(), 3u);
     for (const auto& d : s.devices) EXPECT_EQ(d.images, 2u) << d.name;
 }
@@ -116,7 +120,8 @@ TEST(Devices, OneImageAtATimeAlternates) {
 TEST(Devices, ALostDeviceIsTakenOutAndItsImagesRunElsewhere) {
     Folder folder(14);
     const BatchSummary one = run_batch(folder.plan("one"), blur_factory(), two_jobs());
-    const BatchSummary s = run_batch(folder.plan("two"), {{"cuda:0", blur_factory()}, {"cuda:1", failing_factory(2)}}, two_jobs());
+    const BatchSummary s =
+        run_batch(folder.plan("two"), {{"cuda:0", blur_factory()}, {"cuda:1", failing_factory(2)}}, two_jobs());
     EXPECT_EQ(s.processed, 14u);
     EXPECT_EQ(s.failed, 0u);
     ASSERT_EQ(s.devices.size(), 2u);
@@ -129,7 +134,8 @@ TEST(Devices, ALostDeviceIsTakenOutAndItsImagesRunElsewhere) {
 
 TEST(Devices, WhenEveryDeviceIsLostTheRestFailAndTheRunEnds) {
     Folder folder(6);
-    const BatchSummary s = run_batch(folder.plan("out"), {{"cuda:0", failing_factory(1)}, {"cuda:1", failing_factory(1)}}, two_jobs());
+    const BatchSummary s =
+        run_batch(folder.plan("out"), {{"cuda:0", failing_factory(1)}, {"cuda:1", failing_factory(1)}}, two_jobs());
     EXPECT_EQ(s.processed, 2u);
     EXPECT_EQ(s.failed, 4u);
     for (const BatchItem& item : s.items)
@@ -144,13 +150,13 @@ public:
     struct Counts {
         std::atomic<int> made{0}, busy{0}, most_busy{0};
     };
-    Counted(std::unique_ptr<Processor> inner, std::shared_ptr<Counts> counts) : inner_(std::move(inner)), counts_(std::move(counts)) {
+    Counted(std::unique_ptr<Processor> inner, std::shared_ptr<Counts> counts)
+        : inner_(std::move(inner)), counts_(std::move(counts)) {
         ++counts_->made;
     }
     Image process(const ImageView& input) override {
         const int now = ++counts_->busy;
-        for (int most = counts_->most_busy; now > most && !counts_->most_busy.compare_exchange_weak(most, now);) {
-        }
+        for (int most = counts_->most_busy; now > most && !counts_->most_busy.compare_exchange_weak(most, now);) {}
         Image out = inner_->process(input);
         --counts_->busy;
         return out;
@@ -181,7 +187,8 @@ TEST(Devices, ACappedDeviceMakesNoMoreProcessorsAndImagesWaitForThem) {
     EXPECT_EQ(counts->made, 1);
     EXPECT_EQ(counts->most_busy, 1);
     EXPECT_EQ(folder.outputs("capped"), folder.outputs("one"));
-    const BatchSummary mixed = run_batch(folder.plan("mixed"), {{"cuda:0", blur_factory(), 2}, {"cpu", blur_factory()}}, wide);
+    const BatchSummary mixed =
+        run_batch(folder.plan("mixed"), {{"cuda:0", blur_factory(), 2}, {"cpu", blur_factory()}}, wide);
     EXPECT_EQ(mixed.processed, 16u);
     EXPECT_GT(mixed.devices[0].images, 0u);
     EXPECT_GT(mixed.devices[1].images, 0u);
@@ -230,7 +237,8 @@ TEST(DevicesCli, TheGpuCodecWithoutItsDeviceIsOneErrorLine) {
     TempDir dir;
     cv::imwrite((dir / "a.jpg").string(), cbi::test::random_image(20, 10, 3, Depth::u8, 1));
     for (const std::vector<std::string>& args :
-         {std::vector<std::string>{(dir / "a.jpg").string(), "--blur", "3", "--codec", "gpu", "-o", (dir / "b.jpg").string()},
+         {std::vector<std::string>{(dir / "a.jpg").string(), "--blur", "3", "--codec", "gpu", "-o",
+                                   (dir / "b.jpg").string()},
           std::vector<std::string>{(dir / "a.jpg").string(), (dir / "a.jpg").string(), "--blur", "3", "--codec", "gpu",
                                    "--output-dir", (dir / "out").string()}}) {
         const auto r = cbi::test::run_cli(args, dir.path());
@@ -254,7 +262,8 @@ TEST(DevicesCli, ASmallBatchRunsOnTheCpuUnlessADeviceIsNamed) {
     int runs = 0;
     const auto device_lines = [&](std::vector<std::string> args) {
         const fs::path out = dir / ("out" + std::to_string(++runs));
-        args.insert(args.begin(), {"--input-dir", (dir / "in").string(), "--output-dir", out.string(), "--blur", "3", "--stats"});
+        args.insert(args.begin(),
+                    {"--input-dir", (dir / "in").string(), "--output-dir", out.string(), "--blur", "3", "--stats"});
         const auto r = cbi::test::run_cli(args, dir.path());
         EXPECT_EQ(r.code, 0) << r.err;
         std::string lines;  // the --stats lines "device NAME: N images, busy ...", up to the comma

@@ -12,8 +12,8 @@
 #include <cmath>
 #include <cstring>
 #include <filesystem>
-#include <iterator>
 #include <initializer_list>
+#include <iterator>
 #include <limits>
 #include <tuple>
 #include <utility>
@@ -36,15 +36,16 @@ using test::compare;
 using test::opencv_reference;
 using namespace test;
 
-
-bool is_color(const Filter& f) { return category_of(f) == Category::pointwise; }  // pointwise: no border
+bool is_color(const Filter& f) {
+    return category_of(f) == Category::pointwise;
+}  // pointwise: no border
 
 // 8/16-bit within 1 of OpenCV (median: exactly), float within 1e-5 relative
 // (bilateral: 1e-4) (docs/testing.md).
 test::Comparison check_against_opencv(const FilterRun& node, const cv::Mat& src, const cv::Mat& got) {
-    return compare(got, opencv_reference(node, src), test::int_tolerance(node, src.depth() == CV_16U ? Depth::u16 : Depth::u8),
-                   test::float_tolerance(node),
-                   test::output_scale(node, src));
+    return compare(got, opencv_reference(node, src),
+                   test::int_tolerance(node, src.depth() == CV_16U ? Depth::u16 : Depth::u8),
+                   test::float_tolerance(node), test::output_scale(node, src));
 }
 
 cv::Mat run_cpu(const FilterRun& node, const cv::Mat& src) {
@@ -52,7 +53,6 @@ cv::Mat run_cpu(const FilterRun& node, const cv::Mat& src) {
     Image out = run_sequence(nodes, view_of(src), RunOptions{});
     return as_mat(out.view()).clone();
 }
-
 
 class CpuVsOpenCV : public ::testing::TestWithParam<MatrixParam> {};
 
@@ -71,8 +71,8 @@ TEST_P(CpuVsOpenCV, AllBordersAndSizes) {
             SCOPED_TRACE(name);
             const cv::Mat got = run_cpu(node, src);
             const auto result = check_against_opencv(node, src, got);
-            EXPECT_TRUE(result.ok) << result.where << "; max diff " << result.max_diff << "; images: "
-                                   << test::dump_failure(name, got, opencv_reference(node, src));
+            EXPECT_TRUE(result.ok) << result.where << "; max diff " << result.max_diff
+                                   << "; images: " << test::dump_failure(name, got, opencv_reference(node, src));
         }
     }
 }
@@ -106,8 +106,8 @@ void expect_tiles_equal_naive(FilterRun node, const cv::Mat& src, int out_channe
 }
 
 TEST(CpuSchedules, EveryScheduleGivesTheNaiveResultBitExactly) {
-    const char* filters[] = {"blur:5",   "gaussian:7:2", "sobel:mag:3", "laplacian:1",    "laplacian:5",
-                             "color:sepia", "median:5",  "median:9",    "bilateral:5:30:5"};
+    const char* filters[] = {"blur:5",      "gaussian:7:2", "sobel:mag:3", "laplacian:1",     "laplacian:5",
+                             "color:sepia", "median:5",     "median:9",    "bilateral:5:30:5"};
     const cv::Size sizes[] = {{1, 1}, {31, 7}, {257, 129}, {33, 40}};
     unsigned seed = 100;
     for (const char* filter_text : filters)
@@ -120,8 +120,8 @@ TEST(CpuSchedules, EveryScheduleGivesTheNaiveResultBitExactly) {
                     if (!supports(schedule, node.filter))
                         continue;  // refused when a graph is built (tested in test_graph)
                     node.schedule = schedule;
-                    SCOPED_TRACE(std::string(filter_text) + " " + depth_name(depth) + " " + schedule.to_string() +
-                                 " " + std::to_string(size.width) + "x" + std::to_string(size.height));
+                    SCOPED_TRACE(std::string(filter_text) + " " + depth_name(depth) + " " + schedule.to_string() + " " +
+                                 std::to_string(size.width) + "x" + std::to_string(size.height));
                     const cv::Mat got = run_poisoned(node, src, 3);
                     // memcmp: bit-exact, and NaN poison would compare unequal.
                     ASSERT_EQ(std::memcmp(got.data, naive.data, got.total() * got.elemSize()), 0);
@@ -134,7 +134,7 @@ TEST(CpuSchedules, EveryScheduleGivesTheNaiveResultBitExactly) {
 // clipped edge tiles, orders wider or taller than the grid of tiles.
 TEST(CpuSchedules, EveryTileOrderGivesTheRowMajorResultBitExactly) {
     const char* strategies[] = {"sep:5x3", "smem:4x2", "stream:6x2", "sep:16x8"};
-    const char* orders[] = {"+naive",  "+column:1", "+column:2", "+column:4",  "+column:1000",   "+zigzag:1",
+    const char* orders[] = {"+naive",    "+column:1", "+column:2", "+column:4", "+column:1000",   "+zigzag:1",
                             "+zigzag:3", "+tile:2x3", "+tile:3x2", "+tile:1x1", "+tile:1000x1000"};
     const cv::Size sizes[] = {{37, 23}, {1, 1}, {200, 3}};
     unsigned seed = 300;
@@ -248,8 +248,9 @@ TEST(CpuSchedules, WideFloatBoxSumsSlideWithinRoundingAndKeepInfAndNaN) {
 // to cv::GaussianBlur sample for sample, on every border, size, channel
 // count, kernel and schedule, not just within the tolerance of 1.
 TEST(CpuKernels, EightBitGaussianEqualsOpenCVBitForBit) {
-    const char* filters[] = {"gaussian:1", "gaussian:3", "gaussian:5", "gaussian:7", "gaussian:9", "gaussian:11",
-                             "gaussian:3:0.5", "gaussian:5:1.3", "gaussian:9:4", "gaussian:15:2", "gaussian:31"};
+    const char* filters[] = {"gaussian:1",   "gaussian:3",    "gaussian:5",     "gaussian:7",
+                             "gaussian:9",   "gaussian:11",   "gaussian:3:0.5", "gaussian:5:1.3",
+                             "gaussian:9:4", "gaussian:15:2", "gaussian:31"};
     const char* schedules[] = {"naive", "sep:64x32", "smem:16x8", "stream:32x16", "column:8"};
     unsigned seed = 300;
     for (const char* filter_text : filters)
@@ -319,7 +320,8 @@ TEST(CpuKernels, EightBitSobelTilesEqualPerPixelPathAtOddWidths) {
                         const FilterRun node{parse_filter(filter_text), parse_border(border_text), ScheduleSpec{}};
                         expect_tiles_equal_naive(node, src, channels, {"sep:7x5", "sep:256x256", "smem:32x8"},
                                                  std::string(filter_text) + " " + border_text + " width " +
-                                                     std::to_string(width) + " x" + std::to_string(channels) + " " + content);
+                                                     std::to_string(width) + " x" + std::to_string(channels) + " " +
+                                                     content);
                     }
 }
 
@@ -405,12 +407,14 @@ TEST(CpuKernels, BoxMeanByMultiplyEqualsIntegerDivision) {
         const std::uint32_t n = k * k, top = 255 * n + n / 2;
         const std::uint64_t magic = quotient_magic(n);
         if (k <= 31) {
-            for (std::uint32_t x = 0; x <= top; ++x) ASSERT_EQ(quotient_by_magic(x, magic), x / n) << "k " << k << " x " << x;
+            for (std::uint32_t x = 0; x <= top; ++x)
+                ASSERT_EQ(quotient_by_magic(x, magic), x / n) << "k " << k << " x " << x;
         } else {
             for (std::uint32_t q = 0; q <= 256; ++q)
                 for (std::int64_t x : {std::int64_t{q} * n - 1, std::int64_t{q} * n, std::int64_t{q} * n + 1})
                     if (x >= 0 && x <= top) {
-                        ASSERT_EQ(quotient_by_magic(static_cast<std::uint32_t>(x), magic), x / n) << "k " << k << " x " << x;
+                        ASSERT_EQ(quotient_by_magic(static_cast<std::uint32_t>(x), magic), x / n)
+                            << "k " << k << " x " << x;
                     }
         }
     }
@@ -447,7 +451,9 @@ TEST(CpuKernels, LaplacianKernelsEqualOpenCV) {
         for (int y = 0; y < 3; ++y)
             for (int x = 0; x < 3; ++x) {
                 // d2x: deriv across x, smooth down y (centred); d2y the transpose.
-                const auto tap = [&](const int* w, int n, int i) { return std::abs(i - 1) <= n / 2 ? w[i - 1 + n / 2] : 0; };
+                const auto tap = [&](const int* w, int n, int i) {
+                    return std::abs(i - 1) <= n / 2 ? w[i - 1 + n / 2] : 0;
+                };
                 const int sum = tap(s.deriv, s.deriv_size, x) * tap(s.smooth, s.smooth_size, y) +
                                 tap(s.smooth, s.smooth_size, x) * tap(s.deriv, s.deriv_size, y);
                 EXPECT_EQ(sum, (k == 1 ? cross : ring)[y][x]) << k << " at " << x << "," << y;
@@ -470,8 +476,9 @@ std::vector<std::pair<std::string, cv::Mat>> gray_inputs(cv::Size size, Depth de
     out.emplace_back("view", big(cv::Rect(3, 1, size.width, size.height)));
     if (depth == Depth::f32) {
         cv::Mat special = big.clone()(cv::Rect(1, 2, size.width, size.height));
-        const std::uint32_t bits[] = {0x7fc00000u, 0xffc00001u, 0x7f800001u /* signalling */, 0x7f800000u, 0xff800000u,
-                                      0x80000000u /* -0 */, 0x00000001u /* denormal */, 0x7f7fffffu, 0xff7fffffu};
+        const std::uint32_t bits[] = {0x7fc00000u, 0xffc00001u,          0x7f800001u /* signalling */, 0x7f800000u,
+                                      0xff800000u, 0x80000000u /* -0 */, 0x00000001u /* denormal */,   0x7f7fffffu,
+                                      0xff7fffffu};
         cv::RNG rng(seed);
         for (int i = 0; i < 3 * static_cast<int>(std::size(bits)); ++i)
             std::memcpy(&special.ptr<float>(rng.uniform(0, size.height))[rng.uniform(0, size.width)],
@@ -577,7 +584,8 @@ TEST(CpuColor, GraphsTakeGrayImages) {
         cv::cvtColor(src, bgr, cv::COLOR_GRAY2BGR);
         for (const char* pipeline : {"color:sepia | gaussian:5@sep:32x8", "color:ycrcb | sobel:mag@column:16",
                                      "color:gray@vec:4 | blur:3@smem:16x8"}) {
-            GraphExecutor on_gray(parse_pipeline(pipeline), RunOptions{}), on_bgr(parse_pipeline(pipeline), RunOptions{});
+            GraphExecutor on_gray(parse_pipeline(pipeline), RunOptions{}),
+                on_bgr(parse_pipeline(pipeline), RunOptions{});
             const cv::Mat got = as_mat(on_gray.run(view_of(src)).front()).clone();
             const cv::Mat want = as_mat(on_bgr.run(view_of(bgr)).front()).clone();
             if (std::string_view(pipeline).starts_with("color:gray")) {  // gray of gray: the image itself
@@ -593,20 +601,23 @@ TEST(CpuColor, GraphsTakeGrayImages) {
         // gray of gray blends with the 1-channel input: the image itself, twice.
         Graph same;
         same.add_output(same.add_blend("mix", BlendFilter{0.5, 0.5, 0},
-                                       same.add_filter("gray", parse_filter("color:gray"), Graph::input()), Graph::input()));
+                                       same.add_filter("gray", parse_filter("color:gray"), Graph::input()),
+                                       Graph::input()));
         GraphExecutor ex(same, RunOptions{});
         const cv::Mat mixed = as_mat(ex.run(view_of(src)).front()).clone();
         EXPECT_LE(cv::norm(mixed, src, cv::NORM_INF), depth == Depth::f32 ? 1e-6 : 0.0);
         // sepia of gray has 3 channels: blending it with the 1-channel input is refused.
         Graph mismatch;
         mismatch.add_output(mismatch.add_blend(
-            "mix", BlendFilter{}, mismatch.add_filter("sepia", parse_filter("color:sepia"), Graph::input()), Graph::input()));
+            "mix", BlendFilter{}, mismatch.add_filter("sepia", parse_filter("color:sepia"), Graph::input()),
+            Graph::input()));
         GraphExecutor bad(mismatch, RunOptions{});
         try {
             bad.prepare(src.cols, src.rows, 1, depth);
             FAIL() << "a 3- and 1-channel blend was accepted";
         } catch (const Error& e) {
-            EXPECT_NE(std::string(e.what()).find("blend inputs 'sepia' and 'input' have 3 and 1 channels"), std::string::npos)
+            EXPECT_NE(std::string(e.what()).find("blend inputs 'sepia' and 'input' have 3 and 1 channels"),
+                      std::string::npos)
                 << e.what();
         }
     }
@@ -656,11 +667,11 @@ void expect_color_rows_match_per_pixel(Depth depth) {
     const float hi = std::is_same_v<T, float> ? 1.f : static_cast<float>(std::numeric_limits<T>::max());
     const float inf = std::numeric_limits<float>::infinity();
     const StorageMatrix matrices[] = {
-        {{{0.5f, 0.5f, 0.5f, 0.f}, {0.5f, 0.f, 0.f, 0.5f}, {1.5f, -0.5f, 0.25f, -0.5f}}, 3},  // ties
+        {{{0.5f, 0.5f, 0.5f, 0.f}, {0.5f, 0.f, 0.f, 0.5f}, {1.5f, -0.5f, 0.25f, -0.5f}}, 3},      // ties
         {{{2.f, 1.f, 1.f, hi / 3}, {-1.f, -0.3f, 0.2f, 0.f}, {0.393f, 0.769f, 0.189f, 0.f}}, 3},  // saturate
-        {{{1e30f, 0.f, 0.f, 0.f}, {-1e30f, 1.f, 0.f, 0.f}, {0.f, 0.f, 0.f, 3e9f}}, 3},  // beyond int32
+        {{{1e30f, 0.f, 0.f, 0.f}, {-1e30f, 1.f, 0.f, 0.f}, {0.f, 0.f, 0.f, 3e9f}}, 3},            // beyond int32
         {{{inf, -inf, 0.f, 0.f}, {inf, 0.f, 0.f, -inf}, {0.f, 1.f, inf, 0.f}}, 3},  // NaN (inf * 0, inf - inf), +-inf
-        {{{0.114f, 0.587f, 0.299f, 0.f}}, 1},  // gray
+        {{{0.114f, 0.587f, 0.299f, 0.f}}, 1},                                       // gray
         {{{0.5f, -0.5f, 0.5f, 0.5f}}, 1},
     };
     unsigned seed = 50;
@@ -708,7 +719,8 @@ TEST(CpuColor, RowsMatchPerPixelBitForBit) {
 template <class T>
 void expect_blend_rows_match_per_pixel(Depth depth) {
     const float inf = std::numeric_limits<float>::infinity();
-    const BlendFilter blends[] = {{0.5, 0.5, 0}, {1.5, -0.5, 0}, {4, -4, 128}, {1.6, -0.6, 0.3}, {-1, 2, 1e10}, {1e30, -1e30, 0}};
+    const BlendFilter blends[] = {{0.5, 0.5, 0},    {1.5, -0.5, 0}, {4, -4, 128},
+                                  {1.6, -0.6, 0.3}, {-1, 2, 1e10},  {1e30, -1e30, 0}};
     unsigned seed = 70;
     for (const int ch : {1, 3, 4})
         for (const int width : {1, 7, 8, 15, 16, 31, 32, 33, 67, 1000})
@@ -724,8 +736,12 @@ void expect_blend_rows_match_per_pixel(Depth depth) {
                 }
                 cv::Mat got(3, width, cv_type(depth, ch), cv::Scalar::all(7)), want = got.clone();
                 const auto op = [&](const cv::Mat& out) {
-                    return BlendOp<T>{view_of(a), view_of(b), view_of(out), static_cast<float>(blend.alpha),
-                                      static_cast<float>(blend.beta), static_cast<float>(blend.gamma)};
+                    return BlendOp<T>{view_of(a),
+                                      view_of(b),
+                                      view_of(out),
+                                      static_cast<float>(blend.alpha),
+                                      static_cast<float>(blend.beta),
+                                      static_cast<float>(blend.gamma)};
                 };
                 cpu::blend_rows(op(got), 0, 3);
                 for (int y = 0; y < 3; ++y)
@@ -748,8 +764,8 @@ TEST(CpuBlend, RowsMatchPerPixelBitForBit) {
 TEST(CpuChain, ChainEqualsComposedReferences) {
     const cv::Mat src = random_image(120, 90, 3, Depth::u8, 11);
     const FilterRun nodes[] = {{parse_filter("color:gray"), Border{}, parse_schedule("column:32")},
-                          {parse_filter("gaussian:5"), Border{}, parse_schedule("zigzag:16")},
-                          {parse_filter("sobel:mag:3"), Border{}, parse_schedule("tile:32x8")}};
+                               {parse_filter("gaussian:5"), Border{}, parse_schedule("zigzag:16")},
+                               {parse_filter("sobel:mag:3"), Border{}, parse_schedule("tile:32x8")}};
     const Image out = run_sequence(nodes, view_of(src), RunOptions{});
     // Stage by stage against OpenCV applied to cbi's previous stage, so the
     // +-1 tolerance does not compound.
@@ -774,7 +790,7 @@ TEST(CpuChain, FusedStencilPairsGiveTheRowMajorResultInEveryTileOrder) {
                 const Border border = parse_border("reflect101");
                 for (const char* strategy : {"sep:5x3", "smem:4x4"}) {
                     FilterRun node{parse_filter("sobel:mag:3"), border, parse_schedule(strategy), std::nullopt,
-                              FusedStencil{parse_filter("gaussian:5"), border}};
+                                   FusedStencil{parse_filter("gaussian:5"), border}};
                     const cv::Mat want = run_poisoned(node, src, channels);
                     for (const char* order : {"+column:1", "+column:3", "+zigzag:2", "+tile:2x3", "+tile:1000x1"}) {
                         node.schedule = parse_schedule(std::string(strategy) + order);
@@ -793,12 +809,17 @@ TEST(CpuParse, FilterStringsRoundTripAndBadOnesAreRejected) {
                              "laplacian:7", "color:gray", "color:sepia", "color:ycrcb"})
         EXPECT_EQ(to_string(parse_filter(text)), text);
     EXPECT_EQ(to_string(parse_filter("laplacian")), "laplacian:1");  // cv::Laplacian's default KSIZE
-    for (const char* bad : {"blur:0", "blur:-3", "blur:4", "blur:abc", "blur:", "blur:257", "blur:9.0", "gaussian:3:-1",
-                            "gaussian:3:x", "gaussian:3:1:2", "sobel:z", "sobel:x:2", "sobel:x:9", "laplacian:2",
-                            "laplacian:9", "laplacian:x", "laplacian:3:3", "laplacian:-1", "color:purple",
-                            "color:1,2,3", "color:1,2,3,4,5,6,7,8,nan", "unsharp:3"})
+    for (const char* bad : {"blur:0",         "blur:-3",       "blur:4",
+                            "blur:abc",       "blur:",         "blur:257",
+                            "blur:9.0",       "gaussian:3:-1", "gaussian:3:x",
+                            "gaussian:3:1:2", "sobel:z",       "sobel:x:2",
+                            "sobel:x:9",      "laplacian:2",   "laplacian:9",
+                            "laplacian:x",    "laplacian:3:3", "laplacian:-1",
+                            "color:purple",   "color:1,2,3",   "color:1,2,3,4,5,6,7,8,nan",
+                            "unsharp:3"})
         EXPECT_THROW(parse_filter(bad), std::invalid_argument) << bad;
-    for (const char* bad : {"mirror", "constant:x", "reflect:3", ""}) EXPECT_THROW(parse_border(bad), std::invalid_argument) << bad;
+    for (const char* bad : {"mirror", "constant:x", "reflect:3", ""})
+        EXPECT_THROW(parse_border(bad), std::invalid_argument) << bad;
     EXPECT_EQ(parse_border("constant:7").value, 7.0);
 }
 
@@ -861,7 +882,8 @@ TEST(CpuMedian, RadixSelectionEqualsNthElementForOneAndEightBitDigits) {
             for (auto& k : keys) {
                 k = bits == 32 ? static_cast<std::uint32_t>(rng.next()) : rng.next() & ((1u << bits) - 1u);
                 if (rng.uniform(0, 4) == 0) k = keys[0];  // duplicates
-                if (bits == 32 && rng.uniform(0, 3) == 0) k = (keys[0] & 0xffff0000u) | (k & 0xffffu);  // shared top bits
+                if (bits == 32 && rng.uniform(0, 3) == 0)
+                    k = (keys[0] & 0xffff0000u) | (k & 0xffffu);  // shared top bits
             }
             const auto visit = [&](auto&& fn) {
                 for (const std::uint32_t k : keys) fn(k);
@@ -872,7 +894,8 @@ TEST(CpuMedian, RadixSelectionEqualsNthElementForOneAndEightBitDigits) {
             for (int rank = 0; rank < n; ++rank) {
                 std::vector<std::uint32_t> sorted = keys;
                 std::nth_element(sorted.begin(), sorted.begin() + rank, sorted.end());
-                SCOPED_TRACE(std::to_string(bits) + " bits, " + std::to_string(n) + " keys, rank " + std::to_string(rank));
+                SCOPED_TRACE(std::to_string(bits) + " bits, " + std::to_string(n) + " keys, rank " +
+                             std::to_string(rank));
                 EXPECT_EQ(radix_select<1>(visit, bits, rank, lo, hi), sorted[rank]);
                 EXPECT_EQ(radix_select<1>(visit, bits, rank, 0u, all), sorted[rank]);
                 EXPECT_EQ(radix_select<8>(visit, bits, rank, 0u, all), sorted[rank]);
@@ -895,8 +918,8 @@ TEST(CpuMedian, AnyKernelSizeDepthAndBorderEqualsTheReference) {
                         if (k == 31 && size.area() > 20) continue;  // K far above the image: small ones
                         const cv::Mat src = random_image(size.width, size.height, channels, depth, seed++);
                         const FilterRun node{MedianFilter{k}, parse_border(border_text), ScheduleSpec{}};
-                        SCOPED_TRACE("median:" + std::to_string(k) + " " + border_text + " " + depth_name(depth) + " c" +
-                                     std::to_string(channels) + " " + std::to_string(size.width) + "x" +
+                        SCOPED_TRACE("median:" + std::to_string(k) + " " + border_text + " " + depth_name(depth) +
+                                     " c" + std::to_string(channels) + " " + std::to_string(size.width) + "x" +
                                      std::to_string(size.height));
                         const cv::Mat got = run_cpu(node, src);
                         const auto r = check_against_opencv(node, src, got);
@@ -994,7 +1017,8 @@ TEST(CpuBilateral, SigmaEdgeCasesAsOpenCV) {
             // 8-bit: the input bit for bit. Float: within rounding, since a border can bring the centre
             // into its own window again (reflect101 at x = 1 reads x = 1 for dx = -2), and v (1 + w) / (1 + w)
             // need not round back to v.
-            EXPECT_LE(cv::norm(got, src, cv::NORM_INF), depth == Depth::u8 ? 0.0 : 1e-6) << tiny << " " << depth_name(depth);
+            EXPECT_LE(cv::norm(got, src, cv::NORM_INF), depth == Depth::u8 ? 0.0 : 1e-6)
+                << tiny << " " << depth_name(depth);
         }
     }
     EXPECT_EQ(bilateral_radius(BilateralFilter{0, 1, 0}), 2);    // cvRound(1.5)
@@ -1073,8 +1097,12 @@ TEST(CpuPhotos, EveryFilterOnEveryPhoto) {
         ASSERT_FALSE(photo.empty()) << path;
         for (const char* filter_text : kFilters) {
             const FilterRun node{parse_filter(filter_text), Border{}, parse_schedule("column:32")};
-            if (!refuses_input(node.filter, photo.depth() == CV_8U ? Depth::u8 : photo.depth() == CV_16U ? Depth::u16 : Depth::f32,
-                               photo.channels()).empty())
+            if (!refuses_input(node.filter,
+                               photo.depth() == CV_8U    ? Depth::u8
+                               : photo.depth() == CV_16U ? Depth::u16
+                                                         : Depth::f32,
+                               photo.channels())
+                     .empty())
                 continue;  // adaptive: 8-bit 1-channel only
             const cv::Mat got = run_cpu(node, photo);
             const auto r = check_against_opencv(node, photo, got);
@@ -1088,8 +1116,8 @@ TEST(CpuPhotos, EveryFilterOnEveryPhoto) {
 // and shape, on sizes down to 1x1 and windows larger than the image.
 TEST(CpuMorphology, DefaultBorderEqualsOpenCVBitForBit) {
     unsigned seed = 7;
-    for (const char* text : {"erode:3", "dilate:5x3:cross", "open:7:ellipse", "close:4x6:ellipse:2", "gradient:3:rect:2",
-                             "tophat:9x1", "blackhat:6:cross", "erode:41:ellipse"}) {
+    for (const char* text : {"erode:3", "dilate:5x3:cross", "open:7:ellipse", "close:4x6:ellipse:2",
+                             "gradient:3:rect:2", "tophat:9x1", "blackhat:6:cross", "erode:41:ellipse"}) {
         const Filter filter = parse_filter(text);
         const FilterRun node{filter, default_border_of(filter), ScheduleSpec{}};
         for (const Depth depth : {Depth::u8, Depth::u16, Depth::f32})

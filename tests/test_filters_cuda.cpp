@@ -15,10 +15,10 @@
 
 #include "filters/cpu/backend.hpp"
 #include "filters/cuda/backend.hpp"
+#include "gpu.hpp"
 #include "pipeline/cuda_runtime.hpp"
 #include "pipeline/error.hpp"
 #include "pipeline/executor.hpp"
-#include "gpu.hpp"
 #include "reference.hpp"
 
 namespace cbi {
@@ -28,7 +28,8 @@ using namespace test;
 
 // Runs one node on the GPU into a poisoned device buffer and returns the
 // downloaded result.
-cv::Mat run_gpu_poisoned(const FilterRun& node, const DeviceImage& src, int out_channels, const Stream& stream, int block) {
+cv::Mat run_gpu_poisoned(const FilterRun& node, const DeviceImage& src, int out_channels, const Stream& stream,
+                         int block) {
     DeviceImage dst(src.view.width, src.view.height, out_channels, src.view.depth);
     const std::size_t bytes = dst.view.stride * dst.view.height;
     CBI_CUDA_CHECK(cudaMemsetAsync(dst.view.data, 0xA5, bytes, stream.get()), "poison");
@@ -75,8 +76,8 @@ TEST_P(CudaMatrix, EqualsCpuAndOpenCVForEveryScheduleBorderAndSize) {
                 const FilterRun nodes[] = {node};
                 const cv::Mat cpu = as_mat(run_sequence(nodes, view_of(src), RunOptions{}).view()).clone();
                 const double scale = test::output_scale(node, src);
-                const auto vs_opencv =
-                    test::compare(cpu, test::opencv_reference(node, src), test::int_tolerance(node, depth), 1e-5, scale);
+                const auto vs_opencv = test::compare(cpu, test::opencv_reference(node, src),
+                                                     test::int_tolerance(node, depth), 1e-5, scale);
                 ASSERT_TRUE(vs_opencv.ok) << "CPU executor disagrees with OpenCV: " << vs_opencv.where;
                 for (const ScheduleSpec& schedule : schedules) {
                     if (!supports(schedule, filter)) continue;
@@ -93,8 +94,8 @@ TEST_P(CudaMatrix, EqualsCpuAndOpenCVForEveryScheduleBorderAndSize) {
             cv::Mat cpu(src.size(), cv_type(depth, out_channels));
             run_node_cpu(node, view_of(src), view_of(cpu));
             const double scale = test::output_scale(node, src);
-            const auto vs_opencv = test::compare(cpu, test::opencv_reference(node, src), test::int_tolerance(node, depth),
-                                                 test::float_tolerance(node), scale);
+            const auto vs_opencv = test::compare(cpu, test::opencv_reference(node, src),
+                                                 test::int_tolerance(node, depth), test::float_tolerance(node), scale);
             ASSERT_TRUE(vs_opencv.ok) << "CPU reference disagrees with OpenCV: " << vs_opencv.where;
 
             DeviceImage device_src(size.width, size.height, channels, depth);
@@ -102,8 +103,8 @@ TEST_P(CudaMatrix, EqualsCpuAndOpenCVForEveryScheduleBorderAndSize) {
             for (const ScheduleSpec& schedule : schedules) {
                 if (!supports(schedule, filter)) continue;  // refused when a graph is built
                 node.schedule = schedule;
-                const std::string name = std::string(filter_text) + "-" + border_text + "-" + depth_name(depth) +
-                                         "-c" + std::to_string(channels) + "-" + std::to_string(size.width) + "x" +
+                const std::string name = std::string(filter_text) + "-" + border_text + "-" + depth_name(depth) + "-c" +
+                                         std::to_string(channels) + "-" + std::to_string(size.width) + "x" +
                                          std::to_string(size.height) + "-" + schedule.to_string();
                 SCOPED_TRACE(name);
                 cv::Mat gpu;
@@ -137,7 +138,8 @@ TEST(Cuda, BlockSizeDoesNotChangeTheResult) {
         const cv::Mat expected = run_gpu_poisoned(node, device_src, 3, stream, 256);
         for (int block : {1, 32, 33, 64, 128, 512, 1024}) {
             const cv::Mat got = run_gpu_poisoned(node, device_src, 3, stream, block);
-            EXPECT_EQ(std::memcmp(got.data, expected.data, got.total() * got.elemSize()), 0) << schedule << " " << block;
+            EXPECT_EQ(std::memcmp(got.data, expected.data, got.total() * got.elemSize()), 0)
+                << schedule << " " << block;
         }
     }
     EXPECT_THROW(run_node_cuda(FilterRun{}, device_src.view, device_src.view, stream.get(), 0), std::invalid_argument);
@@ -195,7 +197,8 @@ TEST(Cuda, ColourOnGrayImagesEqualsCpu) {
     REQUIRE_GPU();
     const Stream stream;
     const char* colours[] = {"color:gray", "color:sepia", "color:ycrcb",
-                             "color:0.5,0.25,0.25,10,-0.2,1.1,0.1,-5,0.3,0.3,0.3,0", "color:1.5,-0.25,0.1,0.3,0.3,0.3,-2,0.5,2.5"};
+                             "color:0.5,0.25,0.25,10,-0.2,1.1,0.1,-5,0.3,0.3,0.3,0",
+                             "color:1.5,-0.25,0.1,0.3,0.3,0.3,-2,0.5,2.5"};
     const auto same = [](const cv::Mat& a, const cv::Mat& b, bool exact) {
         if (a.size() != b.size() || a.type() != b.type()) return false;
         if (exact || a.depth() != CV_32F) return std::memcmp(a.data, b.data, a.total() * a.elemSize()) == 0;
@@ -212,17 +215,20 @@ TEST(Cuda, ColourOnGrayImagesEqualsCpu) {
     };
     unsigned seed = 80;
     for (const Depth depth : kDepths)
-        for (const cv::Size size : {cv::Size{1, 1}, cv::Size{17, 1}, cv::Size{31, 7}, cv::Size{333, 97}, cv::Size{1000, 3}})
+        for (const cv::Size size :
+             {cv::Size{1, 1}, cv::Size{17, 1}, cv::Size{31, 7}, cv::Size{333, 97}, cv::Size{1000, 3}})
             for (const bool roi : {false, true}) {
                 cv::Mat big = random_image(size.width + 4, size.height + 3, 1, depth, seed++);
                 if (depth == Depth::f32) {
-                    const std::uint32_t bits[] = {0x7fc00000u, 0xffc00001u, 0x7f800001u, 0x7f800000u, 0xff800000u,
-                                                  0x80000000u, 0x00000001u, 0x7f7fffffu};
+                    const std::uint32_t bits[] = {0x7fc00000u, 0xffc00001u, 0x7f800001u, 0x7f800000u,
+                                                  0xff800000u, 0x80000000u, 0x00000001u, 0x7f7fffffu};
                     cv::RNG rng(seed);
                     for (int i = 0; i < 24; ++i)
-                        std::memcpy(&big.ptr<float>(rng.uniform(0, big.rows))[rng.uniform(0, big.cols)], &bits[i % 8], 4);
+                        std::memcpy(&big.ptr<float>(rng.uniform(0, big.rows))[rng.uniform(0, big.cols)], &bits[i % 8],
+                                    4);
                 }
-                const cv::Mat src = roi ? big(cv::Rect(1, 2, size.width, size.height)) : big(cv::Rect(0, 0, size.width, size.height)).clone();
+                const cv::Mat src = roi ? big(cv::Rect(1, 2, size.width, size.height))
+                                        : big(cv::Rect(0, 0, size.width, size.height)).clone();
                 DeviceImage device_big(big.cols, big.rows, 1, depth), device_whole(size.width, size.height, 1, depth);
                 upload(view_of(big), device_big.view, stream.get());
                 upload(view_of(src), device_whole.view, stream.get());
@@ -238,14 +244,16 @@ TEST(Cuda, ColourOnGrayImagesEqualsCpu) {
                         if (!supports(schedule, node.filter)) continue;
                         node.schedule = schedule;
                         for (const int block : {256, 33}) {
-                            SCOPED_TRACE(std::string(colour) + " " + depth_name(depth) + " " + std::to_string(size.width) +
-                                         "x" + std::to_string(size.height) + (roi ? " view " : " whole ") +
-                                         schedule.to_string() + " block " + std::to_string(block));
+                            SCOPED_TRACE(std::string(colour) + " " + depth_name(depth) + " " +
+                                         std::to_string(size.width) + "x" + std::to_string(size.height) +
+                                         (roi ? " view " : " whole ") + schedule.to_string() + " block " +
+                                         std::to_string(block));
                             DeviceImage canvas(size.width + 3, size.height + 4, out_channels, depth);
-                            CBI_CUDA_CHECK(cudaMemsetAsync(canvas.view.data, 0xA5, canvas.view.stride * canvas.view.height,
-                                                           stream.get()),
+                            CBI_CUDA_CHECK(cudaMemsetAsync(canvas.view.data, 0xA5,
+                                                           canvas.view.stride * canvas.view.height, stream.get()),
                                            "poison");
-                            run_node_cuda(node, in, canvas.view.crop(1, 2, size.width, size.height), stream.get(), block);
+                            run_node_cuda(node, in, canvas.view.crop(1, 2, size.width, size.height), stream.get(),
+                                          block);
                             cv::Mat all(canvas.view.height, canvas.view.width, cv_type(depth, out_channels));
                             download(canvas.view, view_of(all), stream.get());
                             stream.synchronize("test");
@@ -254,7 +262,8 @@ TEST(Cuda, ColourOnGrayImagesEqualsCpu) {
                             ASSERT_TRUE(same(got, want, gray)) << "max diff " << cv::norm(got, want, cv::NORM_INF);
                             for (int y = inner.y; y < inner.br().y; ++y)
                                 std::memset(all.ptr(y) + inner.x * all.elemSize(), 0xA5, inner.width * all.elemSize());
-                            ASSERT_EQ(std::count_if(all.datastart, all.dataend, [](unsigned char b) { return b != 0xA5; }), 0)
+                            ASSERT_EQ(
+                                std::count_if(all.datastart, all.dataend, [](unsigned char b) { return b != 0xA5; }), 0)
                                 << "a byte outside the output view was written";
                         }
                     }
@@ -267,9 +276,9 @@ TEST(Cuda, ChainOnRoiEqualsCpuChain) {
     const cv::Mat big = random_image(640, 480, 4, Depth::u16, 9);
     const cv::Mat roi = big(cv::Rect(17, 29, 401, 333));
     const FilterRun nodes[] = {{parse_filter("color:ycrcb"), Border{}, parse_schedule("column:32")},
-                          {parse_filter("gaussian:5:1.2"), parse_border("reflect"), parse_schedule("zigzag:32")},
-                          {parse_filter("sobel:mag:3"), parse_border("constant:100"), parse_schedule("tile:32x8")},
-                          {parse_filter("blur:9"), Border{}, parse_schedule("naive")}};
+                               {parse_filter("gaussian:5:1.2"), parse_border("reflect"), parse_schedule("zigzag:32")},
+                               {parse_filter("sobel:mag:3"), parse_border("constant:100"), parse_schedule("tile:32x8")},
+                               {parse_filter("blur:9"), Border{}, parse_schedule("naive")}};
     RunOptions gpu;
     gpu.device = resolve_device(parse_device("cuda"));
     const Image on_gpu = run_sequence(nodes, view_of(roi), gpu);
@@ -334,7 +343,8 @@ TEST(Cuda, SepLargeKernelsAndRoiEqualCpu) {
             const cv::Mat src = big(cv::Rect(3, 5, 601, 203));
             DeviceImage device_src(src.cols, src.rows, channels, depth);
             upload(view_of(src), device_src.view, stream.get());
-            for (const char* filter_text : {"blur:31", "blur:15", "gaussian:31", "gaussian:11:3", "sobel:mag:5", "laplacian:5"})
+            for (const char* filter_text :
+                 {"blur:31", "blur:15", "gaussian:31", "gaussian:11:3", "sobel:mag:5", "laplacian:5"})
                 for (const char* border_text : {"reflect101", "constant:3", "wrap"}) {
                     FilterRun node{parse_filter(filter_text), parse_border(border_text), ScheduleSpec{}};
                     cv::Mat cpu(src.size(), cv_type(depth, channels));
@@ -373,8 +383,8 @@ TEST(Cuda, Stream8BitOnRoisAndUnalignedRowsEqualsCpu) {
             DeviceImage device_copy(src.cols, src.rows, channels, Depth::u8);
             if (aligned) upload(view_of(src), device_copy.view, stream.get());
             const ImageView in = aligned ? device_copy.view : device_src;
-            for (const char* filter_text : {"blur:3", "blur:5", "blur:7", "blur:9", "gaussian:3", "gaussian:9", "gaussian:7:4",
-                                            "sobel:mag:3", "sobel:x:3", "sobel:y:5", "sobel:mag:7"})
+            for (const char* filter_text : {"blur:3", "blur:5", "blur:7", "blur:9", "gaussian:3", "gaussian:9",
+                                            "gaussian:7:4", "sobel:mag:3", "sobel:x:3", "sobel:y:5", "sobel:mag:7"})
                 for (const char* border_text : {"reflect101", "constant:3", "wrap", "replicate"}) {
                     FilterRun node{parse_filter(filter_text), parse_border(border_text), ScheduleSpec{}};
                     cv::Mat cpu(src.size(), CV_8UC(channels));
@@ -395,7 +405,8 @@ TEST(Cuda, Stream8BitOnRoisAndUnalignedRowsEqualsCpu) {
                         ASSERT_EQ(cv::norm(got(inner), cpu, cv::NORM_INF), 0.0);
                         cv::Mat outside = got.clone();
                         outside(inner).setTo(cv::Scalar::all(0xA5));
-                        ASSERT_EQ(cv::countNonZero(outside.reshape(1) != 0xA5), 0) << "a byte outside the output ROI was written";
+                        ASSERT_EQ(cv::countNonZero(outside.reshape(1) != 0xA5), 0)
+                            << "a byte outside the output ROI was written";
                     }
                 }
         }
@@ -433,9 +444,11 @@ TEST(Cuda, SobelMagnitudeOfEveryGradientPairEqualsCpu) {
         const auto [gx, gy] = pairs[i * 997 % pairs.size()];
         const std::size_t at = i * 997 % pairs.size();
         const int x = static_cast<int>(at % kPerRow) * 3 + 1, y = static_cast<int>(at / kPerRow) * 3 + 1;
-        EXPECT_EQ(cpu.at<std::uint8_t>(y, x), cv::saturate_cast<std::uint8_t>(std::sqrt(static_cast<float>(gx * gx + gy * gy))));
+        EXPECT_EQ(cpu.at<std::uint8_t>(y, x),
+                  cv::saturate_cast<std::uint8_t>(std::sqrt(static_cast<float>(gx * gx + gy * gy))));
     }
-    for (const char* schedule : {"stream:256x16", "stream:13x40", "sep:64x32", "smem:32x8", "naive"}) {  // the first: the default
+    for (const char* schedule :
+         {"stream:256x16", "stream:13x40", "sep:64x32", "smem:32x8", "naive"}) {  // the first: the default
         SCOPED_TRACE(schedule);
         node.schedule = parse_schedule(schedule);
         EXPECT_EQ(cv::norm(run_gpu_poisoned(node, device_src, 1, stream, 256), cpu, cv::NORM_INF), 0.0);
@@ -466,7 +479,7 @@ TEST(Cuda, SepFloatBoxKeepsNonFiniteInputsLocal) {
             for (int y = 0; y < src.rows; ++y)
                 for (int x = 0; x < src.cols; ++x) {
                     const float g = gpu.at<float>(y, x), c = cpu.at<float>(y, x);
-                    const bool same = std::isnan(c) ? std::isnan(g)
+                    const bool same = std::isnan(c)   ? std::isnan(g)
                                       : std::isinf(c) ? g == c
                                                       : std::abs(g - c) <= 1e-5 * std::max(1.f, std::abs(c));
                     if (!same && bad++ < 3)
@@ -488,7 +501,8 @@ TEST(Cuda, SepFloatBoxKeepsNonFiniteInputsLocal) {
 TEST(Cuda, EveryTileOrderEqualsRowMajorBitExactly) {
     REQUIRE_GPU();
     const Stream stream;
-    const char* orders[] = {"+column:1", "+column:2", "+column:4", "+column:1000", "+zigzag:3", "+tile:2x3", "+tile:1x1"};
+    const char* orders[] = {"+column:1", "+column:2", "+column:4", "+column:1000",
+                            "+zigzag:3", "+tile:2x3", "+tile:1x1"};
     unsigned seed = 700;
     for (const Depth depth : {Depth::u8, Depth::f32})
         for (const int channels : {1, 3})

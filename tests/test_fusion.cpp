@@ -11,9 +11,9 @@
 #include <thread>
 #include <vector>
 
-#include "filters/pair_tiles.hpp"
 #include "filters/cpu/backend.hpp"
 #include "filters/kernel_path.hpp"
+#include "filters/pair_tiles.hpp"
 #include "pipeline/defaults.hpp"
 #include "pipeline/executor.hpp"
 #include "pipeline/graph.hpp"
@@ -28,7 +28,9 @@ namespace {
 
 using test::random_image;
 
-cv::Mat first_output(GraphExecutor& ex, const cv::Mat& src) { return as_mat(ex.run(view_of(src)).front()).clone(); }
+cv::Mat first_output(GraphExecutor& ex, const cv::Mat& src) {
+    return as_mat(ex.run(view_of(src)).front()).clone();
+}
 
 RunOptions options(bool fuse, bool cuda = false, bool stencil_pairs = false) {
     RunOptions o;
@@ -86,7 +88,8 @@ TEST(Fusion, FusedColourNodesEqualTheTwoNodesOnTheCpu) {
 // Capabilities::fuses_blend, as the planner asks it (cbi::supports).
 TEST(Fusion, OnlyStreamComputesABlendWithItsStencils) {
     EXPECT_TRUE(supports(parse_schedule("stream:8x8"), parse_filter("gaussian:5"), {}, Fusion{.blend = true}));
-    const std::string why = why_unsupported(parse_schedule("sep:32x8"), parse_filter("gaussian:5"), {}, Fusion{.blend = true});
+    const std::string why =
+        why_unsupported(parse_schedule("sep:32x8"), parse_filter("gaussian:5"), {}, Fusion{.blend = true});
     EXPECT_NE(why.find("cannot compute the blend that reads it; use stream:WxH"), std::string::npos) << why;
 }
 
@@ -150,27 +153,31 @@ cv::Mat unfused(const PairNodes& p, const std::optional<ColorFilter>& color, con
         in = c;
     }
     cv::Mat mid(in.size(), in.type()), out(in.size(), in.type());
-    run_node_cpu(FilterRun{parse_filter(p.first), parse_border(p.first_border), ScheduleSpec{}}, view_of(in), view_of(mid));
-    run_node_cpu(FilterRun{parse_filter(p.second), parse_border(p.second_border), ScheduleSpec{}}, view_of(mid), view_of(out));
+    run_node_cpu(FilterRun{parse_filter(p.first), parse_border(p.first_border), ScheduleSpec{}}, view_of(in),
+                 view_of(mid));
+    run_node_cpu(FilterRun{parse_filter(p.second), parse_border(p.second_border), ScheduleSpec{}}, view_of(mid),
+                 view_of(out));
     return out;
 }
 
 FilterRun fused_node(const PairNodes& p, const std::optional<ColorFilter>& color) {
     return FilterRun{parse_filter(p.second), parse_border(p.second_border), parse_schedule(p.schedule), color,
-                FusedStencil{parse_filter(p.first), parse_border(p.first_border)}};
+                     FusedStencil{parse_filter(p.first), parse_border(p.first_border)}};
 }
 
 TEST(Fusion, FusedStencilPairTilesEqualTheTwoNodesOnTheCpu) {
     const int sizes[][2] = {{131, 77}, {7, 3}, {1, 1}, {2, 9}, {64, 32}};
-    const std::optional<ColorFilter> colors[] = {std::nullopt, FilterKind<ColorFilter>::parse("gray"), FilterKind<ColorFilter>::parse("sepia")};
+    const std::optional<ColorFilter> colors[] = {std::nullopt, FilterKind<ColorFilter>::parse("gray"),
+                                                 FilterKind<ColorFilter>::parse("sepia")};
     for (const PairNodes& p : kPairNodes)
         for (const auto& color : colors)
             for (const Depth depth : {Depth::u8, Depth::u16, Depth::f32})
                 for (const int channels : {1, 3, 4}) {
                     for (const auto& size : sizes) {
-                        SCOPED_TRACE(std::string(p.first) + " " + p.first_border + " | " + p.second + " " + p.second_border +
-                                     " @" + p.schedule + (color ? " colour" : "") + " " + depth_name(depth) + "x" +
-                                     std::to_string(channels) + " " + std::to_string(size[0]) + "x" + std::to_string(size[1]));
+                        SCOPED_TRACE(std::string(p.first) + " " + p.first_border + " | " + p.second + " " +
+                                     p.second_border + " @" + p.schedule + (color ? " colour" : "") + " " +
+                                     depth_name(depth) + "x" + std::to_string(channels) + " " +
+                                     std::to_string(size[0]) + "x" + std::to_string(size[1]));
                         const cv::Mat src = random_image(size[0], size[1], channels, depth, 3);
                         const cv::Mat want = unfused(p, color, src);
                         cv::Mat got(want.size(), want.type(), cv::Scalar::all(123));
@@ -193,7 +200,8 @@ struct ThreadTeam {
 
 TEST(Fusion, ATeamOfThreadsComputesTheSameTilesAsOneThread) {
     for (const PairNodes& p : kPairNodes)
-        for (const auto& [depth, channels] : {std::pair{Depth::u8, 3}, {Depth::f32, 3}, {Depth::u8, 1}, {Depth::f32, 1}}) {
+        for (const auto& [depth, channels] :
+             {std::pair{Depth::u8, 3}, {Depth::f32, 3}, {Depth::u8, 1}, {Depth::f32, 1}}) {
             SCOPED_TRACE(std::string(p.first) + " | " + p.second + " @" + p.schedule + " " + depth_name(depth) + "x" +
                          std::to_string(channels));
             const cv::Mat src = random_image(45, 23, channels, depth, 9);
@@ -225,8 +233,8 @@ TEST(Fusion, ATeamOfThreadsComputesTheSameTilesAsOneThread) {
 // stencil that reads it: the graph with fusion asked for, the fused node and
 // the graph on cv::cvtColor(GRAY2BGR) of the image give the same samples.
 TEST(Fusion, FusedColourOnAGrayImageEqualsTheGraphOnGrayToBgr) {
-    for (const char* pipeline : {"color:sepia | gaussian:5@sep:32x8", "color:ycrcb | sobel:mag@smem:16x8",
-                                 "color:gray | blur:7@sep:16x16"})
+    for (const char* pipeline :
+         {"color:sepia | gaussian:5@sep:32x8", "color:ycrcb | sobel:mag@smem:16x8", "color:gray | blur:7@sep:16x16"})
         for (const Depth depth : {Depth::u8, Depth::u16, Depth::f32}) {
             SCOPED_TRACE(std::string(pipeline) + " " + depth_name(depth));
             const Graph g = parse_pipeline(pipeline);
@@ -236,7 +244,8 @@ TEST(Fusion, FusedColourOnAGrayImageEqualsTheGraphOnGrayToBgr) {
             GraphExecutor on_gray(g, options(true)), on_bgr(g, options(false));
             const cv::Mat graph = first_output(on_gray, src);
             const ColorFilter color = std::get<ColorFilter>(std::get<Filter>(g.nodes()[1].op));
-            const FilterRun fused{std::get<Filter>(g.nodes()[2].op), g.border_of(2), std::get<ScheduleSpec>(g.schedule_of(2)), color};
+            const FilterRun fused{std::get<Filter>(g.nodes()[2].op), g.border_of(2),
+                                  std::get<ScheduleSpec>(g.schedule_of(2)), color};
             cv::Mat got(graph.size(), graph.type(), cv::Scalar::all(5));
             run_node_cpu(fused, view_of(src), view_of(got));
             EXPECT_EQ(graph.channels(), color.preset == ColorPreset::gray ? 1 : 3);
@@ -266,10 +275,12 @@ constexpr PairCase kPairs[] = {
     {"sobel:mag:1@sep:16x8 | sobel:mag:3@sep:16x8", "constant:200", 1},
     {"blur:31@sep:32x8 | gaussian:3@sep:32x8", "reflect101", 3},
     {"color:sepia | gaussian:5@sep:32x8 | sobel:mag@sep:32x8", "reflect101", 1},  // gray read as R = G = B
-    {"color:gray | blur:5@smem:16x8 | gaussian:3@sep:16x8", "replicate", 1},     // gray of gray: a copy
+    {"color:gray | blur:5@smem:16x8 | gaussian:3@sep:16x8", "replicate", 1},      // gray of gray: a copy
 };
 
-bool has_gpu(std::string& why) { return cuda_device_count(why) > 0; }
+bool has_gpu(std::string& why) {
+    return cuda_device_count(why) > 0;
+}
 
 TEST(Fusion, StencilPairsFuseOnTheGpuAndEqualTheUnfusedGraph) {
     std::string why;
@@ -282,10 +293,12 @@ TEST(Fusion, StencilPairsFuseOnTheGpuAndEqualTheUnfusedGraph) {
                              std::to_string(size[0]) + "x" + std::to_string(size[1]));
                 const Graph g = parse_pipeline(c.pipeline, ScheduleSpec{}, parse_border(c.border));
                 const cv::Mat src = random_image(size[0], size[1], c.input_channels, depth, 11);
-                GraphExecutor fused(g, options(true, true, true)), plain(g, options(false, true)), cpu(g, options(false));
+                GraphExecutor fused(g, options(true, true, true)), plain(g, options(false, true)),
+                    cpu(g, options(false));
                 const cv::Mat a = first_output(fused, src), b = first_output(plain, src);
                 EXPECT_NE(fused.describe().find("in shared memory"), std::string::npos) << fused.describe();
-                EXPECT_NE(fused.describe().find("(1 stencil fused into the next)"), std::string::npos) << fused.describe();
+                EXPECT_NE(fused.describe().find("(1 stencil fused into the next)"), std::string::npos)
+                    << fused.describe();
                 ASSERT_EQ(a.type(), b.type());
                 EXPECT_EQ(cv::norm(a, b, cv::NORM_INF), 0.0);
                 if (depth != Depth::f32) {
@@ -304,7 +317,8 @@ constexpr PairCase kStreamPairs[] = {
     {"color:gray | gaussian:5@stream:64x16 | sobel:mag@stream:64x16", "constant:9", 3},
     {"color:gray | gaussian:3@stream:512x7 | gaussian:5@stream:512x7", "replicate", 3},
     {"gaussian:5@stream:32x8 | sobel:mag@stream:32x8", "replicate", 1},
-    {"gaussian:5@stream:300x5 | sobel:mag@stream:300x5", "reflect", 3},  // constant weights (binomial5_weight) on 3 channels
+    {"gaussian:5@stream:300x5 | sobel:mag@stream:300x5", "reflect",
+     3},  // constant weights (binomial5_weight) on 3 channels
     {"blur:3@stream:7x5 | gaussian:5@stream:7x5", "reflect", 3},
     {"blur:5@stream:16x3 | sobel:x:5@stream:16x3", "constant:200", 1},
     {"gaussian:5@stream:1x1 | sobel:y@stream:1x1", "replicate", 1},
@@ -322,7 +336,8 @@ TEST(Fusion, StencilPairsOnStreamFuseThroughLineBuffersOnTheGpu) {
     const int sizes[][2] = {{131, 77}, {7, 3}, {1, 1}, {2, 9}, {300, 41}, {509, 12}, {240, 6}, {245, 9}, {152, 11}};
     for (const PairCase& c : kStreamPairs)
         for (const auto& size : sizes) {
-            SCOPED_TRACE(std::string(c.pipeline) + " " + c.border + " " + std::to_string(size[0]) + "x" + std::to_string(size[1]));
+            SCOPED_TRACE(std::string(c.pipeline) + " " + c.border + " " + std::to_string(size[0]) + "x" +
+                         std::to_string(size[1]));
             const Graph g = parse_pipeline(c.pipeline, DefaultSchedule{}, parse_border(c.border));
             const cv::Mat src = random_image(size[0], size[1], c.input_channels, Depth::u8, 13);
             GraphExecutor fused(g, options(true, true, true)), plain(g, options(false, true)), cpu(g, options(false));
@@ -343,15 +358,23 @@ TEST(Fusion, StreamPairsOutsideTheLineBufferKernelRunUnfusedOnTheGpu) {
         ex.plan(64, 48, channels, depth);
         return ex.describe();
     };
-    EXPECT_EQ(describe("blur:3@stream:64x8 | blur:7@stream:64x8", Depth::u8, 1).find("fused"), std::string::npos);  // 7x7
-    EXPECT_EQ(describe("blur:3@stream:64x8 | blur:5@stream:64x8", Depth::f32, 1).find("fused"), std::string::npos);  // float
-    EXPECT_EQ(describe("sobel:mag@stream:64x8 | blur:3@stream:64x8", Depth::u8, 1).find("fused"), std::string::npos);  // not a blur first
-    EXPECT_EQ(describe("blur:3@stream:64x8 | blur:5@stream:64x8", Depth::u8, 1, "wrap").find("fused"), std::string::npos);
-    EXPECT_EQ(describe("blur:3@stream:64x8 | blur:5@stream:64x8", Depth::u8, 4).find("fused"), std::string::npos);  // 4 channels
-    EXPECT_EQ(describe("blur:7@stream:64x8 | blur:3@stream:64x8", Depth::u8, 1).find("fused"), std::string::npos);  // 7x7 first
-    EXPECT_EQ(describe("gaussian:3@stream:64x8 | laplacian:3@stream:64x8", Depth::u8, 1).find("stencil fused"), std::string::npos);
+    EXPECT_EQ(describe("blur:3@stream:64x8 | blur:7@stream:64x8", Depth::u8, 1).find("fused"),
+              std::string::npos);  // 7x7
+    EXPECT_EQ(describe("blur:3@stream:64x8 | blur:5@stream:64x8", Depth::f32, 1).find("fused"),
+              std::string::npos);  // float
+    EXPECT_EQ(describe("sobel:mag@stream:64x8 | blur:3@stream:64x8", Depth::u8, 1).find("fused"),
+              std::string::npos);  // not a blur first
+    EXPECT_EQ(describe("blur:3@stream:64x8 | blur:5@stream:64x8", Depth::u8, 1, "wrap").find("fused"),
+              std::string::npos);
+    EXPECT_EQ(describe("blur:3@stream:64x8 | blur:5@stream:64x8", Depth::u8, 4).find("fused"),
+              std::string::npos);  // 4 channels
+    EXPECT_EQ(describe("blur:7@stream:64x8 | blur:3@stream:64x8", Depth::u8, 1).find("fused"),
+              std::string::npos);  // 7x7 first
+    EXPECT_EQ(describe("gaussian:3@stream:64x8 | laplacian:3@stream:64x8", Depth::u8, 1).find("stencil fused"),
+              std::string::npos);
     // A Gaussian of another sigma: its fixed-point weights have no common factor, so its sums outgrow 16-bit lanes.
-    EXPECT_EQ(describe("gaussian:5:0.8@stream:64x8 | sobel:y@stream:64x8", Depth::u8, 1).find("stencil fused"), std::string::npos);
+    EXPECT_EQ(describe("gaussian:5:0.8@stream:64x8 | sobel:y@stream:64x8", Depth::u8, 1).find("stencil fused"),
+              std::string::npos);
     EXPECT_EQ(describe("color:sepia | blur:5@stream:64x8 | gaussian:3@stream:64x8", Depth::u8, 3).find("stencil fused"),
               std::string::npos);  // a colour matrix other than gray
     EXPECT_EQ(describe("color:gray | blur:5@stream:64x8 | gaussian:3@stream:64x8", Depth::u8, 4).find("stencil fused"),
@@ -375,7 +398,8 @@ TEST(Fusion, StreamPairsOutsideTheLineBufferKernelRunUnfusedOnTheGpu) {
 TEST(Fusion, PairsMeasuredFasterFuseByDefaultOnTheGpu) {
     std::string why;
     if (!has_gpu(why)) GTEST_SKIP() << "no CUDA device: " << why;
-    const auto fused = [](const char* pipeline, int width, int height, int channels, RunOptions o = options(true, true)) {
+    const auto fused = [](const char* pipeline, int width, int height, int channels,
+                          RunOptions o = options(true, true)) {
         GraphExecutor ex(parse_pipeline(pipeline, DefaultSchedule{}), o);
         ex.plan(width, height, channels, Depth::u8);
         return ex.describe().find("through line buffers") != std::string::npos;
@@ -452,7 +476,8 @@ TEST(Fusion, StencilPairsWithTheirOwnBordersFuseOnTheGpu) {
     Graph g;
     const NodeId blur = g.add_filter("blur", parse_filter("gaussian:9"), Graph::input(),
                                      {parse_schedule("sep:16x8"), parse_border("constant:77")});
-    g.add_output(g.add_filter("edges", parse_filter("sobel:mag"), blur, {parse_schedule("smem:16x8"), parse_border("reflect")}));
+    g.add_output(
+        g.add_filter("edges", parse_filter("sobel:mag"), blur, {parse_schedule("smem:16x8"), parse_border("reflect")}));
     for (const Depth depth : {Depth::u8, Depth::f32}) {
         const cv::Mat src = random_image(45, 29, 3, depth, 5);
         GraphExecutor fused(g, options(true, true, true)), plain(g, options(false, true));
@@ -472,12 +497,15 @@ TEST(Fusion, StencilPairsThatCannotFuseRunUnfused) {
         return ex.describe();
     };
     // wrap would need the far side of the image.
-    EXPECT_EQ(describe(parse_pipeline("blur:3@sep:32x8 | blur:5@sep:32x8", ScheduleSpec{}, parse_border("wrap"))).find("shared memory"),
+    EXPECT_EQ(describe(parse_pipeline("blur:3@sep:32x8 | blur:5@sep:32x8", ScheduleSpec{}, parse_border("wrap")))
+                  .find("shared memory"),
               std::string::npos);
     // The consumer's schedule does not stage tiles (stream fuses through line buffers instead).
-    EXPECT_EQ(describe(parse_pipeline("blur:3@sep:32x8 | blur:5@stream:64x32")).find("shared memory"), std::string::npos);
+    EXPECT_EQ(describe(parse_pipeline("blur:3@sep:32x8 | blur:5@stream:64x32")).find("shared memory"),
+              std::string::npos);
     // Tile too large for shared memory.
-    EXPECT_EQ(describe(parse_pipeline("blur:3@sep:32x8 | blur:31@sep:256x256")).find("shared memory"), std::string::npos);
+    EXPECT_EQ(describe(parse_pipeline("blur:3@sep:32x8 | blur:31@sep:256x256")).find("shared memory"),
+              std::string::npos);
     // The first stencil's output is also a graph output.
     Graph two;
     const NodeId a = two.add_filter("a", parse_filter("blur:3"), Graph::input(), {parse_schedule("sep:32x8"), {}});
@@ -533,37 +561,49 @@ struct BlendCase {
 };
 constexpr BlendCase kBlends[] = {
     {R"({"nodes": [{"name": "s", "filter": "gaussian:9:2", "input": "input"},
-                   {"name": "out", "blend": "blend:1.6:-0.6:0", "inputs": ["input", "s"]}], "outputs": ["out"]})", 3, 1},
+                   {"name": "out", "blend": "blend:1.6:-0.6:0", "inputs": ["input", "s"]}], "outputs": ["out"]})",
+     3, 1},
     {R"({"border": "replicate", "nodes": [{"name": "s", "filter": "gaussian:5", "input": "input"},
-                   {"name": "out", "blend": "blend:-0.5:1.5:3", "inputs": ["s", "input"]}], "outputs": ["out"]})", 1, 1},
+                   {"name": "out", "blend": "blend:-0.5:1.5:3", "inputs": ["s", "input"]}], "outputs": ["out"]})",
+     1, 1},
     {R"({"border": "constant:9", "nodes": [{"name": "fine", "filter": "gaussian:5:1", "input": "input"},
                    {"name": "coarse", "filter": "gaussian:9:2", "input": "input"},
-                   {"name": "out", "blend": "blend:4:-4:128", "inputs": ["fine", "coarse"]}], "outputs": ["out"]})", 3, 2},
+                   {"name": "out", "blend": "blend:4:-4:128", "inputs": ["fine", "coarse"]}], "outputs": ["out"]})",
+     3, 2},
     {R"({"border": "wrap", "schedule": "stream:16x3", "nodes": [{"name": "s", "filter": "blur:7", "input": "input"},
-                   {"name": "out", "blend": "blend:2:-1", "inputs": ["input", "s"]}], "outputs": ["out"]})", 1, 1},
+                   {"name": "out", "blend": "blend:2:-1", "inputs": ["input", "s"]}], "outputs": ["out"]})",
+     1, 1},
     {R"({"border": "reflect", "nodes": [{"name": "a", "filter": "blur:3", "input": "input", "schedule": "stream:7x5"},
                    {"name": "b", "filter": "blur:9", "input": "input", "schedule": "stream:64x8"},
-                   {"name": "out", "blend": "blend:1:-1:127.5", "inputs": ["b", "a"]}], "outputs": ["out"]})", 3, 2},
+                   {"name": "out", "blend": "blend:1:-1:127.5", "inputs": ["b", "a"]}], "outputs": ["out"]})",
+     3, 2},
     {R"({"schedule": "stream:1x1", "nodes": [{"name": "a", "filter": "gaussian:3", "input": "input"},
                    {"name": "b", "filter": "gaussian:7:3", "input": "input"},
-                   {"name": "out", "blend": "blend:0.25:0.75", "inputs": ["a", "b"]}], "outputs": ["out"]})", 1, 2},
+                   {"name": "out", "blend": "blend:0.25:0.75", "inputs": ["a", "b"]}], "outputs": ["out"]})",
+     1, 2},
     {R"({"border": "reflect101", "nodes": [{"name": "gray", "filter": "color:gray", "input": "input"},
                    {"name": "fine", "filter": "gaussian:5:1", "input": "gray"},
                    {"name": "coarse", "filter": "gaussian:9:2", "input": "gray"},
-                   {"name": "out", "blend": "blend:4:-4:128", "inputs": ["fine", "coarse"]}], "outputs": ["out"]})", 3, 2},
+                   {"name": "out", "blend": "blend:4:-4:128", "inputs": ["fine", "coarse"]}], "outputs": ["out"]})",
+     3, 2},
     {R"({"nodes": [{"name": "s", "filter": "gaussian:9", "input": "input"},
-                   {"name": "out", "blend": "blend:1.5:-0.5", "inputs": ["input", "s"]}], "outputs": ["out"]})", 3, 1},
+                   {"name": "out", "blend": "blend:1.5:-0.5", "inputs": ["input", "s"]}], "outputs": ["out"]})",
+     3, 1},
     {R"({"border": "reflect", "nodes": [{"name": "s", "filter": "gaussian:7", "input": "input"},
-                   {"name": "out", "blend": "blend:3:-2:-1.5", "inputs": ["input", "s"]}], "outputs": ["out"]})", 3, 1},
+                   {"name": "out", "blend": "blend:3:-2:-1.5", "inputs": ["input", "s"]}], "outputs": ["out"]})",
+     3, 1},
     {R"({"border": "constant:200", "nodes": [{"name": "s", "filter": "gaussian:3", "input": "input"},
-                   {"name": "out", "blend": "blend:-1.5:2.5:0.25", "inputs": ["s", "input"]}], "outputs": ["out"]})", 3, 1},
+                   {"name": "out", "blend": "blend:-1.5:2.5:0.25", "inputs": ["s", "input"]}], "outputs": ["out"]})",
+     3, 1},
     // Two Gaussians, the larger first (the kernel skips the smaller's zero weights), float finish.
     {R"({"border": "replicate", "nodes": [{"name": "coarse", "filter": "gaussian:9", "input": "input"},
                    {"name": "fine", "filter": "gaussian:3", "input": "input"},
-                   {"name": "out", "blend": "blend:1.7:-0.7:5", "inputs": ["coarse", "fine"]}], "outputs": ["out"]})", 1, 2},
+                   {"name": "out", "blend": "blend:1.7:-0.7:5", "inputs": ["coarse", "fine"]}], "outputs": ["out"]})",
+     1, 2},
     {R"({"border": "reflect", "nodes": [{"name": "a", "filter": "gaussian:7:2", "input": "input"},
                    {"name": "b", "filter": "gaussian:7", "input": "input"},
-                   {"name": "out", "blend": "blend:-2:3:64", "inputs": ["a", "b"]}], "outputs": ["out"]})", 3, 2},
+                   {"name": "out", "blend": "blend:-2:3:64", "inputs": ["a", "b"]}], "outputs": ["out"]})",
+     3, 2},
 };
 
 TEST(Fusion, BlendsFuseWithTheirStencilsOnTheGpu) {
@@ -579,10 +619,13 @@ TEST(Fusion, BlendsFuseWithTheirStencilsOnTheGpu) {
             const cv::Mat a = first_output(fused, src);
             EXPECT_EQ(last_kernel_path(), KernelPath::cuda_blend_stream8);
             const cv::Mat b = first_output(plain, src);
-            const std::string count = "(" + std::to_string(c.fused) + " stencil" + (c.fused > 1 ? "s" : "") + " fused into a blend)";
+            const std::string count =
+                "(" + std::to_string(c.fused) + " stencil" + (c.fused > 1 ? "s" : "") + " fused into a blend)";
             EXPECT_NE(fused.describe().find(count), std::string::npos) << fused.describe();
-            EXPECT_NE(fused.describe().find("in one kernel through line buffers"), std::string::npos) << fused.describe();
-            EXPECT_NE(fused.describe().find("@stream:"), std::string::npos) << fused.describe();  // the kernel's schedule
+            EXPECT_NE(fused.describe().find("in one kernel through line buffers"), std::string::npos)
+                << fused.describe();
+            EXPECT_NE(fused.describe().find("@stream:"), std::string::npos)
+                << fused.describe();  // the kernel's schedule
             EXPECT_NE(fused.describe().find("(its stencils' kernel)"), std::string::npos) << fused.describe();
             ASSERT_EQ(a.type(), b.type());
             EXPECT_EQ(cv::norm(a, b, cv::NORM_INF), 0.0);
@@ -594,8 +637,8 @@ TEST(Fusion, BlendsOutsideTheKernelRunUnfusedOnTheGpu) {
     std::string why;
     if (!has_gpu(why)) GTEST_SKIP() << "no CUDA device: " << why;
     // blend(A(input), B(input)) with the given filters, borders and options.
-    const auto describe = [](const char* a, const char* b, Depth depth, int channels, const char* border_b = "reflect101",
-                             RunOptions o = options(true, true)) {
+    const auto describe = [](const char* a, const char* b, Depth depth, int channels,
+                             const char* border_b = "reflect101", RunOptions o = options(true, true)) {
         Graph g;
         const NodeId na = g.add_filter("a", parse_filter(a), Graph::input());
         const NodeId nb = g.add_filter("b", parse_filter(b), Graph::input(), {std::nullopt, parse_border(border_b)});
@@ -607,10 +650,12 @@ TEST(Fusion, BlendsOutsideTheKernelRunUnfusedOnTheGpu) {
     EXPECT_NE(describe("gaussian:5", "gaussian:9", Depth::u8, 3).find("fused into a blend"), std::string::npos);
     EXPECT_EQ(describe("gaussian:5", "gaussian:9", Depth::f32, 3).find("fused"), std::string::npos);  // float
     EXPECT_EQ(describe("gaussian:5", "gaussian:9", Depth::u8, 4).find("fused"), std::string::npos);   // 4 channels
-    EXPECT_EQ(describe("gaussian:5", "gaussian:9", Depth::u8, 3, "replicate").find("fused"), std::string::npos);  // two borders
-    EXPECT_EQ(describe("gaussian:5", "blur:9", Depth::u8, 3).find("fused"), std::string::npos);       // a Gaussian and a box
-    EXPECT_EQ(describe("sobel:x", "gaussian:3", Depth::u8, 1).find("fused"), std::string::npos);     // a derivative
-    EXPECT_EQ(describe("gaussian:5", "gaussian:11", Depth::u8, 1).find("fused"), std::string::npos);  // 11x11: not on stream
+    EXPECT_EQ(describe("gaussian:5", "gaussian:9", Depth::u8, 3, "replicate").find("fused"),
+              std::string::npos);                                                                // two borders
+    EXPECT_EQ(describe("gaussian:5", "blur:9", Depth::u8, 3).find("fused"), std::string::npos);  // a Gaussian and a box
+    EXPECT_EQ(describe("sobel:x", "gaussian:3", Depth::u8, 1).find("fused"), std::string::npos);  // a derivative
+    EXPECT_EQ(describe("gaussian:5", "gaussian:11", Depth::u8, 1).find("fused"),
+              std::string::npos);  // 11x11: not on stream
     // A Gaussian of sigma 0.1 weighs its centre 256: not one byte, as the kernel's row pass takes its weights.
     EXPECT_EQ(describe("gaussian:3:0.1", "gaussian:9", Depth::u8, 1).find("fused"), std::string::npos);
     EXPECT_EQ(describe("gaussian:5", "gaussian:9", Depth::u8, 3, "reflect101", options(false, true)).find("fused"),
@@ -628,7 +673,8 @@ TEST(Fusion, BlendsOutsideTheKernelRunUnfusedOnTheGpu) {
     const NodeId gray = other.add_filter("gray", parse_filter("color:gray"), Graph::input());
     const NodeId blur = other.add_filter("blur", parse_filter("gaussian:5"), gray);
     other.add_output(other.add_blend("out", parse_blend("2:-1"), gray, blur));
-    other.add_output(other.add_blend("odd", parse_blend("2:-1"), other.add_filter("g2", parse_filter("color:gray"), Graph::input()),
+    other.add_output(other.add_blend("odd", parse_blend("2:-1"),
+                                     other.add_filter("g2", parse_filter("color:gray"), Graph::input()),
                                      other.add_filter("b2", parse_filter("gaussian:3"), gray)));
     GraphExecutor ex2(other, options(true, true));
     ex2.plan(64, 48, 3, Depth::u8);

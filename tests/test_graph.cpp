@@ -27,8 +27,12 @@ void* operator new(std::size_t n) {
 // GCC sees std::free meet a pointer from `new` wherever these inline: they are the pair above.
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wmismatched-new-delete"
-void operator delete(void* p) noexcept { std::free(p); }
-void operator delete(void* p, std::size_t) noexcept { std::free(p); }
+void operator delete(void* p) noexcept {
+    std::free(p);
+}
+void operator delete(void* p, std::size_t) noexcept {
+    std::free(p);
+}
 #pragma GCC diagnostic pop
 
 namespace cbi {
@@ -36,7 +40,9 @@ namespace {
 
 using test::random_image;
 
-cv::Mat mat_of(const ImageView& v) { return as_mat(v).clone(); }
+cv::Mat mat_of(const ImageView& v) {
+    return as_mat(v).clone();
+}
 
 void expect_within_one(const cv::Mat& got, const cv::Mat& want, const std::string& what) {
     const auto c = test::compare(got, want, 1.0, 1e-5, test::peak_magnitude(want));
@@ -116,7 +122,8 @@ TEST(Graph, PerNodeScheduleOverridesTheDefault) {
     EXPECT_EQ(to_string(g.schedule_of(1)), "column:16");
     EXPECT_EQ(to_string(g.schedule_of(2)), "tile:32x8");
     // Spaces around '@' are trimmed as those around '|'.
-    EXPECT_EQ(parse_pipeline("blur:3 @ naive | gaussian:5 @tile:32x8"), parse_pipeline("blur:3@naive | gaussian:5@tile:32x8"));
+    EXPECT_EQ(parse_pipeline("blur:3 @ naive | gaussian:5 @tile:32x8"),
+              parse_pipeline("blur:3@naive | gaussian:5@tile:32x8"));
 }
 
 // f throws E (and nothing else) with `needle` in its message.
@@ -147,11 +154,12 @@ TEST(Graph, LanguageErrorsPointAtTheOffendingStage) {
 }
 
 TEST(Graph, SchedulesRefuseWhatTheyDoNotRunAndDefaultsFallBack) {
-    expect_unsupported([] { parse_pipeline("gaussian:5@vec:4"); },
-                       "schedule vec:4 runs pointwise filters only (" + kind_names(Category::pointwise) +
-                           ", blend), not gaussian:5; use naive, column:W");
-    expect_unsupported([] { parse_pipeline("blur:11@stream:64x64"); },
-                       "schedule stream:64x64 runs stencils up to 9x9 (non-square windows count as larger), not blur:11; use naive");
+    expect_unsupported([] { parse_pipeline("gaussian:5@vec:4"); }, "schedule vec:4 runs pointwise filters only (" +
+                                                                       kind_names(Category::pointwise) +
+                                                                       ", blend), not gaussian:5; use naive, column:W");
+    expect_unsupported(
+        [] { parse_pipeline("blur:11@stream:64x64"); },
+        "schedule stream:64x64 runs stencils up to 9x9 (non-square windows count as larger), not blur:11; use naive");
     expect_unsupported([] { parse_pipeline("sobel:mag:1@stream:64x64"); }, "not sobel:mag:1; use naive, column:W");
     EXPECT_NO_THROW(parse_pipeline("color:sepia@vec:8 | sobel:mag:7@stream:64x64 | gaussian:9@stream:8x8"));
     // A graph-wide schedule a node cannot run leaves that node to the default
@@ -172,15 +180,22 @@ TEST(Graph, SchedulesRefuseWhatTheyDoNotRunAndDefaultsFallBack) {
 TEST(Graph, StencilOnlySchedulesAreRefusedForPointwiseNodes) {
     expect_unsupported([] { parse_pipeline("blur:3 | color:gray@smem:32x8"); },
                        "stage 2 'color:gray@smem:32x8' (column 10): node 'n2': schedule smem:32x8 runs stencil filters "
-                       "only (" + kind_names(Category::stencil) + "), not color:gray; use naive");
-    expect_unsupported([] {
-        graph_from_json(R"({"nodes": [{"name": "g", "filter": "color:gray", "input": "input", "schedule": "sep:64x32"}],
+                       "only (" +
+                           kind_names(Category::stencil) + "), not color:gray; use naive");
+    expect_unsupported(
+        [] {
+            graph_from_json(
+                R"({"nodes": [{"name": "g", "filter": "color:gray", "input": "input", "schedule": "sep:64x32"}],
                             "outputs": ["g"]})");
-    }, "node 'g': schedule sep:64x32 runs stencil filters only");
-    expect_unsupported([] {
-        Graph g;
-        g.add_blend("mix", BlendFilter{}, Graph::input(), Graph::input(), NodeOptions{parse_schedule("smem:8x8"), {}});
-    }, "node 'mix': schedule smem:8x8 runs stencil filters only");
+        },
+        "node 'g': schedule sep:64x32 runs stencil filters only");
+    expect_unsupported(
+        [] {
+            Graph g;
+            g.add_blend("mix", BlendFilter{}, Graph::input(), Graph::input(),
+                        NodeOptions{parse_schedule("smem:8x8"), {}});
+        },
+        "node 'mix': schedule smem:8x8 runs stencil filters only");
     // A default schedule applies where it can: the colour node takes the default table's.
     const Graph g = parse_pipeline("color:gray | gaussian:5", parse_schedule("smem:32x8"));
     EXPECT_EQ(to_string(g.schedule_of(1)), "default");
@@ -189,24 +204,38 @@ TEST(Graph, StencilOnlySchedulesAreRefusedForPointwiseNodes) {
 
 TEST(Graph, JsonErrorsNameTheNode) {
     expect_invalid([] { graph_from_json("{"); }, "not valid JSON");
-    expect_invalid([] { graph_from_json(R"({"nodes": [{"name": "a", "filter": "blur:3", "input": "nope"}], "outputs": ["a"]})"); },
-                   "node 'a': input 'nope' is not a node");
-    expect_invalid([] { graph_from_json(R"({"nodes": [{"name": "a", "filter": "blur:3", "input": "b"},
-                                                       {"name": "b", "filter": "blur:3", "input": "a"}], "outputs": ["a"]})"); },
-                   "is part of a cycle");
-    expect_invalid([] { graph_from_json(R"({"nodes": [{"name": "a", "filter": "blur:3", "input": "input"},
-                                                       {"name": "a", "filter": "blur:5", "input": "input"}], "outputs": ["a"]})"); },
-                   "node 'a': the name is used twice");
-    expect_invalid([] { graph_from_json(R"({"nodes": [{"name": "a", "filter": "blur:3", "input": "input", "schedule": "warp"}], "outputs": ["a"]})"); },
-                   "node 'a': unknown schedule 'warp'");
-    expect_invalid([] { graph_from_json(R"({"nodes": [{"name": "a", "blend": "1:1", "inputs": ["input"]}], "outputs": ["a"]})"); },
-                   "node 'a': a blend takes 2 inputs");
+    expect_invalid(
+        [] { graph_from_json(R"({"nodes": [{"name": "a", "filter": "blur:3", "input": "nope"}], "outputs": ["a"]})"); },
+        "node 'a': input 'nope' is not a node");
+    expect_invalid(
+        [] {
+            graph_from_json(R"({"nodes": [{"name": "a", "filter": "blur:3", "input": "b"},
+                                                       {"name": "b", "filter": "blur:3", "input": "a"}], "outputs": ["a"]})");
+        },
+        "is part of a cycle");
+    expect_invalid(
+        [] {
+            graph_from_json(R"({"nodes": [{"name": "a", "filter": "blur:3", "input": "input"},
+                                                       {"name": "a", "filter": "blur:5", "input": "input"}], "outputs": ["a"]})");
+        },
+        "node 'a': the name is used twice");
+    expect_invalid(
+        [] {
+            graph_from_json(
+                R"({"nodes": [{"name": "a", "filter": "blur:3", "input": "input", "schedule": "warp"}], "outputs": ["a"]})");
+        },
+        "node 'a': unknown schedule 'warp'");
+    expect_invalid(
+        [] { graph_from_json(R"({"nodes": [{"name": "a", "blend": "1:1", "inputs": ["input"]}], "outputs": ["a"]})"); },
+        "node 'a': a blend takes 2 inputs");
     expect_invalid([] { graph_from_json(R"({"nodes": [{"name": "a", "input": "input"}], "outputs": ["a"]})"); },
                    "node 'a': needs exactly one of \"filter\" and \"blend\"");
-    expect_invalid([] { graph_from_json(R"({"nodes": [{"name": "a", "filter": "blur:3", "input": "input"}], "outputs": []})"); },
-                   "\"outputs\" must be a non-empty array");
+    expect_invalid(
+        [] { graph_from_json(R"({"nodes": [{"name": "a", "filter": "blur:3", "input": "input"}], "outputs": []})"); },
+        "\"outputs\" must be a non-empty array");
     expect_invalid([] { graph_from_json(R"({"nodes": [], "outputs": ["x"]})"); }, "no node named 'x'");
-    expect_invalid([] { graph_from_json(R"({"nodes": [], "outputs": ["input"], "extra": 1})"); }, "unknown field \"extra\"");
+    expect_invalid([] { graph_from_json(R"({"nodes": [], "outputs": ["input"], "extra": 1})"); },
+                   "unknown field \"extra\"");
 }
 
 TEST(Graph, ChannelMismatchesAreFoundWhenPreparingNotWhileRunning) {
@@ -248,14 +277,16 @@ const double kAwkward[] = {1.23456789,
                            -0.0,
                            0.30000000000000004,
                            123456789.123456789,
-                           -2.5e-310,                                     // subnormal
-                           std::numeric_limits<double>::denorm_min(),     // 5e-324
-                           std::numeric_limits<double>::min(),            // smallest normal
+                           -2.5e-310,                                  // subnormal
+                           std::numeric_limits<double>::denorm_min(),  // 5e-324
+                           std::numeric_limits<double>::min(),         // smallest normal
                            std::numeric_limits<double>::max(),
                            std::nextafter(1.0, 2.0),
                            -1.0 / 3};
 
-std::uint64_t bits(double v) { return std::bit_cast<std::uint64_t>(v); }
+std::uint64_t bits(double v) {
+    return std::bit_cast<std::uint64_t>(v);
+}
 
 TEST(Graph, ParametersPrintAndParseBackBitIdentically) {
     EXPECT_EQ(to_string(parse_filter("gaussian:5:1.23456789")), "gaussian:5:1.23456789");
@@ -274,7 +305,8 @@ TEST(Graph, ParametersPrintAndParseBackBitIdentically) {
         EXPECT_EQ(bits(parse_border(to_string(border)).value), bits(v)) << to_string(border);
         if (v > 0) {
             const Filter gauss = GaussianFilter{7, v};
-            EXPECT_EQ(bits(std::get<GaussianFilter>(parse_filter(to_string(gauss))).sigma), bits(v)) << to_string(gauss);
+            EXPECT_EQ(bits(std::get<GaussianFilter>(parse_filter(to_string(gauss))).sigma), bits(v))
+                << to_string(gauss);
         }
         ColorFilter color{ColorPreset::custom, {}};
         for (std::size_t i = 0; i < color.rgb_matrix.size(); ++i) color.rgb_matrix[i] = i % 2 ? v : -v / (i + 1);
@@ -319,7 +351,8 @@ TEST(Graph, JsonAndChainRoundTripsAreBitIdentical) {
             EXPECT_EQ(bits(blend->gamma), bits(other.gamma)) << a.name;
         } else if (const auto* color = std::get_if<ColorFilter>(&std::get<Filter>(a.op))) {
             const auto& other = std::get<ColorFilter>(std::get<Filter>(b.op));
-            for (std::size_t m = 0; m < 12; ++m) EXPECT_EQ(bits(color->rgb_matrix[m]), bits(other.rgb_matrix[m])) << a.name;
+            for (std::size_t m = 0; m < 12; ++m)
+                EXPECT_EQ(bits(color->rgb_matrix[m]), bits(other.rgb_matrix[m])) << a.name;
             EXPECT_EQ(bits(a.options.border->value), bits(b.options.border->value)) << a.name;
         }
     }
@@ -328,11 +361,13 @@ TEST(Graph, JsonAndChainRoundTripsAreBitIdentical) {
     for (const double v : kAwkward) {
         ColorFilter color{ColorPreset::custom, {}};
         color.rgb_matrix.fill(v);
-        chain += (chain.empty() ? "" : " | ") + to_string(Filter(color)) + " | " + to_string(Filter(GaussianFilter{3, std::abs(v) + 1e-300}));
+        chain += (chain.empty() ? "" : " | ") + to_string(Filter(color)) + " | " +
+                 to_string(Filter(GaussianFilter{3, std::abs(v) + 1e-300}));
     }
     const Graph parsed = parse_pipeline(chain);
     std::string printed;
-    for (std::size_t k = 1; k < parsed.nodes().size(); ++k) printed += (k > 1 ? " | " : "") + parsed.nodes()[k].op_string();
+    for (std::size_t k = 1; k < parsed.nodes().size(); ++k)
+        printed += (k > 1 ? " | " : "") + parsed.nodes()[k].op_string();
     EXPECT_EQ(printed, chain);
     EXPECT_TRUE(parse_pipeline(printed) == parsed);
 }
@@ -364,16 +399,25 @@ TEST(Graph, DuplicateJsonKeysAreRefused) {
                    "duplicate key \"nodes\" in the pipeline object");
     expect_invalid([&] { graph_from_json(R"({"nodes": [)" + node + R"(], "outputs": ["a"], "outputs": ["a"]})"); },
                    "duplicate key \"outputs\" in the pipeline object");
-    expect_invalid([&] {
-        graph_from_json(R"({"nodes": [)" + node +
-                        R"(, {"name": "b", "filter": "blur:3", "filter": "blur:5", "input": "a"}], "outputs": ["b"]})");
-    }, "node 'b' (nodes[1]): duplicate key \"filter\"");
-    expect_invalid([&] {  // before the node's name is read, its index says where
-        graph_from_json(R"({"nodes": [{"input": "input", "input": "input", "name": "a", "filter": "blur:3"}], "outputs": ["a"]})");
-    }, "nodes[0]: duplicate key \"input\"");
-    expect_invalid([&] {
-        graph_from_json(R"({"nodes": [{"name": "a", "name": "b", "filter": "blur:3", "input": "input"}], "outputs": ["a"]})");
-    }, "node 'a' (nodes[0]): duplicate key \"name\"");
+    expect_invalid(
+        [&] {
+            graph_from_json(
+                R"({"nodes": [)" + node +
+                R"(, {"name": "b", "filter": "blur:3", "filter": "blur:5", "input": "a"}], "outputs": ["b"]})");
+        },
+        "node 'b' (nodes[1]): duplicate key \"filter\"");
+    expect_invalid(
+        [&] {  // before the node's name is read, its index says where
+            graph_from_json(
+                R"({"nodes": [{"input": "input", "input": "input", "name": "a", "filter": "blur:3"}], "outputs": ["a"]})");
+        },
+        "nodes[0]: duplicate key \"input\"");
+    expect_invalid(
+        [&] {
+            graph_from_json(
+                R"({"nodes": [{"name": "a", "name": "b", "filter": "blur:3", "input": "input"}], "outputs": ["a"]})");
+        },
+        "node 'a' (nodes[0]): duplicate key \"name\"");
     expect_invalid([&] { graph_from_json(R"({"nodes": [], "outputs": ["input"], "x": [0, {"k": 1, "k": 2}]})"); },
                    "duplicate key \"k\" in x[1]");
     std::string many = R"({"nodes": [], "outputs": ["input"], "x": {)";  // past 16 keys: the hash-set path
@@ -387,7 +431,8 @@ TEST(Graph, DuplicateJsonKeysAreRefused) {
         EXPECT_EQ(std::string(e.what()), "duplicate key \"a\\nb\" in the pipeline object");
     }
     // The same key in different objects is no duplicate.
-    EXPECT_NO_THROW(graph_from_json(R"({"nodes": [)" + node + R"(, {"name": "b", "filter": "blur:3", "input": "a"}], "outputs": ["b"]})"));
+    EXPECT_NO_THROW(graph_from_json(R"({"nodes": [)" + node +
+                                    R"(, {"name": "b", "filter": "blur:3", "input": "a"}], "outputs": ["b"]})"));
 }
 
 TEST(Graph, NodesMayBeListedInAnyOrderAndKeepTheirOrderOfAddition) {
@@ -399,12 +444,21 @@ TEST(Graph, NodesMayBeListedInAnyOrderAndKeepTheirOrderOfAddition) {
     std::string order;
     for (const GraphNode& n : g.nodes()) order += n.name + " ";
     EXPECT_EQ(order, "input a b d c ");
-    expect_invalid([] { graph_from_json(R"({"nodes": [{"name": "a", "filter": "blur:3", "input": "a"}], "outputs": ["a"]})"); },
-                   "node 'a' is part of a cycle");
-    expect_invalid([] { graph_from_json(R"({"nodes": [{"name": "input", "filter": "blur:3", "input": "input"}], "outputs": ["input"]})"); },
-                   "node 'input': the name is used twice");
-    expect_invalid([] { graph_from_json(R"({"nodes": [{"name": "a", "filter": "blur:3", "input": "input"}], "outputs": ["a", "a"]})"); },
-                   "node 'a' is an output twice");
+    expect_invalid(
+        [] { graph_from_json(R"({"nodes": [{"name": "a", "filter": "blur:3", "input": "a"}], "outputs": ["a"]})"); },
+        "node 'a' is part of a cycle");
+    expect_invalid(
+        [] {
+            graph_from_json(
+                R"({"nodes": [{"name": "input", "filter": "blur:3", "input": "input"}], "outputs": ["input"]})");
+        },
+        "node 'input': the name is used twice");
+    expect_invalid(
+        [] {
+            graph_from_json(
+                R"({"nodes": [{"name": "a", "filter": "blur:3", "input": "input"}], "outputs": ["a", "a"]})");
+        },
+        "node 'a' is an output twice");
 }
 
 // Loading and validation are linear in the node count (they were quadratic:
@@ -420,7 +474,8 @@ TEST(Graph, LargeGraphsLoadInLinearTime) {
         std::string text = R"({"nodes": [)";
         for (int k = 0; k < kChain; ++k) {
             const int i = reversed ? kChain - k : k + 1;
-            text += std::string(k ? "," : "") + R"({"name": "n)" + std::to_string(i) + R"(", "filter": "blur:3", "input": ")" +
+            text += std::string(k ? "," : "") + R"({"name": "n)" + std::to_string(i) +
+                    R"(", "filter": "blur:3", "input": ")" +
                     (i == 1 ? std::string("input") : "n" + std::to_string(i - 1)) + "\"}";
         }
         text += R"(], "outputs": ["n)" + std::to_string(kChain) + "\"]}";
@@ -436,7 +491,8 @@ TEST(Graph, LargeGraphsLoadInLinearTime) {
     constexpr int kParallel = 50000;
     std::string text = R"({"nodes": [)", outputs;
     for (int i = 0; i < kParallel; ++i) {
-        text += std::string(i ? "," : "") + R"({"name": "p)" + std::to_string(i) + R"(", "filter": "blur:3", "input": "input"})";
+        text += std::string(i ? "," : "") + R"({"name": "p)" + std::to_string(i) +
+                R"(", "filter": "blur:3", "input": "input"})";
         outputs += std::string(i ? "," : "") + "\"p" + std::to_string(i) + "\"";
     }
     text += R"(], "outputs": [)" + outputs + "]}";
@@ -506,9 +562,8 @@ TEST(Graph, CompoundKindsExpandToTheirSteps) {
     std::vector<std::string> ops;
     for (const auto& n : e.graph.nodes()) ops.push_back(n.name + "=" + n.op_string());
     const std::vector<std::string> want = {
-        "input=input",          "n1.1=erode:5x1",  "n1.2=erode:1x5",        "n1.3=dilate:5x1",
-        "n1.4=dilate:1x5",      "n1=blend:1:-1:0", "n2.1=erode:3:cross",    "n2.2=erode:3:cross",
-        "n2.3=dilate:3:cross",  "n2=dilate:3:cross"};
+        "input=input",     "n1.1=erode:5x1",     "n1.2=erode:1x5",     "n1.3=dilate:5x1",     "n1.4=dilate:1x5",
+        "n1=blend:1:-1:0", "n2.1=erode:3:cross", "n2.2=erode:3:cross", "n2.3=dilate:3:cross", "n2=dilate:3:cross"};
     EXPECT_EQ(ops, want);
     EXPECT_EQ(e.ids, (std::vector<NodeId>{0, 5, 9}));
     EXPECT_EQ(e.graph.nodes()[5].inputs, (std::vector<NodeId>{0, 4}));

@@ -21,9 +21,9 @@
 
 #include <gtest/gtest.h>
 #include <oneapi/tbb/task_arena.h>
+#include <zlib.h>
 #include <opencv2/imgcodecs.hpp>
 #include <opencv2/imgproc.hpp>
-#include <zlib.h>
 
 #include "jpeg_bytes.hpp"
 #include "pipeline/error.hpp"
@@ -78,9 +78,12 @@ cv::Mat random_image(int w, int h, int type, unsigned seed) {
     cv::Mat m(h, w, type);
     cv::RNG rng(seed);
     const int d = CV_MAT_DEPTH(type);
-    if (d == CV_8U) rng.fill(m, cv::RNG::UNIFORM, 0, 256);
-    else if (d == CV_16U) rng.fill(m, cv::RNG::UNIFORM, 0, 65536);
-    else rng.fill(m, cv::RNG::UNIFORM, -2.0, 3.0);
+    if (d == CV_8U)
+        rng.fill(m, cv::RNG::UNIFORM, 0, 256);
+    else if (d == CV_16U)
+        rng.fill(m, cv::RNG::UNIFORM, 0, 65536);
+    else
+        rng.fill(m, cv::RNG::UNIFORM, -2.0, 3.0);
     return m;
 }
 
@@ -89,11 +92,15 @@ cv::Mat gradient_image(int w, int h, int channels) {
     cv::Mat m(h, w, CV_8UC(channels));
     for (int y = 0; y < h; ++y)
         for (int x = 0; x < w; ++x)
-            for (int c = 0; c < channels; ++c) m.ptr<std::uint8_t>(y)[x * channels + c] = static_cast<std::uint8_t>((x * 3 + y * 2 + c * 40) % 256 / 2 + 60);
+            for (int c = 0; c < channels; ++c)
+                m.ptr<std::uint8_t>(y)[x * channels + c] =
+                    static_cast<std::uint8_t>((x * 3 + y * 2 + c * 40) % 256 / 2 + 60);
     return m;
 }
 
-double max_abs_diff(const cv::Mat& a, const cv::Mat& b) { return cv::norm(a, b, cv::NORM_INF); }
+double max_abs_diff(const cv::Mat& a, const cv::Mat& b) {
+    return cv::norm(a, b, cv::NORM_INF);
+}
 
 template <class F>
 std::string error_of(F&& f) {
@@ -163,7 +170,9 @@ std::vector<std::uint8_t> tiny_tiff(std::vector<std::pair<std::uint16_t, std::ui
     return v;
 }
 
-std::string shared_images_dir() { return CBI_SHARED_IMAGES_DIR; }
+std::string shared_images_dir() {
+    return CBI_SHARED_IMAGES_DIR;
+}
 
 std::string type_name(int type) {
     const int d = CV_MAT_DEPTH(type);
@@ -190,7 +199,8 @@ TEST_P(RoundTrip, WritesAndReadsBack) {
     cv::Mat src = fmt.lossless ? random_image(37, 23, type, 7u + type) : gradient_image(37, 23, CV_MAT_CN(type));
     if (std::string(fmt.ext) == ".webp" && src.type() == CV_8UC4) {
         // WebP drops the colour of fully transparent pixels (documented): keep alpha >= 1.
-        for (auto it = src.begin<cv::Vec4b>(); it != src.end<cv::Vec4b>(); ++it) (*it)[3] = std::max<std::uint8_t>((*it)[3], 1);
+        for (auto it = src.begin<cv::Vec4b>(); it != src.end<cv::Vec4b>(); ++it)
+            (*it)[3] = std::max<std::uint8_t>((*it)[3], 1);
     }
 
     bool supported = true;
@@ -219,18 +229,18 @@ TEST_P(RoundTrip, WritesAndReadsBack) {
     }
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    Formats, RoundTrip,
-    ::testing::Combine(::testing::Values(Format{".png", true}, Format{".tiff", true}, Format{".tif", true},
-                                         Format{".jpg", false}, Format{".bmp", true}, Format{".webp", true},
-                                         Format{".pgm", true}, Format{".ppm", true}, Format{".pfm", true},
-                                         Format{".exr", true}),
-                       ::testing::Values(CV_8UC1, CV_8UC3, CV_8UC4, CV_16UC1, CV_16UC3, CV_16UC4, CV_32FC1, CV_32FC3,
-                                         CV_32FC4)),
-    [](const auto& info) {
-        std::string e = std::get<0>(info.param).ext + 1;
-        return e + "_" + type_name(std::get<1>(info.param));
-    });
+INSTANTIATE_TEST_SUITE_P(Formats, RoundTrip,
+                         ::testing::Combine(::testing::Values(Format{".png", true}, Format{".tiff", true},
+                                                              Format{".tif", true}, Format{".jpg", false},
+                                                              Format{".bmp", true}, Format{".webp", true},
+                                                              Format{".pgm", true}, Format{".ppm", true},
+                                                              Format{".pfm", true}, Format{".exr", true}),
+                                            ::testing::Values(CV_8UC1, CV_8UC3, CV_8UC4, CV_16UC1, CV_16UC3, CV_16UC4,
+                                                              CV_32FC1, CV_32FC3, CV_32FC4)),
+                         [](const auto& info) {
+                             std::string e = std::get<0>(info.param).ext + 1;
+                             return e + "_" + type_name(std::get<1>(info.param));
+                         });
 
 // A JPEG taller than one band is encoded band by band on all cores: the
 // bytes are what libjpeg writes for the whole image with that restart
@@ -273,7 +283,8 @@ void expect_valid_png(const std::vector<std::uint8_t>& png, int w, int h, int by
     ASSERT_GE(png.size(), 8u);
     ASSERT_TRUE(std::equal(std::begin(signature), std::end(signature), png.begin()));
     const auto get32 = [&](std::size_t at) {
-        return std::uint32_t{png[at]} << 24 | std::uint32_t{png[at + 1]} << 16 | std::uint32_t{png[at + 2]} << 8 | png[at + 3];
+        return std::uint32_t{png[at]} << 24 | std::uint32_t{png[at + 1]} << 16 | std::uint32_t{png[at + 2]} << 8 |
+               png[at + 3];
     };
     std::vector<std::uint8_t> idat;
     std::vector<std::string> types;
@@ -281,9 +292,12 @@ void expect_valid_png(const std::vector<std::uint8_t>& png, int w, int h, int by
         ASSERT_LE(at + 12, png.size());
         const std::uint32_t len = get32(at);
         ASSERT_LE(at + 12 + len, png.size());
-        const std::string type(png.begin() + static_cast<std::ptrdiff_t>(at + 4), png.begin() + static_cast<std::ptrdiff_t>(at + 8));
+        const std::string type(png.begin() + static_cast<std::ptrdiff_t>(at + 4),
+                               png.begin() + static_cast<std::ptrdiff_t>(at + 8));
         EXPECT_EQ(get32(at + 8 + len), ::crc32(0, png.data() + at + 4, 4 + len)) << type;
-        if (type == "IDAT") idat.insert(idat.end(), png.begin() + static_cast<std::ptrdiff_t>(at + 8), png.begin() + static_cast<std::ptrdiff_t>(at + 8 + len));
+        if (type == "IDAT")
+            idat.insert(idat.end(), png.begin() + static_cast<std::ptrdiff_t>(at + 8),
+                        png.begin() + static_cast<std::ptrdiff_t>(at + 8 + len));
         if (types.empty() || types.back() != type) types.push_back(type);
         at += 12 + len;
     }
@@ -305,14 +319,17 @@ void expect_valid_png(const std::vector<std::uint8_t>& png, int w, int h, int by
 // is OpenCV's encoding.
 TEST(ImageIo, LargePngsAreDeflatedInBandsIntoOneValidStream) {
     cv::RNG rng(8);
-    for (const auto& [w, h, type] : std::vector<std::tuple<int, int, int>>{{1001, 1517, CV_8UC3}, {777, 2025, CV_8UC1},
-                                                                            {600, 900, CV_8UC4}, {513, 1100, CV_16UC3},
-                                                                            {1, 600000, CV_8UC1}, {3000, 120, CV_16UC4},
-                                                                            {100, 100, CV_8UC3}}) {
+    for (const auto& [w, h, type] : std::vector<std::tuple<int, int, int>>{{1001, 1517, CV_8UC3},
+                                                                           {777, 2025, CV_8UC1},
+                                                                           {600, 900, CV_8UC4},
+                                                                           {513, 1100, CV_16UC3},
+                                                                           {1, 600000, CV_8UC1},
+                                                                           {3000, 120, CV_16UC4},
+                                                                           {100, 100, CV_8UC3}}) {
         SCOPED_TRACE(std::to_string(w) + "x" + std::to_string(h) + " " + cv::typeToString(type));
         cv::Mat big(h, w + 2, type);
         cv::randu(big, 0, CV_MAT_DEPTH(type) == CV_8U ? 256 : 65536);
-        cv::GaussianBlur(big, big, {5, 5}, 0);   // photo-like, not pure noise
+        cv::GaussianBlur(big, big, {5, 5}, 0);       // photo-like, not pure noise
         const cv::Mat img = big.colRange(1, w + 1);  // rows with gaps between them
         const std::vector<std::uint8_t> ours = cbi::encode_image("x.png", img, {}).bytes;
         std::vector<std::uint8_t> whole;
@@ -433,9 +450,9 @@ TEST(ImageIo, ProbeReadsEveryFormatsHeader) {
         {".jpg", rgb, {cv::IMWRITE_JPEG_PROGRESSIVE, 1}, "JPEG"},
         {".tiff", rgb, {}, "TIFF"},
         {".bmp", rgb, {}, "BMP"},
-        {".webp", rgb, {}, "WebP"},                              // lossless: VP8L
-        {".webp", rgb, {cv::IMWRITE_WEBP_QUALITY, 80}, "WebP"},  // lossy: VP8
-        {".webp", rgba, {cv::IMWRITE_WEBP_QUALITY, 80}, "WebP"}, // lossy with alpha: VP8X
+        {".webp", rgb, {}, "WebP"},                               // lossless: VP8L
+        {".webp", rgb, {cv::IMWRITE_WEBP_QUALITY, 80}, "WebP"},   // lossy: VP8
+        {".webp", rgba, {cv::IMWRITE_WEBP_QUALITY, 80}, "WebP"},  // lossy with alpha: VP8X
         {".ppm", rgb, {}, "PNM"},
         {".pgm", random_image(53, 29, CV_8UC1, 4), {cv::IMWRITE_PXM_BINARY, 0}, "PNM"},  // ASCII P2
         {".pam", rgb, {}, "PAM"},
@@ -450,7 +467,7 @@ TEST(ImageIo, ProbeReadsEveryFormatsHeader) {
         {".tiff", random_image(53, 29, CV_16UC4, 8), {}, "TIFF"},
         {".tiff", random_image(53, 29, CV_32FC1, 9), {}, "TIFF"},
         {".tiff", random_image(53, 29, CV_8UC1, 10), {}, "TIFF"},
-        {".webp", rgba, {}, "WebP"},                             // lossless with alpha: VP8L
+        {".webp", rgba, {}, "WebP"},  // lossless with alpha: VP8L
         {".pgm", random_image(53, 29, CV_16UC1, 11), {}, "PNM"},
         {".pfm", random_image(53, 29, CV_32FC1, 12), {}, "PFM"},
         {".exr", random_image(53, 29, CV_32FC1, 13), {}, "OpenEXR"},
@@ -518,7 +535,8 @@ TEST(ImageIo, ProbeReadsBigTiff) {
     EXPECT_EQ(h.height, 50000u);
     const std::string e = error_of([&] { cbi::decode_image(b, "big.tif"); });
     EXPECT_NE(e.find("big.tif: image is 70000x50000 = 3500000000 pixels, larger than --max-pixels 268435456"),
-              std::string::npos) << e;
+              std::string::npos)
+        << e;
 }
 
 // ------------------------------------------------------------ hostile input
@@ -536,15 +554,20 @@ TEST(ImageIo, RefusesDecompressionBombBeforeDecoding) {
     // With the pixel limit lifted, the memory budget refuses it; with both
     // lifted, its 8 bytes of compressed data cannot hold 3e10 bytes.
     EXPECT_EQ(error_of([&] { cbi::read_image(p, std::uint64_t{1} << 40); }),
-              p.string() + ": image is 100000x100000 x 3 channels x 1 byte = 30000000000 bytes decoded, larger than "
-                           "--max-memory 4294967296");
-    EXPECT_EQ(error_of([&] { cbi::read_image(p, std::uint64_t{1} << 40, ~std::uint64_t{0}); }),
-              p.string() + ": truncated PNG data (100000x100000 needs at least 29069767 bytes of compressed data, the file has 8)");
+              p.string() +
+                  ": image is 100000x100000 x 3 channels x 1 byte = 30000000000 bytes decoded, larger than "
+                  "--max-memory 4294967296");
+    EXPECT_EQ(
+        error_of([&] { cbi::read_image(p, std::uint64_t{1} << 40, ~std::uint64_t{0}); }),
+        p.string() +
+            ": truncated PNG data (100000x100000 needs at least 29069767 bytes of compressed data, the file has 8)");
     // The limit is the caller's: a smaller one refuses a normal image too.
     const fs::path small = dir / "small.png";
     write_bytes(small, encode(".png", random_image(20, 10, CV_8UC1, 5)));
     EXPECT_EQ(cbi::read_image(small, 200).total(), 200u);
-    EXPECT_NE(error_of([&] { cbi::read_image(small, 199); }).find("image is 20x10 = 200 pixels, larger than --max-pixels 199"),
+    EXPECT_NE(error_of([&] {
+                  cbi::read_image(small, 199);
+              }).find("image is 20x10 = 200 pixels, larger than --max-pixels 199"),
               std::string::npos);
 }
 
@@ -561,7 +584,8 @@ TEST(ImageIo, RefusesHugeJpegFrameBeforeDecoding) {
     EXPECT_NE(e.find("huge.jpg: image is 60000x60000 = 3600000000 pixels"), std::string::npos) << e;
     // With cbi's limits lifted, OpenCV's own limit (2^30 pixels) still refuses
     // it before allocating, and the message says which limit.
-    const std::string cv_limit = error_of([&] { cbi::decode_image(jpg, "huge.jpg", std::uint64_t{1} << 40, ~std::uint64_t{0}); });
+    const std::string cv_limit =
+        error_of([&] { cbi::decode_image(jpg, "huge.jpg", std::uint64_t{1} << 40, ~std::uint64_t{0}); });
     EXPECT_EQ(cv_limit.rfind("huge.jpg: image is 60000x60000, over OpenCV's decoder limits", 0), 0u) << cv_limit;
 }
 
@@ -569,7 +593,8 @@ TEST(ImageIo, HostileTiffTilesAndStripsAreRefusedFromTheHeader) {
     // 162 bytes declaring 16384x16384 tiles for a 1x1 image took 1.1 GB and
     // seconds to decode, whatever --max-pixels said. The probe refuses it,
     // so no decoder runs.
-    const auto tiles = tiny_tiff({{256, 1}, {257, 1}, {258, 8}, {259, 1}, {262, 1}, {277, 1}, {322, 16384}, {323, 16384}}, true);
+    const auto tiles =
+        tiny_tiff({{256, 1}, {257, 1}, {258, 8}, {259, 1}, {262, 1}, {277, 1}, {322, 16384}, {323, 16384}}, true);
     const std::string tile_error = "t.tif: TIFF tiles of 16384x16384 are out of proportion to the 1x1 image";
     EXPECT_EQ(error_of([&] { cbi::probe_image(tiles, "t.tif"); }),
               tile_error + " (cbi allows the image rounded up to 16 pixels a side, or 2^22 pixels)");
@@ -578,9 +603,15 @@ TEST(ImageIo, HostileTiffTilesAndStripsAreRefusedFromTheHeader) {
     EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::milliseconds(500));
     // Tall thin tiles, and strips (RowsPerStrip) far past the image's height.
     const auto thin = tiny_tiff({{256, 16}, {257, 16}, {258, 8}, {262, 1}, {322, 16}, {323, 1u << 20}}, true);
-    EXPECT_EQ(error_of([&] { cbi::decode_image(thin, "thin.tif"); }).rfind("thin.tif: TIFF tiles of 16x1048576 are out of proportion to the 16x16 image", 0), 0u);
+    EXPECT_EQ(error_of([&] {
+                  cbi::decode_image(thin, "thin.tif");
+              }).rfind("thin.tif: TIFF tiles of 16x1048576 are out of proportion to the 16x16 image", 0),
+              0u);
     const auto strips = tiny_tiff({{256, 1}, {257, 1}, {258, 8}, {262, 1}, {278, 1u << 23}}, false);
-    EXPECT_EQ(error_of([&] { cbi::decode_image(strips, "s.tif"); }).rfind("s.tif: TIFF strips of 8388608 rows are out of proportion to the 1x1 image", 0), 0u);
+    EXPECT_EQ(error_of([&] {
+                  cbi::decode_image(strips, "s.tif");
+              }).rfind("s.tif: TIFF strips of 8388608 rows are out of proportion to the 1x1 image", 0),
+              0u);
     // The message is one line.
     EXPECT_EQ(error_of([&] { cbi::decode_image(strips, "s.tif"); }).find('\n'), std::string::npos);
 
@@ -597,7 +628,8 @@ TEST(ImageIo, HostileTiffTilesAndStripsAreRefusedFromTheHeader) {
     EXPECT_EQ(h16.bytes_per_sample, 2u);
     EXPECT_EQ(h16.decoded_bytes(), 30u * 20 * 3 * 2);
     EXPECT_EQ(h16.scratch_bytes, 30u * 20 * (6 + 6));
-    EXPECT_NO_THROW(cbi::probe_image(tiny_tiff({{256, 5000}, {257, 3000}, {258, 8}, {262, 1}, {278, 16}}, false), "ok.tif"));
+    EXPECT_NO_THROW(
+        cbi::probe_image(tiny_tiff({{256, 5000}, {257, 3000}, {258, 8}, {262, 1}, {278, 16}}, false), "ok.tif"));
 
     // The memory budget counts the tile or strip buffers: a real TIFF (OpenCV
     // writes strips) passes with exactly image + buffers and fails one byte under.
@@ -621,7 +653,8 @@ TEST(ImageIo, MemoryBudgetIsCheckedBeforeDecoding) {
     EXPECT_EQ(h.bytes_per_sample, 1u);
     EXPECT_EQ(h.decoded_bytes(), 805306368u);
     EXPECT_EQ(error_of([&] { cbi::decode_image(png, "z.png", cbi::default_max_pixels, 100u << 20); }),
-              "z.png: image is 16384x16384 x 3 channels x 1 byte = 805306368 bytes decoded, larger than --max-memory 104857600");
+              "z.png: image is 16384x16384 x 3 channels x 1 byte = 805306368 bytes decoded, larger than --max-memory "
+              "104857600");
     // Within the budget, its 8 bytes of compressed data cannot hold the image
     // (deflate expands at most 1032:1), so it is refused before libpng runs.
     EXPECT_EQ(error_of([&] { cbi::decode_image(png, "z.png"); }),
@@ -641,7 +674,8 @@ TEST(ImageIo, MemoryBudgetIsCheckedBeforeDecoding) {
     // read_image takes the same budget.
     TempDir dir;
     write_bytes(dir / "a.png", bytes);
-    EXPECT_NE(error_of([&] { cbi::read_image(dir / "a.png", 200, 1599); }).find("larger than --max-memory 1599"), std::string::npos);
+    EXPECT_NE(error_of([&] { cbi::read_image(dir / "a.png", 200, 1599); }).find("larger than --max-memory 1599"),
+              std::string::npos);
 }
 
 TEST(ImageIo, DeclaredSizeLargerThanTheDataIsRefused) {
@@ -680,7 +714,10 @@ TEST(ImageIo, DeclaredSizeLargerThanTheDataIsRefused) {
     auto ras = encode(".ras", random_image(16, 4, CV_8UC3, 27));
     ASSERT_EQ(ras[20] | ras[21] | ras[22], 0);
     for (int at : {4, 8}) ras[at] = 0, ras[at + 1] = 0, ras[at + 2] = 0x40, ras[at + 3] = 0;
-    EXPECT_EQ(error_of([&] { cbi::decode_image(ras, "f.ras"); }).rfind("f.ras: truncated Sun raster data (16384x16384 needs at least 805306368 bytes", 0), 0u);
+    EXPECT_EQ(error_of([&] {
+                  cbi::decode_image(ras, "f.ras");
+              }).rfind("f.ras: truncated Sun raster data (16384x16384 needs at least 805306368 bytes", 0),
+              0u);
 }
 
 TEST(ImageIo, JpegExifOrientationIsApplied) {
@@ -709,7 +746,8 @@ TEST(ImageIo, JpegExifOrientationIsApplied) {
         EXPECT_EQ(max_abs_diff(cbi::decode_image(with_exif(jpg, 1), "o.jpg"), plain), 0.0);
         // A malformed Exif segment (IFD0 offset outside it, or no TIFF header
         // at all) is ignored: the image decodes as stored.
-        const std::vector<std::uint8_t> bad_offset = {'E', 'x', 'i', 'f', 0, 0, 'M', 'M', 0, 42, 0xFF, 0xFF, 0xFF, 0x00, 0, 1};
+        const std::vector<std::uint8_t> bad_offset = {'E', 'x', 'i',  'f',  0,    0,    'M', 'M',
+                                                      0,   42,  0xFF, 0xFF, 0xFF, 0x00, 0,   1};
         EXPECT_EQ(max_abs_diff(cbi::decode_image(with_exif(jpg, 0, bad_offset), "m.jpg"), plain), 0.0);
         const std::vector<std::uint8_t> garbage = {'E', 'x', 'i', 'f', 0, 0, 'x', 'y', 'z'};
         EXPECT_EQ(max_abs_diff(cbi::decode_image(with_exif(jpg, 0, garbage), "m.jpg"), plain), 0.0);
@@ -717,7 +755,8 @@ TEST(ImageIo, JpegExifOrientationIsApplied) {
     // The limits use the header's size, which turning only swaps.
     const auto turned = with_exif(encode(".jpg", colour), 6);
     EXPECT_EQ(cbi::decode_image(turned, "o.jpg", 40 * 24, 40 * 24 * 3).size(), cv::Size(24, 40));
-    EXPECT_NE(error_of([&] { cbi::decode_image(turned, "o.jpg", 40 * 24, 40 * 24 * 3 - 1); }).find("--max-memory"), std::string::npos);
+    EXPECT_NE(error_of([&] { cbi::decode_image(turned, "o.jpg", 40 * 24, 40 * 24 * 3 - 1); }).find("--max-memory"),
+              std::string::npos);
 }
 
 TEST(ImageIo, MissingEmptyAndNonFiles) {
@@ -735,7 +774,8 @@ TEST(ImageIo, MissingEmptyAndNonFiles) {
 
     const fs::path link = dir / "dangling.jpg";
     fs::create_symlink(dir / "nowhere.jpg", link);
-    EXPECT_EQ(error_of([&] { cbi::read_image(link); }), link.string() + ": dangling symbolic link (its target does not exist)");
+    EXPECT_EQ(error_of([&] { cbi::read_image(link); }),
+              link.string() + ": dangling symbolic link (its target does not exist)");
 
     // A FIFO must be refused, not block the reader forever.
     const fs::path fifo = dir / "fifo.png";
@@ -765,7 +805,8 @@ TEST(ImageIo, UnreadableFile) {
     int status = 0;
     ASSERT_EQ(::waitpid(pid, &status, 0), pid);
     ASSERT_TRUE(WIFEXITED(status));
-    if (WEXITSTATUS(status) == 77) GTEST_SKIP() << "running as root and cannot drop to uid 65534: mode 000 does not stop root";
+    if (WEXITSTATUS(status) == 77)
+        GTEST_SKIP() << "running as root and cannot drop to uid 65534: mode 000 does not stop root";
     EXPECT_EQ(WEXITSTATUS(status), 0) << "expected '" << expected << "' in the unprivileged child";
 }
 
@@ -791,7 +832,8 @@ TEST(ImageIo, CorruptDataAfterAValidHeader) {
     // A real PNG whose compressed data is overwritten: header and IEND intact.
     auto png = encode(".png", random_image(64, 64, CV_8UC3, 8));
     std::size_t idat = 0;
-    for (std::size_t i = 8; i + 8 < png.size() && !idat; i += 12 + ((png[i] << 24) | (png[i + 1] << 16) | (png[i + 2] << 8) | png[i + 3]))
+    for (std::size_t i = 8; i + 8 < png.size() && !idat;
+         i += 12 + ((png[i] << 24) | (png[i + 1] << 16) | (png[i + 2] << 8) | png[i + 3]))
         if (std::memcmp(&png[i + 4], "IDAT", 4) == 0) idat = i;
     ASSERT_GT(idat, 0u);
     for (std::size_t i = idat + 8 + 2; i < idat + 8 + 200; ++i) png[i] ^= 0x5A;  // zlib stream, chunk lengths intact
@@ -804,14 +846,17 @@ TEST(ImageIo, CorruptDataAfterAValidHeader) {
 // keeps that image without a word. cbi refuses it, naming the file.
 TEST(ImageIo, CorruptJpegScanDataIsAnError) {
     const std::string photo = shared_images_dir() + "/fruits.jpg";
-    const std::vector<std::uint8_t> jpg = fs::exists(photo) ? cbi::read_file(photo) : encode(".jpg", gradient_image(300, 200, 3));
+    const std::vector<std::uint8_t> jpg =
+        fs::exists(photo) ? cbi::read_file(photo) : encode(".jpg", gradient_image(300, 200, 3));
     std::vector<std::uint8_t> cut(jpg.begin(), jpg.begin() + static_cast<long>(jpg.size() / 3));
     cut.insert(cut.end(), {0xFF, 0xD9});
     EXPECT_FALSE(cv::imdecode(cut, cv::IMREAD_COLOR).empty());  // what OpenCV makes of it
-    EXPECT_EQ(error_of([&] { cbi::decode_image(cut, "cut.jpg"); }), "cut.jpg: corrupt JPEG data (premature end of data segment)");
+    EXPECT_EQ(error_of([&] { cbi::decode_image(cut, "cut.jpg"); }),
+              "cut.jpg: corrupt JPEG data (premature end of data segment)");
     std::vector<std::uint8_t> overwritten = jpg;
     for (std::size_t i = jpg.size() / 2; i < jpg.size() / 2 + 1000; ++i) overwritten[i] = 0x55;
-    EXPECT_EQ(error_of([&] { cbi::decode_image(overwritten, "bad.jpg"); }).rfind("bad.jpg: corrupt JPEG data (", 0), 0u);
+    EXPECT_EQ(error_of([&] { cbi::decode_image(overwritten, "bad.jpg"); }).rfind("bad.jpg: corrupt JPEG data (", 0),
+              0u);
 }
 
 // cbi decodes JPEGs with libjpeg-turbo itself (pipeline/jpeg_decode.hpp):
@@ -850,28 +895,35 @@ TEST(ImageIo, JpegDecodesAsOpenCvDoes) {
 TEST(ImageIo, TruncatedPngAndJpeg) {
     TempDir dir;
     const std::string photo = shared_images_dir() + "/fruits.jpg";
-    std::vector<std::uint8_t> jpg = fs::exists(photo) ? cbi::read_file(photo) : encode(".jpg", gradient_image(300, 200, 3));
+    std::vector<std::uint8_t> jpg =
+        fs::exists(photo) ? cbi::read_file(photo) : encode(".jpg", gradient_image(300, 200, 3));
     std::vector<std::uint8_t> png = encode(".png", random_image(120, 80, CV_16UC3, 9));
 
     for (double frac : {0.3, 0.9, 0.999}) {
         SCOPED_TRACE(frac);
         const fs::path cut_jpg = dir / "cut.jpg";
-        write_bytes(cut_jpg, std::vector<std::uint8_t>(jpg.begin(), jpg.begin() + static_cast<long>(jpg.size() * frac)));
-        EXPECT_EQ(error_of([&] { cbi::read_image(cut_jpg); }), cut_jpg.string() + ": truncated JPEG data (no end-of-image marker)");
+        write_bytes(cut_jpg,
+                    std::vector<std::uint8_t>(jpg.begin(), jpg.begin() + static_cast<long>(jpg.size() * frac)));
+        EXPECT_EQ(error_of([&] { cbi::read_image(cut_jpg); }),
+                  cut_jpg.string() + ": truncated JPEG data (no end-of-image marker)");
 
         const fs::path cut_png = dir / "cut.png";
-        write_bytes(cut_png, std::vector<std::uint8_t>(png.begin(), png.begin() + static_cast<long>(png.size() * frac)));
-        EXPECT_EQ(error_of([&] { cbi::read_image(cut_png); }), cut_png.string() + ": truncated PNG data (no IEND chunk)");
+        write_bytes(cut_png,
+                    std::vector<std::uint8_t>(png.begin(), png.begin() + static_cast<long>(png.size() * frac)));
+        EXPECT_EQ(error_of([&] { cbi::read_image(cut_png); }),
+                  cut_png.string() + ": truncated PNG data (no IEND chunk)");
     }
     // Cut inside the header: still a one-line error naming the file.
     const std::vector<std::uint8_t> head(png.begin(), png.begin() + 16);
-    EXPECT_EQ(error_of([&] { cbi::decode_image(head, "head.png"); }), "head.png: PNG header is incomplete or has no IHDR chunk");
+    EXPECT_EQ(error_of([&] { cbi::decode_image(head, "head.png"); }),
+              "head.png: PNG header is incomplete or has no IHDR chunk");
 
     // Progressive JPEG (several scans) cut between scans.
     const auto prog = encode(".jpg", gradient_image(200, 120, 3), {cv::IMWRITE_JPEG_PROGRESSIVE, 1});
     EXPECT_EQ(cbi::decode_image(prog, "p.jpg").cols, 200);
     const std::vector<std::uint8_t> prog_cut(prog.begin(), prog.begin() + static_cast<long>(prog.size() * 0.6));
-    EXPECT_EQ(error_of([&] { cbi::decode_image(prog_cut, "p.jpg"); }), "p.jpg: truncated JPEG data (no end-of-image marker)");
+    EXPECT_EQ(error_of([&] { cbi::decode_image(prog_cut, "p.jpg"); }),
+              "p.jpg: truncated JPEG data (no end-of-image marker)");
 
     // Bytes after EOI (camera trailers, padding) are fine.
     std::vector<std::uint8_t> padded = jpg;
@@ -910,7 +962,8 @@ TEST(ImageIo, EveryPrefixFailsWithAOneLineError) {
 TEST(ImageIo, TruncatedWebpAndPnm) {
     const auto webp = encode(".webp", gradient_image(64, 64, 3));
     const std::vector<std::uint8_t> webp_cut(webp.begin(), webp.begin() + static_cast<long>(webp.size() / 2));
-    EXPECT_EQ(error_of([&] { cbi::decode_image(webp_cut, "a.webp"); }), "a.webp: truncated WebP data (shorter than its RIFF size)");
+    EXPECT_EQ(error_of([&] { cbi::decode_image(webp_cut, "a.webp"); }),
+              "a.webp: truncated WebP data (shorter than its RIFF size)");
     const auto ppm = encode(".ppm", random_image(64, 64, CV_16UC3, 10));
     const std::vector<std::uint8_t> ppm_cut(ppm.begin(), ppm.end() - 1);
     EXPECT_EQ(error_of([&] { cbi::decode_image(ppm_cut, "a.ppm"); }),
@@ -921,8 +974,9 @@ TEST(ImageIo, TruncatedWebpAndPnm) {
 TEST(ImageIo, SampleTypesCbiDoesNotSupport) {
     // TIFF can hold signed and double samples; OpenCV returns them as such.
     const cv::Mat s16 = random_image(9, 7, CV_16SC1, 11);
-    EXPECT_EQ(error_of([&] { cbi::decode_image(encode(".tiff", s16), "s.tif"); }),
-              "s.tif: unsupported sample type CV_16SC1 (cbi supports 8-bit unsigned, 16-bit unsigned and 32-bit float)");
+    EXPECT_EQ(
+        error_of([&] { cbi::decode_image(encode(".tiff", s16), "s.tif"); }),
+        "s.tif: unsupported sample type CV_16SC1 (cbi supports 8-bit unsigned, 16-bit unsigned and 32-bit float)");
     // Doubles are converted to float (documented).
     cv::Mat f64(7, 9, CV_64FC1);
     cv::randu(f64, -1.0, 1.0);
@@ -993,8 +1047,7 @@ TEST(ImageIo, DiskFullWriteLeavesNoPartialFile) {
         } catch (const Error& e) {
             const std::string m = e.what();
             code = m.rfind(out.string() + ": write failed: File too large", 0) == 0 ? 0 : 2;
-        } catch (...) {
-        }
+        } catch (...) {}
         ::_exit(code);
     }
     int status = 0;
@@ -1002,7 +1055,7 @@ TEST(ImageIo, DiskFullWriteLeavesNoPartialFile) {
     ASSERT_TRUE(WIFEXITED(status)) << "child died with signal " << WTERMSIG(status);
     EXPECT_EQ(WEXITSTATUS(status), 0) << "1: write succeeded, 2: wrong message, 3: other exception";
     EXPECT_EQ(dir.names(), std::vector<std::string>{"big.tiff"});  // no .cbi-tmp-* left
-    EXPECT_EQ(fs::file_size(out), 3u);                              // old content intact
+    EXPECT_EQ(fs::file_size(out), 3u);                             // old content intact
 }
 
 // ------------------------------------------------------------ same_file

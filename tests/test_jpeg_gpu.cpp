@@ -17,13 +17,13 @@
 #include <opencv2/core.hpp>
 #include <opencv2/imgcodecs.hpp>
 
+#include "gpu.hpp"
 #include "jpeg_bytes.hpp"
 #include "pipeline/batch.hpp"
 #include "pipeline/cuda_runtime.hpp"
 #include "pipeline/executor.hpp"
 #include "pipeline/image_io.hpp"
 #include "pipeline/opencv.hpp"
-#include "gpu.hpp"
 #include "reference.hpp"
 
 namespace fs = std::filesystem;
@@ -172,13 +172,13 @@ TEST(JpegGpu, BrokenStreamsAreLeftToTheCpuDecoder) {
     GpuJpegCodec codec(0);
     const auto good = read_file(test::samples_dir() + "/butterfly.jpg");
     std::vector<std::vector<std::uint8_t>> broken;
-    broken.emplace_back(good.begin(), good.begin() + 2);                 // SOI only
-    broken.emplace_back(good.begin(), good.begin() + good.size() / 2);   // cut in the scan
-    broken.emplace_back(good.begin(), good.begin() + 200);               // cut in the headers
+    broken.emplace_back(good.begin(), good.begin() + 2);                // SOI only
+    broken.emplace_back(good.begin(), good.begin() + good.size() / 2);  // cut in the scan
+    broken.emplace_back(good.begin(), good.begin() + 200);              // cut in the headers
     auto garbage = good;
     for (std::size_t i = good.size() / 3; i < good.size() - 2; i += 97) garbage[i] = 0xFF;  // markers in the scan
     broken.push_back(garbage);
-    broken.push_back({0xFF, 0xD8, 0xFF, 0xC0, 0, 0});                    // an empty SOF
+    broken.push_back({0xFF, 0xD8, 0xFF, 0xC0, 0, 0});  // an empty SOF
     for (std::size_t i = 0; i < broken.size(); ++i) {
         SCOPED_TRACE("case " + std::to_string(i));
         // Either nvJPEG refuses it (the CPU path then reports the file) or it
@@ -208,11 +208,12 @@ TEST(JpegGpu, BatchesWithTheGpuCodecOnSixteenWorkersFinish) {
     } remove{dir};
     fs::create_directories(dir / "in");
     for (int i = 0; i < 48; ++i)
-        ASSERT_TRUE(cv::imwrite((dir / "in" / ("p" + std::to_string(i) + ".jpg")).string(), noisy_gradient(640 + i, 480, 3, i),
-                                {cv::IMWRITE_JPEG_QUALITY, 90}));
+        ASSERT_TRUE(cv::imwrite((dir / "in" / ("p" + std::to_string(i) + ".jpg")).string(),
+                                noisy_gradient(640 + i, 480, 3, i), {cv::IMWRITE_JPEG_QUALITY, 90}));
     RunOptions run;
     run.device = resolve_device(parse_device("cuda:0"));
-    for (const auto codec : {BatchOptions::JpegCodec::device, BatchOptions::JpegCodec::automatic, BatchOptions::JpegCodec::cpu}) {
+    for (const auto codec :
+         {BatchOptions::JpegCodec::device, BatchOptions::JpegCodec::automatic, BatchOptions::JpegCodec::cpu}) {
         const std::string out = "out" + std::to_string(static_cast<int>(codec));
         SCOPED_TRACE(out);
         FolderOptions folder;
@@ -222,7 +223,8 @@ TEST(JpegGpu, BatchesWithTheGpuCodecOnSixteenWorkersFinish) {
         options.jobs = 16;
         options.in_flight = 32;
         options.jpeg = codec;
-        const BatchSummary s = run_batch(plan_folder(folder), graph_processor_factory(parse_pipeline("blur:3"), run), options);
+        const BatchSummary s =
+            run_batch(plan_folder(folder), graph_processor_factory(parse_pipeline("blur:3"), run), options);
         EXPECT_EQ(s.processed, 48u);
         EXPECT_EQ(s.failed, 0u);
     }

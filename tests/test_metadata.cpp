@@ -45,7 +45,9 @@ std::vector<std::uint8_t> bytes_of(const fs::path& p) {
 cv::Mat test_image(int w, int h, int type = CV_8UC3) {
     cv::Mat m(h, w, CV_8UC3);
     for (int y = 0; y < h; ++y)
-        for (int x = 0; x < w; ++x) m.at<cv::Vec3b>(y, x) = {static_cast<uchar>(x * 5), static_cast<uchar>(y * 3), static_cast<uchar>((x + 2 * y) % 256)};
+        for (int x = 0; x < w; ++x)
+            m.at<cv::Vec3b>(y, x) = {static_cast<uchar>(x * 5), static_cast<uchar>(y * 3),
+                                     static_cast<uchar>((x + 2 * y) % 256)};
     cv::rectangle(m, {2, 2}, {w / 3, h / 4}, {255, 255, 255}, cv::FILLED);  // a mark in one corner
     if (type == CV_8UC3) return m;
     cv::Mat out;
@@ -55,7 +57,10 @@ cv::Mat test_image(int w, int h, int type = CV_8UC3) {
         for (int y = 0; y < h; ++y)
             for (int x = 0; x < w; ++x) m.at<cv::Vec4b>(y, x)[3] = static_cast<uchar>(128 + (x + y) % 100);
     }
-    m.convertTo(out, CV_MAT_DEPTH(type), CV_MAT_DEPTH(type) == CV_16U ? 257.0 : CV_MAT_DEPTH(type) == CV_32F ? 1 / 255.0 : 1.0);
+    m.convertTo(out, CV_MAT_DEPTH(type),
+                CV_MAT_DEPTH(type) == CV_16U   ? 257.0
+                : CV_MAT_DEPTH(type) == CV_32F ? 1 / 255.0
+                                               : 1.0);
     return out;
 }
 
@@ -140,14 +145,19 @@ TEST(EncodingCli, QualityAndCompressionInSingleAndBatchMode) {
     TempDir dir;
     cv::imwrite((dir / "a.png").string(), test_image(160, 120));
     cv::imwrite((dir / "b.png").string(), test_image(120, 160));
-    const auto low = run_cli({(dir / "a.png").string(), "--blur", "1", "--quality", "20", "-o", (dir / "low.jpg").string()}, dir.path());
+    const auto low = run_cli(
+        {(dir / "a.png").string(), "--blur", "1", "--quality", "20", "-o", (dir / "low.jpg").string()}, dir.path());
     ASSERT_EQ(low.code, 0) << low.err;
     const auto high = run_cli({(dir / "a.png").string(), "--blur", "1", "-o", (dir / "high.jpg").string()}, dir.path());
     ASSERT_EQ(high.code, 0) << high.err;
     EXPECT_LT(fs::file_size(dir / "low.jpg"), fs::file_size(dir / "high.jpg"));
-    const auto l0 = run_cli({(dir / "a.png").string(), "--blur", "1", "--png-compression", "0", "-o", (dir / "l0.png").string()}, dir.path());
+    const auto l0 =
+        run_cli({(dir / "a.png").string(), "--blur", "1", "--png-compression", "0", "-o", (dir / "l0.png").string()},
+                dir.path());
     ASSERT_EQ(l0.code, 0) << l0.err;
-    const auto l9 = run_cli({(dir / "a.png").string(), "--blur", "1", "--png-compression", "9", "-o", (dir / "l9.png").string()}, dir.path());
+    const auto l9 =
+        run_cli({(dir / "a.png").string(), "--blur", "1", "--png-compression", "9", "-o", (dir / "l9.png").string()},
+                dir.path());
     ASSERT_EQ(l9.code, 0) << l9.err;
     EXPECT_GT(fs::file_size(dir / "l0.png"), fs::file_size(dir / "l9.png"));
 
@@ -155,9 +165,10 @@ TEST(EncodingCli, QualityAndCompressionInSingleAndBatchMode) {
     fs::copy(dir / "a.png", dir / "in/a.png");
     fs::copy(dir / "b.png", dir / "in/b.png");
     for (const char* q : {"20", "90"}) {
-        const auto r = run_cli({"--input-dir", (dir / "in").string(), "--output-dir", (dir / (std::string("out") + q)).string(),
-                                "--format", "jpg", "--quality", q, "--blur", "1", "--quiet"},
-                               dir.path());
+        const auto r =
+            run_cli({"--input-dir", (dir / "in").string(), "--output-dir", (dir / (std::string("out") + q)).string(),
+                     "--format", "jpg", "--quality", q, "--blur", "1", "--quiet"},
+                    dir.path());
         ASSERT_EQ(r.code, 0) << r.err;
     }
     for (const char* name : {"a.jpg", "b.jpg"})
@@ -200,13 +211,13 @@ TEST(EncodingCli, BadValuesExitTwoWithOneLineNamingTheOption) {
 // A minimal well-formed ICC profile header (no tags) of a colour space.
 std::vector<std::uint8_t> icc_profile(const char* space) {
     std::vector<std::uint8_t> p(132, 0);
-    p[3] = 132;                               // size, big-endian
-    p[8] = 2, p[9] = 0x10;                    // version 2.1
-    std::memcpy(p.data() + 12, "mntr", 4);    // display class
-    std::memcpy(p.data() + 16, space, 4);     // data colour space
-    std::memcpy(p.data() + 20, "XYZ ", 4);    // connection space
+    p[3] = 132;                             // size, big-endian
+    p[8] = 2, p[9] = 0x10;                  // version 2.1
+    std::memcpy(p.data() + 12, "mntr", 4);  // display class
+    std::memcpy(p.data() + 16, space, 4);   // data colour space
+    std::memcpy(p.data() + 20, "XYZ ", 4);  // connection space
     std::memcpy(p.data() + 36, "acsp", 4);
-    std::memcpy(p.data() + 80, "cbi!", 4);    // creator: tells this profile apart
+    std::memcpy(p.data() + 80, "cbi!", 4);  // creator: tells this profile apart
     return p;
 }
 
@@ -240,7 +251,8 @@ Read read_back(const fs::path& path) {
     auto image = Exiv2::ImageFactory::open(path.string());
     image->readMetadata();
     Read r{image->exifData(), {}, image->xmpData()};
-    if (image->iccProfileDefined()) r.icc.assign(image->iccProfile()->pData_, image->iccProfile()->pData_ + image->iccProfile()->size_);
+    if (image->iccProfileDefined())
+        r.icc.assign(image->iccProfile()->pData_, image->iccProfile()->pData_ + image->iccProfile()->size_);
     return r;
 }
 std::string tag(const Exiv2::ExifData& exif, const char* key) {
@@ -302,8 +314,13 @@ TEST(MetadataCli, KeptInJpegPngTiffWebpWithOrientationOneAndTurnedPixels) {
         EXPECT_LE(cv::norm(pixels, turned, cv::NORM_L1) / turned.total() / 3, tolerance) << ext;
     }
     // The pixels of lossless outputs are those of a run with --strip.
-    ASSERT_EQ(run_cli({(dir / "photo.jpg").string(), "--blur", "1", "--strip", "-o", (dir / "strip.png").string()}, dir.path()).code, 0);
-    EXPECT_EQ(cv::norm(cv::imread((dir / "out.png").string(), cv::IMREAD_UNCHANGED), cv::imread((dir / "strip.png").string(), cv::IMREAD_UNCHANGED), cv::NORM_INF), 0.0);
+    ASSERT_EQ(run_cli({(dir / "photo.jpg").string(), "--blur", "1", "--strip", "-o", (dir / "strip.png").string()},
+                      dir.path())
+                  .code,
+              0);
+    EXPECT_EQ(cv::norm(cv::imread((dir / "out.png").string(), cv::IMREAD_UNCHANGED),
+                       cv::imread((dir / "strip.png").string(), cv::IMREAD_UNCHANGED), cv::NORM_INF),
+              0.0);
 }
 
 // A PNG large enough to be deflated in bands (pipeline/png_bands.hpp)
@@ -335,7 +352,8 @@ TEST(MetadataCli, StripWritesNone) {
     write_photo(dir / "photo.jpg", test_image(64, 40));
     for (const char* ext : {"jpg", "png", "tif", "webp"}) {
         const fs::path out = dir / (std::string("out.") + ext);
-        const auto r = run_cli({(dir / "photo.jpg").string(), "--blur", "3", "--strip", "-o", out.string()}, dir.path());
+        const auto r =
+            run_cli({(dir / "photo.jpg").string(), "--blur", "3", "--strip", "-o", out.string()}, dir.path());
         ASSERT_EQ(r.code, 0) << r.err;
         const Read back = read_back(out);
         EXPECT_EQ(tag(back.exif, "Exif.Image.Make"), "(none)") << ext;
@@ -351,8 +369,8 @@ TEST(MetadataCli, BatchKeepsItAndStripDropsIt) {
     fs::create_directories(dir / "in");
     write_photo(dir / "in/a.jpg", test_image(64, 40));
     write_photo(dir / "in/b.jpg", test_image(48, 32));
-    const auto kept = run_cli({"--input-dir", (dir / "in").string(), "--output-dir", (dir / "kept").string(), "--format", "png",
-                               "--png-compression", "9", "--blur", "3", "--quiet"},
+    const auto kept = run_cli({"--input-dir", (dir / "in").string(), "--output-dir", (dir / "kept").string(),
+                               "--format", "png", "--png-compression", "9", "--blur", "3", "--quiet"},
                               dir.path());
     ASSERT_EQ(kept.code, 0) << kept.err;
     EXPECT_EQ(kept.err, "");
@@ -374,7 +392,8 @@ TEST(MetadataCli, BatchKeepsItAndStripDropsIt) {
 TEST(MetadataCli, AnRgbProfileIsNotPutOnAGrayOutput) {
     TempDir dir;
     write_photo(dir / "photo.jpg", test_image(64, 40));
-    const auto r = run_cli({(dir / "photo.jpg").string(), "--color", "gray", "-o", (dir / "gray.png").string()}, dir.path());
+    const auto r =
+        run_cli({(dir / "photo.jpg").string(), "--color", "gray", "-o", (dir / "gray.png").string()}, dir.path());
     ASSERT_EQ(r.code, 0) << r.err;
     const Read back = read_back(dir / "gray.png");
     EXPECT_TRUE(back.icc.empty());
@@ -420,7 +439,8 @@ TEST(MetadataCli, CorruptExifStillWritesThePixelsWithOneWarning) {
     std::vector<std::uint8_t> app1 = {'E', 'x', 'i', 'f', 0, 0, 'I', 'I', 42, 0, 0xF0, 0xFF, 0xFF, 0x7F};
     for (int i = 0; i < 40; ++i) app1.push_back(static_cast<std::uint8_t>(0xA5 ^ i));
     const std::size_t len = app1.size() + 2;
-    std::vector<std::uint8_t> segment = {0xFF, 0xE1, static_cast<std::uint8_t>(len >> 8), static_cast<std::uint8_t>(len & 0xFF)};
+    std::vector<std::uint8_t> segment = {0xFF, 0xE1, static_cast<std::uint8_t>(len >> 8),
+                                         static_cast<std::uint8_t>(len & 0xFF)};
     segment.insert(segment.end(), app1.begin(), app1.end());
     jpeg.insert(jpeg.begin() + 2, segment.begin(), segment.end());
     {
@@ -433,7 +453,8 @@ TEST(MetadataCli, CorruptExifStillWritesThePixelsWithOneWarning) {
         const auto r = run_cli({(dir / "bad.jpg").string(), "--blur", "1", "-o", out.string()}, dir.path());
         EXPECT_EQ(r.code, 0) << r.err;
         EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
-        EXPECT_EQ(r.err.rfind("cbi-filter: warning: " + (dir / "bad.jpg").string() + ": metadata not kept", 0), 0u) << r.err;
+        EXPECT_EQ(r.err.rfind("cbi-filter: warning: " + (dir / "bad.jpg").string() + ": metadata not kept", 0), 0u)
+            << r.err;
         EXPECT_EQ(cv::imread(out.string(), cv::IMREAD_UNCHANGED).size(), raw.size()) << ext;
         EXPECT_TRUE(read_back(out).exif.empty()) << ext;
     }
@@ -441,11 +462,13 @@ TEST(MetadataCli, CorruptExifStillWritesThePixelsWithOneWarning) {
     fs::create_directories(dir / "in");
     fs::copy(dir / "bad.jpg", dir / "in/bad.jpg");
     write_photo(dir / "in/good.jpg", raw);
-    const auto b = run_cli({"--input-dir", (dir / "in").string(), "--output-dir", (dir / "out").string(), "--blur", "1", "--quiet"},
-                           dir.path());
+    const auto b = run_cli(
+        {"--input-dir", (dir / "in").string(), "--output-dir", (dir / "out").string(), "--blur", "1", "--quiet"},
+        dir.path());
     EXPECT_EQ(b.code, 0) << b.err;
     EXPECT_EQ(std::count(b.err.begin(), b.err.end(), '\n'), 1) << b.err;
-    EXPECT_NE(b.err.find("warning: " + (dir / "in/bad.jpg").string() + ": metadata not kept"), std::string::npos) << b.err;
+    EXPECT_NE(b.err.find("warning: " + (dir / "in/bad.jpg").string() + ": metadata not kept"), std::string::npos)
+        << b.err;
     EXPECT_TRUE(fs::exists(dir / "out/bad.jpg"));
     EXPECT_EQ(tag(read_back(dir / "out/good.jpg").exif, "Exif.Image.Make"), "CbiCam");
 }

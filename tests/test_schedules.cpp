@@ -107,9 +107,9 @@ TEST(Schedules, TileIsRowMajorTilesWithClippedEdges) {
     for (const Size s : kSizes)
         for (auto [tw, th] : {std::pair{1, 1}, {4, 3}, {32, 8}, {5000, 2}, {3, 5000}}) {
             SCOPED_TRACE("tile:" + std::to_string(tw) + "x" + std::to_string(th));
-            EXPECT_EQ(visit_order(parse_schedule("tile:" + std::to_string(tw) + "x" + std::to_string(th)), s.width,
-                                  s.height),
-                      loop_order(s.width, s.height, tw, th, false));
+            EXPECT_EQ(
+                visit_order(parse_schedule("tile:" + std::to_string(tw) + "x" + std::to_string(th)), s.width, s.height),
+                loop_order(s.width, s.height, tw, th, false));
         }
 }
 
@@ -134,7 +134,8 @@ void expect_refused(const std::string& bad, const std::string& form) {
     } catch (const std::invalid_argument& e) {
         const std::string what = e.what();
         EXPECT_NE(what.find(form), std::string::npos) << what;
-        EXPECT_NE(what.find("naive, column:W, zigzag:W, tile:WxH, smem:WxH, sep:WxH, stream:WxH, vec:N"), std::string::npos)
+        EXPECT_NE(what.find("naive, column:W, zigzag:W, tile:WxH, smem:WxH, sep:WxH, stream:WxH, vec:N"),
+                  std::string::npos)
             << what;
         EXPECT_EQ(what.find('\n'), std::string::npos) << "not one line: " << what;
     }
@@ -163,7 +164,8 @@ TEST(Schedules, StreamAndVecParseAndRefuseBadParameters) {
     EXPECT_TRUE(vec.can.pointwise && !vec.can.stencil);
     // vec visits naive (row-major) order.
     for (const Size s : kSizes)
-        EXPECT_EQ(visit_order(parse_schedule("vec:16"), s.width, s.height), visit_order(ScheduleSpec{}, s.width, s.height));
+        EXPECT_EQ(visit_order(parse_schedule("vec:16"), s.width, s.height),
+                  visit_order(ScheduleSpec{}, s.width, s.height));
     for (const char* bad : {"stream", "stream:8", "stream:0x8", "stream:1025x8"}) expect_refused(bad, "stream:WxH");
     for (const char* bad : {"vec", "vec:0", "vec:3", "vec:32", "vec:4x4"}) expect_refused(bad, "vec:N");
 }
@@ -176,14 +178,27 @@ TEST(Schedules, HugeParametersAreRefusedWithoutOverflow) {
     const struct {
         const char* text;
         const char* form;
-    } huge[] = {
-        {"column:4294967296", "column:W"}, {"column:2147483648", "column:W"}, {"column:99999999999999999999", "column:W"},
-        {"zigzag:4294967296", "zigzag:W"}, {"tile:4294967296x8", "tile:WxH"}, {"tile:8x4294967296", "tile:WxH"},
-        {"smem:65536x65536", "smem:WxH"},  {"smem:2147483647x2147483647", "smem:WxH"}, {"smem:4096x2", "smem:WxH"},
-        {"smem:1x4097", "smem:WxH"},       {"smem:4294967296x1", "smem:WxH"},  {"sep:65536x65536", "sep:WxH"},
-        {"sep:2147483647x2147483647", "sep:WxH"}, {"sep:4294967296x8", "sep:WxH"}, {"stream:65536x65536", "stream:WxH"},
-        {"stream:8x65537", "stream:WxH"},  {"stream:2147483647x2147483647", "stream:WxH"}, {"stream:8x4294967296", "stream:WxH"},
-        {"vec:4294967296", "vec:N"},       {"vec:2147483647", "vec:N"},        {"vec:4294967312", "vec:N"}};
+    } huge[] = {{"column:4294967296", "column:W"},
+                {"column:2147483648", "column:W"},
+                {"column:99999999999999999999", "column:W"},
+                {"zigzag:4294967296", "zigzag:W"},
+                {"tile:4294967296x8", "tile:WxH"},
+                {"tile:8x4294967296", "tile:WxH"},
+                {"smem:65536x65536", "smem:WxH"},
+                {"smem:2147483647x2147483647", "smem:WxH"},
+                {"smem:4096x2", "smem:WxH"},
+                {"smem:1x4097", "smem:WxH"},
+                {"smem:4294967296x1", "smem:WxH"},
+                {"sep:65536x65536", "sep:WxH"},
+                {"sep:2147483647x2147483647", "sep:WxH"},
+                {"sep:4294967296x8", "sep:WxH"},
+                {"stream:65536x65536", "stream:WxH"},
+                {"stream:8x65537", "stream:WxH"},
+                {"stream:2147483647x2147483647", "stream:WxH"},
+                {"stream:8x4294967296", "stream:WxH"},
+                {"vec:4294967296", "vec:N"},
+                {"vec:2147483647", "vec:N"},
+                {"vec:4294967312", "vec:N"}};
     for (const auto& h : huge) expect_refused(h.text, h.form);
     // A tile or column larger than the image is clipped to it, so large
     // sides that fit an int are valid (the visit order stays a bijection).

@@ -16,8 +16,8 @@
 #include <opencv2/core.hpp>
 #include <opencv2/imgcodecs.hpp>
 
-#include "pipeline/error.hpp"
 #include "cli.hpp"
+#include "pipeline/error.hpp"
 
 namespace fs = std::filesystem;
 using namespace cbi;
@@ -88,8 +88,10 @@ TEST(Shard, AFileKeepsItsShardWhenOthersComeAndGo) {
 TEST(Shard, KeysArePathsRelativeToTheInputFolder) {
     // The same tree under two mount points is sharded alike.
     const auto names = photo_names(0, 50);
-    const auto a = inputs_of(select_shard(plan_of("/mnt/a/photos", names), Shard{1, 3}, "/mnt/a/photos"), "/mnt/a/photos");
-    const auto b = inputs_of(select_shard(plan_of("/scratch/photos", names), Shard{1, 3}, "/scratch/photos"), "/scratch/photos");
+    const auto a =
+        inputs_of(select_shard(plan_of("/mnt/a/photos", names), Shard{1, 3}, "/mnt/a/photos"), "/mnt/a/photos");
+    const auto b =
+        inputs_of(select_shard(plan_of("/scratch/photos", names), Shard{1, 3}, "/scratch/photos"), "/scratch/photos");
     EXPECT_EQ(a, b);
     // The hash is fixed: a shard's files do not change between machines or builds.
     EXPECT_EQ(shard_of("day0/IMG_1000.png", 1), 0);
@@ -150,17 +152,23 @@ TEST(Shard, SlurmArrayTask) {
     EXPECT_EQ(s->shard, (Shard{2, 5}));
     EXPECT_NE(s->source.find("SLURM_ARRAY_TASK_ID=2"), std::string::npos) << s->source;
     // --array=1-8 and --array=10-40:10.
-    s = shard_from_environment(false, env({{"SLURM_ARRAY_TASK_ID", "8"}, {"SLURM_ARRAY_TASK_COUNT", "8"},
-                                           {"SLURM_ARRAY_TASK_MIN", "1"}, {"SLURM_ARRAY_TASK_MAX", "8"}}));
+    s = shard_from_environment(false, env({{"SLURM_ARRAY_TASK_ID", "8"},
+                                           {"SLURM_ARRAY_TASK_COUNT", "8"},
+                                           {"SLURM_ARRAY_TASK_MIN", "1"},
+                                           {"SLURM_ARRAY_TASK_MAX", "8"}}));
     ASSERT_TRUE(s);
     EXPECT_EQ(s->shard, (Shard{7, 8}));
-    s = shard_from_environment(false, env({{"SLURM_ARRAY_TASK_ID", "30"}, {"SLURM_ARRAY_TASK_COUNT", "4"},
-                                           {"SLURM_ARRAY_TASK_MIN", "10"}, {"SLURM_ARRAY_TASK_STEP", "10"}}));
+    s = shard_from_environment(false, env({{"SLURM_ARRAY_TASK_ID", "30"},
+                                           {"SLURM_ARRAY_TASK_COUNT", "4"},
+                                           {"SLURM_ARRAY_TASK_MIN", "10"},
+                                           {"SLURM_ARRAY_TASK_STEP", "10"}}));
     ASSERT_TRUE(s);
     EXPECT_EQ(s->shard, (Shard{2, 4}));
     // The array wins over the step's tasks (srun inside an array task), also for MPI ranks.
-    s = shard_from_environment(true, env({{"SLURM_ARRAY_TASK_ID", "1"}, {"SLURM_ARRAY_TASK_COUNT", "2"},
-                                          {"SLURM_PROCID", "3"}, {"SLURM_NTASKS", "4"}}));
+    s = shard_from_environment(true, env({{"SLURM_ARRAY_TASK_ID", "1"},
+                                          {"SLURM_ARRAY_TASK_COUNT", "2"},
+                                          {"SLURM_PROCID", "3"},
+                                          {"SLURM_NTASKS", "4"}}));
     ASSERT_TRUE(s);
     EXPECT_EQ(s->shard, (Shard{1, 2}));
     // One task: no shard.
@@ -182,7 +190,9 @@ TEST(Shard, SlurmValuesThatFormNoShardAreErrors) {
              {{"SLURM_ARRAY_TASK_ID", "x"}, {"SLURM_ARRAY_TASK_COUNT", "4"}},
              {{"SLURM_ARRAY_TASK_ID", "4"}, {"SLURM_ARRAY_TASK_COUNT", "4"}},
              {{"SLURM_ARRAY_TASK_ID", "3"}},
-             {{"SLURM_ARRAY_TASK_ID", "15"}, {"SLURM_ARRAY_TASK_COUNT", "4"}, {"SLURM_ARRAY_TASK_MIN", "10"},
+             {{"SLURM_ARRAY_TASK_ID", "15"},
+              {"SLURM_ARRAY_TASK_COUNT", "4"},
+              {"SLURM_ARRAY_TASK_MIN", "10"},
               {"SLURM_ARRAY_TASK_STEP", "10"}},
              {{"SLURM_PROCID", "3"}, {"SLURM_NTASKS", "3"}},
              {{"SLURM_PROCID", "-1"}, {"SLURM_NTASKS", "3"}}}) {
@@ -236,8 +246,8 @@ struct ScopedEnv {
 TEST(ShardCli, ShardsTogetherWriteWhatOneRunWrites) {
     TempDir dir;
     make_folder(dir / "in", 12);
-    const std::vector<std::string> common{"--input-dir", (dir / "in").string(), "--recursive", "--blur", "3", "--device", "cpu",
-                                          "--quiet"};
+    const std::vector<std::string> common{
+        "--input-dir", (dir / "in").string(), "--recursive", "--blur", "3", "--device", "cpu", "--quiet"};
     auto args = common;
     args.insert(args.end(), {"--output-dir", (dir / "all").string()});
     ASSERT_EQ(cbi::test::run_cli(args, dir.path()).code, 0);
@@ -265,8 +275,8 @@ TEST(ShardCli, ShardsTogetherWriteWhatOneRunWrites) {
 TEST(ShardCli, SlurmArrayTaskTakesItsShardAndSaysSoOnce) {
     TempDir dir;
     make_folder(dir / "in", 9);
-    const std::vector<std::string> common{"--input-dir", (dir / "in").string(), "--recursive", "--blur", "3",
-                                          "--device", "cpu", "--quiet"};
+    const std::vector<std::string> common{
+        "--input-dir", (dir / "in").string(), "--recursive", "--blur", "3", "--device", "cpu", "--quiet"};
     auto explicit_args = common;
     explicit_args.insert(explicit_args.end(), {"--output-dir", (dir / "explicit").string(), "--shard", "2/3"});
     ASSERT_EQ(cbi::test::run_cli(explicit_args, dir.path()).code, 0);
@@ -275,7 +285,8 @@ TEST(ShardCli, SlurmArrayTaskTakesItsShardAndSaysSoOnce) {
     env_args.insert(env_args.end(), {"--output-dir", (dir / "slurm").string()});
     const auto r = cbi::test::run_cli(env_args, dir.path());
     ASSERT_EQ(r.code, 0) << r.err;
-    EXPECT_EQ(r.err, "cbi-filter: notice: shard 2/3 of the inputs, from SLURM_ARRAY_TASK_ID=12 of SLURM_ARRAY_TASK_COUNT=3\n");
+    EXPECT_EQ(r.err,
+              "cbi-filter: notice: shard 2/3 of the inputs, from SLURM_ARRAY_TASK_ID=12 of SLURM_ARRAY_TASK_COUNT=3\n");
     EXPECT_EQ(files_under(dir / "slurm"), files_under(dir / "explicit"));
     EXPECT_FALSE(files_under(dir / "slurm").empty());
 }
@@ -283,8 +294,8 @@ TEST(ShardCli, SlurmArrayTaskTakesItsShardAndSaysSoOnce) {
 TEST(ShardCli, BadShardsAreUsageOrDataErrors) {
     TempDir dir;
     make_folder(dir / "in", 2);
-    const std::vector<std::string> common{"--input-dir", (dir / "in").string(), "--output-dir", (dir / "out").string(),
-                                          "--blur", "3", "--device", "cpu"};
+    const std::vector<std::string> common{
+        "--input-dir", (dir / "in").string(), "--output-dir", (dir / "out").string(), "--blur", "3", "--device", "cpu"};
     auto bad = common;
     bad.insert(bad.end(), {"--shard", "3/3"});
     auto r = cbi::test::run_cli(bad, dir.path());

@@ -71,8 +71,8 @@ cv::Mat every_value(Depth depth) {
 
 TEST(Threshold, EveryTypeAtEdgeValuesEqualsOpenCVBitForBit) {
     const char* types[] = {"binary", "binary_inv", "trunc", "tozero", "tozero_inv"};
-    const double thresholds[] = {-1e9, -1, -0.5, 0, 0.25, 0.999, 1, 100.7, 254, 254.5, 255, 255.5, 40000.5, 65534,
-                                 65535, 65536, 1e9};
+    const double thresholds[] = {-1e9,  -1,  -0.5,  0,       0.25,  0.999, 1,     100.7, 254,
+                                 254.5, 255, 255.5, 40000.5, 65534, 65535, 65536, 1e9};
     const char* maxvals[] = {"", "200", "127.5", "128.5", "300", "-5", "0.5", "70000"};
     for (const Depth depth : {Depth::u8, Depth::u16, Depth::f32}) {
         const cv::Mat src = every_value(depth);
@@ -100,8 +100,8 @@ TEST(Threshold, RoundTripsAndDefaults) {
 }
 
 TEST(Scale, EveryValueEqualsConvertToBitForBit) {
-    const double pairs[][2] = {{1.5, -20.25}, {0.7, 0}, {-1, 255}, {1.1, 0.3}, {0.5, 0.5}, {3.3, -0.5}, {1e-3, 127.5},
-                               {-2.75, 70000}, {1, 0}, {0.1, 0.1}};
+    const double pairs[][2] = {{1.5, -20.25}, {0.7, 0},      {-1, 255},      {1.1, 0.3}, {0.5, 0.5},
+                               {3.3, -0.5},   {1e-3, 127.5}, {-2.75, 70000}, {1, 0},     {0.1, 0.1}};
     for (const Depth depth : {Depth::u8, Depth::u16, Depth::f32}) {
         const cv::Mat src = every_value(depth);
         for (const auto& p : pairs) {
@@ -154,7 +154,8 @@ cv::Mat every_color() {
     cv::Mat m(4096, 4096, CV_8UC3);
     for (int i = 0; i < 1 << 24; ++i) {
         auto* p = m.ptr<std::uint8_t>() + 3 * static_cast<std::size_t>(i);
-        p[0] = static_cast<std::uint8_t>(i), p[1] = static_cast<std::uint8_t>(i >> 8), p[2] = static_cast<std::uint8_t>(i >> 16);
+        p[0] = static_cast<std::uint8_t>(i), p[1] = static_cast<std::uint8_t>(i >> 8),
+        p[2] = static_cast<std::uint8_t>(i >> 16);
     }
     return m;
 }
@@ -250,15 +251,16 @@ std::string random_kernel(int w, int h, unsigned seed) {
     cv::RNG rng(seed);
     std::string s = "filter2d:";
     for (int r = 0; r < h; ++r)
-        for (int c = 0; c < w; ++c) s += (c ? "," : r ? ";" : "") + args::number(std::round(rng.uniform(-1.0, 1.0) * 64) / 64);
+        for (int c = 0; c < w; ++c)
+            s += (c ? "," : r ? ";" : "") + args::number(std::round(rng.uniform(-1.0, 1.0) * 64) / 64);
     return s;
 }
 
 TEST(Filter2D, KernelsOfEveryShapeEqualOpenCV) {
     unsigned seed = 60;
     // 2-D kernels up to 32x32 (OpenCV's DFT path from 50 or 130 taps), even sides, one row, one column.
-    for (const cv::Size k : {cv::Size{3, 3}, cv::Size{2, 2}, cv::Size{4, 1}, cv::Size{1, 5}, cv::Size{7, 7}, cv::Size{15, 15},
-                             cv::Size{6, 9}, cv::Size{32, 32}})
+    for (const cv::Size k : {cv::Size{3, 3}, cv::Size{2, 2}, cv::Size{4, 1}, cv::Size{1, 5}, cv::Size{7, 7},
+                             cv::Size{15, 15}, cv::Size{6, 9}, cv::Size{32, 32}})
         for (const Depth depth : {Depth::u8, Depth::u16, Depth::f32}) {
             const std::string f = random_kernel(k.width, k.height, seed++);
             const cv::Mat src = random_image(97, 41, 3, depth, seed++);
@@ -311,10 +313,11 @@ TEST(Filter2D, EveryPerPixelScheduleGivesTheNaiveResult) {
 
 TEST(Adaptive, EqualsOpenCVBitForBitAndRefusesOtherImages) {
     unsigned seed = 80;
-    for (const char* f : {"adaptive:255:mean:11:2", "adaptive:200:gaussian:5:-3.5:binary_inv", "adaptive:255:gaussian:31:7",
-                          "adaptive:255:mean:3:0.5", "adaptive:127.5:mean:3:-0.5:binary", "adaptive:255:gaussian:9:2.5:binary_inv",
-                          "adaptive:255:mean:255:0", "adaptive:300:mean:5:1e9", "adaptive:255:gaussian:3:-1e9:binary_inv",
-                          "adaptive:255:gaussian:3:7", "adaptive:255:gaussian:11:7", "adaptive:9:gaussian:21:-4:binary_inv"})
+    for (const char* f :
+         {"adaptive:255:mean:11:2", "adaptive:200:gaussian:5:-3.5:binary_inv", "adaptive:255:gaussian:31:7",
+          "adaptive:255:mean:3:0.5", "adaptive:127.5:mean:3:-0.5:binary", "adaptive:255:gaussian:9:2.5:binary_inv",
+          "adaptive:255:mean:255:0", "adaptive:300:mean:5:1e9", "adaptive:255:gaussian:3:-1e9:binary_inv",
+          "adaptive:255:gaussian:3:7", "adaptive:255:gaussian:11:7", "adaptive:9:gaussian:21:-4:binary_inv"})
         for (const cv::Size size : {cv::Size{1, 1}, cv::Size{2, 9}, cv::Size{37, 23}, cv::Size{400, 300}}) {
             // Photos have flat runs (src == mean), where C's rounding decides: mix them in.
             cv::Mat src = random_image(size.width, size.height, 1, Depth::u8, seed++);
@@ -323,9 +326,11 @@ TEST(Adaptive, EqualsOpenCVBitForBitAndRefusesOtherImages) {
             EXPECT_EQ(differences(got, reference_of(f, src)), 0) << f << " " << size;
         }
     EXPECT_EQ(expansion_of(parse_filter("adaptive:255:mean:11:2")).steps.size(), 3u);
-    EXPECT_EQ(to_string(parse_filter("adaptive:255:gaussian:11:-2.5:binary_inv")), "adaptive:255:gaussian:11:-2.5:binary_inv");
+    EXPECT_EQ(to_string(parse_filter("adaptive:255:gaussian:11:-2.5:binary_inv")),
+              "adaptive:255:gaussian:11:-2.5:binary_inv");
     EXPECT_EQ(to_string(parse_filter("adaptive:255:mean:11:2:binary")), "adaptive:255:mean:11:2");
-    for (const auto& [depth, channels] : {std::pair{Depth::u8, 3}, std::pair{Depth::u16, 1}, std::pair{Depth::f32, 1}}) {
+    for (const auto& [depth, channels] :
+         {std::pair{Depth::u8, 3}, std::pair{Depth::u16, 1}, std::pair{Depth::f32, 1}}) {
         const cv::Mat src = random_image(8, 8, channels, depth, 3);
         try {
             run_sequence_cpu("adaptive:255:mean:3:2", "replicate", src);
@@ -347,14 +352,45 @@ TEST(Adaptive, EqualsOpenCVBitForBitAndRefusesOtherImages) {
 }
 
 TEST(Toolbox, BadArgumentsAreOneLineNamingTheForm) {
-    const char* bad[] = {"threshold:", "threshold:x", "threshold:1:y", "threshold:1:2:otsu", "threshold:1:2:binary:4",
-                         "threshold:nan", "scale:", "scale:a", "scale:1:b", "scale:1:2:3", "gamma:0", "gamma:-1",
-                         "gamma:", "gamma:x", "gamma:inf", "hsv:1", "hls:full", "sepfilter2d:", "sepfilter2d:1,2,1",
-                         "sepfilter2d:1,2;3;4", "sepfilter2d:1,,2;1", "sepfilter2d:1,a;1", "sepfilter2d:;1",
-                         "sepfilter2d:1;1;", "filter2d:", "filter2d:1,2;3", "filter2d:1,2;3,x", "filter2d:;",
-                         "filter2d:1,,2", "filter2d:1;2;", "adaptive:255:mean:4:2", "adaptive:255:mean:1:2",
-                         "adaptive:255:median:5:2", "adaptive:255:mean:5", "adaptive:255:mean:5:2:trunc", "adaptive:x:mean:5:2",
-                         "adaptive:255:mean:5:c", "adaptive:255:mean:257:2", "adaptive:"};
+    const char* bad[] = {"threshold:",
+                         "threshold:x",
+                         "threshold:1:y",
+                         "threshold:1:2:otsu",
+                         "threshold:1:2:binary:4",
+                         "threshold:nan",
+                         "scale:",
+                         "scale:a",
+                         "scale:1:b",
+                         "scale:1:2:3",
+                         "gamma:0",
+                         "gamma:-1",
+                         "gamma:",
+                         "gamma:x",
+                         "gamma:inf",
+                         "hsv:1",
+                         "hls:full",
+                         "sepfilter2d:",
+                         "sepfilter2d:1,2,1",
+                         "sepfilter2d:1,2;3;4",
+                         "sepfilter2d:1,,2;1",
+                         "sepfilter2d:1,a;1",
+                         "sepfilter2d:;1",
+                         "sepfilter2d:1;1;",
+                         "filter2d:",
+                         "filter2d:1,2;3",
+                         "filter2d:1,2;3,x",
+                         "filter2d:;",
+                         "filter2d:1,,2",
+                         "filter2d:1;2;",
+                         "adaptive:255:mean:4:2",
+                         "adaptive:255:mean:1:2",
+                         "adaptive:255:median:5:2",
+                         "adaptive:255:mean:5",
+                         "adaptive:255:mean:5:2:trunc",
+                         "adaptive:x:mean:5:2",
+                         "adaptive:255:mean:5:c",
+                         "adaptive:255:mean:257:2",
+                         "adaptive:"};
     std::string long_list = "sepfilter2d:1;";
     for (int i = 0; i < 256; ++i) long_list += i ? ",1" : "1";
     std::vector<std::string> texts(std::begin(bad), std::end(bad));

@@ -29,15 +29,17 @@ namespace {
 using test::random_image;
 using test::TempDir;
 
-cv::Mat first_output(GraphExecutor& ex, const cv::Mat& src) { return as_mat(ex.run(view_of(src)).front()).clone(); }
+cv::Mat first_output(GraphExecutor& ex, const cv::Mat& src) {
+    return as_mat(ex.run(view_of(src)).front()).clone();
+}
 
 // auto's candidates are the default table's rows for the node: each
 // supported, the default first, no repeats.
 TEST(Tuning, CandidatesComeFromTheDefaultTableDefaultFirst) {
     for (const bool cuda : {false, true})
-        for (const NodeOp& op : {NodeOp{parse_filter("blur:9")}, NodeOp{parse_filter("gaussian:255")},
-                                 NodeOp{parse_filter("sobel:mag:1")}, NodeOp{parse_filter("color:sepia")},
-                                 NodeOp{BlendFilter{}}})
+        for (const NodeOp& op :
+             {NodeOp{parse_filter("blur:9")}, NodeOp{parse_filter("gaussian:255")}, NodeOp{parse_filter("sobel:mag:1")},
+              NodeOp{parse_filter("color:sepia")}, NodeOp{BlendFilter{}}})
             for (const Depth depth : {Depth::u8, Depth::u16, Depth::f32})
                 for (const int channels : {1, 3, 4}) {
                     const NodeFormat format{depth, channels, cuda};
@@ -64,10 +66,10 @@ bool per_pixel(const ScheduleSpec& s) {
 std::vector<ScheduleSpec> long_candidates(const NodeOp& op) {
     constexpr const char* kList[] = {
         "stream:1024x32", "stream:512x32", "stream:256x32", "stream:512x16", "stream:256x16", "stream:512x8",
-        "sep:128x32", "sep:64x32",  "sep:128x16", "sep:32x32",  "sep:64x16", "sep:128x8", "sep:32x16", "sep:64x8", "sep:32x8",
-        "smem:64x16", "smem:128x8", "smem:32x32", "smem:32x16", "smem:64x8", "smem:32x8",
-        "vec:16",     "vec:8",      "vec:4",
-        "tile:64x4",  "tile:32x8",  "column:64", "column:32",  "zigzag:32", "naive",
+        "sep:128x32",     "sep:64x32",     "sep:128x16",    "sep:32x32",     "sep:64x16",     "sep:128x8",
+        "sep:32x16",      "sep:64x8",      "sep:32x8",      "smem:64x16",    "smem:128x8",    "smem:32x32",
+        "smem:32x16",     "smem:64x8",     "smem:32x8",     "vec:16",        "vec:8",         "vec:4",
+        "tile:64x4",      "tile:32x8",     "column:64",     "column:32",     "zigzag:32",     "naive",
     };
     std::vector<ScheduleSpec> out;
     for (const char* text : kList)
@@ -95,7 +97,9 @@ struct FakeClock {
 TEST(Tuning, ACandidateSlowerThanTheBestIsDroppedAfterItsWarmUp) {
     const auto list = long_candidates(parse_filter("gaussian:255"));
     const std::string winner = "sep:32x16";  // in the middle of the list
-    FakeClock clock{[&](const ScheduleSpec& s, int) { return per_pixel(s) ? 5.0 : s.to_string() == winner ? 0.5 : 1.0; }};
+    FakeClock clock{[&](const ScheduleSpec& s, int) {
+        return per_pixel(s) ? 5.0 : s.to_string() == winner ? 0.5 : 1.0;
+    }};
     EXPECT_EQ(fastest_candidate(list, 3, true, clock.time_once()).to_string(), winner);
     bool after_winner = false;
     for (const auto& s : list) {
@@ -103,7 +107,8 @@ TEST(Tuning, ACandidateSlowerThanTheBestIsDroppedAfterItsWarmUp) {
         // Every candidate is tried (all of them cost less than the budget's floor) ...
         if (name == winner || !after_winner) EXPECT_EQ(clock.runs_of(name), 4) << name;
         // ... but those 1.5x slower than the best so far only once.
-        else EXPECT_EQ(clock.runs_of(name), 1) << name;
+        else
+            EXPECT_EQ(clock.runs_of(name), 1) << name;
         after_winner = after_winner || name == winner;
     }
     static_assert(1.0 > kTuningDropMargin * 0.5 && 5.0 > kTuningDropMargin * 0.5);
@@ -207,17 +212,20 @@ TEST(Tuning, OtherExceptionsFromACandidateAreRethrownNotSkipped) {
         EXPECT_EQ(std::string(e.what()), "a bug thrown as invalid_argument");
     }
     EXPECT_EQ(bug.runs_of(list[0].to_string()), 4);  // the first candidate ran all its runs
-    EXPECT_EQ(bug.runs_of(broken), 2);                // the warm-up and the failing run
+    EXPECT_EQ(bug.runs_of(broken), 2);               // the warm-up and the failing run
     for (std::size_t i = 2; i < list.size(); ++i) EXPECT_EQ(bug.runs_of(list[i].to_string()), 0) << list[i].to_string();
 
-    FakeClock cuda = throwing([] { return Error("CUDA cudaLaunchKernel", "an illegal memory access was encountered"); });
+    FakeClock cuda =
+        throwing([] { return Error("CUDA cudaLaunchKernel", "an illegal memory access was encountered"); });
     EXPECT_THROW(fastest_candidate(list, 3, true, cuda.time_once()), Error);
     FakeClock other = throwing([] { return std::runtime_error("anything else"); });
     EXPECT_THROW(fastest_candidate(list, 3, true, other.time_once()), std::runtime_error);
 }
 
 TEST(Tuning, KeysSeparateWhatTheChoiceDependsOn) {
-    const auto key = [](int w, int h, int block) { return tuning_key("dev", "blur:9", "reflect101", Depth::u8, 3, w, h, block); };
+    const auto key = [](int w, int h, int block) {
+        return tuning_key("dev", "blur:9", "reflect101", Depth::u8, 3, w, h, block);
+    };
     EXPECT_EQ(key(100, 100, 256), key(128, 120, 256));  // one size class
     EXPECT_NE(key(100, 100, 256), key(300, 100, 256));
     EXPECT_NE(key(100, 100, 256), key(100, 100, 128));
@@ -257,11 +265,11 @@ TEST(Tuning, AutoTimesOnceGivesTheSameResultAndLaterExecutorsUseTheCache) {
     EXPECT_NE(first.describe().find("(auto, timed)"), std::string::npos) << first.describe();
     EXPECT_EQ(options.tuning->size(), 3u);
     for (NodeId id = 1; id <= 3; ++id)
-        EXPECT_EQ(options.tuning->find(tuning_key("cpu, " + std::to_string(tbb::this_task_arena::max_concurrency()) +
-                                                      " threads",
-                                                  tuned.nodes()[id].op_string(),
-                                                  id == 2 ? "-" : "reflect101", Depth::u8, id == 3 ? 1 : 3, 301, 77, 0),
-                                       tuned.nodes()[id].op),
+        EXPECT_EQ(options.tuning->find(
+                      tuning_key("cpu, " + std::to_string(tbb::this_task_arena::max_concurrency()) + " threads",
+                                 tuned.nodes()[id].op_string(), id == 2 ? "-" : "reflect101", Depth::u8,
+                                 id == 3 ? 1 : 3, 301, 77, 0),
+                      tuned.nodes()[id].op),
                   first.schedule_of(id));
 
     // A new cache on the same file: the choices come from the file.
@@ -339,9 +347,10 @@ TEST(TuningCli, AutoOnAHugeGaussianFinishesInSeconds) {
     TempDir dir;
     const cv::Mat src = random_image(128, 128, 3, Depth::u8, 8);
     ASSERT_TRUE(cv::imwrite((dir / "in.png").string(), src));
-    const auto run = test::run_cli({(dir / "in.png").string(), "--gaussian", "255", "--schedule", "auto", "--device",
-                                    "cpu", "--tuning-cache", (dir / "t.json").string(), "-o", (dir / "out.png").string()},
-                                   dir.path());
+    const auto run =
+        test::run_cli({(dir / "in.png").string(), "--gaussian", "255", "--schedule", "auto", "--device", "cpu",
+                       "--tuning-cache", (dir / "t.json").string(), "-o", (dir / "out.png").string()},
+                      dir.path());
     ASSERT_EQ(run.code, 0) << run.err;
     EXPECT_TRUE(std::filesystem::exists(dir / "out.png"));
     EXPECT_NE(test::slurp(dir / "t.json").find("|gaussian:255|"), std::string::npos);
@@ -350,21 +359,21 @@ TEST(TuningCli, AutoOnAHugeGaussianFinishesInSeconds) {
 TEST(Tuning, CliKeepsChoicesInTheTuningCacheFile) {
     TempDir dir;
     const std::string photo = test::samples_dir() + "/butterfly.jpg", cache = (dir / "t.json").string();
-    const auto run = test::run_cli({photo, "--device", "cpu", "--schedule", "auto", "--tuning-cache", cache, "--blur", "5",
-                                    "-o", (dir / "out.png").string()},
+    const auto run = test::run_cli({photo, "--device", "cpu", "--schedule", "auto", "--tuning-cache", cache, "--blur",
+                                    "5", "-o", (dir / "out.png").string()},
                                    dir.path());
     ASSERT_EQ(run.code, 0) << run.err;
-    const auto plan = test::run_cli({photo, "--device", "cpu", "--schedule", "auto", "--tuning-cache", cache, "--blur",
-                                     "5", "--print-pipeline"},
-                                    dir.path());
+    const auto plan = test::run_cli(
+        {photo, "--device", "cpu", "--schedule", "auto", "--tuning-cache", cache, "--blur", "5", "--print-pipeline"},
+        dir.path());
     ASSERT_EQ(plan.code, 0) << plan.err;
     EXPECT_NE(plan.out.find("(auto, cached)"), std::string::npos) << plan.out;
     // A cache that cannot be written: the run still succeeds, with a notice.
     std::ofstream(dir / "afile") << "x";
-    const auto unwritable = test::run_cli({photo, "--device", "cpu", "--schedule", "auto", "--tuning-cache",
-                                           (dir / "afile" / "t.json").string(), "--blur", "5", "-o",
-                                           (dir / "out3.png").string()},
-                                          dir.path());
+    const auto unwritable =
+        test::run_cli({photo, "--device", "cpu", "--schedule", "auto", "--tuning-cache",
+                       (dir / "afile" / "t.json").string(), "--blur", "5", "-o", (dir / "out3.png").string()},
+                      dir.path());
     EXPECT_EQ(unwritable.code, 0) << unwritable.err;
     EXPECT_TRUE(std::filesystem::exists(dir / "out3.png"));
     EXPECT_NE(unwritable.err.find("notice: " + (dir / "afile" / "t.json").string() + ": cannot write the tuning cache"),
@@ -376,8 +385,8 @@ TEST(Tuning, CliKeepsChoicesInTheTuningCacheFile) {
     EXPECT_EQ(folder.code, 1);
     EXPECT_NE(folder.err.find("the tuning cache is not a regular file"), std::string::npos) << folder.err;
     std::ofstream(cache) << "garbage";
-    const auto bad = test::run_cli({photo, "--device", "cpu", "--schedule", "auto", "--tuning-cache", cache, "--blur", "5",
-                                    "-o", (dir / "out2.png").string()},
+    const auto bad = test::run_cli({photo, "--device", "cpu", "--schedule", "auto", "--tuning-cache", cache, "--blur",
+                                    "5", "-o", (dir / "out2.png").string()},
                                    dir.path());
     EXPECT_EQ(bad.code, 1);
     EXPECT_NE(bad.err.find("t.json: the tuning cache is not valid JSON"), std::string::npos) << bad.err;
@@ -398,7 +407,7 @@ TEST(Tuning, AutoOnCudaTimesWithEventsAndMatchesTheCpu) {
     EXPECT_EQ(cv::norm(first_output(first, src), first_output(cpu, src), cv::NORM_INF), 0.0);
     EXPECT_NE(first.describe().find("(auto, timed)"), std::string::npos) << first.describe();
     EXPECT_NE(gpu.tuning->find(tuning_key(cuda_device_name(0), "blur:31", "reflect101", Depth::u8, 1, 1031, 517, 256),
-                                parse_filter("blur:31")),
+                               parse_filter("blur:31")),
               std::nullopt);
     GraphExecutor second(tuned, gpu);
     EXPECT_EQ(cv::norm(first_output(second, src), first_output(cpu, src), cv::NORM_INF), 0.0);

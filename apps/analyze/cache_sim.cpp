@@ -7,7 +7,9 @@
 namespace cbi::sim {
 namespace {
 
-std::uint64_t ceil_div(std::uint64_t a, std::uint64_t b) { return (a + b - 1) / b; }
+std::uint64_t ceil_div(std::uint64_t a, std::uint64_t b) {
+    return (a + b - 1) / b;
+}
 
 std::string num(double v) {
     // Integers print without a fraction; the formulas here are all integral.
@@ -113,14 +115,23 @@ LruCache::LruCache(const CacheConfig& config) : config_(config) {
 void LruCache::unlink(std::int64_t n) {
     Node& node = nodes_[n];
     const std::int64_t set = static_cast<std::int64_t>(node.line % sets_);
-    if (node.prev >= 0) nodes_[node.prev].next = node.next; else head_[set] = node.next;
-    if (node.next >= 0) nodes_[node.next].prev = node.prev; else tail_[set] = node.prev;
+    if (node.prev >= 0)
+        nodes_[node.prev].next = node.next;
+    else
+        head_[set] = node.next;
+    if (node.next >= 0)
+        nodes_[node.next].prev = node.prev;
+    else
+        tail_[set] = node.prev;
 }
 
 void LruCache::push_front(std::int64_t set, std::int64_t n) {
     nodes_[n].prev = -1;
     nodes_[n].next = head_[set];
-    if (head_[set] >= 0) nodes_[head_[set]].prev = n; else tail_[set] = n;
+    if (head_[set] >= 0)
+        nodes_[head_[set]].prev = n;
+    else
+        tail_[set] = n;
     head_[set] = n;
 }
 
@@ -148,7 +159,9 @@ bool LruCache::access(std::uint64_t line) {
     return false;
 }
 
-bool LruCache::contains(std::uint64_t line) const { return where_.count(line) != 0; }
+bool LruCache::contains(std::uint64_t line) const {
+    return where_.count(line) != 0;
+}
 
 std::vector<std::uint64_t> LruCache::resident() const {
     std::vector<std::uint64_t> lines;
@@ -173,8 +186,8 @@ std::string Workload::to_string() const {
     const auto wh = std::to_string(width) + "x" + std::to_string(height);
     switch (kind) {
         case WorkloadKind::stencil:
-            return "stencil " + std::to_string(stencil) + "x" + std::to_string(stencil) +
-                   " (clamped border) on a " + wh + " input";
+            return "stencil " + std::to_string(stencil) + "x" + std::to_string(stencil) + " (clamped border) on a " +
+                   wh + " input";
         case WorkloadKind::matmul:
             return "matmul C(" + std::to_string(height) + "x" + std::to_string(width) + ") = A(" +
                    std::to_string(height) + "x" + std::to_string(depth) + ") B(" + std::to_string(depth) + "x" +
@@ -196,7 +209,8 @@ Workload parse_workload(std::string_view text, int width, int height, int depth)
     if (name == "stencil") {
         w.kind = WorkloadKind::stencil;
         w.stencil = has_params ? parse_int(params) : 3;
-        if (w.stencil < 0) throw std::invalid_argument("stencil:K needs a positive odd K, got '" + std::string(params) + "'");
+        if (w.stencil < 0)
+            throw std::invalid_argument("stencil:K needs a positive odd K, got '" + std::string(params) + "'");
     } else if (name == "matmul") {
         w.kind = WorkloadKind::matmul;
         w.depth = depth > 0 ? depth : width;
@@ -210,8 +224,11 @@ Workload parse_workload(std::string_view text, int width, int height, int depth)
                 if (x == std::string_view::npos) break;
                 rest = rest.substr(x + 1);
             }
-            const bool ok = (v.size() == 1 || v.size() == 3) && std::all_of(v.begin(), v.end(), [](int n) { return n > 0; });
-            if (!ok) throw std::invalid_argument("matmul takes N or MxNxK (positive integers), got '" + std::string(params) + "'");
+            const bool ok =
+                (v.size() == 1 || v.size() == 3) && std::all_of(v.begin(), v.end(), [](int n) { return n > 0; });
+            if (!ok)
+                throw std::invalid_argument("matmul takes N or MxNxK (positive integers), got '" + std::string(params) +
+                                            "'");
             if (v.size() == 1) {
                 w.width = w.height = w.depth = v[0];
             } else {
@@ -278,7 +295,9 @@ std::uint64_t SimResult::read_fetches() const {
     return f;
 }
 
-double LevelStats::hit_rate() const { return requests == 0 ? 0.0 : double(hits) / double(requests); }
+double LevelStats::hit_rate() const {
+    return requests == 0 ? 0.0 : double(hits) / double(requests);
+}
 
 // ---- sequential model ---------------------------------------------------------
 
@@ -363,8 +382,7 @@ ParallelResult simulate_parallel(const Workload& w, const ScheduleSpec& schedule
     check_positive("SM count", gpu.sms);
     if (gpu.sms > 4096) throw std::invalid_argument("SM count must be at most 4096");
     if (gpu.block > 4096) throw std::invalid_argument("block size must be at most 4096");
-    if (gpu.l1.line_elems != gpu.l2.line_elems)
-        throw std::invalid_argument("L1 and L2 must use the same line size");
+    if (gpu.l1.line_elems != gpu.l2.line_elems) throw std::invalid_argument("L1 and L2 must use the same line size");
     validate(gpu.l1);
     validate(gpu.l2);
 
@@ -415,8 +433,8 @@ ParallelResult simulate_parallel(const Workload& w, const ScheduleSpec& schedule
                             const Access a = access_at(w, arrays, p, m);
                             ++result.arrays[a.array].accesses;
                             const std::uint64_t line = a.address / L;
-                            const bool dup = std::any_of(reqs.begin(), reqs.end(),
-                                                         [&](const LineReq& q) { return q.line == line; });
+                            const bool dup =
+                                std::any_of(reqs.begin(), reqs.end(), [&](const LineReq& q) { return q.line == line; });
                             if (!dup) reqs.push_back({a.array, line, a.write});
                         }
                         if (reqs.empty()) continue;
@@ -425,12 +443,18 @@ ParallelResult simulate_parallel(const Workload& w, const ScheduleSpec& schedule
                             ParallelArrayStats& st = result.arrays[q.array];
                             if (!q.write) {
                                 ++st.l1.requests;
-                                if (l1[sm].access(q.line)) { ++st.l1.hits; continue; }
+                                if (l1[sm].access(q.line)) {
+                                    ++st.l1.hits;
+                                    continue;
+                                }
                             } else if (options.writes == WritePolicy::bypass) {
                                 continue;  // stores stream past both levels
                             }
                             ++st.l2.requests;
-                            if (l2.access(q.line)) ++st.l2.hits; else ++st.dram_fetches;
+                            if (l2.access(q.line))
+                                ++st.l2.hits;
+                            else
+                                ++st.dram_fetches;
                         }
                     }
                 }
@@ -471,9 +495,8 @@ std::vector<Prediction> predict(const Workload& w, const ScheduleSpec& schedule,
     for (const auto& a : layout(w, cache.line_elems)) {
         if (!a.written) compulsory += ceil_div(a.base + a.elems, L) - a.base / L;
     }
-    out.push_back({"compulsory", PredictionKind::lower_bound,
-                   "every line of the read arrays once = " + num(compulsory), double(compulsory),
-                   "equals the simulation when nothing is evicted before its last use", true});
+    out.push_back({"compulsory", PredictionKind::lower_bound, "every line of the read arrays once = " + num(compulsory),
+                   double(compulsory), "equals the simulation when nothing is evicted before its last use", true});
 
     const bool fa_note = cache.ways != 0;  // the thesis assumes full associativity (sec. 3.1)
     auto add = [&](Prediction p) {
@@ -487,7 +510,7 @@ std::vector<Prediction> predict(const Workload& w, const ScheduleSpec& schedule,
             const std::uint64_t row_lines = ceil_div(Iw + S, L);
             const std::uint64_t need = row_lines * S;  // eq. 3.2
             const bool ok = M >= need;
-            const std::string pre = "eq. 3.2: M_l >= ceil((Iw+Sw)/L) Sh" ;
+            const std::string pre = "eq. 3.2: M_l >= ceil((Iw+Sw)/L) Sh";
             add({"eq. 3.2 ideal", PredictionKind::estimate,
                  "F = ceil((Iw+Sw)/L) Ih = " + num(row_lines) + "*" + num(Ih) + " = " + num(row_lines * Ih),
                  double(row_lines * Ih), needs(pre, need), ok});

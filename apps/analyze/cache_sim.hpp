@@ -27,9 +27,9 @@ namespace cbi::sim {
 // ---- cache model -----------------------------------------------------------
 
 struct CacheConfig {
-    int line_elems = 4;        // L: elements per line
-    std::int64_t lines = 24;   // M_l: lines in the cache
-    int ways = 0;              // set associativity; 0 = fully associative (the thesis' assumption)
+    int line_elems = 4;       // L: elements per line
+    std::int64_t lines = 24;  // M_l: lines in the cache
+    int ways = 0;             // set associativity; 0 = fully associative (the thesis' assumption)
     std::string to_string() const;
 };
 
@@ -64,9 +64,9 @@ private:
     CacheConfig config_;
     std::int64_t sets_ = 1;
     std::int64_t ways_ = 0;
-    std::vector<Node> nodes_;                 // pool, one node per cache line
-    std::vector<std::int64_t> head_, tail_;   // per set, -1 when empty
-    std::vector<std::int64_t> count_;         // lines held per set
+    std::vector<Node> nodes_;                                // pool, one node per cache line
+    std::vector<std::int64_t> head_, tail_;                  // per set, -1 when empty
+    std::vector<std::int64_t> count_;                        // lines held per set
     std::unordered_map<std::uint64_t, std::int64_t> where_;  // line -> node
     std::size_t size_ = 0;
 };
@@ -89,11 +89,11 @@ enum class WorkloadKind { stencil, matmul, color };
 //             (3 or 4): each thread reads its pixel's channels, writes 3.
 struct Workload {
     WorkloadKind kind = WorkloadKind::stencil;
-    int width = 16;   // image width, or N (columns of C)
-    int height = 16;  // image height, or M (rows of C)
-    int stencil = 7;  // K for stencil
-    int depth = 16;   // K for matmul
-    int channels = 3; // C for color
+    int width = 16;    // image width, or N (columns of C)
+    int height = 16;   // image height, or M (rows of C)
+    int stencil = 7;   // K for stencil
+    int depth = 16;    // K for matmul
+    int channels = 3;  // C for color
     std::string to_string() const;
     std::uint64_t threads() const { return std::uint64_t(width) * std::uint64_t(height); }
     std::uint64_t accesses_per_thread() const;
@@ -106,10 +106,10 @@ struct Workload {
 Workload parse_workload(std::string_view text, int width, int height, int depth = 0);
 
 struct ArrayInfo {
-    std::string name;       // "input", "output", "A", "B", "C"
-    std::uint64_t base = 0; // first element address, line-aligned
+    std::string name;        // "input", "output", "A", "B", "C"
+    std::uint64_t base = 0;  // first element address, line-aligned
     std::uint64_t elems = 0;
-    int row_elems = 0;      // pitch, for the diagram's labels
+    int row_elems = 0;  // pitch, for the diagram's labels
     bool written = false;
 };
 
@@ -135,8 +135,8 @@ struct ArrayStats {
 
 struct SimResult {
     std::vector<ArrayStats> arrays;
-    std::uint64_t fetches() const;        // all arrays
-    std::uint64_t read_fetches() const;   // arrays that are only read (what the thesis counts)
+    std::uint64_t fetches() const;       // all arrays
+    std::uint64_t read_fetches() const;  // arrays that are only read (what the thesis counts)
 };
 
 // Per thread, in time order: what the diagrams draw.
@@ -174,9 +174,9 @@ std::vector<Pixel> visit_order(const ScheduleSpec& schedule, int width, int heig
 // ---- parallel (GPU-like) model -----------------------------------------------
 
 struct GpuConfig {
-    int warp = 32;           // lanes per warp
-    int block = 256;         // threads per block
-    int sms = 4;             // multiprocessors; block b runs on SM b % sms
+    int warp = 32;    // lanes per warp
+    int block = 256;  // threads per block
+    int sms = 4;      // multiprocessors; block b runs on SM b % sms
     CacheConfig l1{4, 64, 0};
     CacheConfig l2{4, 1024, 0};
     std::string to_string() const;
@@ -221,7 +221,7 @@ enum class PredictionKind {
 };
 
 struct Prediction {
-    std::string equation;      // "eq. 4.8"
+    std::string equation;  // "eq. 4.8"
     PredictionKind kind = PredictionKind::estimate;
     std::string formula;       // the formula with the numbers substituted
     double value = 0;          // fetches (or lines for requirements)

@@ -18,7 +18,7 @@ namespace {
 const cv::Scalar white(255, 255, 255);
 const cv::Scalar grey(190, 190, 190);
 const cv::Scalar black(0, 0, 0);
-const cv::Scalar red(30, 30, 220);        // BGR
+const cv::Scalar red(30, 30, 220);         // BGR
 const cv::Scalar separator(200, 120, 40);  // blue-ish, between arrays
 constexpr int font = cv::FONT_HERSHEY_SIMPLEX;
 
@@ -74,15 +74,16 @@ cv::Mat render_spacetime(const sim::Trace& trace, const std::string& title) {
     cv::putText(img, title, {left, 18}, font, 0.45, black, 1, cv::LINE_AA);
     cv::putText(img, "time (threads in schedule order) ->", {left, top + rows * ch + 16}, font, 0.4, black, 1,
                 cv::LINE_AA);
-    cv::putText(img, "red: fetched  black: accessed  grey: resident", {left, top + rows * ch + 30}, font, 0.4,
-                black, 1, cv::LINE_AA);
+    cv::putText(img, "red: fetched  black: accessed  grey: resident", {left, top + rows * ch + 30}, font, 0.4, black, 1,
+                cv::LINE_AA);
     return img;
 }
 
 cv::Mat render_order(const std::vector<Pixel>& order, int width, int height, const std::string& title) {
     if (order.empty() || width <= 0 || height <= 0) throw std::invalid_argument("empty visit order");
     if (width > max_order_side || height > max_order_side)
-        throw std::invalid_argument("visit-order view is limited to " + std::to_string(max_order_side) + " pixels a side");
+        throw std::invalid_argument("visit-order view is limited to " + std::to_string(max_order_side) +
+                                    " pixels a side");
     const int cell = std::clamp(512 / std::max(width, height), 1, 32);
     cv::Mat levels(height, width, CV_8UC1);
     const double n = static_cast<double>(order.size() > 1 ? order.size() - 1 : 1);

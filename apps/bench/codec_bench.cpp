@@ -38,7 +38,9 @@ using Clock = std::chrono::steady_clock;
 
 namespace {
 
-double since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
+double since(Clock::time_point t0) {
+    return std::chrono::duration<double>(Clock::now() - t0).count();
+}
 
 // Runs work(thread, image) over `count` images on `threads` threads (each
 // takes the next image); returns the wall seconds.
@@ -59,7 +61,8 @@ void report(const char* what, std::size_t images, double seconds) {
 }
 
 void nv(nvjpegStatus_t s, const char* what) {
-    if (s != NVJPEG_STATUS_SUCCESS) throw cbi::Error("", std::string(what) + " failed: nvJPEG status " + std::to_string(s));
+    if (s != NVJPEG_STATUS_SUCCESS)
+        throw cbi::Error("", std::string(what) + " failed: nvJPEG status " + std::to_string(s));
 }
 
 // nvJPEG's start-up, call by call, in a fresh process (the first call pays
@@ -105,8 +108,10 @@ void nvjpeg_start_parts(int device, bool parallel) {
     t0 = Clock::now();
     nvjpegEncoderState_t enc = nullptr;
     nv(nvjpegEncoderStateCreate(def, &enc, nullptr), "nvjpegEncoderStateCreate");
-    std::printf("nvJPEG start: hardware state %.3f s, batched init %.3f s, a second state (batch 8) %.3f s, encoder state %.3f s\n",
-                t_state, t_init, t_state2, since(t0));
+    std::printf(
+        "nvJPEG start: hardware state %.3f s, batched init %.3f s, a second state (batch 8) %.3f s, encoder state %.3f "
+        "s\n",
+        t_state, t_init, t_state2, since(t0));
     // Whether the hardware handle also encodes (one handle would then do).
     nvjpegEncoderState_t hw_enc = nullptr;
     nvjpegEncoderParams_t hw_params = nullptr;
@@ -118,7 +123,8 @@ void nvjpeg_start_parts(int device, bool parallel) {
     std::size_t length = 0;
     nvjpegStatus_t st = nvjpegEncoderStateCreate(hw, &hw_enc, nullptr);
     if (st == NVJPEG_STATUS_SUCCESS) st = nvjpegEncoderParamsCreate(hw, &hw_params, nullptr);
-    if (st == NVJPEG_STATUS_SUCCESS) st = nvjpegEncodeImage(hw, hw_enc, hw_params, &in, NVJPEG_INPUT_BGRI, 64, 48, nullptr);
+    if (st == NVJPEG_STATUS_SUCCESS)
+        st = nvjpegEncodeImage(hw, hw_enc, hw_params, &in, NVJPEG_INPUT_BGRI, 64, 48, nullptr);
     if (st == NVJPEG_STATUS_SUCCESS) st = nvjpegEncodeRetrieveBitstream(hw, hw_enc, nullptr, &length, nullptr);
     std::printf("nvJPEG start: the hardware handle encodes: status %d, %zu bytes\n", static_cast<int>(st), length);
 }
@@ -147,16 +153,19 @@ void copies(int device, std::size_t bytes) {
         stream.synchronize("h2d");
         const double t_h2d_pinned = since(t0);
         t0 = Clock::now();
-        CBI_CUDA_CHECK(cudaMemcpyAsync(dev.data(), pageable.data(), bytes, cudaMemcpyHostToDevice, stream.get()), "h2d");
+        CBI_CUDA_CHECK(cudaMemcpyAsync(dev.data(), pageable.data(), bytes, cudaMemcpyHostToDevice, stream.get()),
+                       "h2d");
         stream.synchronize("h2d");
         const double t_h2d_pageable = since(t0);
         t0 = Clock::now();
-        CBI_CUDA_CHECK(cudaMemcpyAsync(pageable.data(), dev.data(), bytes, cudaMemcpyDeviceToHost, stream.get()), "d2h");
+        CBI_CUDA_CHECK(cudaMemcpyAsync(pageable.data(), dev.data(), bytes, cudaMemcpyDeviceToHost, stream.get()),
+                       "d2h");
         stream.synchronize("d2h");
         const double t_d2h_pageable = since(t0);
-        std::printf("%zu MB: cudaMalloc %.3f s, pinned alloc %.3f s, pageable alloc+fill %.3f s, memcpy into pinned %.3f s, "
-                    "H2D pinned %.3f s, H2D pageable %.3f s, D2H pageable %.3f s\n",
-                    bytes >> 20, t_malloc, t_pinned, t_pageable, t_memcpy, t_h2d_pinned, t_h2d_pageable, t_d2h_pageable);
+        std::printf(
+            "%zu MB: cudaMalloc %.3f s, pinned alloc %.3f s, pageable alloc+fill %.3f s, memcpy into pinned %.3f s, "
+            "H2D pinned %.3f s, H2D pageable %.3f s, D2H pageable %.3f s\n",
+            bytes >> 20, t_malloc, t_pinned, t_pageable, t_memcpy, t_h2d_pinned, t_h2d_pageable, t_d2h_pageable);
     }
 }
 
@@ -172,7 +181,8 @@ int main(int argc, char** argv) {
     app.add_option("--threads", threads, "threads of each codec")->check(CLI::Range(1, 4096));
     app.add_option("--rounds", rounds, "passes over the folder")->check(CLI::Range(1, 1000));
     app.add_option("--device", device, "CUDA device")->check(CLI::Range(0, 64));
-    app.add_option("--start", start, "only time nvJPEG's start-up call by call: serial or parallel (two handles on two threads)")
+    app.add_option("--start", start,
+                   "only time nvJPEG's start-up call by call: serial or parallel (two handles on two threads)")
         ->check(CLI::IsMember({"serial", "parallel"}));
     app.add_option("--copies", copy_bytes, "only time allocations and copies of this many bytes");
     CLI11_PARSE(app, argc, argv);
@@ -188,7 +198,8 @@ int main(int argc, char** argv) {
         cv::setNumThreads(1);
         std::vector<std::vector<std::uint8_t>> files;
         for (const auto& e : fs::directory_iterator(dir))
-            if (e.path().extension() == ".jpg" || e.path().extension() == ".jpeg") files.push_back(cbi::read_file(e.path()));
+            if (e.path().extension() == ".jpg" || e.path().extension() == ".jpeg")
+                files.push_back(cbi::read_file(e.path()));
         if (files.empty()) throw cbi::Error(dir, "holds no .jpg files");
         const std::size_t n = files.size() * static_cast<std::size_t>(rounds);
         std::printf("%zu JPEGs x %d rounds, %d threads\n", files.size(), rounds, threads);
@@ -244,7 +255,8 @@ int main(int argc, char** argv) {
             if (lane.image.view.width != info->width || lane.image.view.height != info->height ||
                 lane.image.view.channels != info->channels)
                 lane.image = cbi::DeviceImage(info->width, info->height, info->channels, cbi::Depth::u8);
-            if (!lane.codec->decode(jpeg, lane.image.view, lane.stream.get())) throw cbi::Error("", "nvJPEG failed to decode an input");
+            if (!lane.codec->decode(jpeg, lane.image.view, lane.stream.get()))
+                throw cbi::Error("", "nvJPEG failed to decode an input");
             lane.stream.synchronize("decode");
         };
         // Warm each lane (buffers sized, hardware states made) before timing.
@@ -267,7 +279,9 @@ int main(int argc, char** argv) {
             Lane& lane = *lanes[t];
             gpu_decode(lane, files[i % files.size()]);
             cv::Mat host(lane.image.view.height, lane.image.view.width, CV_8UC3);
-            cbi::download(lane.image.view, cbi::ImageView{reinterpret_cast<std::byte*>(host.data), host.cols, host.rows, 3, cbi::Depth::u8, host.step},
+            cbi::download(lane.image.view,
+                          cbi::ImageView{reinterpret_cast<std::byte*>(host.data), host.cols, host.rows, 3,
+                                         cbi::Depth::u8, host.step},
                           lane.stream.get());
             lane.stream.synchronize("download");
             std::vector<std::uint8_t> out;

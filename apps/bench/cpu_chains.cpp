@@ -4,16 +4,16 @@
 // SIZE x SIZE; each the median of RUNS timed runs after 3 warm-ups, then
 // the largest difference between the two outputs.
 //   cbi-chain-bench PHOTO [--chain "color:gray | gaussian:5 | sobel:mag"] [--size 2048] [--threads 2] [--runs 15]
+#include <tbb/global_control.h>
 #include <CLI/CLI.hpp>
 #include <opencv2/core.hpp>
 #include <opencv2/imgcodecs.hpp>
 #include <opencv2/imgproc.hpp>
-#include <tbb/global_control.h>
 
 #include <algorithm>
-#include <stdexcept>
 #include <chrono>
 #include <cstdio>
+#include <stdexcept>
 #include <string>
 #include <thread>
 #include <variant>
@@ -94,10 +94,11 @@ int main(int argc, char** argv) {
             }
             theirs = in;
         });
-        std::printf("%s, %dx%d 8u:3, %d threads (%u cores), median of %d: cbi %.3f ms (--fuse-stencils %.3f, --no-fuse "
-                    "%.3f), OpenCV %.3f ms, OpenCV/cbi %.2f, max |cbi - OpenCV| %g\n",
-                    chain.c_str(), size, size, threads, std::thread::hardware_concurrency(), runs, cbi_ms, fused_ms, unfused_ms,
-                    opencv_ms, opencv_ms / cbi_ms, cv::norm(ours, theirs, cv::NORM_INF));
+        std::printf(
+            "%s, %dx%d 8u:3, %d threads (%u cores), median of %d: cbi %.3f ms (--fuse-stencils %.3f, --no-fuse "
+            "%.3f), OpenCV %.3f ms, OpenCV/cbi %.2f, max |cbi - OpenCV| %g\n",
+            chain.c_str(), size, size, threads, std::thread::hardware_concurrency(), runs, cbi_ms, fused_ms, unfused_ms,
+            opencv_ms, opencv_ms / cbi_ms, cv::norm(ours, theirs, cv::NORM_INF));
         return 0;
     } catch (const std::exception& e) {
         std::fprintf(stderr, "cbi-chain-bench: error: %s\n", e.what());

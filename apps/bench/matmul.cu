@@ -30,8 +30,8 @@ __global__ void matmul_remap(Schedule schedule, const float* __restrict__ a, con
 // Seed 004: both operands staged through shared memory in T x T tiles; B's
 // tile padded to T + 1 columns against bank conflicts, as the seed advises.
 template <int T>
-__global__ void __launch_bounds__(T * T) matmul_smem(const float* __restrict__ a, const float* __restrict__ b,
-                                                     float* __restrict__ c, int m, int n, int k) {
+__global__ void __launch_bounds__(T* T)
+    matmul_smem(const float* __restrict__ a, const float* __restrict__ b, float* __restrict__ c, int m, int n, int k) {
     __shared__ float as[T][T];
     __shared__ float bs[T][T + 1];
     const int tx = threadIdx.x, ty = threadIdx.y;
@@ -52,8 +52,8 @@ __global__ void __launch_bounds__(T * T) matmul_smem(const float* __restrict__ a
 // R x R register tile. Thread (tx, ty) owns rows ty*R + i (as the seed) and
 // columns tx + j*T (strided, so shared reads and C stores stay coalesced).
 template <int T, int R>
-__global__ void __launch_bounds__(T * T) matmul_regtile(const float* __restrict__ a, const float* __restrict__ b,
-                                                        float* __restrict__ c, int m, int n, int k) {
+__global__ void __launch_bounds__(T* T) matmul_regtile(const float* __restrict__ a, const float* __restrict__ b,
+                                                       float* __restrict__ c, int m, int n, int k) {
     __shared__ float as[T * R][T + 1];  // +1: rows ty*R and (ty+1)*R would share a bank
     __shared__ float bs[T][T * R];
     const int tx = threadIdx.x, ty = threadIdx.y;
@@ -101,8 +101,8 @@ __global__ void __launch_bounds__(T * T) matmul_regtile(const float* __restrict_
 // consecutive columns of C and H rows each (registers). Only the H x H block
 // of A is shared; B is read straight into a register, coalesced across the warp.
 template <int H>
-__global__ void matmul_volkov(const float* __restrict__ a, const float* __restrict__ b, float* __restrict__ c,
-                              int m, int n, int k) {
+__global__ void matmul_volkov(const float* __restrict__ a, const float* __restrict__ b, float* __restrict__ c, int m,
+                              int n, int k) {
     __shared__ float as[H][H + 1];
     const int w = blockDim.x, tx = threadIdx.x;
     const int col = blockIdx.x * w + tx, row0 = blockIdx.y * H;
@@ -132,7 +132,9 @@ __global__ void matmul_volkov(const float* __restrict__ a, const float* __restri
     }
 }
 
-unsigned ceil_div(long a, long b) { return static_cast<unsigned>((a + b - 1) / b); }
+unsigned ceil_div(long a, long b) {
+    return static_cast<unsigned>((a + b - 1) / b);
+}
 
 void check_cublas(cublasStatus_t s, const char* what) {
     if (s != CUBLAS_STATUS_SUCCESS) throw Error(what, "cuBLAS status " + std::to_string(static_cast<int>(s)));
@@ -190,7 +192,9 @@ Cublas::Cublas() {
     check_cublas(cublasCreate(&h), "cublasCreate");
     handle_ = h;
 }
-Cublas::~Cublas() { cublasDestroy(static_cast<cublasHandle_t>(handle_)); }
+Cublas::~Cublas() {
+    cublasDestroy(static_cast<cublasHandle_t>(handle_));
+}
 
 void run_matmul(const MatmulVariant& v, const float* a, const float* b, float* c, int m, int n, int k, int block,
                 cudaStream_t stream, Cublas& cublas) {
@@ -199,29 +203,36 @@ void run_matmul(const MatmulVariant& v, const float* a, const float* b, float* c
         case MatmulKind::remap: {
             const std::uint64_t total = static_cast<std::uint64_t>(m) * n;
             with_schedule(v.schedule, [&](auto schedule) {
-                matmul_remap<<<ceil_div(static_cast<long>(total), block), block, 0, stream>>>(schedule, a, b, c, m,
-                                                                                               n, k);
+                matmul_remap<<<ceil_div(static_cast<long>(total), block), block, 0, stream>>>(schedule, a, b, c, m, n,
+                                                                                              k);
             });
             break;
         }
         case MatmulKind::smem: {
             const dim3 grid(ceil_div(n, v.p), ceil_div(m, v.p)), threads(v.p, v.p);
-            if (v.p == 16) matmul_smem<16><<<grid, threads, 0, stream>>>(a, b, c, m, n, k);
-            else matmul_smem<32><<<grid, threads, 0, stream>>>(a, b, c, m, n, k);
+            if (v.p == 16)
+                matmul_smem<16><<<grid, threads, 0, stream>>>(a, b, c, m, n, k);
+            else
+                matmul_smem<32><<<grid, threads, 0, stream>>>(a, b, c, m, n, k);
             break;
         }
         case MatmulKind::regtile: {
             const int tile = v.p * v.q;
             const dim3 grid(ceil_div(n, tile), ceil_div(m, tile)), threads(v.p, v.p);
-            if (v.p == 16 && v.q == 4) matmul_regtile<16, 4><<<grid, threads, 0, stream>>>(a, b, c, m, n, k);
-            else if (v.p == 16 && v.q == 8) matmul_regtile<16, 8><<<grid, threads, 0, stream>>>(a, b, c, m, n, k);
-            else matmul_regtile<8, 8><<<grid, threads, 0, stream>>>(a, b, c, m, n, k);
+            if (v.p == 16 && v.q == 4)
+                matmul_regtile<16, 4><<<grid, threads, 0, stream>>>(a, b, c, m, n, k);
+            else if (v.p == 16 && v.q == 8)
+                matmul_regtile<16, 8><<<grid, threads, 0, stream>>>(a, b, c, m, n, k);
+            else
+                matmul_regtile<8, 8><<<grid, threads, 0, stream>>>(a, b, c, m, n, k);
             break;
         }
         case MatmulKind::volkov: {
             const dim3 grid(ceil_div(n, v.p), ceil_div(m, v.q));
-            if (v.q == 16) matmul_volkov<16><<<grid, v.p, 0, stream>>>(a, b, c, m, n, k);
-            else matmul_volkov<32><<<grid, v.p, 0, stream>>>(a, b, c, m, n, k);
+            if (v.q == 16)
+                matmul_volkov<16><<<grid, v.p, 0, stream>>>(a, b, c, m, n, k);
+            else
+                matmul_volkov<32><<<grid, v.p, 0, stream>>>(a, b, c, m, n, k);
             break;
         }
         case MatmulKind::cublas: {

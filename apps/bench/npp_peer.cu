@@ -30,13 +30,13 @@
 
 namespace {
 
-#define CUDA_OK(call)                                                                                    \
-    do {                                                                                                 \
-        cudaError_t e_ = (call);                                                                         \
-        if (e_ != cudaSuccess) {                                                                         \
+#define CUDA_OK(call)                                                                                            \
+    do {                                                                                                         \
+        cudaError_t e_ = (call);                                                                                 \
+        if (e_ != cudaSuccess) {                                                                                 \
             std::fprintf(stderr, "npp_peer: %s: %s (%s:%d)\n", #call, cudaGetErrorName(e_), __FILE__, __LINE__); \
-            std::exit(1);                                                                                \
-        }                                                                                                \
+            std::exit(1);                                                                                        \
+        }                                                                                                        \
     } while (0)
 
 struct NppFailure {
@@ -72,9 +72,12 @@ Meta read_meta(const std::string& dir) {
         std::istringstream s(line);
         std::string key;
         s >> key;
-        if (key == "bandwidth_GBps") s >> m.bandwidth_gbps;
-        else if (key == "gaussian9") for (float v; s >> v;) m.gaussian9.push_back(v);
-        else if (key.rfind("sepia_", 0) == 0) for (float v; s >> v;) m.sepia[key.substr(6)].push_back(v);
+        if (key == "bandwidth_GBps")
+            s >> m.bandwidth_gbps;
+        else if (key == "gaussian9")
+            for (float v; s >> v;) m.gaussian9.push_back(v);
+        else if (key.rfind("sepia_", 0) == 0)
+            for (float v; s >> v;) m.sepia[key.substr(6)].push_back(v);
         else if (key == "case") {
             Case c;
             s >> c.filter >> c.depth >> c.channels >> c.out_channels >> c.w >> c.h >> c.in_file >> c.ref_file;
@@ -184,7 +187,8 @@ int main(int argc, char** argv) {
         const int out_step = c.w * c.out_channels * static_cast<int>(sample);
         const auto input = read_file(dir + "/" + c.in_file, in_bytes);
         const auto ref = read_file(dir + "/" + c.ref_file, out_bytes);
-        const int rotations = static_cast<int>(std::min<std::size_t>(64, 2 * static_cast<std::size_t>(prop.l2CacheSize) / in_bytes + 1));
+        const int rotations =
+            static_cast<int>(std::min<std::size_t>(64, 2 * static_cast<std::size_t>(prop.l2CacheSize) / in_bytes + 1));
         std::vector<void*> ins(rotations);
         for (auto& p : ins) {
             CUDA_OK(cudaMalloc(&p, in_bytes));
@@ -213,64 +217,103 @@ int main(int argc, char** argv) {
             const NppiPoint anchor{k / 2, k / 2};
             if (kind == "32f_c1")
                 variants.push_back({"npp", [&, mask, anchor](const void* s) {
-                    npp_ok(nppiFilterBoxBorder_32f_C1R_Ctx(static_cast<const Npp32f*>(s), in_step, size, origin,
-                        static_cast<Npp32f*>(out), out_step, size, mask, anchor, NPP_BORDER_REPLICATE, ctx), "box 32f C1");
-                }});
+                                        npp_ok(nppiFilterBoxBorder_32f_C1R_Ctx(static_cast<const Npp32f*>(s), in_step,
+                                                                               size, origin, static_cast<Npp32f*>(out),
+                                                                               out_step, size, mask, anchor,
+                                                                               NPP_BORDER_REPLICATE, ctx),
+                                               "box 32f C1");
+                                    }});
             else if (kind == "32f_c3")
                 variants.push_back({"npp", [&, mask, anchor](const void* s) {
-                    npp_ok(nppiFilterBoxBorder_32f_C3R_Ctx(static_cast<const Npp32f*>(s), in_step, size, origin,
-                        static_cast<Npp32f*>(out), out_step, size, mask, anchor, NPP_BORDER_REPLICATE, ctx), "box 32f C3");
-                }});
+                                        npp_ok(nppiFilterBoxBorder_32f_C3R_Ctx(static_cast<const Npp32f*>(s), in_step,
+                                                                               size, origin, static_cast<Npp32f*>(out),
+                                                                               out_step, size, mask, anchor,
+                                                                               NPP_BORDER_REPLICATE, ctx),
+                                               "box 32f C3");
+                                    }});
             else if (kind == "8u_c3")
                 variants.push_back({"npp", [&, mask, anchor](const void* s) {
-                    npp_ok(nppiFilterBoxBorder_8u_C3R_Ctx(static_cast<const Npp8u*>(s), in_step, size, origin,
-                        static_cast<Npp8u*>(out), out_step, size, mask, anchor, NPP_BORDER_REPLICATE, ctx), "box 8u C3");
-                }});
+                                        npp_ok(nppiFilterBoxBorder_8u_C3R_Ctx(static_cast<const Npp8u*>(s), in_step,
+                                                                              size, origin, static_cast<Npp8u*>(out),
+                                                                              out_step, size, mask, anchor,
+                                                                              NPP_BORDER_REPLICATE, ctx),
+                                               "box 8u C3");
+                                    }});
         } else if (c.filter == "gaussian:9") {
             if (kind == "32f_c1") {
-                variants.push_back({"npp-fixedmask", [&](const void* s) {
-                    npp_ok(nppiFilterGaussBorder_32f_C1R_Ctx(static_cast<const Npp32f*>(s), in_step, size, origin,
-                        static_cast<Npp32f*>(out), out_step, size, NPP_MASK_SIZE_9_X_9, NPP_BORDER_REPLICATE, ctx), "gauss 32f C1");
-                }, false});
-                variants.push_back({"npp-advanced", [&](const void* s) {
-                    npp_ok(nppiFilterGaussAdvancedBorder_32f_C1R_Ctx(static_cast<const Npp32f*>(s), in_step, size, origin,
-                        static_cast<Npp32f*>(out), out_step, size, 9, d_gauss, NPP_BORDER_REPLICATE, ctx), "gauss adv 32f C1");
-                }});
+                variants.push_back(
+                    {"npp-fixedmask",
+                     [&](const void* s) {
+                         npp_ok(nppiFilterGaussBorder_32f_C1R_Ctx(static_cast<const Npp32f*>(s), in_step, size, origin,
+                                                                  static_cast<Npp32f*>(out), out_step, size,
+                                                                  NPP_MASK_SIZE_9_X_9, NPP_BORDER_REPLICATE, ctx),
+                                "gauss 32f C1");
+                     },
+                     false});
+                variants.push_back(
+                    {"npp-advanced", [&](const void* s) {
+                         npp_ok(nppiFilterGaussAdvancedBorder_32f_C1R_Ctx(static_cast<const Npp32f*>(s), in_step, size,
+                                                                          origin, static_cast<Npp32f*>(out), out_step,
+                                                                          size, 9, d_gauss, NPP_BORDER_REPLICATE, ctx),
+                                "gauss adv 32f C1");
+                     }});
             } else if (kind == "32f_c3") {
-                variants.push_back({"npp-fixedmask", [&](const void* s) {
-                    npp_ok(nppiFilterGaussBorder_32f_C3R_Ctx(static_cast<const Npp32f*>(s), in_step, size, origin,
-                        static_cast<Npp32f*>(out), out_step, size, NPP_MASK_SIZE_9_X_9, NPP_BORDER_REPLICATE, ctx), "gauss 32f C3");
-                }, false});
-                variants.push_back({"npp-advanced", [&](const void* s) {
-                    npp_ok(nppiFilterGaussAdvancedBorder_32f_C3R_Ctx(static_cast<const Npp32f*>(s), in_step, size, origin,
-                        static_cast<Npp32f*>(out), out_step, size, 9, d_gauss, NPP_BORDER_REPLICATE, ctx), "gauss adv 32f C3");
-                }});
+                variants.push_back(
+                    {"npp-fixedmask",
+                     [&](const void* s) {
+                         npp_ok(nppiFilterGaussBorder_32f_C3R_Ctx(static_cast<const Npp32f*>(s), in_step, size, origin,
+                                                                  static_cast<Npp32f*>(out), out_step, size,
+                                                                  NPP_MASK_SIZE_9_X_9, NPP_BORDER_REPLICATE, ctx),
+                                "gauss 32f C3");
+                     },
+                     false});
+                variants.push_back(
+                    {"npp-advanced", [&](const void* s) {
+                         npp_ok(nppiFilterGaussAdvancedBorder_32f_C3R_Ctx(static_cast<const Npp32f*>(s), in_step, size,
+                                                                          origin, static_cast<Npp32f*>(out), out_step,
+                                                                          size, 9, d_gauss, NPP_BORDER_REPLICATE, ctx),
+                                "gauss adv 32f C3");
+                     }});
             } else if (kind == "8u_c3") {
-                variants.push_back({"npp-fixedmask", [&](const void* s) {
-                    npp_ok(nppiFilterGaussBorder_8u_C3R_Ctx(static_cast<const Npp8u*>(s), in_step, size, origin,
-                        static_cast<Npp8u*>(out), out_step, size, NPP_MASK_SIZE_9_X_9, NPP_BORDER_REPLICATE, ctx), "gauss 8u C3");
-                }, false});
-                variants.push_back({"npp-advanced", [&](const void* s) {
-                    npp_ok(nppiFilterGaussAdvancedBorder_8u_C3R_Ctx(static_cast<const Npp8u*>(s), in_step, size, origin,
-                        static_cast<Npp8u*>(out), out_step, size, 9, d_gauss, NPP_BORDER_REPLICATE, ctx), "gauss adv 8u C3");
-                }});
+                variants.push_back({"npp-fixedmask",
+                                    [&](const void* s) {
+                                        npp_ok(nppiFilterGaussBorder_8u_C3R_Ctx(static_cast<const Npp8u*>(s), in_step,
+                                                                                size, origin, static_cast<Npp8u*>(out),
+                                                                                out_step, size, NPP_MASK_SIZE_9_X_9,
+                                                                                NPP_BORDER_REPLICATE, ctx),
+                                               "gauss 8u C3");
+                                    },
+                                    false});
+                variants.push_back(
+                    {"npp-advanced", [&](const void* s) {
+                         npp_ok(nppiFilterGaussAdvancedBorder_8u_C3R_Ctx(static_cast<const Npp8u*>(s), in_step, size,
+                                                                         origin, static_cast<Npp8u*>(out), out_step,
+                                                                         size, 9, d_gauss, NPP_BORDER_REPLICATE, ctx),
+                                "gauss adv 8u C3");
+                     }});
             }
         } else if (c.filter == "sobel:x:3" && kind == "32f_c1") {
             // NPP's "Vert" mask finds vertical edges: the x derivative. Its sign
             // convention may differ from OpenCV's, so |result| is compared.
             Variant v{"npp", [&](const void* s) {
-                npp_ok(nppiFilterSobelVertBorder_32f_C1R_Ctx(static_cast<const Npp32f*>(s), in_step, size, origin,
-                    static_cast<Npp32f*>(out), out_step, size, NPP_BORDER_REPLICATE, ctx), "sobel vert 32f");
-            }};
+                          npp_ok(nppiFilterSobelVertBorder_32f_C1R_Ctx(static_cast<const Npp32f*>(s), in_step, size,
+                                                                       origin, static_cast<Npp32f*>(out), out_step,
+                                                                       size, NPP_BORDER_REPLICATE, ctx),
+                                 "sobel vert 32f");
+                      }};
             v.abs_values = true;
             variants.push_back(v);
         } else if (c.filter == "sobel:mag:3" && kind == "32f_c1") {
             Variant v{"npp-2pass", [&](const void* s) {
-                npp_ok(nppiFilterSobelVertBorder_32f_C1R_Ctx(static_cast<const Npp32f*>(s), in_step, size, origin,
-                    static_cast<Npp32f*>(out), out_step, size, NPP_BORDER_REPLICATE, ctx), "sobel vert 32f");
-                npp_ok(nppiFilterSobelHorizBorder_32f_C1R_Ctx(static_cast<const Npp32f*>(s), in_step, size, origin,
-                    static_cast<Npp32f*>(out2), out_step, size, NPP_BORDER_REPLICATE, ctx), "sobel horiz 32f");
-            }};
+                          npp_ok(nppiFilterSobelVertBorder_32f_C1R_Ctx(static_cast<const Npp32f*>(s), in_step, size,
+                                                                       origin, static_cast<Npp32f*>(out), out_step,
+                                                                       size, NPP_BORDER_REPLICATE, ctx),
+                                 "sobel vert 32f");
+                          npp_ok(nppiFilterSobelHorizBorder_32f_C1R_Ctx(static_cast<const Npp32f*>(s), in_step, size,
+                                                                        origin, static_cast<Npp32f*>(out2), out_step,
+                                                                        size, NPP_BORDER_REPLICATE, ctx),
+                                 "sobel horiz 32f");
+                      }};
             v.two_pass_mag = true;
             variants.push_back(v);
         } else if (c.filter.rfind("erode:", 0) == 0 || c.filter.rfind("dilate:", 0) == 0) {
@@ -285,7 +328,8 @@ int main(int argc, char** argv) {
                 for (int i = 0; i < k; ++i) {
                     const int dy = i - r;
                     const int dx = static_cast<int>(std::lrint(r * std::sqrt((r * r - dy * dy) / (double(r) * r))));
-                    for (int j = 0; j < k; ++j) mask[i * k + j] = j >= std::max(r - dx, 0) && j < std::min(r + dx + 1, k);
+                    for (int j = 0; j < k; ++j)
+                        mask[i * k + j] = j >= std::max(r - dx, 0) && j < std::min(r + dx + 1, k);
                 }
             }
             CUDA_OK(cudaMalloc(&d_mask, mask.size()));
@@ -295,22 +339,28 @@ int main(int argc, char** argv) {
             // Replicate: equal to cbi's default border for these symmetric masks (docs/filters.md#morphology).
             if (kind == "8u_c1")
                 variants.push_back({"npp", [&, msize, anchor, erode](const void* s) {
-                    npp_ok((erode ? nppiErodeBorder_8u_C1R_Ctx : nppiDilateBorder_8u_C1R_Ctx)(
-                        static_cast<const Npp8u*>(s), in_step, size, origin, static_cast<Npp8u*>(out), out_step, size,
-                        d_mask, msize, anchor, NPP_BORDER_REPLICATE, ctx), "morphology 8u C1");
-                }});
+                                        npp_ok((erode ? nppiErodeBorder_8u_C1R_Ctx : nppiDilateBorder_8u_C1R_Ctx)(
+                                                   static_cast<const Npp8u*>(s), in_step, size, origin,
+                                                   static_cast<Npp8u*>(out), out_step, size, d_mask, msize, anchor,
+                                                   NPP_BORDER_REPLICATE, ctx),
+                                               "morphology 8u C1");
+                                    }});
             else if (kind == "8u_c3")
                 variants.push_back({"npp", [&, msize, anchor, erode](const void* s) {
-                    npp_ok((erode ? nppiErodeBorder_8u_C3R_Ctx : nppiDilateBorder_8u_C3R_Ctx)(
-                        static_cast<const Npp8u*>(s), in_step, size, origin, static_cast<Npp8u*>(out), out_step, size,
-                        d_mask, msize, anchor, NPP_BORDER_REPLICATE, ctx), "morphology 8u C3");
-                }});
+                                        npp_ok((erode ? nppiErodeBorder_8u_C3R_Ctx : nppiDilateBorder_8u_C3R_Ctx)(
+                                                   static_cast<const Npp8u*>(s), in_step, size, origin,
+                                                   static_cast<Npp8u*>(out), out_step, size, d_mask, msize, anchor,
+                                                   NPP_BORDER_REPLICATE, ctx),
+                                               "morphology 8u C3");
+                                    }});
             else if (kind == "32f_c1")
                 variants.push_back({"npp", [&, msize, anchor, erode](const void* s) {
-                    npp_ok((erode ? nppiErodeBorder_32f_C1R_Ctx : nppiDilateBorder_32f_C1R_Ctx)(
-                        static_cast<const Npp32f*>(s), in_step, size, origin, static_cast<Npp32f*>(out), out_step, size,
-                        d_mask, msize, anchor, NPP_BORDER_REPLICATE, ctx), "morphology 32f C1");
-                }});
+                                        npp_ok((erode ? nppiErodeBorder_32f_C1R_Ctx : nppiDilateBorder_32f_C1R_Ctx)(
+                                                   static_cast<const Npp32f*>(s), in_step, size, origin,
+                                                   static_cast<Npp32f*>(out), out_step, size, d_mask, msize, anchor,
+                                                   NPP_BORDER_REPLICATE, ctx),
+                                               "morphology 32f C1");
+                                    }});
         } else if (c.filter == "color:sepia") {
             Npp32f twist[3][4];
             const auto& m = meta.sepia.at(c.depth);
@@ -318,14 +368,18 @@ int main(int argc, char** argv) {
                 for (int col = 0; col < 4; ++col) twist[r][col] = m[4 * r + col];
             if (kind == "8u_c3")
                 variants.push_back({"npp", [&, twist](const void* s) {
-                    npp_ok(nppiColorTwist32f_8u_C3R_Ctx(static_cast<const Npp8u*>(s), in_step, static_cast<Npp8u*>(out),
-                        out_step, size, twist, ctx), "twist 8u C3");
-                }});
+                                        npp_ok(nppiColorTwist32f_8u_C3R_Ctx(static_cast<const Npp8u*>(s), in_step,
+                                                                            static_cast<Npp8u*>(out), out_step, size,
+                                                                            twist, ctx),
+                                               "twist 8u C3");
+                                    }});
             else if (kind == "32f_c3")
                 variants.push_back({"npp", [&, twist](const void* s) {
-                    npp_ok(nppiColorTwist_32f_C3R_Ctx(static_cast<const Npp32f*>(s), in_step, static_cast<Npp32f*>(out),
-                        out_step, size, twist, ctx), "twist 32f C3");
-                }});
+                                        npp_ok(nppiColorTwist_32f_C3R_Ctx(static_cast<const Npp32f*>(s), in_step,
+                                                                          static_cast<Npp32f*>(out), out_step, size,
+                                                                          twist, ctx),
+                                               "twist 32f C3");
+                                    }});
         }
 
         for (const Variant& v : variants) {
@@ -353,21 +407,25 @@ int main(int argc, char** argv) {
                 const bool ok = diff <= tol;
                 std::printf("%-12s %-7s %-14s max |npp - cbi| = %.3g %s\n", c.filter.c_str(), kind.c_str(),
                             v.name.c_str(), diff,
-                            ok ? "(matches)" : v.comparable ? "MISMATCH, not timed" : "(different kernel: timed, not comparable)");
+                            ok             ? "(matches)"
+                            : v.comparable ? "MISMATCH, not timed"
+                                           : "(different kernel: timed, not comparable)");
                 if (!ok && v.comparable) {
                     ++failures;
                     continue;
                 }
                 const auto ms = timer.time([&](int i) { v.run(ins[i % rotations]); });
-                const double median = ms.size() % 2 ? ms[ms.size() / 2] : 0.5 * (ms[ms.size() / 2 - 1] + ms[ms.size() / 2]);
+                const double median =
+                    ms.size() % 2 ? ms[ms.size() / 2] : 0.5 * (ms[ms.size() / 2 - 1] + ms[ms.size() / 2]);
                 const double bytes = static_cast<double>(in_bytes + out_bytes);
                 const double floor_ms = bytes / (meta.bandwidth_gbps * 1e9) * 1e3;
                 const double gbps = bytes / (median * 1e-3) / 1e9;
                 std::printf("%-12s %-7s %-14s %9.4f ms  %6.0f GB/s  %6.2fx floor\n", c.filter.c_str(), kind.c_str(),
                             v.name.c_str(), median, gbps, median / floor_ms);
-                csv << "npp," << (c.filter.find(',') != std::string::npos ? "\"" + c.filter + "\"" : c.filter) << "," << v.name << ",0," << c.w << "," << c.h << "," << c.depth << ","
-                    << c.channels << "," << median << "," << ms.front() << "," << ms.back() << "," << ms.size() << ","
-                    << bytes << ",0," << gbps << ",0," << floor_ms << "," << median / floor_ms << "\n";
+                csv << "npp," << (c.filter.find(',') != std::string::npos ? "\"" + c.filter + "\"" : c.filter) << ","
+                    << v.name << ",0," << c.w << "," << c.h << "," << c.depth << "," << c.channels << "," << median
+                    << "," << ms.front() << "," << ms.back() << "," << ms.size() << "," << bytes << ",0," << gbps
+                    << ",0," << floor_ms << "," << median / floor_ms << "\n";
             } catch (const NppFailure& e) {
                 std::printf("%-12s %-7s %-14s NPP error: %s\n", c.filter.c_str(), kind.c_str(), v.name.c_str(),
                             e.what.c_str());

@@ -28,13 +28,16 @@ int main(int argc, char** argv) {
                                 .189f, .769f, .393f);  // R'
     for (int i = 0; i < passes; ++i) {
         cv::Mat out;
-        if (op == "blur") cv::blur(img, out, {9, 9}, {-1, -1}, cv::BORDER_REFLECT_101);
-        else if (op == "gaussian") cv::GaussianBlur(img, out, {9, 9}, 0, 0, cv::BORDER_REFLECT_101);
+        if (op == "blur")
+            cv::blur(img, out, {9, 9}, {-1, -1}, cv::BORDER_REFLECT_101);
+        else if (op == "gaussian")
+            cv::GaussianBlur(img, out, {9, 9}, 0, 0, cv::BORDER_REFLECT_101);
         else if (op == "sobelx") {
             cv::Mat g;
             cv::Sobel(img, g, CV_32F, 1, 0, 3, 1, 0, cv::BORDER_REFLECT_101);
             cv::convertScaleAbs(g, out);  // |gx|, rounded and saturated to 8 bits
-        } else if (op == "sepia") cv::transform(img, out, sepia_bgr);
+        } else if (op == "sepia")
+            cv::transform(img, out, sepia_bgr);
         else if (op == "gray") {
             cv::Mat g, gx, gy, m;
             cv::cvtColor(img, g, cv::COLOR_BGR2GRAY);
@@ -52,7 +55,8 @@ int main(int argc, char** argv) {
             cv::Mat blurred;
             cv::GaussianBlur(img, blurred, {9, 9}, 0, 0, cv::BORDER_REFLECT_101);
             cv::addWeighted(img, 1.5, blurred, -0.5, 0, out);
-        } else return 2;
+        } else
+            return 2;
         img = out;
     }
     return cv::imwrite(argv[2], img) ? 0 : 1;

@@ -7,11 +7,11 @@
 //   ./probe            # GPU host; ./probe stream8: only the 8-bit box/Gaussian kernel (cuda/strip8.cuh)
 // Correctness is the test suites' job; the weights here are arbitrary (the
 // timing does not depend on them). Results: docs/performance.md#strip-heights.
+#include <algorithm>
 #include <cstdio>
 #include <random>
-#include <vector>
-#include <algorithm>
 #include <string_view>
+#include <vector>
 
 #include "filters/cuda/strip.cuh"
 #include "filters/cuda/strip8.cuh"
@@ -19,7 +19,14 @@
 using namespace cbi;
 using namespace cbi::cuda;
 
-#define CHECK(x) do { cudaError_t e = (x); if (e != cudaSuccess) { std::printf("CUDA error %s at %s:%d\n", cudaGetErrorName(e), __FILE__, __LINE__); std::exit(1); } } while (0)
+#define CHECK(x)                                                                              \
+    do {                                                                                      \
+        cudaError_t e = (x);                                                                  \
+        if (e != cudaSuccess) {                                                               \
+            std::printf("CUDA error %s at %s:%d\n", cudaGetErrorName(e), __FILE__, __LINE__); \
+            std::exit(1);                                                                     \
+        }                                                                                     \
+    } while (0)
 
 struct Buffers {
     int w, h, c, sz;
@@ -34,11 +41,13 @@ Buffers make(int w, int h, int c, int sz, int rotations) {
     std::mt19937 rng(1);
     for (auto& v : host) v = static_cast<unsigned char>(rng());
     if (sz == 4)  // finite floats in [0, 255]
-        for (std::size_t i = 0; i < host.size() / 4; ++i) reinterpret_cast<float*>(host.data())[i] = static_cast<float>(rng() % 25600) / 100.f;
+        for (std::size_t i = 0; i < host.size() / 4; ++i)
+            reinterpret_cast<float*>(host.data())[i] = static_cast<float>(rng() % 25600) / 100.f;
     for (int r = 0; r < rotations; ++r) {
         std::byte* p;
         CHECK(cudaMallocPitch(reinterpret_cast<void**>(&p), &b.stride, static_cast<std::size_t>(w) * c * sz, h));
-        CHECK(cudaMemcpy2D(p, b.stride, host.data(), static_cast<std::size_t>(w) * c * sz, static_cast<std::size_t>(w) * c * sz, h, cudaMemcpyHostToDevice));
+        CHECK(cudaMemcpy2D(p, b.stride, host.data(), static_cast<std::size_t>(w) * c * sz,
+                           static_cast<std::size_t>(w) * c * sz, h, cudaMemcpyHostToDevice));
         b.in.push_back(p);
     }
     CHECK(cudaMallocPitch(reinterpret_cast<void**>(&b.out), &b.stride, static_cast<std::size_t>(w) * c * sz, h));
@@ -66,10 +75,14 @@ float median_ms(F&& launch, int n_in) {
     return t[t.size() / 2];
 }
 
-ImageView view(std::byte* p, const Buffers& b, Depth d) { return ImageView{p, b.w, b.h, b.c, d, b.stride}; }
+ImageView view(std::byte* p, const Buffers& b, Depth d) {
+    return ImageView{p, b.w, b.h, b.c, d, b.stride};
+}
 
 template <class T>
-constexpr Depth depth_of() { return sizeof(T) == 1 ? Depth::u8 : sizeof(T) == 2 ? Depth::u16 : Depth::f32; }
+constexpr Depth depth_of() {
+    return sizeof(T) == 1 ? Depth::u8 : sizeof(T) == 2 ? Depth::u16 : Depth::f32;
+}
 
 double g_bandwidth = 0;
 
@@ -80,11 +93,13 @@ void time_variant(const char* name, const Op& proto, const Buffers& b) {
     for (const auto [sw, sh] : {std::pair{128, 64}, {256, 64}, {512, 32}, {256, 128}, {1024, 32}})
         for (int block : {128, 256}) {
             Op op = proto;
-            const float ms = median_ms([&](int i) {
-                op.src.view = view(b.in[i], b, depth_of<T>());
-                op.dst = view(b.out, b, depth_of<T>());
-                launch_stream<R, D>(stream_schedule(sw, sh), op, nullptr, block);
-            }, static_cast<int>(b.in.size()));
+            const float ms = median_ms(
+                [&](int i) {
+                    op.src.view = view(b.in[i], b, depth_of<T>());
+                    op.dst = view(b.out, b, depth_of<T>());
+                    launch_stream<R, D>(stream_schedule(sw, sh), op, nullptr, block);
+                },
+                static_cast<int>(b.in.size()));
             std::printf("%-14s %dx%d:%d R=%-2d D=%d stream:%dx%-4d block %-4d %8.4f ms %6.2fx floor\n", name, b.w, b.h,
                         b.c, R, D, sw, sh, block, ms, ms / floor_ms);
         }
@@ -94,16 +109,19 @@ void time_variant(const char* name, const Op& proto, const Buffers& b) {
 template <class Op>
 void time_stream8(const char* name, const Op& proto, const Buffers& b) {
     const double floor_ms = 2.0 * b.w * b.h * b.c * b.sz / g_bandwidth * 1e3;
-    for (const auto [sw, sh] : {std::pair{128, 8}, {128, 16}, {256, 16}, {256, 32}, {512, 16}, {512, 32}, {1024, 16}, {1024, 64}})
+    for (const auto [sw, sh] :
+         {std::pair{128, 8}, {128, 16}, {256, 16}, {256, 32}, {512, 16}, {512, 32}, {1024, 16}, {1024, 64}})
         for (int block : {256, 512}) {
             Op op = proto;
-            const float ms = median_ms([&](int i) {
-                op.src.view = view(b.in[i], b, Depth::u8);
-                op.dst = view(b.out, b, Depth::u8);
-                if (!launch_stream8(stream_schedule(sw, sh), op, nullptr, block)) std::exit(2);
-            }, static_cast<int>(b.in.size()));
-            std::printf("%-14s %dx%d:%d stream8 stream:%dx%-4d block %-4d %8.4f ms %6.2fx floor\n", name, b.w, b.h, b.c, sw, sh,
-                        block, ms, ms / floor_ms);
+            const float ms = median_ms(
+                [&](int i) {
+                    op.src.view = view(b.in[i], b, Depth::u8);
+                    op.dst = view(b.out, b, Depth::u8);
+                    if (!launch_stream8(stream_schedule(sw, sh), op, nullptr, block)) std::exit(2);
+                },
+                static_cast<int>(b.in.size()));
+            std::printf("%-14s %dx%d:%d stream8 stream:%dx%-4d block %-4d %8.4f ms %6.2fx floor\n", name, b.w, b.h, b.c,
+                        sw, sh, block, ms, ms / floor_ms);
         }
 }
 
@@ -119,8 +137,10 @@ GaussianOp<T, BorderMode::reflect101, Src<T>> gaussian9() {
     const float w[9] = {0.0276f, 0.0663f, 0.1238f, 0.1802f, 0.2042f, 0.1802f, 0.1238f, 0.0663f, 0.0276f};
     const std::uint16_t fixed[9] = {4, 13, 30, 51, 60, 51, 30, 13, 4};
     for (int i = 0; i < 9; ++i) {
-        if constexpr (decltype(op)::kFixedPoint) op.weights[i] = fixed[i];
-        else op.weights[i] = w[i];
+        if constexpr (decltype(op)::kFixedPoint)
+            op.weights[i] = fixed[i];
+        else
+            op.weights[i] = w[i];
     }
     return op;
 }

@@ -29,7 +29,8 @@ cbi::Graph chain_from_flags(const CLI::App& app, const Options& o) {
     cbi::NodeId last = cbi::Graph::input();
     for (const CLI::Option* opt : app.parse_order()) {
         const std::string name = opt->get_name();
-        const auto values = name.size() > 2 ? o.filter_flags.find(std::string_view(name).substr(2)) : o.filter_flags.end();
+        const auto values =
+            name.size() > 2 ? o.filter_flags.find(std::string_view(name).substr(2)) : o.filter_flags.end();
         if (values == o.filter_flags.end()) continue;
         if (o.bare_filter_flags.contains(values->first)) {  // a kind without arguments (--hsv)
             last = graph.add_filter("n" + std::to_string(graph.nodes().size()), cbi::parse_filter(values->first), last);
@@ -53,11 +54,14 @@ cbi::Graph chain_from_flags(const CLI::App& app, const Options& o) {
 
 void add_options(CLI::App& app, Options& o) {
     app.add_option("IN", o.inputs, "input image(s) (PNG, JPEG, TIFF, BMP, ...: 8/16-bit or float, 1/3/4 channels)");
-    app.add_option("-o,--output", o.output,
-                   "output image (default: IN's name with .cbi before the extension); with several inputs, the output folder");
+    app.add_option(
+        "-o,--output", o.output,
+        "output image (default: IN's name with .cbi before the extension); with several inputs, the output folder");
     auto filter_flag = [&](const std::string& name, std::vector<std::string>& values, const std::string& help,
                            const std::string& type) {
-        app.add_option(name, values, help)->expected(1)->multi_option_policy(CLI::MultiOptionPolicy::TakeAll)
+        app.add_option(name, values, help)
+            ->expected(1)
+            ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll)
             ->type_name(type);
     };
     for (const auto& kind : cbi::filter_kinds()) {
@@ -65,23 +69,29 @@ void add_options(CLI::App& app, Options& o) {
         // The flag's value is the stage's text after "NAME:": its form without
         // "NAME:" (or "NAME[:" and the closing bracket).
         std::string args(kind.form.substr(name.size()));
-        if (args.starts_with("[:") && args.ends_with("]")) args = args.substr(2, args.size() - 3);
-        else if (args.starts_with(":")) args = args.substr(1);
+        if (args.starts_with("[:") && args.ends_with("]"))
+            args = args.substr(2, args.size() - 3);
+        else if (args.starts_with(":"))
+            args = args.substr(1);
         if (args.empty()) {  // no arguments: a flag that takes no value
             o.filter_flags[name];
             o.bare_filter_flags.insert(name);
             app.add_flag("--" + name)->description(std::string(kind.help) + " (" + std::string(kind.opencv) + ")");
             continue;
         }
-        filter_flag(("--" + name).c_str(), o.filter_flags[name], (std::string(kind.help) + " (" + std::string(kind.opencv) + ")").c_str(),
+        filter_flag(("--" + name).c_str(), o.filter_flags[name],
+                    (std::string(kind.help) + " (" + std::string(kind.opencv) + ")").c_str(),
                     args.empty() ? "ARGS" : args);
     }
-    app.add_option("--border", o.border, "reflect101, reflect, replicate, constant[:V|:max] or wrap (default: each filter's OpenCV default: reflect101; morphology constant:max; median replicate)");
+    app.add_option("--border", o.border,
+                   "reflect101, reflect, replicate, constant[:V|:max] or wrap (default: each filter's OpenCV default: "
+                   "reflect101; morphology constant:max; median replicate)");
     app.add_option("--schedule", o.schedule,
                    "thread schedule: default (the default table's fastest per node; the default), a registered one "
                    "e.g. column:32, sep:128x32+column:4 (--list-schedules), or auto: the fastest of the table's "
                    "candidates, timed once per device/filter/size class and cached");
-    app.add_option("--tuning-cache", o.tuning_cache, "where auto keeps its choices (default $XDG_CACHE_HOME/cbi/tuning.json)")
+    app.add_option("--tuning-cache", o.tuning_cache,
+                   "where auto keeps its choices (default $XDG_CACHE_HOME/cbi/tuning.json)")
         ->type_name("PATH");
     app.add_option("--device", o.device,
                    "auto (default: the CPU where the filters' expected time is within CUDA's start, for one image "
@@ -95,8 +105,9 @@ void add_options(CLI::App& app, Options& o) {
         ->check(CLI::IsMember({"auto", "cpu", "gpu"}));
     app.add_option("--block", o.block, "CUDA threads per block")->check(CLI::Range(1, 1024));
     app.add_option("--threads", o.threads, "CPU worker threads (default: all cores)")->check(CLI::Range(1, 4096));
-    app.add_option("--max-pixels", o.max_pixels, "refuse images with more pixels, checked before decoding (default 2^" +
-                                                   std::to_string(std::bit_width(cbi::default_max_pixels) - 1) + ")")
+    app.add_option("--max-pixels", o.max_pixels,
+                   "refuse images with more pixels, checked before decoding (default 2^" +
+                       std::to_string(std::bit_width(cbi::default_max_pixels) - 1) + ")")
         ->check(CLI::Range(std::uint64_t{1}, cbi::max_schedulable_pixels));
     app.add_option("--max-memory", o.max_memory,
                    "refuse images whose decoded pixels need more memory, checked before decoding (e.g. 512MiB, 8GiB; "
@@ -105,35 +116,43 @@ void add_options(CLI::App& app, Options& o) {
         ->check(CLI::Range(std::uint64_t{1}, std::numeric_limits<std::uint64_t>::max()))
         ->type_name("BYTES");
     app.add_flag("--list-schedules", o.list_schedules, "print every registered schedule and exit");
-    app.add_flag("--list-filters", o.list_filters, "print every filter kind (its form, help and OpenCV equivalent) and exit");
+    app.add_flag("--list-filters", o.list_filters,
+                 "print every filter kind (its form, help and OpenCV equivalent) and exit");
     app.add_option("--pipeline", o.pipeline, "a chain: \"color:gray | gaussian:5:1.2@column:32 | sobel:mag@tile:32x8\"")
         ->type_name("TEXT");
     app.add_option("--pipeline-file", o.pipeline_file, "a DAG in JSON: named nodes, edges, outputs (README: Pipelines)")
         ->type_name("FILE.json");
     app.add_flag("--no-fuse", o.no_fuse,
-                 "run every node on its own, its output stored (no colour node or stencil fused into the stencil that reads it)");
-    app.add_flag("--fuse-stencils", o.fuse_stencils,
-                 "fuse every stencil pair a kernel takes, and on the CPU colour nodes too (through line buffers; by default "
-                 "only what was measured faster fused: on the GPU 8-bit pairs on stream that end in a 3x3 Sobel, read a "
-                 "gray conversion of a 3-channel image, or are a Gaussian before a Gaussian or a Sobel; on the CPU nothing)")
+                 "run every node on its own, its output stored (no colour node or stencil fused into the stencil that "
+                 "reads it)");
+    app.add_flag(
+           "--fuse-stencils", o.fuse_stencils,
+           "fuse every stencil pair a kernel takes, and on the CPU colour nodes too (through line buffers; by default "
+           "only what was measured faster fused: on the GPU 8-bit pairs on stream that end in a 3x3 Sobel, read a "
+           "gray conversion of a 3-channel image, or are a Gaussian before a Gaussian or a Sobel; on the CPU nothing)")
         ->excludes("--no-fuse");
     app.add_flag("--print-pipeline", o.print_pipeline,
                  "print the resolved graph (nodes, schedules, borders, buffer reuse for IN's size) and exit");
-    app.add_flag("--stats", o.stats,
-                 "print where the time went on stdout: per step for one image, per stage (busy time, wall time, "
-                 "images/s), JPEG decodes and per device in batch mode (under mpirun: every rank's, printed by rank 0)");
+    app.add_flag(
+        "--stats", o.stats,
+        "print where the time went on stdout: per step for one image, per stage (busy time, wall time, "
+        "images/s), JPEG decodes and per device in batch mode (under mpirun: every rank's, printed by rank 0)");
     auto* batch = app.add_option_group("Batch mode", "a folder (--input-dir) or several inputs");
     batch->add_option("--input-dir", o.input_dir, "process the images in this folder");
-    batch->add_option("--output-dir", o.output_dir, "write the outputs here, sub-folders mirrored (not the input folder)");
+    batch->add_option("--output-dir", o.output_dir,
+                      "write the outputs here, sub-folders mirrored (not the input folder)");
     batch->add_flag("--recursive", o.recursive, "descend into sub-folders");
     batch->add_option("--pattern", o.pattern, "file-name glob, e.g. '*.png' (default: every image extension)");
     batch->add_option("--format", o.format, "output format: same (default), png, jpg or tiff")
         ->check(CLI::IsMember({"same", "png", "jpg", "tiff"}));
-    batch->add_option("--jobs", o.jobs, "worker threads (default: --threads, else all cores)")->check(CLI::Range(1, 4096));
-    batch->add_option("--in-flight", o.in_flight, "images in flight at once (default: 2 x jobs)")->check(CLI::Range(1, 4096));
-    batch->add_option("--shard", o.shard,
-                      "K/N: process the K-th of N parts of the inputs (by a hash of each file's path relative to "
-                      "--input-dir: stable as files come and go); default: a Slurm array task's or step's part")
+    batch->add_option("--jobs", o.jobs, "worker threads (default: --threads, else all cores)")
+        ->check(CLI::Range(1, 4096));
+    batch->add_option("--in-flight", o.in_flight, "images in flight at once (default: 2 x jobs)")
+        ->check(CLI::Range(1, 4096));
+    batch
+        ->add_option("--shard", o.shard,
+                     "K/N: process the K-th of N parts of the inputs (by a hash of each file's path relative to "
+                     "--input-dir: stable as files come and go); default: a Slurm array task's or step's part")
         ->type_name("K/N");
     batch->add_flag("--skip-existing", o.skip_existing, "keep outputs that already exist (resumes a killed run)");
     batch->add_flag("--in-place", o.in_place, "allow the output folder to be the input folder (outputs NAME.cbi.EXT)");
@@ -142,9 +161,11 @@ void add_options(CLI::App& app, Options& o) {
     auto* output = app.add_option_group("Output", "encoding and metadata of every output (single image and batch)");
     output->add_option("--quality", o.quality, "JPEG and WebP quality 1..100 (default: JPEG 95, WebP lossless)")
         ->type_name("Q");
-    output->add_option("--png-compression", o.png_compression,
-                       "PNG zlib level 0 (none) .. 9 (smallest, slowest); pixels are the same at every level (default: "
-                       "OpenCV's fast level 1, large images in bands on all cores; a level given: OpenCV's encoder on one core)")
+    output
+        ->add_option(
+            "--png-compression", o.png_compression,
+            "PNG zlib level 0 (none) .. 9 (smallest, slowest); pixels are the same at every level (default: "
+            "OpenCV's fast level 1, large images in bands on all cores; a level given: OpenCV's encoder on one core)")
         ->type_name("L");
     output->add_flag("--strip", o.strip,
                      cbi::metadata_supported()
@@ -170,10 +191,11 @@ void list_schedules() {
                  "format (--print-pipeline shows it)\n";
     for (const auto& e : cbi::schedule_registry())
         std::cout << e.form << std::string(e.form.size() < 12 ? 12 - e.form.size() : 1, ' ') << e.description << "\n";
-    std::cout << "auto        the fastest of the default table's candidates for the node, timed on its first run (on the "
-                 "CPU on a band of rows) and kept in the tuning cache\n"
-                 "+ORDER      smem, sep and stream walk their tiles or strips in an order: naive (row-major, the "
-                 "default), column:W, zigzag:W or tile:WxH over tiles, e.g. sep:128x32+column:4\n";
+    std::cout
+        << "auto        the fastest of the default table's candidates for the node, timed on its first run (on the "
+           "CPU on a band of rows) and kept in the tuning cache\n"
+           "+ORDER      smem, sep and stream walk their tiles or strips in an order: naive (row-major, the "
+           "default), column:W, zigzag:W or tile:WxH over tiles, e.g. sep:128x32+column:4\n";
 }
 
 // The pipeline from --pipeline, --pipeline-file or the filter flags. The
@@ -229,7 +251,8 @@ cbi::Graph build_graph(const CLI::App& app, const Options& o) {
     // A given --schedule runs the nodes that can run it (the others take the
     // default table, --print-pipeline says so); one that runs none of them
     // is a mistake, refused with the reason.
-    if (const auto* fixed = std::get_if<cbi::ScheduleSpec>(&graph.default_schedule()); fixed && app.count("--schedule")) {
+    if (const auto* fixed = std::get_if<cbi::ScheduleSpec>(&graph.default_schedule());
+        fixed && app.count("--schedule")) {
         std::string why;
         for (cbi::NodeId id = 1; id < static_cast<cbi::NodeId>(graph.nodes().size()); ++id) {
             const auto& n = graph.nodes()[id];
@@ -270,7 +293,8 @@ void check_encoding_flags(const CLI::App& app, const std::vector<fs::path>& outp
         const std::string_view format = cbi::output_format(outputs.front());
         throw UsageError{flag, std::string("applies to ") + takes + " outputs only; " +
                                    (outputs.size() == 1 ? outputs.front().string() + " is " +
-                                                              (format.empty() ? std::string("of an unknown format") : std::string(format))
+                                                              (format.empty() ? std::string("of an unknown format")
+                                                                              : std::string(format))
                                                         : std::string("no output of this batch is one"))};
     };
     refuse("--quality", "JPEG and WebP", [](std::string_view f) { return f == "JPEG" || f == "WebP"; });

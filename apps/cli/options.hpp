@@ -48,9 +48,8 @@ struct Options {
 };
 
 // Flags that only batch mode takes.
-inline constexpr const char* kBatchFlags[] = {"--recursive", "--pattern", "--format", "--jobs", "--in-flight",
-                                       "--skip-existing", "--in-place", "--no-overlap", "--quiet",
-                                       "--shard"};
+inline constexpr const char* kBatchFlags[] = {"--recursive",     "--pattern",  "--format",     "--jobs",  "--in-flight",
+                                              "--skip-existing", "--in-place", "--no-overlap", "--quiet", "--shard"};
 
 // A usage error tied to one option: exit 2.
 struct UsageError {

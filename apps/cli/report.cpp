@@ -50,10 +50,18 @@ void write_message(std::string_view text) {
 static std::size_t utf8_length(std::string_view s) {
     const auto b = [&](std::size_t i) { return i < s.size() ? static_cast<unsigned char>(s[i]) : 0u; };
     const unsigned lead = b(0);
-    const std::size_t n = lead >= 0xC2 && lead <= 0xDF ? 2 : lead >= 0xE0 && lead <= 0xEF ? 3 : lead >= 0xF0 && lead <= 0xF4 ? 4 : 0;
+    const std::size_t n = lead >= 0xC2 && lead <= 0xDF   ? 2
+                          : lead >= 0xE0 && lead <= 0xEF ? 3
+                          : lead >= 0xF0 && lead <= 0xF4 ? 4
+                                                         : 0;
     if (n == 0) return 0;
     // The second byte's range excludes overlong forms, surrogates and code points past U+10FFFF.
-    const unsigned lo = lead == 0xE0 ? 0xA0 : lead == 0xF0 ? 0x90 : 0x80, hi = lead == 0xED ? 0x9F : lead == 0xF4 ? 0x8F : 0xBF;
+    const unsigned lo = lead == 0xE0   ? 0xA0
+                        : lead == 0xF0 ? 0x90
+                                       : 0x80,
+                   hi = lead == 0xED   ? 0x9F
+                        : lead == 0xF4 ? 0x8F
+                                       : 0xBF;
     if (b(1) < lo || b(1) > hi || (lead == 0xC2 && b(1) < 0xA0)) return 0;
     for (std::size_t i = 2; i < n; ++i)
         if (b(i) < 0x80 || b(i) > 0xBF) return 0;
@@ -76,9 +84,12 @@ std::string terminal_safe(std::string_view text) {
                 continue;
             }
         }
-        if (c == '\n') out += "\\n";
-        else if (c == '\t') out += "\\t";
-        else if (c == '\r') out += "\\r";
+        if (c == '\n')
+            out += "\\n";
+        else if (c == '\t')
+            out += "\\t";
+        else if (c == '\r')
+            out += "\\r";
         else if (u < 0x20 || u >= 0x7f) {
             char buf[8];
             std::snprintf(buf, sizeof buf, "\\x%02x", u);
@@ -95,7 +106,9 @@ void say(std::string_view kind, std::string_view message) {
     write_message(std::string(kProgram) + ": " + std::string(kind) + terminal_safe(message) + "\n");
 }
 
-bool messages_on_terminal() { return ::isatty(g_message_fd) == 1; }
+bool messages_on_terminal() {
+    return ::isatty(g_message_fd) == 1;
+}
 
 std::string format_stats(const cbi::BatchSummary& s) {
     std::ostringstream out;
@@ -138,12 +151,10 @@ double seconds_before_main() {
     // Field 22 (starttime, clock ticks since boot) counts from after the ")" of the name.
     std::istringstream fields(line.substr(line.rfind(')') + 2));
     std::string field;
-    for (int i = 3; i <= 22 && fields >> field; ++i) {
-    }
+    for (int i = 3; i <= 22 && fields >> field; ++i) {}
     const double started = std::stod(field) / static_cast<double>(::sysconf(_SC_CLK_TCK));
     const double since_main = std::chrono::duration<double>(Clock::now() - g_main_start).count();
     return std::max(0.0, up - started - since_main);
 }
-
 
 }  // namespace cbi_app

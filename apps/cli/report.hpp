@@ -79,6 +79,7 @@ private:
         std::snprintf(buf, sizeof buf, "%ld:%02ld", total / 60, total % 60);
         return buf;
     }
+
 public:
     void clear_bar() {
         if (bar_shown_) write_message("\r\033[K");
@@ -86,11 +87,9 @@ public:
     }
 
 private:
-
     bool quiet_, tty_, bar_shown_ = false;
     std::chrono::steady_clock::time_point last_print_ = std::chrono::steady_clock::now();
 };
-
 
 // --stats for a batch: each stage's busy time, the wall time, each device's share.
 std::string format_stats(const cbi::BatchSummary& s);

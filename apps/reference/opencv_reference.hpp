@@ -45,9 +45,12 @@ inline int cv_border(BorderMode m) {
 inline cv::Mat random_image(int width, int height, int channels, Depth depth, unsigned seed) {
     cv::Mat m(height, width, cv_type(depth, channels));
     cv::RNG rng(seed);
-    if (depth == Depth::u8) rng.fill(m, cv::RNG::UNIFORM, 0, 256);
-    else if (depth == Depth::u16) rng.fill(m, cv::RNG::UNIFORM, 0, 65536);
-    else rng.fill(m, cv::RNG::UNIFORM, -1.0, 2.0);
+    if (depth == Depth::u8)
+        rng.fill(m, cv::RNG::UNIFORM, 0, 256);
+    else if (depth == Depth::u16)
+        rng.fill(m, cv::RNG::UNIFORM, 0, 65536);
+    else
+        rng.fill(m, cv::RNG::UNIFORM, -1.0, 2.0);
     return m;
 }
 
@@ -77,7 +80,10 @@ inline cv::Mat transform_rgb(const cv::Mat& src, const double rgb[3][4]) {
         m.at<float>(r, 3) = static_cast<float>(rgb[2 - r][3]);
     }
     cv::Mat bgr, out;
-    if (src.channels() == 4) cv::cvtColor(src, bgr, cv::COLOR_BGRA2BGR); else bgr = src;
+    if (src.channels() == 4)
+        cv::cvtColor(src, bgr, cv::COLOR_BGRA2BGR);
+    else
+        bgr = src;
     cv::transform(bgr, out, m);
     return out;
 }
@@ -114,8 +120,10 @@ inline void reference(const SobelFilter& f, const Border& border, const cv::Mat&
         thread_local cv::Mat gx, gy, v;  // reused run after run (cbi-bench times this)
         if (f.mode != SobelMode::y) cv::Sobel(s, gx, CV_32F, 1, 0, f.ksize, 1, 0, b);
         if (f.mode != SobelMode::x) cv::Sobel(s, gy, CV_32F, 0, 1, f.ksize, 1, 0, b);
-        if (f.mode == SobelMode::mag) cv::magnitude(gx, gy, v);  // per sample, any channel count
-        else v = cv::abs(f.mode == SobelMode::x ? gx : gy);
+        if (f.mode == SobelMode::mag)
+            cv::magnitude(gx, gy, v);  // per sample, any channel count
+        else
+            v = cv::abs(f.mode == SobelMode::x ? gx : gy);
         v.convertTo(d, depth);  // rounds and saturates
     });
 }
@@ -126,8 +134,10 @@ inline void reference(const ScharrFilter& f, const Border& border, const cv::Mat
         thread_local cv::Mat gx, gy, v;  // reused run after run (cbi-bench times this)
         if (f.mode != SobelMode::y) cv::Scharr(s, gx, CV_32F, 1, 0, 1, 0, b);
         if (f.mode != SobelMode::x) cv::Scharr(s, gy, CV_32F, 0, 1, 1, 0, b);
-        if (f.mode == SobelMode::mag) cv::magnitude(gx, gy, v);
-        else v = cv::abs(f.mode == SobelMode::x ? gx : gy);
+        if (f.mode == SobelMode::mag)
+            cv::magnitude(gx, gy, v);
+        else
+            v = cv::abs(f.mode == SobelMode::x ? gx : gy);
         v.convertTo(d, depth);  // rounds and saturates
     });
 }
@@ -148,10 +158,12 @@ inline void reference(const LaplacianFilter& f, const Border& border, const cv::
 // wrap-padded copy, composed as morphologyEx composes them.
 template <MorphOp Op>
 void reference(const Morphology<Op>& f, const Border& border, const cv::Mat& src, cv::Mat& out) {
-    const int shape = f.shape == MorphShape::cross ? cv::MORPH_CROSS : f.shape == MorphShape::ellipse ? cv::MORPH_ELLIPSE : cv::MORPH_RECT;
+    const int shape = f.shape == MorphShape::cross     ? cv::MORPH_CROSS
+                      : f.shape == MorphShape::ellipse ? cv::MORPH_ELLIPSE
+                                                       : cv::MORPH_RECT;
     const cv::Mat se = cv::getStructuringElement(shape, {f.width, f.height});
     const cv::Point anchor(f.ax, f.ay);
-    constexpr int ops[] = {cv::MORPH_ERODE, cv::MORPH_DILATE, cv::MORPH_OPEN, cv::MORPH_CLOSE,
+    constexpr int ops[] = {cv::MORPH_ERODE,    cv::MORPH_DILATE, cv::MORPH_OPEN,    cv::MORPH_CLOSE,
                            cv::MORPH_GRADIENT, cv::MORPH_TOPHAT, cv::MORPH_BLACKHAT};
     if (border.mode != BorderMode::wrap) {
         cv::morphologyEx(src, out, ops[static_cast<int>(Op)], se, anchor, f.iterations, cv_border(border.mode),
@@ -163,8 +175,10 @@ void reference(const Morphology<Op>& f, const Border& border, const cv::Mat& src
         cv::Mat cur = in.clone(), padded, full;
         for (int i = 0; i < f.iterations; ++i) {
             cv::copyMakeBorder(cur, padded, ay, f.height - 1 - ay, ax, f.width - 1 - ax, cv::BORDER_WRAP);
-            if (erode) cv::erode(padded, full, se, {ax, ay}, 1, cv::BORDER_REPLICATE);
-            else cv::dilate(padded, full, se, {ax, ay}, 1, cv::BORDER_REPLICATE);
+            if (erode)
+                cv::erode(padded, full, se, {ax, ay}, 1, cv::BORDER_REPLICATE);
+            else
+                cv::dilate(padded, full, se, {ax, ay}, 1, cv::BORDER_REPLICATE);
             full(cv::Rect(ax, ay, in.cols, in.rows)).copyTo(cur);
         }
         return cur;
@@ -187,7 +201,10 @@ inline void reference(const ColorFilter& c, const Border&, const cv::Mat& src, c
             return;
         case ColorPreset::ycrcb: {
             cv::Mat bgr, ycrcb;
-            if (src.channels() == 4) cv::cvtColor(src, bgr, cv::COLOR_BGRA2BGR); else bgr = src;
+            if (src.channels() == 4)
+                cv::cvtColor(src, bgr, cv::COLOR_BGRA2BGR);
+            else
+                bgr = src;
             cv::cvtColor(bgr, ycrcb, cv::COLOR_BGR2YCrCb);
             out = keep_alpha(src, ycrcb);
             return;
@@ -247,9 +264,12 @@ inline void reference(const GammaFilter& f, const Border&, const cv::Mat& src, c
 // src / 65535, H / 2 and the rest times 65535, rounded.
 inline void hsv_reference(bool hls, const cv::Mat& src, cv::Mat& out) {
     cv::Mat bgr, result;
-    if (src.channels() == 4) cv::cvtColor(src, bgr, cv::COLOR_BGRA2BGR);
-    else if (src.channels() == 1) cv::cvtColor(src, bgr, cv::COLOR_GRAY2BGR);
-    else bgr = src;
+    if (src.channels() == 4)
+        cv::cvtColor(src, bgr, cv::COLOR_BGRA2BGR);
+    else if (src.channels() == 1)
+        cv::cvtColor(src, bgr, cv::COLOR_GRAY2BGR);
+    else
+        bgr = src;
     const int code = hls ? cv::COLOR_BGR2HLS : cv::COLOR_BGR2HSV;
     if (src.depth() != CV_16U) {
         cv::cvtColor(bgr, result, code);
@@ -271,8 +291,12 @@ inline void hsv_reference(bool hls, const cv::Mat& src, cv::Mat& out) {
     }
     out = keep_alpha(src, result);
 }
-inline void reference(const HsvFilter&, const Border&, const cv::Mat& src, cv::Mat& out) { hsv_reference(false, src, out); }
-inline void reference(const HlsFilter&, const Border&, const cv::Mat& src, cv::Mat& out) { hsv_reference(true, src, out); }
+inline void reference(const HsvFilter&, const Border&, const cv::Mat& src, cv::Mat& out) {
+    hsv_reference(false, src, out);
+}
+inline void reference(const HlsFilter&, const Border&, const cv::Mat& src, cv::Mat& out) {
+    hsv_reference(true, src, out);
+}
 
 inline cv::Mat taps_mat(const std::vector<double>& taps) {
     cv::Mat m(1, static_cast<int>(taps.size()), CV_32F);
@@ -290,7 +314,8 @@ inline void reference(const SepFilter2DFilter& f, const Border& border, const cv
 
 inline void reference(const Filter2DFilter& f, const Border& border, const cv::Mat& src, cv::Mat& out) {
     cv::Mat kernel(f.height, f.width, CV_32F);
-    for (int i = 0; i < f.width * f.height; ++i) kernel.at<float>(i / f.width, i % f.width) = static_cast<float>(f.taps[i]);
+    for (int i = 0; i < f.width * f.height; ++i)
+        kernel.at<float>(i / f.width, i % f.width) = static_cast<float>(f.taps[i]);
     with_border(src, border, std::max(f.width, f.height) / 2 + 1, out, [&](const cv::Mat& s, cv::Mat& d, int b) {
         cv::filter2D(s, d, -1, kernel, {-1, -1}, 0, b);
     });
@@ -342,8 +367,10 @@ inline void reference(const MedianFilter& f, const Border& border, const cv::Mat
         return;
     }
     out.create(src.size(), src.type());
-    if (src.depth() == CV_16U) median_brute_force<std::uint16_t>(padded, f.ksize, out);
-    else median_brute_force<float>(padded, f.ksize, out);
+    if (src.depth() == CV_16U)
+        median_brute_force<std::uint16_t>(padded, f.ksize, out);
+    else
+        median_brute_force<float>(padded, f.ksize, out);
 }
 
 // Bilateral: cv::bilateralFilter where it takes the case (8u and 32f, 1 and
@@ -364,7 +391,8 @@ void bilateral_brute_force(const BilateralFilter& f, const cv::Mat& padded, int 
                     if (dx * dx + dy * dy > r * r) continue;
                     const T* p = padded.ptr<T>(y + r + dy) + (x + r + dx) * cn;
                     double d = 0;
-                    for (int c = 0; c < cn; ++c) d += std::abs(static_cast<double>(p[c]) - static_cast<double>(centre[c]));
+                    for (int c = 0; c < cn; ++c)
+                        d += std::abs(static_cast<double>(p[c]) - static_cast<double>(centre[c]));
                     const double w = std::exp((dx * dx + dy * dy) * cs) * std::exp(d * d * cc);
                     for (int c = 0; c < cn; ++c) sum[c] += p[c] * w;
                     wsum += w;
@@ -461,12 +489,24 @@ inline double l1_gain(const SobelKernels& k) {
     return d * s;
 }
 template <class F>
-double kernel_gain(const F&) { return 1; }
-inline double kernel_gain(const SobelFilter& f) { return l1_gain(sobel_kernels(f.ksize)); }
-inline double kernel_gain(const ScharrFilter&) { return l1_gain(scharr_kernels()); }
-inline double kernel_gain(const LaplacianFilter& f) { return 2 * l1_gain(laplacian_kernels(f.ksize)); }
-inline double kernel_gain(const SepFilter2DFilter& f) { return taps::l1({f.kx}) * taps::l1({f.ky}); }
-inline double kernel_gain(const Filter2DFilter& f) { return taps::l1({f.taps}); }
+double kernel_gain(const F&) {
+    return 1;
+}
+inline double kernel_gain(const SobelFilter& f) {
+    return l1_gain(sobel_kernels(f.ksize));
+}
+inline double kernel_gain(const ScharrFilter&) {
+    return l1_gain(scharr_kernels());
+}
+inline double kernel_gain(const LaplacianFilter& f) {
+    return 2 * l1_gain(laplacian_kernels(f.ksize));
+}
+inline double kernel_gain(const SepFilter2DFilter& f) {
+    return taps::l1({f.kx}) * taps::l1({f.ky});
+}
+inline double kernel_gain(const Filter2DFilter& f) {
+    return taps::l1({f.taps});
+}
 
 inline double output_scale(const Filter& filter, const cv::Mat& src) {
     return std::visit([](const auto& f) { return kernel_gain(f); }, filter) * peak_magnitude(src);

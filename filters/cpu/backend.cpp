@@ -5,13 +5,13 @@
 
 #include <algorithm>
 #include <cstddef>
-#include <stdexcept>
-#include <type_traits>
 #include <memory>
 #include <optional>
+#include <stdexcept>
+#include <type_traits>
 
-#include "filters/cpu/pair_lines.hpp"
 #include "filters/cpu/color.hpp"
+#include "filters/cpu/pair_lines.hpp"
 #include "filters/cpu/separable.hpp"
 #include "filters/dispatch.hpp"
 #include "filters/kernel_path.hpp"
@@ -57,23 +57,23 @@ struct CpuLaunch {
                                               : KernelPath::cpu_rows);
             // Naive is row-major: the same visit order as rows of x, without
             // mapping (a division) per pixel, so pointwise loops can vectorise.
-            tbb::parallel_for(tbb::blocked_range<int>(0, height, std::max(1, 4096 / std::max(width, 1))),
-                              [&](const auto& rows) {
-                                  if constexpr (kIsColorOp<Op>) {
-                                      cpu::color_rows(op, rows.begin(), rows.end());  // cpu/color.cpp
-                                  } else if constexpr (kIsBlendOp<Op>) {
-                                      cpu::blend_rows(op, rows.begin(), rows.end());
-                                  } else if constexpr (PerSampleOpType<Op>) {
-                                      // A row is one run of samples (threshold, scale, gamma).
-                                      using T = typename Op::Sample;
-                                      const int n = width * op.dst.channels;
-                                      for (int y = rows.begin(); y != rows.end(); ++y)
-                                          per_sample_row(op, op.src.template row<const T>(y), op.dst.template row<T>(y), n);
-                                  } else {
-                                      for (int y = rows.begin(); y != rows.end(); ++y)
-                                          for (int x = 0; x < width; ++x) op(x, y);
-                                  }
-                              });
+            tbb::parallel_for(
+                tbb::blocked_range<int>(0, height, std::max(1, 4096 / std::max(width, 1))), [&](const auto& rows) {
+                    if constexpr (kIsColorOp<Op>) {
+                        cpu::color_rows(op, rows.begin(), rows.end());  // cpu/color.cpp
+                    } else if constexpr (kIsBlendOp<Op>) {
+                        cpu::blend_rows(op, rows.begin(), rows.end());
+                    } else if constexpr (PerSampleOpType<Op>) {
+                        // A row is one run of samples (threshold, scale, gamma).
+                        using T = typename Op::Sample;
+                        const int n = width * op.dst.channels;
+                        for (int y = rows.begin(); y != rows.end(); ++y)
+                            per_sample_row(op, op.src.template row<const T>(y), op.dst.template row<T>(y), n);
+                    } else {
+                        for (int y = rows.begin(); y != rows.end(); ++y)
+                            for (int x = 0; x < width; ++x) op(x, y);
+                    }
+                });
         } else {
             note_kernel_path(KernelPath::cpu_index_map);
             constexpr std::uint32_t grain = 4096;
@@ -116,7 +116,8 @@ void run_chain_cpu(const FilterRun& node, const ImageView& src, const ImageView&
         const auto constant = [](const Border& b) { return saturate_round<T>(static_cast<float>(b.value)); };
         // The colour node's output and the first stencil's: geometry only, their rows are lines.
         const ImageView lines{nullptr, dst.width, dst.height, dst.channels, dst.depth, 0};
-        const StorageMatrix matrix = node.fused_color ? storage_matrix(*node.fused_color, src.depth, src.channels) : StorageMatrix{};
+        const StorageMatrix matrix =
+            node.fused_color ? storage_matrix(*node.fused_color, src.depth, src.channels) : StorageMatrix{};
         const auto run = [&](const auto& pre, const auto& op) {
             using Pre = std::remove_cvref_t<decltype(pre)>;
             using Op = std::remove_cvref_t<decltype(op)>;

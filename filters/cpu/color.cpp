@@ -16,10 +16,20 @@ namespace {
 using namespace cv;
 
 // One vector of T: the pixels of one step, per channel.
-template <class T> struct Avx2;
-template <> struct Avx2<std::uint8_t> { using V = v_uint8x32; };
-template <> struct Avx2<std::uint16_t> { using V = v_uint16x16; };
-template <> struct Avx2<float> { using V = v_float32x8; };
+template <class T>
+struct Avx2;
+template <>
+struct Avx2<std::uint8_t> {
+    using V = v_uint8x32;
+};
+template <>
+struct Avx2<std::uint16_t> {
+    using V = v_uint16x16;
+};
+template <>
+struct Avx2<float> {
+    using V = v_float32x8;
+};
 
 // Widening and narrowing stay inside each 128-bit half: unpacking with
 // zeros (or one byte shuffle for 8-bit) widens, the AVX2 packs narrow,
@@ -44,7 +54,9 @@ CBI_AVX2 void to_f32(const v_uint8x32& v, v_float32x8* f) {
         f[k] = v_cvt_f32(v_int32x8(_mm256_shuffle_epi8(v.val, pick)));
     }
 }
-CBI_AVX2 void to_f32(const v_float32x8& v, v_float32x8* f) { f[0] = v; }
+CBI_AVX2 void to_f32(const v_float32x8& v, v_float32x8* f) {
+    f[0] = v;
+}
 
 // saturate_round<T> of two float vectors, as 16 samples <= hi in to_f32's
 // order. v_min(hi, v) caps (it returns v when v is NaN: _mm256_min_ps gives
@@ -56,11 +68,15 @@ CBI_AVX2 v_uint16x16 round_pack(const v_float32x8* s, float hi) {
     const v_float32x8 cap = v256_setall_f32(hi);
     return v_uint16x16(_mm256_packus_epi32(v_round(v_min(cap, s[0])).val, v_round(v_min(cap, s[1])).val));
 }
-CBI_AVX2 void from_f32(const v_float32x8* s, v_uint16x16& out) { out = round_pack(s, 65535.f); }
+CBI_AVX2 void from_f32(const v_float32x8* s, v_uint16x16& out) {
+    out = round_pack(s, 65535.f);
+}
 CBI_AVX2 void from_f32(const v_float32x8* s, v_uint8x32& out) {
     out = v_uint8x32(_mm256_packus_epi16(round_pack(s, 255.f).val, round_pack(s + 2, 255.f).val));
 }
-CBI_AVX2 void from_f32(const v_float32x8* s, v_float32x8& out) { out = s[0]; }  // float: no rounding
+CBI_AVX2 void from_f32(const v_float32x8* s, v_float32x8& out) {
+    out = s[0];
+}  // float: no rounding
 
 // Pixels [0, returned x) of one row: per step, one vector of T per channel
 // (32 pixels for 8-bit, 16 for 16-bit, 8 for float), deinterleaved,
@@ -71,18 +87,21 @@ CBI_AVX2 void from_f32(const v_float32x8* s, v_float32x8& out) { out = s[0]; }  
 template <int CI, int CO, class T>
 CBI_AVX2 int color_row_avx2(const StorageMatrix& matrix, const T* in, T* out, int width) {
     using V = typename Avx2<T>::V;
-    constexpr int N = V::nlanes;                   // pixels per step
-    constexpr int K = N / v_float32x8::nlanes;     // float vectors per channel
-    constexpr int R = CO < 3 ? CO : 3;             // matrix rows used
+    constexpr int N = V::nlanes;                // pixels per step
+    constexpr int K = N / v_float32x8::nlanes;  // float vectors per channel
+    constexpr int R = CO < 3 ? CO : 3;          // matrix rows used
     v_float32x8 m[R][4];
     for (int r = 0; r < R; ++r)
         for (int i = 0; i < 4; ++i) m[r][i] = v256_setall_f32(matrix.m[r][i]);
     int x = 0;
     for (; x + N <= width; x += N) {
         V c[4];
-        if constexpr (CI == 1) c[0] = v256_load(in + x);
-        else if constexpr (CI == 3) v_load_deinterleave(in + x * CI, c[0], c[1], c[2]);
-        else v_load_deinterleave(in + x * CI, c[0], c[1], c[2], c[3]);
+        if constexpr (CI == 1)
+            c[0] = v256_load(in + x);
+        else if constexpr (CI == 3)
+            v_load_deinterleave(in + x * CI, c[0], c[1], c[2]);
+        else
+            v_load_deinterleave(in + x * CI, c[0], c[1], c[2], c[3]);
         v_float32x8 f[3][K];
         for (int i = 0; i < (CI == 1 ? 1 : 3); ++i) to_f32(c[i], f[i]);
         if constexpr (CI == 1)
@@ -93,9 +112,12 @@ CBI_AVX2 int color_row_avx2(const StorageMatrix& matrix, const T* in, T* out, in
             for (int k = 0; k < K; ++k) s[k] = ((m[r][0] * f[0][k] + m[r][1] * f[1][k]) + m[r][2] * f[2][k]) + m[r][3];
             from_f32(s, o[r]);
         }
-        if constexpr (CO == 1) v_store(out + x, o[0]);
-        else if constexpr (CO == 3) v_store_interleave(out + x * CO, o[0], o[1], o[2]);
-        else v_store_interleave(out + x * CO, o[0], o[1], o[2], c[3]);  // alpha copied
+        if constexpr (CO == 1)
+            v_store(out + x, o[0]);
+        else if constexpr (CO == 3)
+            v_store_interleave(out + x * CO, o[0], o[1], o[2]);
+        else
+            v_store_interleave(out + x * CO, o[0], o[1], o[2], c[3]);  // alpha copied
     }
     return x;
 }

@@ -26,9 +26,9 @@
 
 // Everything the intrinsics header includes, outside the pragma: inline
 // functions from these must stay baseline code.
+#include <opencv2/core/cvdef.h>
 #include <algorithm>
 #include <cmath>
-#include <opencv2/core/cvdef.h>
 #include <opencv2/core/utility.hpp>
 
 #pragma GCC push_options

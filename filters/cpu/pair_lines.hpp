@@ -97,8 +97,12 @@ public:
         if (ring_.holds(y)) return ring_.slot(y);
         T* line = ring_.slot(y);
         const int w = x1_ - x0_;
-        ImageView out{reinterpret_cast<std::byte*>(line + static_cast<std::ptrdiff_t>(x0_) * channels_), w, 1,
-                      channels_, input_.depth, static_cast<std::size_t>(w) * channels_ * sizeof(T)};
+        ImageView out{reinterpret_cast<std::byte*>(line + static_cast<std::ptrdiff_t>(x0_) * channels_),
+                      w,
+                      1,
+                      channels_,
+                      input_.depth,
+                      static_cast<std::size_t>(w) * channels_ * sizeof(T)};
         const ImageView in = input_.crop(x0_, y, w, 1);
         color_rows(ColorOp<T>{in, out, matrix_}, 0, 1);
         return line;
@@ -128,7 +132,8 @@ public:
         worker_.start(x0, x1, first);
     }
     const T* line(int y) {
-        for (; next_ <= y; ++next_) worker_.row(next_, ring_.slot(next_) + static_cast<std::ptrdiff_t>(x0_) * channels_);
+        for (; next_ <= y; ++next_)
+            worker_.row(next_, ring_.slot(next_) + static_cast<std::ptrdiff_t>(x0_) * channels_);
         if (!ring_.holds(y)) throw std::logic_error("StencilLines: a row asked for after it left the ring");
         return ring_.slot(y);
     }
@@ -145,7 +150,9 @@ private:
 struct Columns {
     int x0, x1;
 };
-inline Columns widened(int x0, int x1, int halo, int width) { return {std::max(0, x0 - halo), std::min(width, x1 + halo)}; }
+inline Columns widened(int x0, int x1, int halo, int width) {
+    return {std::max(0, x0 - halo), std::min(width, x1 + halo)};
+}
 
 // Whether a source is a LineSource of Lines.
 template <class Src, class Lines>
@@ -201,7 +208,8 @@ public:
         const Columns mid = widened(x0, x1, h2_, width);
         if constexpr (kColour) {
             // wrap (a colour node fused into one stencil) maps columns across the whole row
-            const Columns c = pre_.src.mode == BorderMode::wrap ? Columns{0, width} : widened(mid.x0, mid.x1, h1_, width);
+            const Columns c =
+                pre_.src.mode == BorderMode::wrap ? Columns{0, width} : widened(mid.x0, mid.x1, h1_, width);
             colour_->reset(c.x0, c.x1);
         }
         if constexpr (kPair) mid_->reset(mid.x0, mid.x1, std::max(0, y0 - h2_));

@@ -85,8 +85,10 @@ concept SeparableStencilOp = requires(const Op& op, const typename Op::Acc* sums
 
 template <class Op>
 constexpr bool slides_running_sums() {
-    if constexpr (UnitWeightOp<Op>) return std::is_integral_v<typename Op::Acc>;
-    else return false;
+    if constexpr (UnitWeightOp<Op>)
+        return std::is_integral_v<typename Op::Acc>;
+    else
+        return false;
 }
 
 // Float box sums (in double, as cv::blur's) slide too, for large kernels
@@ -96,8 +98,10 @@ constexpr bool slides_running_sums() {
 // Inf - Inf) is recomputed directly.
 template <class Op>
 constexpr bool slides_float_running_sums() {
-    if constexpr (UnitWeightOp<Op>) return std::is_floating_point_v<typename Op::Acc>;
-    else return false;
+    if constexpr (UnitWeightOp<Op>)
+        return std::is_floating_point_v<typename Op::Acc>;
+    else
+        return false;
 }
 
 // Whether v[0..n) are all finite: the exponent bits of each, OR-ed (an
@@ -153,8 +157,10 @@ CBI_CPU_INLINE void weighted_taps_impl(Acc* __restrict acc, const In* __restrict
     constexpr int kBlock = 256 / sizeof(Acc);  // 256 bytes of sums: 8 AVX2 registers, enough to hide the add latency
     constexpr int kVector = 32 / sizeof(Acc);  // one AVX2 register, for narrow tiles (smem:32x8 on 1 channel)
     int i0 = 0;
-    for (; i0 + kBlock <= n; i0 += kBlock) weighted_taps_block<kBlock, Acc, In, W, kUnit>(acc, in, tap_stride, w, k, i0);
-    for (; i0 + kVector <= n; i0 += kVector) weighted_taps_block<kVector, Acc, In, W, kUnit>(acc, in, tap_stride, w, k, i0);
+    for (; i0 + kBlock <= n; i0 += kBlock)
+        weighted_taps_block<kBlock, Acc, In, W, kUnit>(acc, in, tap_stride, w, k, i0);
+    for (; i0 + kVector <= n; i0 += kVector)
+        weighted_taps_block<kVector, Acc, In, W, kUnit>(acc, in, tap_stride, w, k, i0);
     for (int i = i0; i < n; ++i) {
         Acc a = 0;
         for (int t = 0; t < k; ++t) a = weighted_step<Acc>(a, kUnit ? nullptr : w, t, Acc(in[t * tap_stride + i]));
@@ -208,7 +214,8 @@ CBI_CPU_CLONES void window_row_sums(Acc* __restrict acc, const Acc* __restrict i
         if (2 * width > k) break;
         const int step = width * channels;
         len -= step;
-        for (int i = 0; i < len; ++i) part[i] = level[i] + level[i + step];  // in place from level 1 on: reads run ahead
+        for (int i = 0; i < len; ++i)
+            part[i] = level[i] + level[i + step];  // in place from level 1 on: reads run ahead
         level = part;
     }
 }
@@ -254,8 +261,7 @@ CBI_CPU_CLONES void finish_any_row(const Op& op, const typename Op::Acc* s0, con
 }
 
 template <class Op>
-void finish_row(const Op& op, const typename Op::Acc* s0, const typename Op::Acc* s1, typename Op::Sample* out,
-                int n) {
+void finish_row(const Op& op, const typename Op::Acc* s0, const typename Op::Acc* s1, typename Op::Sample* out, int n) {
     if constexpr (slides_running_sums<Op>() && UnitWeightOp<Op>) {
         switch (op.ksize) {
             case 3: return finish_box_row<3>(op, s0, out, n);
@@ -521,13 +527,13 @@ private:
     int channels_;
     int n_max_ = 0, pad_len_ = 0;
     int max_kh_ = 1;
-    int x0_ = 0, y0_ = 0, tw_ = 0;  // the walk start() began
-    bool int16_gradients_ = kIsSobel8<Op>;  // 8-bit Sobel: every pass's gradients fit int16 (cpu_sobel8)
+    int x0_ = 0, y0_ = 0, tw_ = 0;                       // the walk start() began
+    bool int16_gradients_ = kIsSobel8<Op>;               // 8-bit Sobel: every pass's gradients fit int16 (cpu_sobel8)
     int loaded_y_ = 0, loaded_xs_ = 0, loaded_len_ = 0;  // the row in pad_ (len 0: none yet)
-    int buffer_rows_[kPasses] = {};  // rows of row_sums_[p]: a buffer, or the sliding box's ring
-    int first_row_[kPasses] = {};    // the tile's window row in row_sums_[p]'s first row
-    std::unique_ptr<Row[]> row_buffer_;  // pad_, part_, row_sums_
-    std::unique_ptr<Acc[]> col_buffer_;  // col_sums_
+    int buffer_rows_[kPasses] = {};                      // rows of row_sums_[p]: a buffer, or the sliding box's ring
+    int first_row_[kPasses] = {};                        // the tile's window row in row_sums_[p]'s first row
+    std::unique_ptr<Row[]> row_buffer_;                  // pad_, part_, row_sums_
+    std::unique_ptr<Acc[]> col_buffer_;                  // col_sums_
     Row* pad_ = nullptr;
     Row* part_ = nullptr;  // window_row_sums' scratch row
     Row* row_sums_[kPasses] = {};
@@ -542,7 +548,8 @@ private:
 // its worker once (make(tile_w): a pointer), then calls run(worker, x0, x1,
 // y0, y1) per tile.
 template <class Make, class Run>
-void for_each_tile(const TileSchedule& schedule, const TileOrder& order, int width, int height, Make&& make, Run&& run) {
+void for_each_tile(const TileSchedule& schedule, const TileOrder& order, int width, int height, Make&& make,
+                   Run&& run) {
     if (width <= 0 || height <= 0) return;
     const int th = schedule.tile_height > 0 && schedule.tile_height < height ? schedule.tile_height : height;
     const int tw = schedule.tile_width > 0 && schedule.tile_width < width ? schedule.tile_width : width;
@@ -560,7 +567,8 @@ void for_each_tile(const TileSchedule& schedule, const TileOrder& order, int wid
 
 // Runs `op` over a width x height output in the tiles of `schedule`.
 template <SeparableStencilOp Op>
-void run_separable_tiles(const TileSchedule& schedule, const Op& op, int width, int height, const TileOrder& order = {}) {
+void run_separable_tiles(const TileSchedule& schedule, const Op& op, int width, int height,
+                         const TileOrder& order = {}) {
     for_each_tile(
         schedule, order, width, height, [&](int tw) { return std::make_unique<TileWorker<Op>>(op, tw); },
         [](TileWorker<Op>& worker, int x0, int x1, int y0, int y1) { worker.run(x0, x1, y0, y1); });

@@ -26,7 +26,7 @@ constexpr int kLanes = v_int16x16::nlanes;  // 16
 // B vectors of row sums from i, kept in registers across the k taps.
 template <int B>
 CBI_AVX2_INLINE void row_sums_block(std::int16_t* out, const std::int16_t* in, std::ptrdiff_t tap_stride, const int* w,
-                             int k, int i) {
+                                    int k, int i) {
     v_int16x16 s[B];
     for (int b = 0; b < B; ++b) s[b] = v256_setzero_s16();
     for (int t = 0; t < k; ++t) {
@@ -112,8 +112,7 @@ CBI_AVX2 int magnitude_columns_avx2(std::uint8_t* out, const std::int16_t* rows_
 
 }  // namespace
 
-int sobel8_row_sums(std::int16_t* out, const std::int16_t* in, std::ptrdiff_t tap_stride, const int* w, int k,
-                    int n) {
+int sobel8_row_sums(std::int16_t* out, const std::int16_t* in, std::ptrdiff_t tap_stride, const int* w, int k, int n) {
 #if CBI_OPENCV_AVX2
     if (has_avx2()) return row_sums_avx2(out, in, tap_stride, w, k, n);
 #endif

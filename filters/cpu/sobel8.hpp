@@ -13,8 +13,7 @@ namespace cbi::cpu {
 // Row pass: out[i] = sum over t < k of w[t] * in[i + t * tap_stride], i < n.
 // Exact in int16 for every Sobel kernel (KSIZE <= 7): |in| <= 255 and the
 // weights' magnitudes sum to at most 64, so |sum| <= 16320.
-int sobel8_row_sums(std::int16_t* out, const std::int16_t* in, std::ptrdiff_t tap_stride, const int* w, int k,
-                    int n);
+int sobel8_row_sums(std::int16_t* out, const std::int16_t* in, std::ptrdiff_t tap_stride, const int* w, int k, int n);
 
 // Whether a pass's gradients (row sums of weights wx, summed down with wy)
 // fit the int16 lanes of the column passes below: 255 * sum|wx| * sum|wy|

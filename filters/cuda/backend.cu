@@ -1,25 +1,25 @@
 #include "filters/cuda/backend.hpp"
 
 #include <algorithm>
-#include <type_traits>
 #include <string>
+#include <type_traits>
 #include <utility>
 
-#include "filters/dispatch.hpp"
 #include "filters/cuda/check.hpp"
 #include "filters/cuda/launch.cuh"
-#include "filters/error.hpp"
 #include "filters/cuda/order.cuh"
 #include "filters/cuda/strip.cuh"
 #include "filters/cuda/strip8.cuh"
+#include "filters/dispatch.hpp"
+#include "filters/error.hpp"
 #include "filters/kernel_path.hpp"
 
 namespace cbi {
 namespace {
 
-using cuda::with_channels;
 using cuda::load_run;
 using cuda::store_run;
+using cuda::with_channels;
 
 // Threads per block for Kernel: `block`, or fewer where the kernel's
 // registers allow fewer (sep:WxH and vec:N results do not depend on it).
@@ -32,13 +32,16 @@ int block_threads(int block) {
 
 // "sep:64x32 (halo 4)": a tile strategy's block, for messages.
 inline std::string tile_text(const char* strategy, int w, int h, int halo) {
-    return std::string(strategy) + ":" + std::to_string(w) + "x" + std::to_string(h) + " (halo " + std::to_string(halo) + ")";
+    return std::string(strategy) + ":" + std::to_string(w) + "x" + std::to_string(h) + " (halo " +
+           std::to_string(halo) + ")";
 }
-
 
 // Ops that expose separable passes (blur, gaussian, sobel).
 template <class Op>
-concept SeparableOp = requires(const Op& op) { op.passes(); op.finish(nullptr); };
+concept SeparableOp = requires(const Op& op) {
+    op.passes();
+    op.finish(nullptr);
+};
 
 // The smem:WxH schedule: block (bx, by) computes the tile_w x tile_h output
 // tile at (tx*tile_w, ty*tile_h), (tx, ty) = (bx, by) or, in an order, its
@@ -99,7 +102,8 @@ void launch_smem(const SmemTileSchedule& tile, const TileOrder& order, const Op&
     const int halo = stencil_halo(op);
     const int tw = tile.tile_width, th = tile.tile_height;
     const std::size_t stage_w = tw + 2 * halo, stage_h = th + 2 * halo;
-    const std::size_t bytes = round_up<std::size_t>(stage_w * stage_h * sizeof(T), 16) + op.passes() * stage_h * tw * sizeof(Acc);
+    const std::size_t bytes =
+        round_up<std::size_t>(stage_w * stage_h * sizeof(T), 16) + op.passes() * stage_h * tw * sizeof(Acc);
     const int device = cuda::current_device();
     cuda::require_shared_memory(bytes, device, tile_text("smem", tw, th, halo), "use a smaller tile");
     if (bytes > 48 * 1024) cuda::allow_shared_memory<smem_stencil<Op>>(device);
@@ -157,17 +161,17 @@ struct SepSmemOffsets {
 
 // Shape of one sep:WxH block and of its launch, computed on the host (sep_layout).
 struct SepLayout {
-    int tile_w, tile_h;  // outputs per block: the schedule's W x H
-    int tw, th;          // rounded up to whole runs
-    int halo;            // largest kernel radius over the passes
-    int rows;            // staged rows: th + 2 halo
-    int row_samples;     // staged samples per row: (tw + 2 halo) * channels
-    int stage_stride;    // samples from one staged row to the next (an odd number of 4-byte words: no bank conflicts)
-    int sum_stride;      // Acc from one row-sum row to the next (odd)
-    int kmax;            // 2 halo + 1: room for each weight vector
+    int tile_w, tile_h;    // outputs per block: the schedule's W x H
+    int tw, th;            // rounded up to whole runs
+    int halo;              // largest kernel radius over the passes
+    int rows;              // staged rows: th + 2 halo
+    int row_samples;       // staged samples per row: (tw + 2 halo) * channels
+    int stage_stride;      // samples from one staged row to the next (an odd number of 4-byte words: no bank conflicts)
+    int sum_stride;        // Acc from one row-sum row to the next (odd)
+    int kmax;              // 2 halo + 1: room for each weight vector
     int tiles_x, tiles_y;  // tiles of the image (row-major: blocks loop down the rows when the grid's y is capped)
     TileOrder order;       // the order blocks take tiles in (cuda/order.cuh)
-    int per_block;         // tiles per block: row-major, tile rows by, by + the grid's y, ...; in an order, consecutive tiles of it
+    int per_block;  // tiles per block: row-major, tile rows by, by + the grid's y, ...; in an order, consecutive tiles of it
     Divisor rows_div, cols_div;  // for the unit index / rows, / (tw * channels)
     SepSmemOffsets smem;
 
@@ -202,13 +206,15 @@ struct SepStorage {
         const std::size_t weight_bytes = align16(UnitWeightOp<Op> ? 0 : std::size_t{2} * passes * L.kmax * sizeof(W));
         const std::size_t row_ptr_bytes = static_cast<std::size_t>(L.rows) * sizeof(RowPtr);
         const std::size_t bytes = stage_bytes + sums_bytes + weight_bytes + row_ptr_bytes;
-        if (bytes > (1u << 30)) throw Unsupported(tile_text("sep", L.tile_w, L.tile_h, L.halo), "needs over 1 GiB of shared memory; use a smaller tile");
+        if (bytes > (1u << 30))
+            throw Unsupported(tile_text("sep", L.tile_w, L.tile_h, L.halo),
+                              "needs over 1 GiB of shared memory; use a smaller tile");
         return {static_cast<unsigned>(stage_bytes), static_cast<unsigned>(stage_bytes + sums_bytes),
                 static_cast<unsigned>(stage_bytes + sums_bytes + weight_bytes), static_cast<unsigned>(bytes)};
     }
     __device__ __forceinline__ static SepStorage carve(unsigned char* smem, const SepSmemOffsets& at) {
-        return {reinterpret_cast<T*>(smem), reinterpret_cast<Acc*>(smem + at.sums), reinterpret_cast<W*>(smem + at.weights),
-                reinterpret_cast<RowPtr*>(smem + at.row_ptrs)};
+        return {reinterpret_cast<T*>(smem), reinterpret_cast<Acc*>(smem + at.sums),
+                reinterpret_cast<W*>(smem + at.weights), reinterpret_cast<RowPtr*>(smem + at.row_ptrs)};
     }
 };
 
@@ -233,7 +239,7 @@ __device__ __forceinline__ void run_sums(Acc (&acc)[R], const W* w, int k, Load&
         for (int o = 0; o < R; ++o) win[R + o] = g + R + o < n ? load(g + R + o) : Acc(0);
 #pragma unroll
         for (int ii = 0; ii < R; ++ii) {
-            if (g + ii < k) {  // uniform across the block
+            if (g + ii < k) {            // uniform across the block
                 const W wi = w[g + ii];  // never null here: unit weights take run_running_sums
 #pragma unroll
                 for (int o = 0; o < R; ++o) acc[o] = weighted_add<Acc>(acc[o], wi, win[o + ii]);
@@ -351,8 +357,9 @@ __device__ __forceinline__ void copy_in_flight(int total, Load load, Store store
 // flat loop over the tile's words (or samples), kU loads per thread issued
 // before any is stored.
 template <class Op>
-__device__ __forceinline__ void sep_stage_tile(const Op& op, const SepLayout& L, const SepStorage<Op>& st, const SepColumn& column,
-                                               int x0, std::uint32_t const_word, Divisor by_row_samples) {
+__device__ __forceinline__ void sep_stage_tile(const Op& op, const SepLayout& L, const SepStorage<Op>& st,
+                                               const SepColumn& column, int x0, std::uint32_t const_word,
+                                               Divisor by_row_samples) {
     using T = typename Op::Sample;
     constexpr int kU = 8;
     const std::size_t sz = sizeof(T);
@@ -362,21 +369,27 @@ __device__ __forceinline__ void sep_stage_tile(const Op& op, const SepLayout& L,
         const int stride_words = static_cast<int>(L.stage_stride * sz / 4);
         const int row_words = column.row_words;
         const long long first_word = (column.a_off & ~3ll) / 4;
-        copy_in_flight<kU, std::uint32_t>(L.rows * row_words, [&](int idx, std::uint32_t& v) {
-            const int r = divide(idx, column.by_row_words);
-            const int w = idx - r * row_words;
-            const T* row = st.row_ptrs[r];
-            v = row == nullptr ? const_word : __ldg(reinterpret_cast<const std::uint32_t*>(row) + first_word + w);
-            return r * stride_words + w;
-        }, [&](int at, std::uint32_t v) { stage_words[at] = v; });
+        copy_in_flight<kU, std::uint32_t>(
+            L.rows * row_words,
+            [&](int idx, std::uint32_t& v) {
+                const int r = divide(idx, column.by_row_words);
+                const int w = idx - r * row_words;
+                const T* row = st.row_ptrs[r];
+                v = row == nullptr ? const_word : __ldg(reinterpret_cast<const std::uint32_t*>(row) + first_word + w);
+                return r * stride_words + w;
+            },
+            [&](int at, std::uint32_t v) { stage_words[at] = v; });
     } else {
-        copy_in_flight<kU, T>(L.rows * L.row_samples, [&](int idx, T& v) {
-            const int r = divide(idx, by_row_samples);
-            const int s = idx - r * L.row_samples;
-            const int px = div_channels(s, C);
-            v = op.src.at(st.row_ptrs[r], x0 - L.halo + px, s - px * C);
-            return r * L.stage_stride + s;
-        }, [&](int at, T v) { st.stage[at] = v; });
+        copy_in_flight<kU, T>(
+            L.rows * L.row_samples,
+            [&](int idx, T& v) {
+                const int r = divide(idx, by_row_samples);
+                const int s = idx - r * L.row_samples;
+                const int px = div_channels(s, C);
+                v = op.src.at(st.row_ptrs[r], x0 - L.halo + px, s - px * C);
+                return r * L.stage_stride + s;
+            },
+            [&](int at, T v) { st.stage[at] = v; });
     }
 }
 
@@ -409,9 +422,12 @@ __device__ __forceinline__ void sep_row_pass(const Op& op, const SepLayout& L, c
             const T* line = st.stage + r * L.stage_stride + lead + (run * R + off) * C + c;
             auto load = [&](int i) { return to_acc<Acc>(line[i * C]); };
             Acc acc[R];
-            if constexpr (unit) run_running_sums<R>(acc, kw, load);
-            else if (kw <= kSepUnrolledTaps) run_sums_unrolled<R>(acc, wx_taps, kw, load);
-            else run_sums<R>(acc, wx, kw, load);
+            if constexpr (unit)
+                run_running_sums<R>(acc, kw, load);
+            else if (kw <= kSepUnrolledTaps)
+                run_sums_unrolled<R>(acc, wx_taps, kw, load);
+            else
+                run_sums<R>(acc, wx, kw, load);
             Acc* out = psums + r * L.sum_stride + run * R * C + c;
 #pragma unroll
             for (int o = 0; o < R; ++o) out[o * C] = acc[o];
@@ -422,8 +438,8 @@ __device__ __forceinline__ void sep_row_pass(const Op& op, const SepLayout& L, c
 // Each pass's column sums of the R outputs from tile row ty0 down sample
 // column sc of st.sums (passes past the op's: 0).
 template <class Op>
-__device__ __forceinline__ void sep_column_sums(const Op& op, const SepLayout& L, const SepStorage<Op>& st, int sc, int ty0,
-                                                typename Op::Acc (&acc)[Op::kMaxPasses][kSepRun]) {
+__device__ __forceinline__ void sep_column_sums(const Op& op, const SepLayout& L, const SepStorage<Op>& st, int sc,
+                                                int ty0, typename Op::Acc (&acc)[Op::kMaxPasses][kSepRun]) {
     using Acc = typename Op::Acc;
     using W = typename Op::W;
     constexpr int R = kSepRun;
@@ -457,8 +473,8 @@ __device__ __forceinline__ void sep_column_sums(const Op& op, const SepLayout& L
 // (tile rows ty0 .., tile column tx, channel c), stored.
 template <class Op>
 __device__ __forceinline__ void sep_finish(const Op& op, const SepLayout& L, const SepStorage<Op>& st,
-                                           const typename Op::Acc (&acc)[Op::kMaxPasses][kSepRun], int x0, int y0, int tx, int c,
-                                           int ty0, int outputs, int lead) {
+                                           const typename Op::Acc (&acc)[Op::kMaxPasses][kSepRun], int x0, int y0,
+                                           int tx, int c, int ty0, int outputs, int lead) {
     using T = typename Op::Sample;
     using Acc = typename Op::Acc;
     using W = typename Op::W;
@@ -478,8 +494,10 @@ __device__ __forceinline__ void sep_finish(const Op& op, const SepLayout& L, con
             if (!isfinite(v[0])) {  // the per-pixel path's direct sum, from the stage
                 const int kw = op.kw(0), kh = op.kh(0);
                 v[0] = weighted_sum<Acc>(static_cast<const W*>(nullptr), kh, [&](int j) {
-                    const T* line = st.stage + (ty + L.halo - kh / 2 + j) * L.stage_stride + lead + (tx + L.halo - kw / 2) * C + c;
-                    return weighted_sum<Acc>(static_cast<const W*>(nullptr), kw, [&](int i) { return to_acc<Acc>(line[i * C]); });
+                    const T* line =
+                        st.stage + (ty + L.halo - kh / 2 + j) * L.stage_stride + lead + (tx + L.halo - kw / 2) * C + c;
+                    return weighted_sum<Acc>(static_cast<const W*>(nullptr), kw,
+                                             [&](int i) { return to_acc<Acc>(line[i * C]); });
                 });
             }
         }
@@ -491,7 +509,8 @@ __device__ __forceinline__ void sep_finish(const Op& op, const SepLayout& L, con
 // (coalesced stores); each unit inside the tile and the image sums its
 // columns and finishes.
 template <class Op>
-__device__ __forceinline__ void sep_column_pass(const Op& op, const SepLayout& L, const SepStorage<Op>& st, int x0, int y0, int lead) {
+__device__ __forceinline__ void sep_column_pass(const Op& op, const SepLayout& L, const SepStorage<Op>& st, int x0,
+                                                int y0, int lead) {
     using Acc = typename Op::Acc;
     constexpr int R = kSepRun;
     const int C = op.src.view.channels;
@@ -522,10 +541,10 @@ __device__ __forceinline__ void sep_tiles(const Op& op, const SepLayout& L) {
     const SepStorage<Op> st = SepStorage<Op>::carve(smem, L.smem);
     if constexpr (!UnitWeightOp<Op>) sep_load_weights(op, L, st);
     int x0 = blockIdx.x * L.tile_w;
-    SepColumn column = sep_column(op, L, x0);  // row-major: the block's one tile column
+    SepColumn column = sep_column(op, L, x0);                             // row-major: the block's one tile column
     const std::uint32_t const_word = cuda::repeat_word(op.src.constant);  // a row of a constant border, as words
     const Divisor by_row_samples = divisor_for(L.row_samples, static_cast<unsigned long long>(L.rows) * L.row_samples);
-    using Work = std::conditional_t<kOrdered, std::uint32_t, int>;  // ordered: up to 2^32 - 1 tiles
+    using Work = std::conditional_t<kOrdered, std::uint32_t, int>;        // ordered: up to 2^32 - 1 tiles
     Work work = blockIdx.y, work_end = L.tiles_y, work_step = gridDim.y;  // row-major: tile rows
     if constexpr (kOrdered) {
         const std::uint64_t units = static_cast<std::uint64_t>(L.tiles_x) * L.tiles_y;
@@ -571,8 +590,10 @@ __global__ void __launch_bounds__(256, 5) sep_stencil_five_blocks(const __grid_c
 
 template <class Op, bool kOrdered>
 constexpr auto sep_kernel() {
-    if constexpr (UnitWeightOp<Op> && sizeof(typename Op::Sample) == 1) return sep_stencil_five_blocks<Op, kOrdered>;
-    else return sep_stencil<Op, kOrdered>;
+    if constexpr (UnitWeightOp<Op> && sizeof(typename Op::Sample) == 1)
+        return sep_stencil_five_blocks<Op, kOrdered>;
+    else
+        return sep_stencil<Op, kOrdered>;
 }
 
 template <class Op>
@@ -612,14 +633,17 @@ void launch_sep(const SepTileSchedule& tile, const TileOrder& order, const Op& o
     if (op.dst.width <= 0 || op.dst.height <= 0) return;
     const SepLayout L = sep_layout(tile, order, op);
     const int device = cuda::current_device();
-    cuda::require_shared_memory(L.smem.bytes, device, tile_text("sep", L.tile_w, L.tile_h, L.halo), "use a smaller tile");
+    cuda::require_shared_memory(L.smem.bytes, device, tile_text("sep", L.tile_w, L.tile_h, L.halo),
+                                "use a smaller tile");
     const bool ordered = !order.row_major();
     constexpr auto row_major_kernel = sep_kernel<Op, false>();
     constexpr auto ordered_kernel = sep_kernel<Op, true>();
     const auto kernel = ordered ? ordered_kernel : row_major_kernel;
     if (L.smem.bytes > 48 * 1024) {
-        if (ordered) cuda::allow_shared_memory<ordered_kernel>(device);
-        else cuda::allow_shared_memory<row_major_kernel>(device);
+        if (ordered)
+            cuda::allow_shared_memory<ordered_kernel>(device);
+        else
+            cuda::allow_shared_memory<row_major_kernel>(device);
     }
     const int threads = ordered ? block_threads<ordered_kernel>(block) : block_threads<row_major_kernel>(block);
     kernel<<<L.grid(), threads, L.smem.bytes, stream>>>(op, L);
@@ -662,7 +686,8 @@ __device__ __forceinline__ void block_copy(unsigned char* dst, const unsigned ch
     int done = 0;
     if (words) {  // both ends 16-byte aligned
         const int n = bytes / 16;
-        for (int i = threadIdx.x; i < n; i += blockDim.x) reinterpret_cast<uint4*>(dst)[i] = reinterpret_cast<const uint4*>(src)[i];
+        for (int i = threadIdx.x; i < n; i += blockDim.x)
+            reinterpret_cast<uint4*>(dst)[i] = reinterpret_cast<const uint4*>(src)[i];
         done = n * 16;
     }
     for (int i = done + threadIdx.x; i < bytes; i += blockDim.x) dst[i] = src[i];
@@ -740,7 +765,8 @@ void launch_vec(const VecSchedule& vec, const ColorOp<T>& op, cudaStream_t strea
                     if constexpr (ci() == 3 && sizeof(T) == 4) {
                         constexpr auto kernel = vec_color_staged<n(), ci(), co(), T>;
                         const int per_thread = n() * std::max(ci(), co()) * static_cast<int>(sizeof(T));
-                        const int threads = std::min(block_threads<kernel>(block), 48 * 1024 / per_thread);  // stage <= 48 KiB
+                        const int threads =
+                            std::min(block_threads<kernel>(block), 48 * 1024 / per_thread);  // stage <= 48 KiB
                         kernel<<<vec_grid(op.dst.width, op.dst.height, n(), threads), threads,
                                  static_cast<std::size_t>(threads) * per_thread, stream>>>(op);
                     } else {
@@ -749,7 +775,8 @@ void launch_vec(const VecSchedule& vec, const ColorOp<T>& op, cudaStream_t strea
                         kernel<<<vec_grid(op.dst.width, op.dst.height, n(), threads), threads, 0, stream>>>(op);
                     }
                 } else
-                    throw std::logic_error("colour matrix from " + std::to_string(ci()) + " to " + std::to_string(co()) + " channels");
+                    throw std::logic_error("colour matrix from " + std::to_string(ci()) + " to " +
+                                           std::to_string(co()) + " channels");
             });
         });
     });
@@ -779,13 +806,14 @@ __global__ void vec_pixels(const __grid_constant__ Op op, int width, int height)
 }
 
 template <class Op>
-    requires(!SeparableOp<Op>)  // stencils never take vec:N (cbi::supports)
-void launch_vec(const VecSchedule& vec, const Op& op, cudaStream_t stream, int block) {
+requires(!SeparableOp<Op>)  // stencils never take vec:N (cbi::supports)
+    void launch_vec(const VecSchedule& vec, const Op& op, cudaStream_t stream, int block) {
     if (op.dst.empty()) return;
     with_vec_pixels(vec.pixels, [&](auto n) {
         constexpr auto kernel = vec_pixels<n(), Op>;
         const int threads = block_threads<kernel>(block);
-        kernel<<<vec_grid(op.dst.width, op.dst.height, n(), threads), threads, 0, stream>>>(op, op.dst.width, op.dst.height);
+        kernel<<<vec_grid(op.dst.width, op.dst.height, n(), threads), threads, 0, stream>>>(op, op.dst.width,
+                                                                                            op.dst.height);
     });
 }
 
@@ -822,8 +850,10 @@ struct CudaLaunch {
             CBI_CUDA_CHECK(cudaGetLastError(), std::string("launch ") + what + " (stream)");
         } else if constexpr (std::is_same_v<Schedule, VecSchedule>) {
             note_kernel_path(KernelPath::cuda_vec);
-            if constexpr (requires { launch_vec(schedule, op, stream, block); }) launch_vec(schedule, op, stream, block);
-            else throw std::logic_error("vec:N runs pointwise filters only");
+            if constexpr (requires { launch_vec(schedule, op, stream, block); })
+                launch_vec(schedule, op, stream, block);
+            else
+                throw std::logic_error("vec:N runs pointwise filters only");
             CBI_CUDA_CHECK(cudaGetLastError(), std::string("launch ") + what + " (vec)");
         } else {
             cuda::launch_per_pixel(schedule, op, width, height, stream, block, what);
@@ -858,7 +888,8 @@ void run_node_cuda(const FilterRun& node, const ImageView& src, const ImageView&
     if (category_of(node.filter) == Category::window) return run_window_cuda(node, src, dst, stream, block);
     if (node.fused_stencil) return run_chain_cuda(node, src, dst, stream, block);
     try {
-        dispatch_node(node, src, dst, CudaLaunch{dst.width, dst.height, stream, block, "filter kernel", node.schedule.order});
+        dispatch_node(node, src, dst,
+                      CudaLaunch{dst.width, dst.height, stream, block, "filter kernel", node.schedule.order});
     } catch (const Unsupported& e) {  // name the node, keeping the kind of error; built only on this path
         throw Unsupported(to_string(node.filter) + "@" + node.schedule.to_string(), e.what());
     } catch (const DeviceLost& e) {
@@ -868,11 +899,13 @@ void run_node_cuda(const FilterRun& node, const ImageView& src, const ImageView&
     }
 }
 
-int cuda_strip_height(const FilterRun& node, Depth depth, int src_channels, int channels, int width, int height, int device,
-                      int block) {
-    if (node.fused_stencil) return cuda_chain_strip_height(node, depth, src_channels, channels, width, height, device, block);
+int cuda_strip_height(const FilterRun& node, Depth depth, int src_channels, int channels, int width, int height,
+                      int device, int block) {
+    if (node.fused_stencil)
+        return cuda_chain_strip_height(node, depth, src_channels, channels, width, height, device, block);
     if (node.schedule.family != ScheduleFamily::stream || depth != Depth::u8) return 0;
-    const ImageView src{nullptr, width, height, src_channels, depth, 0}, dst{nullptr, width, height, channels, depth, 0};
+    const ImageView src{nullptr, width, height, src_channels, depth, 0},
+        dst{nullptr, width, height, channels, depth, 0};
     int h = 0;
     dispatch_node(node, src, dst, StreamStripHeight{block, device, node.schedule.order, &h});
     return h;
@@ -881,7 +914,8 @@ int cuda_strip_height(const FilterRun& node, Depth depth, int src_channels, int 
 void run_blend_cuda(const BlendFilter& blend, const ScheduleSpec& schedule, const ImageView& a, const ImageView& b,
                     const ImageView& dst, cudaStream_t stream, int block) {
     check_block(block);
-    dispatch_blend(blend, schedule, a, b, dst, CudaLaunch{dst.width, dst.height, stream, block, "blend kernel", schedule.order});
+    dispatch_blend(blend, schedule, a, b, dst,
+                   CudaLaunch{dst.width, dst.height, stream, block, "blend kernel", schedule.order});
 }
 
 }  // namespace cbi

@@ -26,8 +26,8 @@ bool cuda_chain_fits(const FilterRun& node, Depth depth, int src_channels, int c
 // (cuda/strip8.cuh; pairs: cuda/pair_strip.cuh, chain_stream_strip_height).
 // `channels`: the output's (a pair's: its intermediate image's). 0 for
 // other schedules and kernels.
-int cuda_strip_height(const FilterRun& node, Depth depth, int src_channels, int channels, int width, int height, int device,
-                      int block);
+int cuda_strip_height(const FilterRun& node, Depth depth, int src_channels, int channels, int width, int height,
+                      int device, int block);
 // The same for a pair (cuda/pair.cu; cuda_strip_height passes pairs here).
 int cuda_chain_strip_height(const FilterRun& node, Depth depth, int src_channels, int channels, int width, int height,
                             int device, int block);
@@ -38,9 +38,11 @@ void run_blend_cuda(const BlendFilter& blend, const ScheduleSpec& schedule, cons
 // A blend with the stencils it reads in one kernel (cuda/blend.cu): src is
 // the stencils' input. cuda_blend_fits: whether that kernel takes the node
 // for an input of `channels` (the executor asks before it fuses).
-void run_blend_fused_cuda(const BlendRun& node, const ImageView& src, const ImageView& dst, cudaStream_t stream, int block);
+void run_blend_fused_cuda(const BlendRun& node, const ImageView& src, const ImageView& dst, cudaStream_t stream,
+                          int block);
 bool cuda_blend_fits(const BlendRun& node, Depth depth, int channels);
 // The strip height that kernel runs best at (as cuda_strip_height); 0 where it does not take the node.
-int cuda_blend_strip_height(const BlendRun& node, Depth depth, int channels, int width, int height, int device, int block);
+int cuda_blend_strip_height(const BlendRun& node, Depth depth, int channels, int width, int height, int device,
+                            int block);
 
 }  // namespace cbi

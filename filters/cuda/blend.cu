@@ -2,8 +2,8 @@
 // the 8-bit stream kernel (cuda/strip8.cuh) runs BlendedStencils (ops.hpp),
 // so an unsharp mask or a difference of Gaussians reads its input once and
 // writes its output once.
-#include "filters/kernel_path.hpp"
 #include "filters/cuda/backend.hpp"
+#include "filters/kernel_path.hpp"
 
 #include <optional>
 #include <stdexcept>
@@ -37,7 +37,8 @@ void with_blended_op(const BlendRun& node, const ImageView& src, const ImageView
     const Source8 source{src, saturate_round<std::uint8_t>(static_cast<float>(node.border.value)), node.border.mode};
     const auto weights = [&](bool swap) {
         const auto w = [](double v) { return static_cast<float>(v); };
-        const float alpha = w(swap ? node.blend.beta : node.blend.alpha), beta = w(swap ? node.blend.alpha : node.blend.beta);
+        const float alpha = w(swap ? node.blend.beta : node.blend.alpha),
+                    beta = w(swap ? node.blend.alpha : node.blend.beta);
         return BlendOp<std::uint8_t>{{}, {}, {}, alpha, beta, w(node.blend.gamma)};
     };
     const Filter& first = node.a ? *node.a : *node.b;
@@ -50,8 +51,10 @@ void with_blended_op(const BlendRun& node, const ImageView& src, const ImageView
             }
             with_stencil_op<std::uint8_t, kAnyBorder>(*node.b, source, dst, [&](const auto& b) {
                 if constexpr (std::is_same_v<std::remove_cvref_t<decltype(b)>, A>) {
-                    if (b.kw(0) > a.kw(0)) f(BlendedStencils<A, A>{source, dst, b, a, weights(true)});
-                    else f(BlendedStencils<A, A>{source, dst, a, b, weights(false)});
+                    if (b.kw(0) > a.kw(0))
+                        f(BlendedStencils<A, A>{source, dst, b, a, weights(true)});
+                    else
+                        f(BlendedStencils<A, A>{source, dst, a, b, weights(false)});
                 }
             });
         }
@@ -65,8 +68,8 @@ template <class Op>
 bool blend_kernel_takes(const Op& op) {
     const int k = cuda::stream8_kernel_size(op);
     const int c = op.src.view.channels;
-    return op.a.passes() == 1 && op.b.passes() <= 1 && k >= 3 && k <= 9 && cuda::stream8_lanes_fit(op) && (c == 1 || c == 3) &&
-           (!cuda::kStream8PairRows<Op> || cuda::stream8_pair_weights_fit(op));
+    return op.a.passes() == 1 && op.b.passes() <= 1 && k >= 3 && k <= 9 && cuda::stream8_lanes_fit(op) &&
+           (c == 1 || c == 3) && (!cuda::kStream8PairRows<Op> || cuda::stream8_pair_weights_fit(op));
 }
 
 }  // namespace
@@ -109,17 +112,19 @@ bool with_blend_kernel(const BlendRun& node, const ImageView& src, const ImageVi
     return takes;
 }
 
-int cuda_blend_strip_height(const BlendRun& node, Depth depth, int channels, int width, int height, int device, int block) {
+int cuda_blend_strip_height(const BlendRun& node, Depth depth, int channels, int width, int height, int device,
+                            int block) {
     const ImageView view{nullptr, width, height, channels, depth, 0};
     int h = 0;
     with_blend_kernel(node, view, view, [&](const auto& op, auto kc, auto cc, auto pc, auto kbc) {
-        h = cuda::stream8_kernel_strip_height<kc(), cc(), pc(), kbc()>(cuda::kBlendStripHeights, node.schedule.width, op, block,
-                                                                        node.schedule.order, device);
+        h = cuda::stream8_kernel_strip_height<kc(), cc(), pc(), kbc()>(cuda::kBlendStripHeights, node.schedule.width,
+                                                                       op, block, node.schedule.order, device);
     });
     return h;
 }
 
-void run_blend_fused_cuda(const BlendRun& node, const ImageView& src, const ImageView& dst, cudaStream_t stream, int block) {
+void run_blend_fused_cuda(const BlendRun& node, const ImageView& src, const ImageView& dst, cudaStream_t stream,
+                          int block) {
     const StreamSchedule strip = stream_schedule(node.schedule.width, node.schedule.height);
     const bool takes = with_blend_kernel(node, src, dst, [&](const auto& op, auto kc, auto cc, auto pc, auto kbc) {
         cuda::launch_stream8_kernel<kc(), cc(), pc(), kbc()>(strip, op, stream, block, node.schedule.order);

@@ -21,10 +21,8 @@ bool is_sticky(cudaError_t e) {
         case cudaErrorInvalidPc:
         case cudaErrorAssert:
         case cudaErrorLaunchTimeout:
-        case cudaErrorECCUncorrectable:
-            return true;
-        default:
-            return false;
+        case cudaErrorECCUncorrectable: return true;
+        default: return false;
     }
 }
 

@@ -45,7 +45,8 @@ inline int shared_memory_limit(int device) {
 inline void require_shared_memory(std::size_t bytes, int device, const std::string& what, const std::string& remedy) {
     const int limit = shared_memory_limit(device);
     if (bytes <= static_cast<std::size_t>(limit)) return;
-    throw Unsupported(what, "needs " + std::to_string((bytes + 1023) / 1024) + " KiB of shared memory per block, more than this GPU's " +
+    throw Unsupported(what, "needs " + std::to_string((bytes + 1023) / 1024) +
+                                " KiB of shared memory per block, more than this GPU's " +
                                 std::to_string(limit / 1024) + " KiB; " + remedy);
 }
 
@@ -58,8 +59,9 @@ void allow_shared_memory(int device) {
     static std::atomic<bool> allowed[kCachedDevices];
     const bool cached = device >= 0 && device < kCachedDevices;
     if (cached && allowed[device].load(std::memory_order_relaxed)) return;
-    CBI_CUDA_CHECK(cudaFuncSetAttribute(Kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, shared_memory_limit(device)),
-                   "cudaFuncSetAttribute(MaxDynamicSharedMemorySize)");
+    CBI_CUDA_CHECK(
+        cudaFuncSetAttribute(Kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, shared_memory_limit(device)),
+        "cudaFuncSetAttribute(MaxDynamicSharedMemorySize)");
     if (cached) allowed[device].store(true, std::memory_order_relaxed);
 }
 

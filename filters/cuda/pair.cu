@@ -2,17 +2,17 @@
 // (filters/pair_tiles.hpp): one block per tile, the tile buffer in shared
 // memory; blocks take tiles in the node's TileOrder (cuda/order.cuh). On
 // stream:WxH: strips walked through line buffers (cuda/pair_strip.cuh).
-#include "filters/kernel_path.hpp"
 #include "filters/cuda/backend.hpp"
+#include "filters/kernel_path.hpp"
 
 #include <string>
 
-#include "filters/pair_tiles.hpp"
-#include "filters/cuda/pair_strip.cuh"
-#include "filters/cuda/order.cuh"
 #include "filters/cuda/check.hpp"
 #include "filters/cuda/launch.cuh"
+#include "filters/cuda/order.cuh"
+#include "filters/cuda/pair_strip.cuh"
 #include "filters/error.hpp"
+#include "filters/pair_tiles.hpp"
 
 namespace cbi {
 namespace {
@@ -72,7 +72,8 @@ bool cuda_chain_fits(const FilterRun& node, Depth depth, int src_channels, int c
     if (node.schedule.family == ScheduleFamily::stream) {
         const ImageView src{nullptr, 1, 1, src_channels, depth, 0}, dst{nullptr, 1, 1, channels, depth, 0};
         bool takes = false;
-        with_chain_ops(node, src, dst, [&](const auto& pre, const auto& op) { takes = cuda::chain_stream_takes(pre, op); });
+        with_chain_ops(node, src, dst,
+                       [&](const auto& pre, const auto& op) { takes = cuda::chain_stream_takes(pre, op); });
         return takes;
     }
     return chain_buffer_bytes(node, depth, channels) <= static_cast<std::size_t>(cuda::shared_memory_limit(device));
@@ -81,7 +82,8 @@ bool cuda_chain_fits(const FilterRun& node, Depth depth, int src_channels, int c
 int cuda_chain_strip_height(const FilterRun& node, Depth depth, int src_channels, int channels, int width, int height,
                             int device, int block) {
     if (node.schedule.family != ScheduleFamily::stream) return 0;
-    const ImageView src{nullptr, width, height, src_channels, depth, 0}, dst{nullptr, width, height, channels, depth, 0};
+    const ImageView src{nullptr, width, height, src_channels, depth, 0},
+        dst{nullptr, width, height, channels, depth, 0};
     int h = 0;
     with_chain_ops(node, src, dst, [&](const auto& pre, const auto& op) {
         h = cuda::chain_stream_strip_height(node.schedule.width, pre, op, block, node.schedule.order, device);

@@ -50,7 +50,7 @@
 
 namespace cbi::cuda {
 
-inline constexpr int kChainRing = 5;  // the first stencil's kernel size: the largest taken (smaller get zero taps)
+inline constexpr int kChainRing = 5;      // the first stencil's kernel size: the largest taken (smaller get zero taps)
 inline constexpr int kChainMaxWarps = 8;  // per block
 inline constexpr int kChainRegisters = 72;  // per thread: the kernel's cap
 // Lanes at each end of a warp that only feed others: an output's window
@@ -109,7 +109,9 @@ int chain_finish_shift(std::int32_t offset, std::int32_t scale, std::uint32_t la
 
 // Ops that finish from their passes' sums as float (finish_gradients).
 template <class Op>
-inline constexpr bool kGradientFinish = requires(const Op& op, const float* g) { op.template finish_gradients<1>(g); };
+inline constexpr bool kGradientFinish = requires(const Op& op, const float* g) {
+    op.template finish_gradients<1>(g);
+};
 
 // op's ChainTaps, or none when a lane could leave 0 .. 65535 (or, for
 // kGradientFinish ops, when the weights have a common factor).
@@ -161,14 +163,18 @@ CBI_HOST_DEVICE constexpr std::uint32_t sobel3_mag_weight(bool across, int p, in
 // The biases chain_taps gives those passes (col: ChainTaps::col_bias, else
 // row_bias): gx's column sums have no negative weights and its row sums
 // reach -4 * 255; gy's column sums reach -255 and its row sums none.
-CBI_HOST_DEVICE constexpr std::uint32_t sobel3_mag_bias(bool col, int p) { return col ? (p == 1 ? 255u : 0u) : (p == 0 ? 1020u : 0u); }
+CBI_HOST_DEVICE constexpr std::uint32_t sobel3_mag_bias(bool col, int p) {
+    return col ? (p == 1 ? 255u : 0u) : (p == 0 ? 1020u : 0u);
+}
 
 // OpenCV's 5-tap Gaussian of default sigma, (1 4 6 4 1) / 16 on each axis,
 // as chain_taps gives it: weight t of either axis, and the shift that
 // rounds its sums (chain_finish_shift), for kernels that take them as
 // constants (multiplies by 1, 4 and 6 become adds and shifts); its
 // weights are non-negative, so its biases are zero.
-CBI_HOST_DEVICE constexpr std::uint32_t binomial5_weight(int t) { return t == 0 || t == 4 ? 1u : t == 2 ? 6u : 4u; }
+CBI_HOST_DEVICE constexpr std::uint32_t binomial5_weight(int t) {
+    return t == 0 || t == 4 ? 1u : t == 2 ? 6u : 4u;
+}
 inline constexpr int kBinomial5Shift = 8;
 
 // The shared memory of a warp: what the edge warps need.
@@ -180,19 +186,22 @@ struct ChainWarpStorage {
     // Per lane and sample: the byte of `row` it is copied from. [0]: input
     // samples of lanes outside the image; [1]: intermediate samples (edge warps).
     std::uint16_t copy_from[2][32][kStream8Bytes];
-    int fetch_offsets[32][kStream8Bytes];  // per lane read byte by byte: each sample's offset in its input row (-1: the constant)
+    int fetch_offsets
+        [32][kStream8Bytes];  // per lane read byte by byte: each sample's offset in its input row (-1: the constant)
 };
 inline constexpr int kChainConstant1 = 32 * kStream8Bytes, kChainConstant2 = 33 * kStream8Bytes;
 
 // The lane's 8 samples copied from a warp's row (stored, and synced, by
 // the caller): byte i from ws.row's byte from[i].
-__device__ __forceinline__ unsigned long long chain_copy(const ChainWarpStorage& ws, const std::uint16_t (&from)[kStream8Bytes]) {
+__device__ __forceinline__ unsigned long long chain_copy(const ChainWarpStorage& ws,
+                                                         const std::uint16_t (&from)[kStream8Bytes]) {
     const auto* bytes = reinterpret_cast<const std::uint8_t*>(ws.row);
     std::uint32_t word[2];
 #pragma unroll
     for (int h = 0; h < 2; ++h) {  // a word at a time: few registers
         const uint2 at = reinterpret_cast<const uint2*>(from)[h];
-        const std::uint32_t b0 = bytes[at.x & 0xffffu], b1 = bytes[at.x >> 16], b2 = bytes[at.y & 0xffffu], b3 = bytes[at.y >> 16];
+        const std::uint32_t b0 = bytes[at.x & 0xffffu], b1 = bytes[at.x >> 16], b2 = bytes[at.y & 0xffffu],
+                            b3 = bytes[at.y >> 16];
         word[h] = __byte_perm(__byte_perm(b0, b1, 0x0040), __byte_perm(b2, b3, 0x0040), 0x5410);
     }
     return word[0] | static_cast<unsigned long long>(word[1]) << 32;
@@ -246,7 +255,8 @@ inline std::optional<ChainGray> chain_gray(const StorageMatrix& m) {
 // (s < 2^23: no carry), and one fused multiply-add rounds s / 2^15 to
 // nearest even as saturate_round does: (2^23 + s) * 2^-15 + (2^23 - 2^8) =
 // 2^23 + s / 2^15 exactly, rounded once to float, whose unit is 1 there.
-__device__ __forceinline__ void chain_gray_pairs(const ChainGray& g, const unsigned long long (&w)[3], std::uint32_t (&out)[4]) {
+__device__ __forceinline__ void chain_gray_pairs(const ChainGray& g, const unsigned long long (&w)[3],
+                                                 std::uint32_t (&out)[4]) {
     constexpr std::uint32_t k2p23 = 0x4b000000u;  // 2^23 as float bits
     std::uint32_t s[8];
 #pragma unroll
@@ -261,7 +271,8 @@ __device__ __forceinline__ void chain_gray_pairs(const ChainGray& g, const unsig
         s[4 * h + 3] = __dp2a_hi(g.q12, c, __dp2a_lo(g.q_0, c, k2p23));  // 9 | 10 11
     }
 #pragma unroll
-    for (int i = 0; i < 8; ++i) s[i] = __float_as_uint(__fmaf_rn(__uint_as_float(s[i]), 0x1p-15f, 8388352.f));  // 2^23 + gray
+    for (int i = 0; i < 8; ++i)
+        s[i] = __float_as_uint(__fmaf_rn(__uint_as_float(s[i]), 0x1p-15f, 8388352.f));  // 2^23 + gray
 #pragma unroll
     for (int j = 0; j < 4; ++j) out[j] = __byte_perm(s[2 * j], s[2 * j + 1], 0x5410);  // gray < 256: bytes 1 are zero
 }
@@ -315,7 +326,8 @@ __device__ __forceinline__ void chain_row_sums(const std::uint32_t (&col)[P][4],
 // bytes. Ops that finish from float sums (Sobel: chain_taps gives them
 // scale 1) get each lane as 2^23 + lane, less 2^23 + offset: exact.
 template <class Op, int P, int K>
-__device__ __forceinline__ unsigned long long chain_finish(const Op& op, const std::uint32_t (&sums)[P][4], const ChainTaps<P, K>& taps) {
+__device__ __forceinline__ unsigned long long chain_finish(const Op& op, const std::uint32_t (&sums)[P][4],
+                                                           const ChainTaps<P, K>& taps) {
     using Acc = typename Op::Acc;
     unsigned long long out = 0;
 #pragma unroll
@@ -336,8 +348,9 @@ __device__ __forceinline__ unsigned long long chain_finish(const Op& op, const s
             for (int p = 0; p < P; ++p) {
                 const std::uint32_t w = sums[p][o / 2];
                 const int lane = static_cast<int>(o % 2 == 0 ? w & 0xffffu : w >> 16);
-                a[p] = static_cast<Acc>(static_cast<std::int32_t>(static_cast<std::uint32_t>(lane - taps.offset[p]) *
-                                                                  static_cast<std::uint32_t>(taps.scale[p])));  // modulo 2^32
+                a[p] = static_cast<Acc>(
+                    static_cast<std::int32_t>(static_cast<std::uint32_t>(lane - taps.offset[p]) *
+                                              static_cast<std::uint32_t>(taps.scale[p])));  // modulo 2^32
             }
             v = op.finish(a);
         }
@@ -356,9 +369,11 @@ __device__ __forceinline__ unsigned long long chain_finish(const Op& op, const s
 // Registers limit the warps an SM holds; kChainRegisters trades warps an SM
 // against spills (docs/performance.md#register-caps).
 template <class Pre, class Op, int K2, int C, int P2, bool kGray, bool kSobel3, bool kBinomial5>
-__global__ void __maxnreg__(kChainRegisters) chain_stream(const __grid_constant__ Pre pre, const __grid_constant__ Op op,
-                             const __grid_constant__ ChainTaps<1, kChainRing> taps1, const __grid_constant__ ChainTaps<P2, K2> taps2,
-                             const ChainGray gray, int strip_h, int strips_y, const TileOrder order) {
+__global__ void __maxnreg__(kChainRegisters)
+    chain_stream(const __grid_constant__ Pre pre, const __grid_constant__ Op op,
+                 const __grid_constant__ ChainTaps<1, kChainRing> taps1,
+                 const __grid_constant__ ChainTaps<P2, K2> taps2, const ChainGray gray, int strip_h, int strips_y,
+                 const TileOrder order) {
     constexpr int K1 = kChainRing, R2 = K2, G = kStream8Bytes;
     constexpr int h1 = K1 / 2, h2 = K2 / 2;
     static_assert(stream8_halo_lanes(K1, C) == 1 && stream8_halo_lanes(K2, C) == 1);
@@ -377,21 +392,30 @@ __global__ void __maxnreg__(kChainRegisters) chain_stream(const __grid_constant_
     const bool outputs = lane >= HL && lane < 32 - HL && b < row_bytes;
     const bool needed = b < row_bytes + (h1 + h2) * C;  // some output reads this lane's input
     const ImageView& in = [&]() -> const ImageView& {
-        if constexpr (kGray) return pre.src.input;
-        else return pre.src.view;
+        if constexpr (kGray)
+            return pre.src.input;
+        else
+            return pre.src.view;
     }();
-    const bool fast_load = b >= 0 && b + G <= row_bytes && ((reinterpret_cast<std::uintptr_t>(in.data) | in.stride) & 7) == 0;
-    const bool fast_store = b + G <= row_bytes && ((reinterpret_cast<std::uintptr_t>(op.dst.data) | op.dst.stride) & 7) == 0;
+    const bool fast_load =
+        b >= 0 && b + G <= row_bytes && ((reinterpret_cast<std::uintptr_t>(in.data) | in.stride) & 7) == 0;
+    const bool fast_store =
+        b + G <= row_bytes && ((reinterpret_cast<std::uintptr_t>(op.dst.data) | op.dst.stride) & 7) == 0;
     // Its outputs' windows reach intermediate samples outside the image (h2 * C <= G): a row's first warp, or one near its end.
     const bool edge_warp = b0 < 0 || b0 + (33 - HL) * G > row_bytes;
     const unsigned long long const1 = 0x0101010101010101ull * static_cast<std::uint8_t>(pre.src.constant);
     const unsigned long long const2 = 0x0101010101010101ull * static_cast<std::uint8_t>(op.src.constant);
-    if (lane == 0) ws.row[kChainConstant1 / G] = const1, ws.row[kChainConstant2 / G] = const2;  // rows stored later keep to [0, 32)
-    const auto w1 = [&](bool across, int t) { return kBinomial5 ? binomial5_weight(t) : across ? taps1.x[0][t] : taps1.y[0][t]; };
+    if (lane == 0)
+        ws.row[kChainConstant1 / G] = const1,
+                                 ws.row[kChainConstant2 / G] = const2;  // rows stored later keep to [0, 32)
+    const auto w1 = [&](bool across, int t) {
+        return kBinomial5 ? binomial5_weight(t) : across ? taps1.x[0][t] : taps1.y[0][t];
+    };
     const int shift1 = kBinomial5 ? kBinomial5Shift : taps1.shift;
     const auto wx2 = [&](int p, int t) { return kSobel3 ? sobel3_mag_weight(true, p, t) : taps2.x[p][t]; };
     // Constant biases where the weights are (zero ones cost no add).
-    const std::uint32_t col_bias1 = kBinomial5 ? 0u : taps1.col_bias[0], row_bias1 = kBinomial5 ? 0u : taps1.row_bias[0];
+    const std::uint32_t col_bias1 = kBinomial5 ? 0u : taps1.col_bias[0],
+                        row_bias1 = kBinomial5 ? 0u : taps1.row_bias[0];
     const auto col_bias2 = [&](int p) { return kSobel3 ? sobel3_mag_bias(true, p) : taps2.col_bias[p]; };
     const auto row_bias2 = [&](int p) { return kSobel3 ? sobel3_mag_bias(false, p) : taps2.row_bias[p]; };
     const auto wy2 = [&](int p, int t) { return kSobel3 ? sobel3_mag_weight(false, p, t) : taps2.y[p][t]; };
@@ -413,7 +437,8 @@ __global__ void __maxnreg__(kChainRegisters) chain_stream(const __grid_constant_
             fetch_offsets[i] = x < 0 ? -1 : kGray ? x * 3 : x * C + (q - px * C);
             const bool read = q >= -(h1 + h2) * C && q < row_bytes + (h1 + h2) * C;  // an output reads it
             const int from = !read || x < 0 ? kChainConstant1 : x * C + (q - px * C) - b0;
-            copies = copies && from >= 0 && from <= kChainConstant1;  // a lane inside the image holds it, or the constant
+            copies =
+                copies && from >= 0 && from <= kChainConstant1;  // a lane inside the image holds it, or the constant
             ws.copy_from[0][lane][i] = static_cast<std::uint16_t>(from);
         }
     if (edge_warp)
@@ -423,7 +448,9 @@ __global__ void __maxnreg__(kChainRegisters) chain_stream(const __grid_constant_
             const int px = (q + 4 * G * C) / C - 4 * G;
             const bool read = px >= -h2 && px < width + h2;  // an output reads it
             const int x = border_index(op.src.mode, px, width);
-            const int from = (q >= 0 && q < row_bytes) || !read ? lane * G + i : x < 0 ? kChainConstant2 : x * C + (q - px * C) - b0;
+            const int from = (q >= 0 && q < row_bytes) || !read ? lane * G + i
+                             : x < 0                            ? kChainConstant2
+                                                                : x * C + (q - px * C) - b0;
             ws.copy_from[1][lane][i] = static_cast<std::uint16_t>(from);
         }
     // The lane's 8 samples of input row r as pair words (the gray of 8 pixels with kGray).
@@ -445,8 +472,11 @@ __global__ void __maxnreg__(kChainRegisters) chain_stream(const __grid_constant_
         for (int i = 0; i < G; ++i) {
             const int at = fetch_offsets[i];
             std::uint8_t s;
-            if constexpr (kGray) s = at < 0 ? static_cast<std::uint8_t>(pre.src.constant) : ColorOp<std::uint8_t>::sample(pre.src.matrix, row + at, 0, 1);
-            else s = at < 0 ? static_cast<std::uint8_t>(pre.src.constant) : row[at];
+            if constexpr (kGray)
+                s = at < 0 ? static_cast<std::uint8_t>(pre.src.constant)
+                           : ColorOp<std::uint8_t>::sample(pre.src.matrix, row + at, 0, 1);
+            else
+                s = at < 0 ? static_cast<std::uint8_t>(pre.src.constant) : row[at];
             v |= static_cast<unsigned long long>(s) << (8 * i);
         }
         to_pairs(v, pairs);
@@ -494,13 +524,16 @@ __global__ void __maxnreg__(kChainRegisters) chain_stream(const __grid_constant_
         // Input rows inside the image on whole-word lanes load a row ahead.
         const auto direct = [&](int r) { return fast_load && r < height; };
         const auto load = [&](int r, unsigned long long(&words)[CI]) {
-            const auto* p = reinterpret_cast<const unsigned long long*>(in.template row<const std::uint8_t>(r) + b * CI);
+            const auto* p =
+                reinterpret_cast<const unsigned long long*>(in.template row<const std::uint8_t>(r) + b * CI);
 #pragma unroll
             for (int w = 0; w < CI; ++w) words[w] = __ldg(p + w);
         };
         const auto to_samples = [&](const unsigned long long(&words)[CI], std::uint32_t(&v)[4]) {
-            if constexpr (kGray) chain_gray_pairs(gray, words, v);
-            else to_pairs(words[0], v);
+            if constexpr (kGray)
+                chain_gray_pairs(gray, words, v);
+            else
+                to_pairs(words[0], v);
         };
         unsigned long long ahead[CI];
         std::uint32_t unused[4];
@@ -526,8 +559,10 @@ __global__ void __maxnreg__(kChainRegisters) chain_stream(const __grid_constant_
 #pragma unroll 1
             for (int r = m_first - h1; r < m_first + h1; ++r) {
                 std::uint32_t v[4];
-                if (r >= 0 && direct(r)) to_samples(ahead, v);
-                else fetched(r, v);
+                if (r >= 0 && direct(r))
+                    to_samples(ahead, v);
+                else
+                    fetched(r, v);
                 if (r + 1 >= 0 && direct(r + 1)) load(r + 1, ahead);
                 if (edge_warp) copy_input(v);
                 feed(v, unused);
@@ -537,12 +572,15 @@ __global__ void __maxnreg__(kChainRegisters) chain_stream(const __grid_constant_
         for (int m = m_first; m <= m_last; ++m) {
             // 1. + 2. Input row m + h1 in, intermediate row m out.
             std::uint32_t v[4], col1[1][4], row1[1][4];
-            if (direct(m + h1)) to_samples(ahead, v);
-            else fetched(m + h1, v);
+            if (direct(m + h1))
+                to_samples(ahead, v);
+            else
+                fetched(m + h1, v);
             if (edge_warp) copy_input(v);
             if (m < m_last && direct(m + 1 + h1)) load(m + 1 + h1, ahead);
             feed(v, col1[0]);
-            chain_row_sums<K1, C>(col1, [&](int, int t) { return w1(true, t); }, [&](int) { return row_bias1; }, row1);
+            chain_row_sums<K1, C>(
+                col1, [&](int, int t) { return w1(true, t); }, [&](int) { return row_bias1; }, row1);
 #pragma unroll
             for (int t = 0; t + 1 < R2; ++t)
 #pragma unroll
@@ -552,8 +590,10 @@ __global__ void __maxnreg__(kChainRegisters) chain_stream(const __grid_constant_
                 const std::uint32_t half = (1u << (shift1 - 1)) * 0x00010001u;
 #pragma unroll
                 for (int i = 0; i < 4; ++i)
-                    if constexpr (kBinomial5) mid[i] = __byte_perm(row1[0][i] + half, 0, 0x4341);  // a shift by 8: bytes 1 and 3
-                    else mid[i] = ((row1[0][i] + half) >> shift1) & 0x00ff00ffu;
+                    if constexpr (kBinomial5)
+                        mid[i] = __byte_perm(row1[0][i] + half, 0, 0x4341);  // a shift by 8: bytes 1 and 3
+                    else
+                        mid[i] = ((row1[0][i] + half) >> shift1) & 0x00ff00ffu;
             } else {
                 to_pairs(chain_finish(pre, row1, taps1), mid);
             }
@@ -627,7 +667,8 @@ bool chain_stream_takes(const Pre& pre, const Op& op) {
         if (k1 < 1 || k1 > kChainRing || (k2 != 3 && k2 != 5)) return false;
         if (!chain_taps<1, kChainRing>(pre)) return false;
         bool fits = false;
-        with_one_of<3, 5>(k2, [&](auto kc) { with_passes(op, [&](auto pc) { fits = chain_taps<pc(), kc()>(op).has_value(); }); });
+        with_one_of<3, 5>(
+            k2, [&](auto kc) { with_passes(op, [&](auto pc) { fits = chain_taps<pc(), kc()>(op).has_value(); }); });
         if (!fits) return false;
         const int c = op.dst.channels;
         if constexpr (!std::remove_cvref_t<decltype(pre.src)>::kStored) {
@@ -682,8 +723,10 @@ void with_chain_stream_kernel(const Pre& pre, const Op& op, F&& f) {
     };
     with_one_of<3, 5>(square_kernel_size(op), [&](auto kc) {
         const auto with_c = [&](auto cc) { with_passes(op, [&](auto pc) { go(kc, cc, pc); }); };
-        if constexpr (gray) with_c(std::integral_constant<int, 1>{});
-        else with_one_of<1, 3>(op.dst.channels, with_c);
+        if constexpr (gray)
+            with_c(std::integral_constant<int, 1>{});
+        else
+            with_one_of<1, 3>(op.dst.channels, with_c);
     });
 }
 
@@ -693,13 +736,15 @@ void launch_chain_stream(const StreamSchedule& strip, const Pre& pre, const Op& 
     if constexpr (kChainFirst<Pre> && kStream8Op<Op>) {
         if (op.dst.empty()) return;
         ChainGray gray_weights{};
-        if constexpr (!std::remove_cvref_t<decltype(pre.src)>::kStored) gray_weights = chain_gray(pre.src.matrix).value();
-        with_chain_stream_kernel(pre, op, [&](auto kernel, const auto& taps1, const auto& taps2, int channels, int chunk) {
-            const auto s = Stream8Shape::of(strip, op.dst.width, op.dst.height, channels, chunk, sizeof(ChainWarpStorage),
-                                            kChainMaxWarps, block, order);
-            kernel<<<s.grid, s.threads(), s.shared_bytes(), stream>>>(pre, op, taps1, taps2, gray_weights, s.strip_h,
-                                                                       s.strips_y, order);
-        });
+        if constexpr (!std::remove_cvref_t<decltype(pre.src)>::kStored)
+            gray_weights = chain_gray(pre.src.matrix).value();
+        with_chain_stream_kernel(
+            pre, op, [&](auto kernel, const auto& taps1, const auto& taps2, int channels, int chunk) {
+                const auto s = Stream8Shape::of(strip, op.dst.width, op.dst.height, channels, chunk,
+                                                sizeof(ChainWarpStorage), kChainMaxWarps, block, order);
+                kernel<<<s.grid, s.threads(), s.shared_bytes(), stream>>>(pre, op, taps1, taps2, gray_weights,
+                                                                          s.strip_h, s.strips_y, order);
+            });
     }
 }
 
@@ -712,7 +757,8 @@ inline constexpr int kChainStripHeights[] = {12, 16, 20, 24};
 // that fill both rings; `device` is the current one). 0 for pairs the
 // kernel does not take.
 template <class Pre, class Op>
-int chain_stream_strip_height(int strip_w, const Pre& pre, const Op& op, int block, const TileOrder& order, int device) {
+int chain_stream_strip_height(int strip_w, const Pre& pre, const Op& op, int block, const TileOrder& order,
+                              int device) {
     int best = 0;
     if constexpr (kChainFirst<Pre> && kStream8Op<Op>) {
         if (op.dst.empty() || !chain_stream_takes(pre, op)) return 0;

@@ -57,7 +57,8 @@ template <class T>
 __device__ __forceinline__ std::uint32_t repeat_word(const T& v) {
     std::uint32_t w = 0;
 #pragma unroll
-    for (int b = 0; b < 4 / static_cast<int>(sizeof(T)); ++b) memcpy(reinterpret_cast<unsigned char*>(&w) + b * sizeof(T), &v, sizeof(T));
+    for (int b = 0; b < 4 / static_cast<int>(sizeof(T)); ++b)
+        memcpy(reinterpret_cast<unsigned char*>(&w) + b * sizeof(T), &v, sizeof(T));
     return w;
 }
 
@@ -79,8 +80,10 @@ __device__ __forceinline__ bool load_words(const T* p, T (&v)[N]) {
 #pragma unroll
         for (int i = 0; i < bytes / static_cast<int>(sizeof(Word)); ++i) {
             const Word* at = reinterpret_cast<const Word*>(p) + i;
-            if constexpr (kGlobal) w[i] = __ldg(at);
-            else w[i] = *at;
+            if constexpr (kGlobal)
+                w[i] = __ldg(at);
+            else
+                w[i] = *at;
         }
         memcpy(v, w, bytes);
         return true;
@@ -114,7 +117,8 @@ __device__ __forceinline__ void load_run(const T* p, T (&v)[N], int count) {
 
 template <class T, int N>
 __device__ __forceinline__ void store_run(T* p, const T (&v)[N], int count) {
-    if (count == N && (store_words<uint4>(p, v) || store_words<uint2>(p, v) || store_words<std::uint32_t>(p, v))) return;
+    if (count == N && (store_words<uint4>(p, v) || store_words<uint2>(p, v) || store_words<std::uint32_t>(p, v)))
+        return;
 #pragma unroll
     for (int i = 0; i < N; ++i)
         if (i < count) p[i] = v[i];
@@ -147,8 +151,9 @@ __device__ __forceinline__ void store_run(T* p, const T (&v)[N], int count) {
 // order.map(b * blockDim.y + ty) for the block's linear index b, so a
 // block's thread rows take consecutive strips of the order.
 template <class T>
-inline constexpr int kStreamRun = sizeof(T) == 4 ? 4 : 8;  // samples per thread (registers: the ring holds K * R per pass)
-inline constexpr int kStreamAhead = 1;  // rows loaded ahead of the one being summed
+inline constexpr int kStreamRun = sizeof(T) == 4 ? 4
+                                                 : 8;  // samples per thread (registers: the ring holds K * R per pass)
+inline constexpr int kStreamAhead = 1;                 // rows loaded ahead of the one being summed
 
 // Where the ring of row sums lives: registers for 3x3 (small), shared
 // memory for larger kernels, whose ring in registers left too few warps an SM
@@ -196,8 +201,12 @@ struct StripWork {
 };
 __device__ __forceinline__ bool strip_work(int width, int channels, int run, int strip_w, int strips_y,
                                            const TileOrder& order, StripWork& w) {
-    w = {static_cast<int>(blockIdx.x), static_cast<int>(blockIdx.y * blockDim.y + threadIdx.y), strips_y,
-         static_cast<int>(gridDim.y * blockDim.y), 0, 0};
+    w = {static_cast<int>(blockIdx.x),
+         static_cast<int>(blockIdx.y * blockDim.y + threadIdx.y),
+         strips_y,
+         static_cast<int>(gridDim.y * blockDim.y),
+         0,
+         0};
     if (!order.row_major()) {
         const int strips_x = (width + strip_w - 1) / strip_w;
         const std::uint64_t work = linear_block() * blockDim.y + threadIdx.y;
@@ -220,12 +229,12 @@ struct StripLaunch {
     int strip_w, strip_h, strips_y;
     dim3 grid, threads;
 };
-inline StripLaunch strip_launch(const TileSchedule& strip, int width, int height, int channels, int run, int max_threads,
-                                int block, const TileOrder& order) {
+inline StripLaunch strip_launch(const TileSchedule& strip, int width, int height, int channels, int run,
+                                int max_threads, int block, const TileOrder& order) {
     StripLaunch l{};
     l.strip_w = std::min({strip.tile_width, width, std::max(1, max_threads * run / channels)});
     l.strip_h = std::min(strip.tile_height, height);
-    const int tx = (l.strip_w * channels + run - 1) / run;                         // threads across a strip
+    const int tx = (l.strip_w * channels + run - 1) / run;                        // threads across a strip
     const int ty = std::max(1, std::min(std::min(block, max_threads) / tx, 64));  // strips stacked in a block
     l.strips_y = (height + l.strip_h - 1) / l.strip_h;
     const int strips_x = (width + l.strip_w - 1) / l.strip_w;
@@ -236,8 +245,9 @@ inline StripLaunch strip_launch(const TileSchedule& strip, int width, int height
 }
 
 template <class Op, int K, int C, int P, int R = kStreamRun<typename Op::Sample>, int D = kStreamAhead>
-__global__ void stream_stencil(const __grid_constant__ Op op, const __grid_constant__ StreamTaps<typename Op::W, P, K> taps,
-                               int strip_w, int strip_h, int strips_y, const TileOrder order) {
+__global__ void stream_stencil(const __grid_constant__ Op op,
+                               const __grid_constant__ StreamTaps<typename Op::W, P, K> taps, int strip_w, int strip_h,
+                               int strips_y, const TileOrder order) {
     using T = typename Op::Sample;
     using Acc = typename Op::Acc;
     constexpr int halo = K / 2;
@@ -253,17 +263,19 @@ __global__ void stream_stencil(const __grid_constant__ Op op, const __grid_const
     const auto& view = op.src.view;
     extern __shared__ __align__(16) unsigned char stream_smem[];
     const int nthreads = blockDim.x * blockDim.y, me = threadIdx.y * blockDim.x + threadIdx.x;
-    const int lead = (first * sz) & 3;              // bytes before the window in its first word
+    const int lead = (first * sz) & 3;               // bytes before the window in its first word
     const int used_words = (lead + N * sz + 3) / 4;  // words the window touches
     // Word loads when the touched words lie inside the row (so no padding byte is read).
     const bool words = first >= 0 && first * sz - lead + used_words * 4 <= width * C * sz && (view.stride & 3) == 0 &&
                        (reinterpret_cast<std::uintptr_t>(view.data) & 3) == 0;
     const std::uint32_t const_word = repeat_word(op.src.constant);  // a row of a constant border, as words
 
-    const auto fetch = [&](int r, std::uint32_t (&w)[NW]) {
+    const auto fetch = [&](int r, std::uint32_t(&w)[NW]) {
         const T* row = op.src.row(r);
-        const std::uint32_t* p = row == nullptr ? nullptr
-                                 : reinterpret_cast<const std::uint32_t*>(reinterpret_cast<const unsigned char*>(row + first) - lead);
+        const std::uint32_t* p =
+            row == nullptr
+                ? nullptr
+                : reinterpret_cast<const std::uint32_t*>(reinterpret_cast<const unsigned char*>(row + first) - lead);
 #pragma unroll
         for (int k = 0; k < NW; ++k) w[k] = p == nullptr ? const_word : k < used_words ? __ldg(p + k) : 0u;
     };
@@ -275,8 +287,10 @@ __global__ void stream_stencil(const __grid_constant__ Op op, const __grid_const
         Acc* const ring_smem = reinterpret_cast<Acc*>(stream_smem);
         // Slot `slot` of pass p, sample o of the run (all constants after unrolling).
         const auto ring = [&](int p, int slot, int o) -> Acc& {
-            if constexpr (kSharedRing<K>) return ring_smem[((p * K + slot) * R + o) * nthreads + me];
-            else return ring_regs[p][slot][o];
+            if constexpr (kSharedRing<K>)
+                return ring_smem[((p * K + slot) * R + o) * nthreads + me];
+            else
+                return ring_regs[p][slot][o];
         };
         std::uint32_t ahead[D][NW];  // the next D rows' words, in flight
         if (words)
@@ -373,7 +387,8 @@ auto any_border(const Op<T, B, BorderedSource<T, B>>& op) {
 // R (samples per thread, 0: kStreamRun) and D (rows ahead) are template
 // arguments for the probe that tunes them (apps/bench/stream_probe.cu).
 template <int RunArg = 0, int D = kStreamAhead, class Op>
-void launch_stream(const StreamSchedule& strip, const Op& op, cudaStream_t stream, int block, const TileOrder& order = {}) {
+void launch_stream(const StreamSchedule& strip, const Op& op, cudaStream_t stream, int block,
+                   const TileOrder& order = {}) {
     using T = typename Op::Sample;
     using W = typename Op::W;
     if (op.dst.empty()) return;
@@ -402,14 +417,14 @@ void launch_stream(const StreamSchedule& strip, const Op& op, cudaStream_t strea
                 }
                 if (max_threads < 1) throw std::runtime_error("stream:WxH: cannot read the kernel's attributes");
                 const StripLaunch l = strip_launch(strip, op.dst.width, op.dst.height, C, R, max_threads, block, order);
-                stream_stencil<Op, K, C, P, R, D><<<l.grid, l.threads, per_thread * l.threads.x * l.threads.y, stream>>>(
-                    op, taps, l.strip_w, l.strip_h, l.strips_y, order);
+                stream_stencil<Op, K, C, P, R, D>
+                    <<<l.grid, l.threads, per_thread * l.threads.x * l.threads.y, stream>>>(
+                        op, taps, l.strip_w, l.strip_h, l.strips_y, order);
             };
             with_passes(op, go);
         });
     });
     if (!sized) throw Unsupported("stream:WxH", "runs stencils up to 9x9 with equal sizes in x and y; use sep:WxH");
 }
-
 
 }  // namespace cbi::cuda

@@ -34,8 +34,8 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstdlib>
 #include <cstdint>
+#include <cstdlib>
 #include <span>
 #include <stdexcept>
 #include <type_traits>
@@ -54,7 +54,8 @@ template <class Op>
 inline constexpr bool kStream8Op = op_trait_stream8<Op>();
 // A blend of stream8 stencils of one source, or of one and the source (ops.hpp).
 template <class A, class B>
-inline constexpr bool kStream8Op<BlendedStencils<A, B>> = kStream8Op<A> && (std::is_same_v<B, SourceSample> || kStream8Op<B>);
+inline constexpr bool kStream8Op<BlendedStencils<A, B>> = kStream8Op<A> &&
+                                                          (std::is_same_v<B, SourceSample> || kStream8Op<B>);
 
 // Ops with negative vertical weights (Op::kSignedWeights): their column sums carry a bias.
 template <class Op>
@@ -69,7 +70,9 @@ constexpr int stream8_halo_lanes(int k, int channels) {
     return ((k / 2) * channels + kStream8Bytes - 1) / kStream8Bytes;
 }
 // Bytes of a row that one warp outputs.
-constexpr int stream8_chunk_bytes(int k, int channels) { return (32 - 2 * stream8_halo_lanes(k, channels)) * kStream8Bytes; }
+constexpr int stream8_chunk_bytes(int k, int channels) {
+    return (32 - 2 * stream8_halo_lanes(k, channels)) * kStream8Bytes;
+}
 
 // Strip columns of a row of row_bytes: `warps` chunks of it each (host and device).
 CBI_HOST_DEVICE constexpr int stream8_strips_x(int row_bytes, int chunk, int warps) {
@@ -98,8 +101,9 @@ struct Stream8WarpStorage {
     // words each, take a batch of K rows in turns of 3, so that shared
     // memory holds as many warps as registers do.
     static constexpr int kRows = kPairs && P == 2 ? std::min(K, 3) : K;
-    uint4 sums[P][kRows][kRowWords];      // each pass's rows
-    int edge_offsets[32][kStream8Bytes];  // per lane: each byte's offset in its row (-1: the constant), see stream8_fetch
+    uint4 sums[P][kRows][kRowWords];  // each pass's rows
+    int edge_offsets[32]
+                    [kStream8Bytes];  // per lane: each byte's offset in its row (-1: the constant), see stream8_fetch
 };
 template <class Op, int K, int P>
 using Stream8Storage = Stream8WarpStorage<K, P, kStream8PairRows<Op>>;
@@ -127,15 +131,19 @@ struct Stream8IntBlend {
 template <int P, int K>
 struct Stream8Taps {
     std::uint32_t x[P][K], y[P][K];
-    std::uint32_t bias[P];        // added to each column sum: 255 * the magnitude of y's negative weights
-    std::uint32_t bias_out[P];    // what the bias adds to a row sum of column sums: bias * sum of x
+    std::uint32_t bias[P];                  // added to each column sum: 255 * the magnitude of y's negative weights
+    std::uint32_t bias_out[P];              // what the bias adds to a row sum of column sums: bias * sum of x
     std::uint32_t x_pairs[P][(K + 1) / 2];  // pair rows: x weights 2m and 2m + 1 as bytes 0 and 1 (dp2a)
     Stream8IntBlend blend;                  // pair rows: the integer finish
 };
 
 // Bytes 0 and 2 of w as 16-bit lanes, and bytes 1 and 3.
-__device__ __forceinline__ std::uint32_t even_bytes(std::uint32_t w) { return w & 0x00ff00ffu; }
-__device__ __forceinline__ std::uint32_t odd_bytes(std::uint32_t w) { return (w >> 8) & 0x00ff00ffu; }
+__device__ __forceinline__ std::uint32_t even_bytes(std::uint32_t w) {
+    return w & 0x00ff00ffu;
+}
+__device__ __forceinline__ std::uint32_t odd_bytes(std::uint32_t w) {
+    return (w >> 8) & 0x00ff00ffu;
+}
 // 8 bytes as four words of 16-bit lanes: bytes 0 and 2, 1 and 3, 4 and 6, 5 and 7.
 __device__ __forceinline__ void to_lanes(unsigned long long v, std::uint32_t (&lanes)[4]) {
     const std::uint32_t lo = static_cast<std::uint32_t>(v), hi = static_cast<std::uint32_t>(v >> 32);
@@ -148,7 +156,10 @@ __device__ __forceinline__ void to_lanes(unsigned long long v, std::uint32_t (&l
 // f(integral_constant<int, j>) for j = 0 .. K - 1: the ring slots as constants.
 template <int K, class F>
 __device__ __forceinline__ void with_slots(F&& f) {
-    [&]<int... J>(std::integer_sequence<int, J...>) { (f(std::integral_constant<int, J>{}), ...); }(std::make_integer_sequence<int, K>{});
+    [&]<int... J>(std::integer_sequence<int, J...>) {
+        (f(std::integral_constant<int, J>{}), ...);
+    }
+    (std::make_integer_sequence<int, K>{});
 }
 
 // One lane's share of a row: bytes [b, b + 8).
@@ -168,7 +179,8 @@ struct Stream8Lane {
 struct Stream8Strips {
     int x, first, end, step;
 };
-__device__ __forceinline__ bool stream8_strips(int row_bytes, int chunk, int strips_y, const TileOrder& order, Stream8Strips& s) {
+__device__ __forceinline__ bool stream8_strips(int row_bytes, int chunk, int strips_y, const TileOrder& order,
+                                               Stream8Strips& s) {
     s = {static_cast<int>(blockIdx.x), static_cast<int>(blockIdx.y), strips_y, static_cast<int>(gridDim.y)};
     if (order.row_major()) return true;
     const int strips_x = stream8_strips_x(row_bytes, chunk, blockDim.x >> 5);
@@ -186,7 +198,8 @@ __device__ __forceinline__ bool stream8_strips(int row_bytes, int chunk, int str
 // independent (one after another, they made the edge warps 8 memory
 // round trips per row slower than the rest).
 template <int K, int C, class Op>
-__device__ __forceinline__ void stream8_resolve_edges(const Op& op, const Stream8Lane& ln, int (&offsets)[kStream8Bytes]) {
+__device__ __forceinline__ void stream8_resolve_edges(const Op& op, const Stream8Lane& ln,
+                                                      int (&offsets)[kStream8Bytes]) {
     constexpr int HL = stream8_halo_lanes(K, C);
 #pragma unroll 1
     for (int i = 0; i < kStream8Bytes; ++i) {
@@ -199,7 +212,8 @@ __device__ __forceinline__ void stream8_resolve_edges(const Op& op, const Stream
 
 // Stage: the lane's 8 bytes of row r, border-resolved.
 template <class Op>
-__device__ __forceinline__ unsigned long long stream8_fetch(const Op& op, const Stream8Lane& ln, const int (&offsets)[kStream8Bytes],
+__device__ __forceinline__ unsigned long long stream8_fetch(const Op& op, const Stream8Lane& ln,
+                                                            const int (&offsets)[kStream8Bytes],
                                                             unsigned long long const_bytes, int r) {
     constexpr int G = kStream8Bytes;
     const std::uint8_t* row = op.src.row(r);
@@ -212,7 +226,8 @@ __device__ __forceinline__ unsigned long long stream8_fetch(const Op& op, const 
     unsigned long long v = 0;
 #pragma unroll
     for (int i = 0; i < G; ++i)
-        v |= static_cast<unsigned long long>(at[i] < 0 ? static_cast<std::uint8_t>(op.src.constant) : row[at[i]]) << (8 * i);
+        v |= static_cast<unsigned long long>(at[i] < 0 ? static_cast<std::uint8_t>(op.src.constant) : row[at[i]])
+             << (8 * i);
     return v;
 }
 
@@ -234,8 +249,8 @@ struct Stream8Ring {
 // and none is biased; a second pass is KB x KB (KB <= K: its weights
 // beyond are zero, and cost nothing).
 template <int J, bool kBiased, bool kSymmetric, int KB, int K, int P, bool kBox>
-__device__ __forceinline__ void stream8_column_sums(Stream8Ring<K, kBox>& ring, unsigned long long bytes, const Stream8Taps<P, K>& taps,
-                                                    std::uint32_t (&col)[P][4]) {
+__device__ __forceinline__ void stream8_column_sums(Stream8Ring<K, kBox>& ring, unsigned long long bytes,
+                                                    const Stream8Taps<P, K>& taps, std::uint32_t (&col)[P][4]) {
     std::uint32_t lanes[4];
     to_lanes(bytes, lanes);
     if constexpr (kBox) {
@@ -258,7 +273,8 @@ __device__ __forceinline__ void stream8_column_sums(Stream8Ring<K, kBox>& ring, 
             std::uint32_t folded[h + 1];
             folded[0] = ring.lanes[(J + 1 + h) % K][i];
 #pragma unroll
-            for (int k = 1; k <= h; ++k) folded[k] = ring.lanes[(J + 1 + h - k) % K][i] + ring.lanes[(J + 1 + h + k) % K][i];
+            for (int k = 1; k <= h; ++k)
+                folded[k] = ring.lanes[(J + 1 + h - k) % K][i] + ring.lanes[(J + 1 + h + k) % K][i];
 #pragma unroll
             for (int p = 0; p < P; ++p) {
                 std::uint32_t s = 0;
@@ -270,7 +286,7 @@ __device__ __forceinline__ void stream8_column_sums(Stream8Ring<K, kBox>& ring, 
     } else {
 #pragma unroll
         for (int i = 0; i < 4; ++i) ring.lanes[J][i] = lanes[i];
-        // Slot (J + 1 + t) % K holds tap t (the oldest row first).
+            // Slot (J + 1 + t) % K holds tap t (the oldest row first).
 #pragma unroll
         for (int p = 0; p < P; ++p)
 #pragma unroll
@@ -287,18 +303,21 @@ __device__ __forceinline__ void stream8_column_sums(Stream8Ring<K, kBox>& ring, 
 // two per word; pass p's row at row + p * pass_stride, the lane's word at
 // [lane].
 template <int P>
-__device__ __forceinline__ void stream8_store_columns(uint4* row, int pass_stride, int lane, const std::uint32_t (&col)[P][4]) {
+__device__ __forceinline__ void stream8_store_columns(uint4* row, int pass_stride, int lane,
+                                                      const std::uint32_t (&col)[P][4]) {
 #pragma unroll
     for (int p = 0; p < P; ++p)
-        row[p * pass_stride + lane] = make_uint4(__byte_perm(col[p][0], col[p][1], 0x5410), __byte_perm(col[p][0], col[p][1], 0x7632),
-                                         __byte_perm(col[p][2], col[p][3], 0x5410), __byte_perm(col[p][2], col[p][3], 0x7632));
+        row[p * pass_stride + lane] =
+            make_uint4(__byte_perm(col[p][0], col[p][1], 0x5410), __byte_perm(col[p][0], col[p][1], 0x7632),
+                       __byte_perm(col[p][2], col[p][3], 0x5410), __byte_perm(col[p][2], col[p][3], 0x7632));
 }
 
 // Row pass: each pass's row sums of the lane's 8 outputs from the column
 // sums of samples b - HL * 8 .. b + 8 + HL * 8 in a row stored by
 // stream8_store_columns (lanes lane - HL .. lane + HL).
 template <bool kBox, bool kBiased, int K, int C, int P>
-__device__ __forceinline__ void stream8_row_sums(const uint4* row, int pass_stride, int lane, const Stream8Taps<P, K>& taps,
+__device__ __forceinline__ void stream8_row_sums(const uint4* row, int pass_stride, int lane,
+                                                 const Stream8Taps<P, K>& taps,
                                                  std::uint32_t (&acc)[P][kStream8Bytes]) {
     constexpr int G = kStream8Bytes;
     constexpr int h = K / 2;
@@ -337,7 +356,8 @@ __device__ __forceinline__ void stream8_row_sums(const uint4* row, int pass_stri
 // keep a batch's column sums live, and spill). Lane 31's last C second
 // halves are left as they were: no output weighs them.
 template <int C, int P>
-__device__ __forceinline__ void stream8_store_pairs(uint4* row, int pass_stride, int lane, const std::uint32_t (&col)[P][4]) {
+__device__ __forceinline__ void stream8_store_pairs(uint4* row, int pass_stride, int lane,
+                                                    const std::uint32_t (&col)[P][4]) {
     static_assert(C >= 1 && C <= 4, "a lane's last C words need the next lane's first C samples");
     constexpr int kFull = 8 - C;  // words whose both halves are this lane's
 #pragma unroll
@@ -347,14 +367,17 @@ __device__ __forceinline__ void stream8_store_pairs(uint4* row, int pass_stride,
         std::uint32_t w[8];
 #pragma unroll
         for (int q = 0; q < kFull; ++q)
-            w[q] = __byte_perm(word(q), word(q + C), ((q % 4) / 2 ? 0x32u : 0x10u) | (((q + C) % 4) / 2 ? 0x7600u : 0x5400u));
-        uint4* const first = row + p * pass_stride + lane;  // words 0..3
+            w[q] = __byte_perm(word(q), word(q + C),
+                               ((q % 4) / 2 ? 0x32u : 0x10u) | (((q + C) % 4) / 2 ? 0x7600u : 0x5400u));
+        uint4* const first = row + p * pass_stride + lane;                           // words 0..3
         std::uint32_t* const second = reinterpret_cast<std::uint32_t*>(first + 32);  // words 4..7
         *first = make_uint4(w[0], w[1], w[2], w[3]);
 #pragma unroll
         for (int q = 4; q < 8; ++q) {
-            if (q < kFull) second[q - 4] = w[q];
-            else reinterpret_cast<std::uint16_t*>(second + q - 4)[0] = sample(q);
+            if (q < kFull)
+                second[q - 4] = w[q];
+            else
+                reinterpret_cast<std::uint16_t*>(second + q - 4)[0] = sample(q);
         }
         // The left neighbour's last C words' second halves: this lane's samples 0 .. C - 1.
         if (lane > 0) {
@@ -372,7 +395,8 @@ __device__ __forceinline__ void stream8_store_pairs(uint4* row, int pass_stride,
 // (KB <= K, centred) whose weights are both zero. Each loaded word goes at
 // once to the outputs that weigh it (integer sums: the order does not matter).
 template <int K, int C, int KB, int P>
-__device__ __forceinline__ void stream8_pair_row_sums(const uint4* row, int pass_stride, int lane, const Stream8Taps<P, K>& taps,
+__device__ __forceinline__ void stream8_pair_row_sums(const uint4* row, int pass_stride, int lane,
+                                                      const Stream8Taps<P, K>& taps,
                                                       std::uint32_t (&acc)[P][kStream8Bytes]) {
     constexpr int G = kStream8Bytes;
     constexpr int h = K / 2;
@@ -381,8 +405,8 @@ __device__ __forceinline__ void stream8_pair_row_sums(const uint4* row, int pass
     for (int p = 0; p < P; ++p) {
 #pragma unroll
         for (int o = 0; o < G; ++o) acc[p][o] = taps.blend.row_init;
-        // The pairs of samples b + at, at = -HL * G .. (HL + 1) * G - 1: half k of lane lane - HL + n
-        // (the compiler drops the loads of words no output weighs).
+            // The pairs of samples b + at, at = -HL * G .. (HL + 1) * G - 1: half k of lane lane - HL + n
+            // (the compiler drops the loads of words no output weighs).
 #pragma unroll
         for (int n = 0; n < 2 * HL + 1; ++n)
 #pragma unroll
@@ -396,7 +420,8 @@ __device__ __forceinline__ void stream8_pair_row_sums(const uint4* row, int pass
                     for (int m = 0; m <= h; ++m) {
                         const int at = o + C * (2 * m - h), lead = (K - (p == 1 ? KB : K)) / 2;  // the pass's first tap
                         const bool weighs = 2 * m + 1 >= lead && 2 * m < K - lead;
-                        if (weighs && at >= first && at < first + 4) acc[p][o] = __dp2a_lo(words[at - first], taps.x_pairs[p][m], acc[p][o]);
+                        if (weighs && at >= first && at < first + 4)
+                            acc[p][o] = __dp2a_lo(words[at - first], taps.x_pairs[p][m], acc[p][o]);
                     }
             }
     }
@@ -407,7 +432,8 @@ __device__ __forceinline__ void stream8_pair_row_sums(const uint4* row, int pass
 // rounded sample and byte 3 is 0) and, for a blend with the source, the
 // source's bytes. Samples pair as to_lanes pairs them.
 template <bool kReadsSource, int P>
-__device__ __forceinline__ unsigned long long stream8_int_blend_bytes(const Stream8IntBlend& f, const std::uint32_t (&acc)[P][kStream8Bytes],
+__device__ __forceinline__ unsigned long long stream8_int_blend_bytes(const Stream8IntBlend& f,
+                                                                      const std::uint32_t (&acc)[P][kStream8Bytes],
                                                                       unsigned long long source) {
     std::uint32_t src[4] = {};
     if constexpr (kReadsSource) to_lanes(source, src);
@@ -429,7 +455,8 @@ __device__ __forceinline__ unsigned long long stream8_int_blend_bytes(const Stre
 // The lane's 8 bytes of source row y (inside the image) at the lane's
 // outputs: a row the warp read a few rows ago, so mostly from L1.
 template <class Op>
-__device__ __forceinline__ unsigned long long stream8_source_bytes(const Op& op, const Stream8Lane& ln, int y, int row_bytes) {
+__device__ __forceinline__ unsigned long long stream8_source_bytes(const Op& op, const Stream8Lane& ln, int y,
+                                                                   int row_bytes) {
     const std::uint8_t* row = op.src.view.template row<const std::uint8_t>(y) + ln.b;
     if (ln.fast_load) return __ldg(reinterpret_cast<const unsigned long long*>(row));
     unsigned long long v = 0;
@@ -446,10 +473,12 @@ __device__ __forceinline__ unsigned long long stream8_source_bytes(const Op& op,
 // kInt picks: Stream8IntBlend).
 template <bool kInt, class Op, int P, int K>
 __device__ __forceinline__ void stream8_finish(const Op& op, const Stream8Taps<P, K>& taps, const Stream8Lane& ln,
-                                               const std::uint32_t (&acc)[P][kStream8Bytes], unsigned long long source, int y,
-                                               int row_bytes) {
+                                               const std::uint32_t (&acc)[P][kStream8Bytes], unsigned long long source,
+                                               int y, int row_bytes) {
     constexpr int G = kStream8Bytes;
-    constexpr bool reads_source = requires { requires Op::kReadsSource; };
+    constexpr bool reads_source = requires {
+        requires Op::kReadsSource;
+    };
     unsigned long long out = 0;
     if constexpr (kInt) {
         out = stream8_int_blend_bytes<reads_source>(taps.blend, acc, source);
@@ -458,10 +487,13 @@ __device__ __forceinline__ void stream8_finish(const Op& op, const Stream8Taps<P
         for (int o = 0; o < G; ++o) {
             typename Op::Acc a[Op::kMaxPasses] = {};
 #pragma unroll
-            for (int p = 0; p < P; ++p) a[p] = static_cast<typename Op::Acc>(acc[p][o] - (kStream8PairRows<Op> ? taps.blend.row_init : 0u));
+            for (int p = 0; p < P; ++p)
+                a[p] = static_cast<typename Op::Acc>(acc[p][o] - (kStream8PairRows<Op> ? taps.blend.row_init : 0u));
             std::uint8_t v;
-            if constexpr (reads_source) v = op.finish(a, static_cast<std::uint8_t>(source >> (8 * o)));
-            else v = op.finish(a);
+            if constexpr (reads_source)
+                v = op.finish(a, static_cast<std::uint8_t>(source >> (8 * o)));
+            else
+                v = op.finish(a);
             out |= static_cast<unsigned long long>(v) << (8 * o);
         }
     }
@@ -482,7 +514,9 @@ __device__ __forceinline__ void stream8_walk(const Op& op, const Stream8Taps<P, 
     constexpr int h = K / 2;
     constexpr bool box = UnitWeightOp<Op>;
     constexpr bool biased = kStream8Biased<Op>;
-    constexpr bool reads_source = requires { requires Op::kReadsSource; };
+    constexpr bool reads_source = requires {
+        requires Op::kReadsSource;
+    };
     extern __shared__ __align__(16) uint4 stream8_smem[];
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
     // The warp's storage; its offset and the sums' indices in int
@@ -492,26 +526,30 @@ __device__ __forceinline__ void stream8_walk(const Op& op, const Stream8Taps<P, 
     constexpr int W = Storage::kRowWords, R = Storage::kRows;
     Storage& ws = *reinterpret_cast<Storage*>(stream8_smem + warp * warp_words);
     uint4* const sums = &ws.sums[0][0][0];  // [pass][K rows][W], flat
-    int (&edge_offsets)[kStream8Bytes] = ws.edge_offsets[lane];
+    int(&edge_offsets)[kStream8Bytes] = ws.edge_offsets[lane];
     const int height = op.dst.height;
     const int row_bytes = op.dst.width * C;
     Stream8Strips strips;
     if (!stream8_strips(row_bytes, stream8_chunk_bytes(K, C), strips_y, order, strips)) return;  // the whole block
     // This lane's bytes of a row: [b, b + 8); the warp outputs [b of lane HL, + chunk).
     constexpr int HL = stream8_halo_lanes(K, C);
-    const int warp_first = (strips.x * (blockDim.x >> 5) + warp) * stream8_chunk_bytes(K, C);  // the warp's first output byte
+    const int warp_first =
+        (strips.x * (blockDim.x >> 5) + warp) * stream8_chunk_bytes(K, C);  // the warp's first output byte
     if (warp_first >= row_bytes) return;  // a block's last warps may have no outputs (warps share no barrier)
     const int b = warp_first + (lane - HL) * kStream8Bytes;
     const bool outputs = lane >= HL && lane < 32 - HL && b < row_bytes;
     const bool needed = b < row_bytes + h * C;  // some output reads this lane's columns
     const auto& src = op.src.view;
-    const bool fast_load = b >= 0 && b + kStream8Bytes <= row_bytes && ((reinterpret_cast<std::uintptr_t>(src.data) | src.stride) & 7) == 0;
-    const bool fast_store = b + kStream8Bytes <= row_bytes && ((reinterpret_cast<std::uintptr_t>(op.dst.data) | op.dst.stride) & 7) == 0;
+    const bool fast_load = b >= 0 && b + kStream8Bytes <= row_bytes &&
+                           ((reinterpret_cast<std::uintptr_t>(src.data) | src.stride) & 7) == 0;
+    const bool fast_store =
+        b + kStream8Bytes <= row_bytes && ((reinterpret_cast<std::uintptr_t>(op.dst.data) | op.dst.stride) & 7) == 0;
     const Stream8Lane ln{b, outputs, needed, fast_load, fast_store};
     const unsigned long long const_bytes = 0x0101010101010101ull * static_cast<std::uint8_t>(op.src.constant);
     if (!ln.fast_load && ln.needed) stream8_resolve_edges<K, C>(op, ln, edge_offsets);
     // A lane's bytes of row r inside the image, for strips whose rows are all inside.
-    const unsigned char* const direct = ln.fast_load ? reinterpret_cast<const unsigned char*>(op.src.view.data) + ln.b : nullptr;
+    const unsigned char* const direct =
+        ln.fast_load ? reinterpret_cast<const unsigned char*>(op.src.view.data) + ln.b : nullptr;
 
     for (int sy = strips.first; sy < strips.end; sy += strips.step) {
         const int y0 = sy * strip_h, y_end = min(y0 + strip_h, height);
@@ -533,12 +571,14 @@ __device__ __forceinline__ void stream8_walk(const Op& op, const Stream8Taps<P, 
         };
         // Warm-up: rows y0 - h .. y0 + h - 1 (all below r_end).
         with_slots<K>([&](auto slot) {
-            if constexpr (slot() > 0) push(slot, stream8_fetch(op, ln, edge_offsets, const_bytes, y0 - h + slot() - 1), false);
+            if constexpr (slot() > 0)
+                push(slot, stream8_fetch(op, ln, edge_offsets, const_bytes, y0 - h + slot() - 1), false);
         });
         for (int base = y0 + h; base < r_end; base += K) {
             // Rows base .. base + K - 1, in turns of R rows: stage and column
             // pass into the warp's rows, then the row pass and finish of each.
-            const bool fast = base + K <= r_end && rows_inside && ln.fast_load;  // the common case: no checks, loads in flight
+            const bool fast =
+                base + K <= r_end && rows_inside && ln.fast_load;  // the common case: no checks, loads in flight
             unsigned long long rows[K];
             // Loads of slots [from, to): the first turn's, then each turn the
             // next one's, in flight during this one (a batch's all at once
@@ -546,7 +586,8 @@ __device__ __forceinline__ void stream8_walk(const Op& op, const Stream8Taps<P, 
             const auto load = [&](int from, int to) {
                 with_slots<K>([&](auto slot) {
                     if (slot() >= from && slot() < to)
-                        rows[slot()] = __ldg(reinterpret_cast<const unsigned long long*>(direct + static_cast<std::size_t>(base + slot()) * op.src.view.stride));
+                        rows[slot()] = __ldg(reinterpret_cast<const unsigned long long*>(
+                            direct + static_cast<std::size_t>(base + slot()) * op.src.view.stride));
                 });
             };
             if (fast) load(0, R == K ? K : R);
@@ -560,7 +601,8 @@ __device__ __forceinline__ void stream8_walk(const Op& op, const Stream8Taps<P, 
                 } else {
                     with_slots<K>([&](auto slot) {
                         if constexpr (slot() >= first && slot() < end)
-                            if (base + slot() < r_end) push(slot, stream8_fetch(op, ln, edge_offsets, const_bytes, base + slot()), true);
+                            if (base + slot() < r_end)
+                                push(slot, stream8_fetch(op, ln, edge_offsets, const_bytes, base + slot()), true);
                     });
                 }
                 __syncwarp();
@@ -572,14 +614,18 @@ __device__ __forceinline__ void stream8_walk(const Op& op, const Stream8Taps<P, 
                         unsigned long long source = 0;
                         if constexpr (reads_source) source = stream8_source_bytes(op, ln, base + j - h, row_bytes);
                         std::uint32_t acc[P][kStream8Bytes];
-                        if constexpr (kStream8PairRows<Op>) stream8_pair_row_sums<K, C, KB>(sums + (j - first) * W, R * W, lane, taps, acc);
-                        else stream8_row_sums<box, biased, K, C>(sums + (j - first) * W, R * W, lane, taps, acc);
+                        if constexpr (kStream8PairRows<Op>)
+                            stream8_pair_row_sums<K, C, KB>(sums + (j - first) * W, R * W, lane, taps, acc);
+                        else
+                            stream8_row_sums<box, biased, K, C>(sums + (j - first) * W, R * W, lane, taps, acc);
                         stream8_finish<int_finish()>(op, taps, ln, acc, source, base + j - h, row_bytes);
                     }
                 };
                 if (ln.outputs) {
-                    if (kStream8PairRows<Op> && taps.blend.on) row_pass(std::true_type{});
-                    else row_pass(std::false_type{});
+                    if (kStream8PairRows<Op> && taps.blend.on)
+                        row_pass(std::true_type{});
+                    else
+                        row_pass(std::false_type{});
                 }
                 __syncwarp();  // the next rows reuse the warp's shared-memory rows
             });
@@ -595,27 +641,33 @@ __device__ __forceinline__ void stream8_walk(const Op& op, const Stream8Taps<P, 
 // kernels it was tried on slower or spill, so they keep the compiler's
 // choice (docs/performance.md#register-caps).
 template <class Op, int K, int C, int P, int KB>
-__global__ void stream8_stencil(const __grid_constant__ Op op, const __grid_constant__ Stream8Taps<P, K> taps, int strip_h,
-                                int strips_y, const TileOrder order) {
+__global__ void stream8_stencil(const __grid_constant__ Op op, const __grid_constant__ Stream8Taps<P, K> taps,
+                                int strip_h, int strips_y, const TileOrder order) {
     stream8_walk<Op, K, C, P, KB>(op, taps, strip_h, strips_y, order);
 }
 template <class Op, int K, int C, int P, int KB, int kRegisters>
-__global__ void __maxnreg__(kRegisters) stream8_stencil_capped(const __grid_constant__ Op op, const __grid_constant__ Stream8Taps<P, K> taps,
-                                                               int strip_h, int strips_y, const TileOrder order) {
+__global__ void __maxnreg__(kRegisters)
+    stream8_stencil_capped(const __grid_constant__ Op op, const __grid_constant__ Stream8Taps<P, K> taps, int strip_h,
+                           int strips_y, const TileOrder order) {
     stream8_walk<Op, K, C, P, KB>(op, taps, strip_h, strips_y, order);
 }
 template <class Op, int K, int C>
 inline constexpr int kStream8RegisterCap = 0;  // none
 template <class A, class B>
-inline constexpr int kStream8RegisterCap<BlendedStencils<A, B>, 9, 3> = !kGaussian8<A> ? 0 : std::is_same_v<B, SourceSample> ? 88 : 80;
+inline constexpr int kStream8RegisterCap<BlendedStencils<A, B>, 9, 3> = !kGaussian8<A>                    ? 0
+                                                                        : std::is_same_v<B, SourceSample> ? 88
+                                                                                                          : 80;
 // The entry that runs op with K taps on C channels (a second pass of KB
 // taps: pair rows and the symmetric column pass skip its zero weights).
 template <class Op, int K, int C, int P, int KB = K>
 constexpr auto stream8_kernel() {
-    static_assert(KB <= K && (KB == K || (P == 2 && kStream8PairRows<Op>)), "a smaller second pass: blends of two Gaussians");
+    static_assert(KB <= K && (KB == K || (P == 2 && kStream8PairRows<Op>)),
+                  "a smaller second pass: blends of two Gaussians");
     constexpr int cap = kStream8RegisterCap<Op, K, C>;
-    if constexpr (cap > 0) return stream8_stencil_capped<Op, K, C, P, KB, cap>;
-    else return stream8_stencil<Op, K, C, P, KB>;
+    if constexpr (cap > 0)
+        return stream8_stencil_capped<Op, K, C, P, KB, cap>;
+    else
+        return stream8_stencil<Op, K, C, P, KB>;
 }
 
 // The launch shape of a kernel on warp chunks (stream8_stencil, and the
@@ -627,11 +679,12 @@ struct Stream8Shape {
     std::size_t warp_bytes;
     dim3 grid;
 
-    static Stream8Shape of(const StreamSchedule& strip, int width, int height, int channels, int chunk, std::size_t warp_bytes,
-                           int max_warps, int block, const TileOrder& order) {
+    static Stream8Shape of(const StreamSchedule& strip, int width, int height, int channels, int chunk,
+                           std::size_t warp_bytes, int max_warps, int block, const TileOrder& order) {
         const int chunks = (width * channels + chunk - 1) / chunk;
         // At most 48 KiB of shared memory per block (more needs an opt-in per kernel).
-        const int limit = std::clamp(std::min({block / 32, static_cast<int>(48 * 1024 / warp_bytes), max_warps}), 1, 16);
+        const int limit =
+            std::clamp(std::min({block / 32, static_cast<int>(48 * 1024 / warp_bytes), max_warps}), 1, 16);
         Stream8Shape s;
         s.warps = std::clamp((strip.tile_width * channels + chunk - 1) / chunk, 1, std::min(limit, chunks));
         // Warps of a row's last block beyond its end would hold their slots
@@ -660,7 +713,8 @@ struct Stream8Shape {
 template <class Kernel, class F>
 int strip_height_by_waves(std::span<const int> heights, int halo, Kernel* kernel, int device, F&& shape_of) {
     const Stream8Shape first = shape_of(heights.front());
-    const auto wave = static_cast<std::uint64_t>(blocks_per_wave(kernel, first.threads(), first.shared_bytes(), device));
+    const auto wave =
+        static_cast<std::uint64_t>(blocks_per_wave(kernel, first.threads(), first.shared_bytes(), device));
     int best = 0;
     std::uint64_t best_cost = 0;
     for (const int h : heights) {
@@ -677,7 +731,8 @@ template <class Op>
 bool stream8_lanes_fit(const Op& op) {
     for (int p = 0; p < op.passes(); ++p) {
         unsigned magnitude = 0;
-        for (int i = 0; i < op.kh(p); ++i) magnitude += op.wy(p) ? static_cast<unsigned>(std::abs(static_cast<int>(op.wy(p)[i]))) : 1u;
+        for (int i = 0; i < op.kh(p); ++i)
+            magnitude += op.wy(p) ? static_cast<unsigned>(std::abs(static_cast<int>(op.wy(p)[i]))) : 1u;
         if (magnitude > 257) return false;
     }
     return true;
@@ -749,13 +804,16 @@ Stream8Taps<P, K> stream8_taps(const Op& op) {
         taps.bias[p] = 255 * negative;
         taps.bias_out[p] = taps.bias[p] * x_sum;
         for (int m = 0; m < (K + 1) / 2; ++m)
-            taps.x_pairs[p][m] = (taps.x[p][2 * m] & 0xffu) | (2 * m + 1 < K ? (taps.x[p][2 * m + 1] & 0xffu) << 8 : 0u);
+            taps.x_pairs[p][m] =
+                (taps.x[p][2 * m] & 0xffu) | (2 * m + 1 < K ? (taps.x[p][2 * m + 1] & 0xffu) << 8 : 0u);
     }
     if constexpr (kStream8PairRows<Op>) {
-        static_assert(decltype(op.a)::kRoundingShift == 16, "the integer finish reads byte 2 of a Gaussian's rounded sum");
+        static_assert(decltype(op.a)::kRoundingShift == 16,
+                      "the integer finish reads byte 2 of a Gaussian's rounded sum");
         for (int p = 0; p < P; ++p)  // the column pass folds them (kSymmetric): Gaussians' are, by construction
             for (int t = 0; t < K; ++t)
-                if (taps.y[p][t] != taps.y[p][K - 1 - t]) throw std::logic_error("stream8: a Gaussian's weights are not symmetric");
+                if (taps.y[p][t] != taps.y[p][K - 1 - t])
+                    throw std::logic_error("stream8: a Gaussian's weights are not symmetric");
         taps.blend = stream8_int_blend(op.blend.alpha, op.blend.beta, op.blend.gamma);
     }
     return taps;
@@ -772,10 +830,11 @@ bool stream8_pair_weights_fit(const Op& op) {
 
 // Launches stream8_kernel<Op, K, C, P, KB>() for op over the strips of `strip`.
 template <int K, int C, int P, int KB = K, class Op>
-void launch_stream8_kernel(const StreamSchedule& strip, const Op& op, cudaStream_t stream, int block, const TileOrder& order) {
+void launch_stream8_kernel(const StreamSchedule& strip, const Op& op, cudaStream_t stream, int block,
+                           const TileOrder& order) {
     const auto taps = stream8_taps<P, K>(op);
-    const auto s = Stream8Shape::of(strip, op.dst.width, op.dst.height, C, stream8_chunk_bytes(K, C), sizeof(Stream8Storage<Op, K, P>), 16,
-                                    block, order);
+    const auto s = Stream8Shape::of(strip, op.dst.width, op.dst.height, C, stream8_chunk_bytes(K, C),
+                                    sizeof(Stream8Storage<Op, K, P>), 16, block, order);
     const auto kernel = stream8_kernel<Op, K, C, P, KB>();
     kernel<<<s.grid, s.threads(), s.shared_bytes(), stream>>>(op, taps, s.strip_h, s.strips_y, order);
 }
@@ -789,8 +848,8 @@ inline constexpr int kBlendStripHeights[] = {8, 12, 16, 20, 24};
 // The strip height of `heights` for stream8_kernel<Op, K, C, P, KB>() on
 // strips `strip_w` wide (strip_height_by_waves; `device` is the current one).
 template <int K, int C, int P, int KB = K, class Op>
-int stream8_kernel_strip_height(std::span<const int> heights, int strip_w, const Op& op, int block, const TileOrder& order,
-                                int device) {
+int stream8_kernel_strip_height(std::span<const int> heights, int strip_w, const Op& op, int block,
+                                const TileOrder& order, int device) {
     return strip_height_by_waves(heights, K - 1, stream8_kernel<Op, K, C, P, KB>(), device, [&](int h) {
         return Stream8Shape::of(stream_schedule(strip_w, h), op.dst.width, op.dst.height, C, stream8_chunk_bytes(K, C),
                                 sizeof(Stream8Storage<Op, K, P>), 16, block, order);
@@ -820,9 +879,11 @@ bool with_stream8_kernel(const Op& op, F&& f) {
 
 // Runs op on this kernel when it takes it (with_stream8_kernel).
 template <class Op>
-bool launch_stream8(const StreamSchedule& strip, const Op& op, cudaStream_t stream, int block, const TileOrder& order = {}) {
+bool launch_stream8(const StreamSchedule& strip, const Op& op, cudaStream_t stream, int block,
+                    const TileOrder& order = {}) {
     return with_stream8_kernel(op, [&](auto kc, auto cc, auto pc) {
-        launch_stream8_kernel<decltype(kc)::value, decltype(cc)::value, decltype(pc)::value>(strip, op, stream, block, order);
+        launch_stream8_kernel<decltype(kc)::value, decltype(cc)::value, decltype(pc)::value>(strip, op, stream, block,
+                                                                                             order);
     });
 }
 

@@ -21,7 +21,8 @@ struct WindowLaunch {
 
 }  // namespace
 
-void run_window_cuda(const FilterRun& node, const ImageView& src, const ImageView& dst, cudaStream_t stream, int block) {
+void run_window_cuda(const FilterRun& node, const ImageView& src, const ImageView& dst, cudaStream_t stream,
+                     int block) {
     try {
         dispatch_window(node, src, dst, WindowLaunch{dst.width, dst.height, stream, block});
     } catch (const DeviceLost& e) {

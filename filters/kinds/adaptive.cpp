@@ -17,15 +17,20 @@ AdaptiveFilter Kind::parse(std::string_view a) {
     AdaptiveFilter f;
     if (!args::parse_double(parts[0], f.maxval))
         args::invalid("adaptive MAXVAL '" + std::string(parts[0]) + "' is not a number" + where);
-    if (parts[1] == "gaussian") f.gaussian = true;
-    else if (parts[1] != "mean") args::invalid("adaptive method '" + std::string(parts[1]) + "' must be mean or gaussian" + where);
+    if (parts[1] == "gaussian")
+        f.gaussian = true;
+    else if (parts[1] != "mean")
+        args::invalid("adaptive method '" + std::string(parts[1]) + "' must be mean or gaussian" + where);
     int block = 0;
     if (!args::parse_int(parts[2], block) || block < 3 || block > kMaxKernel || block % 2 == 0)
-        args::invalid("adaptive block size '" + std::string(parts[2]) + "' must be an odd integer from 3 to 255" + where);
+        args::invalid("adaptive block size '" + std::string(parts[2]) + "' must be an odd integer from 3 to 255" +
+                      where);
     f.block = block;
-    if (!args::parse_double(parts[3], f.c)) args::invalid("adaptive C '" + std::string(parts[3]) + "' is not a number" + where);
+    if (!args::parse_double(parts[3], f.c))
+        args::invalid("adaptive C '" + std::string(parts[3]) + "' is not a number" + where);
     if (parts.size() == 5) {
-        if (parts[4] == "binary_inv") f.inverse = true;
+        if (parts[4] == "binary_inv")
+            f.inverse = true;
         else if (parts[4] != "binary")
             args::invalid("adaptive type '" + std::string(parts[4]) + "' must be binary or binary_inv" + where);
     }

@@ -32,20 +32,21 @@ struct AdaptiveFilter {
     bool gaussian = false;  // ADAPTIVE_THRESH_GAUSSIAN_C; else MEAN_C
     int block = 3;          // odd, 3..255
     double c = 0;
-    bool inverse = false;   // THRESH_BINARY_INV
+    bool inverse = false;  // THRESH_BINARY_INV
     friend bool operator==(const AdaptiveFilter&, const AdaptiveFilter&) = default;
 };
 
 template <>
 struct FilterKind<AdaptiveFilter> {
-    static constexpr std::string_view name = "adaptive", form = "adaptive:MAXVAL:mean|gaussian:BLOCK:C[:binary|binary_inv]",
+    static constexpr std::string_view name = "adaptive",
+                                      form = "adaptive:MAXVAL:mean|gaussian:BLOCK:C[:binary|binary_inv]",
                                       params = "maxval method block c type";
     static constexpr std::string_view help =
         "src > local mean - C ? MAXVAL : 0 over BLOCK x BLOCK (odd, 3..255); 8-bit 1-channel images";
     static constexpr std::string_view opencv = "cv::adaptiveThreshold(src, dst, MAXVAL, method, type, BLOCK, C)";
     static constexpr Category category = Category::window;
-    static constexpr std::string_view examples[] = {"255:mean:11:2", "200:gaussian:5:-3.5:binary_inv", "255:gaussian:31:7",
-                                                    "255:mean:3:0.5"};
+    static constexpr std::string_view examples[] = {"255:mean:11:2", "200:gaussian:5:-3.5:binary_inv",
+                                                    "255:gaussian:31:7", "255:mean:3:0.5"};
     static constexpr KindDefault defaults[] = {
         // Never used: the node runs as its steps, which take their own kinds' rows.
         {true, 0, kAnyDepth, 0, "tile:32x8 tile:16x16 column:32"},

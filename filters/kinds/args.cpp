@@ -9,7 +9,9 @@
 
 namespace cbi::args {
 
-void invalid(const std::string& message) { throw std::invalid_argument(message); }
+void invalid(const std::string& message) {
+    throw std::invalid_argument(message);
+}
 
 std::vector<std::string_view> split(std::string_view text, char sep) {
     std::vector<std::string_view> parts;

@@ -6,11 +6,15 @@
 namespace cbi {
 namespace {
 // OpenCV 4.6 reads a sigma <= 0 as 1.
-double effective_sigma(double s) { return s <= 0 ? 1.0 : s; }
+double effective_sigma(double s) {
+    return s <= 0 ? 1.0 : s;
+}
 
 // -0.5 / s^2 as a float that is never -inf (a sigma below ~1e-19 would
 // give -inf, and 0 * -inf is NaN for the centre's distance 0).
-float coefficient(double c) { return c < -FLT_MAX ? -FLT_MAX : static_cast<float>(c); }
+float coefficient(double c) {
+    return c < -FLT_MAX ? -FLT_MAX : static_cast<float>(c);
+}
 }  // namespace
 
 int bilateral_radius(const BilateralFilter& f) {
@@ -27,7 +31,8 @@ BilateralArgs bilateral_args(const BilateralFilter& f, Depth depth) {
     a.color_coeff = coefficient(color_coeff);
     a.space_coeff = coefficient(space_coeff);
     if (depth == Depth::u8)  // as OpenCV's bilateralFilter_8u fills its table
-        for (int i = 0; i < kBilateralColorTable; ++i) a.color_weight[i] = static_cast<float>(std::exp(i * i * color_coeff));
+        for (int i = 0; i < kBilateralColorTable; ++i)
+            a.color_weight[i] = static_cast<float>(std::exp(i * i * color_coeff));
     for (int n = 0; n < kBilateralSpaceTable; ++n) {  // OpenCV: r = sqrt(i^2 + j^2), exp(r * r * coeff)
         const double r = std::sqrt(static_cast<double>(n));
         a.space_weight[n] = static_cast<float>(std::exp(r * r * space_coeff));
@@ -45,11 +50,14 @@ BilateralFilter FilterKind<BilateralFilter>::parse(std::string_view a) {
     args::expect_fields(name, a, parts, 3, 3, form);
     BilateralFilter f;
     if (!args::parse_int(parts[0], f.diameter))
-        args::invalid("bilateral diameter '" + std::string(parts[0]) + "' is not an integer (" + std::string(form) + ")");
+        args::invalid("bilateral diameter '" + std::string(parts[0]) + "' is not an integer (" + std::string(form) +
+                      ")");
     if (!args::parse_double(parts[1], f.sigma_color))
-        args::invalid("bilateral SIGMA_COLOR '" + std::string(parts[1]) + "' is not a number (" + std::string(form) + ")");
+        args::invalid("bilateral SIGMA_COLOR '" + std::string(parts[1]) + "' is not a number (" + std::string(form) +
+                      ")");
     if (!args::parse_double(parts[2], f.sigma_space))
-        args::invalid("bilateral SIGMA_SPACE '" + std::string(parts[2]) + "' is not a number (" + std::string(form) + ")");
+        args::invalid("bilateral SIGMA_SPACE '" + std::string(parts[2]) + "' is not a number (" + std::string(form) +
+                      ")");
     // The radius before clamping to 1, in double (a huge sigma must not overflow an int).
     const double r = f.diameter > 0 ? f.diameter / 2 : std::nearbyint(effective_sigma(f.sigma_space) * 1.5);
     if (r > kBilateralMaxRadius)

@@ -87,11 +87,12 @@ inline constexpr int kBilateralSpaceTable = 160;  // space weights held: squared
 // in the op (3.8 KB).
 struct BilateralArgs {
     int radius;
-    float color_coeff;  // -0.5 / SIGMA_COLOR^2 as float (never -inf)
-    float space_coeff;  // -0.5 / SIGMA_SPACE^2 as float
+    float color_coeff;                         // -0.5 / SIGMA_COLOR^2 as float (never -inf)
+    float space_coeff;                         // -0.5 / SIGMA_SPACE^2 as float
     float color_weight[kBilateralColorTable];  // 8u only: (float)exp(d^2 * coeff), coeff in double, as OpenCV
     float space_weight[kBilateralSpaceTable];  // (float)exp(n * coeff) for n = dx^2 + dy^2, as OpenCV
-    std::uint8_t half_width[kBilateralMaxRadius + 1];  // of the disc's row dy: the largest h with h^2 + dy^2 <= radius^2
+    std::uint8_t
+        half_width[kBilateralMaxRadius + 1];  // of the disc's row dy: the largest h with h^2 + dy^2 <= radius^2
 };
 BilateralArgs bilateral_args(const BilateralFilter& f, Depth depth);
 
@@ -121,7 +122,9 @@ struct BilateralOp : BilateralArgs {
         return exp_nonpositive(mul_rn(mul_rn(f, f), color_coeff));
     }
     template <int CN>
-    CBI_HOST_DEVICE float color_w(float d) const { return exp_nonpositive(mul_rn(mul_rn(d, d), color_coeff)); }
+    CBI_HOST_DEVICE float color_w(float d) const {
+        return exp_nonpositive(mul_rn(mul_rn(d, d), color_coeff));
+    }
 
     template <int CN>
     CBI_HOST_DEVICE void pixel(int x, int y) const {
@@ -201,8 +204,8 @@ struct FilterKind<BilateralFilter> {
     template <class T>
     static BilateralOp<T> op(const BilateralFilter& f, const ImageView& src, const Border& border,
                              const ImageView& dst) {
-        return {bilateral_args(f, src.depth), {src, saturate_round<T>(static_cast<float>(border.value)), border.mode},
-                dst};
+        return {
+            bilateral_args(f, src.depth), {src, saturate_round<T>(static_cast<float>(border.value)), border.mode}, dst};
     }
 };
 

@@ -12,8 +12,9 @@ ColorFilter Kind::parse(std::string_view a) {
     if (a == "ycrcb") return {ColorPreset::ycrcb, {}};
     const auto parts = args::split(a, ',');
     if (parts.size() != 9 && parts.size() != 12)
-        args::invalid("color '" + std::string(a) +
-                      "' must be gray, sepia, ycrcb or a matrix of 9 (3x3) or 12 (3x4) comma-separated numbers, rows R',G',B'");
+        args::invalid(
+            "color '" + std::string(a) +
+            "' must be gray, sepia, ycrcb or a matrix of 9 (3x3) or 12 (3x4) comma-separated numbers, rows R',G',B'");
     ColorFilter f{ColorPreset::custom, {}};
     const int cols = parts.size() == 9 ? 3 : 4;
     for (std::size_t i = 0; i < parts.size(); ++i) {
@@ -46,7 +47,7 @@ int Kind::output_channels(const ColorFilter& f, int channels) {
 
 StorageMatrix storage_matrix(const ColorFilter& f, Depth depth, int input_channels) {
     StorageMatrix s{};
-    s.step = color_step(input_channels);  // 1 channel: R = G = B
+    s.step = color_step(input_channels);                         // 1 channel: R = G = B
     if (input_channels == 1 && f.preset == ColorPreset::gray) {  // gray of gray: the image itself
         s.rows = 1;
         s.m[0][0] = 1;
@@ -62,7 +63,8 @@ StorageMatrix storage_matrix(const ColorFilter& f, Depth depth, int input_channe
     const bool fixed = depth != Depth::f32;
     const double gray[3] = {fixed ? 3735 / 32768.0 : 0.114, fixed ? 19235 / 32768.0 : 0.587,
                             fixed ? 9798 / 32768.0 : 0.299};
-    const double y[3] = {fixed ? 1868 / 16384.0 : 0.114, fixed ? 9617 / 16384.0 : 0.587, fixed ? 4899 / 16384.0 : 0.299};
+    const double y[3] = {fixed ? 1868 / 16384.0 : 0.114, fixed ? 9617 / 16384.0 : 0.587,
+                         fixed ? 4899 / 16384.0 : 0.299};
     const double cr = fixed ? 11682 / 16384.0 : 0.713, cb = fixed ? 9241 / 16384.0 : 0.564;
     switch (f.preset) {
         case ColorPreset::gray:  // cv::cvtColor COLOR_BGR2GRAY

@@ -13,8 +13,8 @@ namespace cbi {
 // first derivative uses deriv across x and smooth down y (gx), or the
 // transpose (gy); the Laplacian's hold a second derivative in deriv.
 struct SobelKernels {
-    int deriv[7];        // derivative kernel (length max(ksize, 3))
-    int smooth[7];       // smoothing kernel (length ksize)
+    int deriv[7];   // derivative kernel (length max(ksize, 3))
+    int smooth[7];  // smoothing kernel (length ksize)
     int deriv_size;
     int smooth_size;
 };
@@ -24,15 +24,19 @@ struct SobelKernels {
 SobelKernels derivative_kernels(int order, int ksize);
 
 // The KSIZEs of OpenCV's Sobel kernels (Sobel and Laplacian).
-constexpr bool is_sobel_ksize(int k) { return k == 1 || k == 3 || k == 5 || k == 7; }
+constexpr bool is_sobel_ksize(int k) {
+    return k == 1 || k == 3 || k == 5 || k == 7;
+}
 
 // The derivative ops' sums (integer kernels: exact integers for integer
 // samples) as float, as cv::Sobel/cv::Laplacian to CV_32F give them.
 template <class T, class Acc>
 CBI_HOST_DEVICE float derivative_to_float(Acc g) {
     // 8-bit sums stay below 2^22 (255 * 20 * 64 for Sobel KSIZE 7): the cheap exact conversion.
-    if constexpr (std::is_same_v<T, std::uint8_t>) return small_int_to_float(g);
-    else return static_cast<float>(g);
+    if constexpr (std::is_same_v<T, std::uint8_t>)
+        return small_int_to_float(g);
+    else
+        return static_cast<float>(g);
 }
 
 // sqrt(v) for a gradient magnitude converted to T. 8-bit on the device:
@@ -67,6 +71,5 @@ CBI_HOST_DEVICE float sum_of_squares(float gx, float gy) {
 #endif
     return add_rn(mul_rn(gx, gx), mul_rn(gy, gy));
 }
-
 
 }  // namespace cbi

@@ -46,9 +46,8 @@ struct GaussianArgs {
 };
 
 template <class T, BorderMode B, class Src = BorderedSource<T, B>>
-struct GaussianOp
-    : SeparableStencil<GaussianOp<T, B, Src>, T, B, Src>,
-      GaussianArgs<std::conditional_t<std::is_same_v<T, std::uint8_t>, std::uint16_t, float>> {
+struct GaussianOp : SeparableStencil<GaussianOp<T, B, Src>, T, B, Src>,
+                    GaussianArgs<std::conditional_t<std::is_same_v<T, std::uint8_t>, std::uint16_t, float>> {
     static constexpr bool kFixedPoint = std::is_same_v<T, std::uint8_t>;
     static constexpr bool kStream8 = kFixedPoint;
     static constexpr bool kFinishReturnsSum = std::is_same_v<T, float>;
@@ -66,7 +65,8 @@ struct GaussianOp
     CBI_HOST_DEVICE int kh(int) const { return this->ksize; }
     CBI_HOST_DEVICE T finish(const Acc* sums) const {
         if constexpr (kFixedPoint)
-            return static_cast<T>((sums[0] + (1u << (kRoundingShift - 1))) >> kRoundingShift);  // round half up, as OpenCV's ufixedpoint32
+            return static_cast<T>((sums[0] + (1u << (kRoundingShift - 1))) >>
+                                  kRoundingShift);  // round half up, as OpenCV's ufixedpoint32
         else
             return saturate_round<T>(sums[0]);
     }

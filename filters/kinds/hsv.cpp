@@ -11,7 +11,9 @@ int HsvKindBase::channels_out(std::string_view name, int channels) {
 }
 
 void HsvKindBase::parse_none(std::string_view name, std::string_view a) {
-    if (!a.empty()) args::invalid(std::string(name) + " takes no arguments, not '" + std::string(a) + "' (" + std::string(name) + ")");
+    if (!a.empty())
+        args::invalid(std::string(name) + " takes no arguments, not '" + std::string(a) + "' (" + std::string(name) +
+                      ")");
 }
 
 }  // namespace cbi

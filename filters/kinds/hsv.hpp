@@ -44,8 +44,12 @@ CBI_HOST_DEVICE constexpr int div_round_even(int n, int d) {
 }
 // OpenCV's RGB2HSV_b tables (color_hsv.simd.hpp, hsv_shift 12):
 // sdiv[i] = cvRound((255 << 12) / i), hdiv[i] = cvRound((180 << 12) / (6 i)).
-CBI_HOST_DEVICE constexpr int hsv_sdiv(int i) { return div_round_even(255 << 12, i); }
-CBI_HOST_DEVICE constexpr int hsv_hdiv(int i) { return div_round_even(180 << 12, 6 * i); }
+CBI_HOST_DEVICE constexpr int hsv_sdiv(int i) {
+    return div_round_even(255 << 12, i);
+}
+CBI_HOST_DEVICE constexpr int hsv_hdiv(int i) {
+    return div_round_even(180 << 12, 6 * i);
+}
 
 template <class T>
 struct HsvOp {
@@ -96,9 +100,12 @@ struct HsvOp {
         const float diff = v - vmin;
         s = diff / (fabsf(v) + FLT_EPSILON);
         const float k = static_cast<float>(60.0 / static_cast<double>(add_rn(diff, FLT_EPSILON)));
-        if (v == r) h = mul_rn(g - b, k);
-        else if (v == g) h = add_rn(mul_rn(b - r, k), 120.f);
-        else h = add_rn(mul_rn(r - g, k), 240.f);
+        if (v == r)
+            h = mul_rn(g - b, k);
+        else if (v == g)
+            h = add_rn(mul_rn(b - r, k), 120.f);
+        else
+            h = add_rn(mul_rn(r - g, k), 240.f);
         if (h < 0) h = add_rn(h, 360.f);
     }
 
@@ -115,9 +122,12 @@ struct HsvOp {
         }
         s = diff / (l < 0.5f ? sum : 2.f - sum);
         const float k = 60.f / diff;
-        if (vmax == r) h = fma_rn(g - b, k, g < b ? 360.f : 0.f);
-        else if (vmax == g) h = fma_rn(b - r, k, 120.f);
-        else h = fma_rn(r - g, k, 240.f);
+        if (vmax == r)
+            h = fma_rn(g - b, k, g < b ? 360.f : 0.f);
+        else if (vmax == g)
+            h = fma_rn(b - r, k, 120.f);
+        else
+            h = fma_rn(r - g, k, 240.f);
     }
 
     CBI_HOST_DEVICE void operator()(int x, int y) const {
@@ -140,14 +150,18 @@ struct HsvOp {
             constexpr float k = 1.f / 65535.f;
             const float fb = mul_rn(to_float(b), k), fg = mul_rn(to_float(g), k), fr = mul_rn(to_float(r), k);
             float h, m1, m2;  // (S, V) or (L, S)
-            if (hls) hls_float(fb, fg, fr, h, m1, m2);
-            else hsv_float(fb, fg, fr, h, m1, m2);
+            if (hls)
+                hls_float(fb, fg, fr, h, m1, m2);
+            else
+                hsv_float(fb, fg, fr, h, m1, m2);
             out[0] = saturate_round<T>(mul_rn(h, 0.5f));
             out[1] = saturate_round<T>(mul_rn(m1, 65535.f));
             out[2] = hls ? saturate_round<T>(mul_rn(m2, 65535.f)) : (b > g ? (b > r ? b : r) : (g > r ? g : r));
         } else {
-            if (hls) hls_float(b, g, r, out[0], out[1], out[2]);
-            else hsv_float(b, g, r, out[0], out[1], out[2]);
+            if (hls)
+                hls_float(b, g, r, out[0], out[1], out[2]);
+            else
+                hsv_float(b, g, r, out[0], out[1], out[2]);
         }
         if (dst.channels == 4) out[3] = in[3];
     }

@@ -24,7 +24,9 @@ struct LaplacianFilter {
 
 // The kernels of cv::Laplacian: a second derivative and its smoothing
 // (KSIZE 1 widens the derivative to 3).
-inline SobelKernels laplacian_kernels(int ksize) { return derivative_kernels(2, ksize); }
+inline SobelKernels laplacian_kernels(int ksize) {
+    return derivative_kernels(2, ksize);
+}
 
 struct LaplacianArgs {
     SobelKernels k;  // laplacian_kernels(KSIZE)
@@ -46,8 +48,10 @@ struct LaplacianOp : SeparableStencil<LaplacianOp<T, B, Src>, T, B, Src>, Laplac
     CBI_HOST_DEVICE T finish(const Acc* sums) const {
         // Integers: one exact sum; float: d2x + d2y rounded once, as OpenCV adds its two planes.
         float g;
-        if constexpr (std::is_same_v<Acc, float>) g = add_rn(sums[0], sums[1]);
-        else g = derivative_to_float<T>(sums[0] + sums[1]);
+        if constexpr (std::is_same_v<Acc, float>)
+            g = add_rn(sums[0], sums[1]);
+        else
+            g = derivative_to_float<T>(sums[0] + sums[1]);
         return saturate_round<T>(g < 0.f ? -g : g);
     }
 };

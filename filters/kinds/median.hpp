@@ -110,13 +110,13 @@ struct MedianOp {
                     v[j * K + i] = _mm_xor_si128(l, bias);
                 }
         } else
-        for (int j = 0; j < K; ++j)
-            for (int i = 0; i < K; ++i) {
-                const int xx = x + i - K / 2;
-                v[j * K + i] = _mm_set_epi16(0, 0, 0, 0, CN > 3 ? key(src.at(rows[j], xx, 3)) : short(0),
-                                             key(src.at(rows[j], xx, 2)), key(src.at(rows[j], xx, 1)),
-                                             key(src.at(rows[j], xx, 0)));
-            }
+            for (int j = 0; j < K; ++j)
+                for (int i = 0; i < K; ++i) {
+                    const int xx = x + i - K / 2;
+                    v[j * K + i] = _mm_set_epi16(0, 0, 0, 0, CN > 3 ? key(src.at(rows[j], xx, 3)) : short(0),
+                                                 key(src.at(rows[j], xx, 2)), key(src.at(rows[j], xx, 1)),
+                                                 key(src.at(rows[j], xx, 0)));
+                }
         alignas(16) std::uint16_t m[8];
         _mm_store_si128(reinterpret_cast<__m128i*>(m), median_of_lanes<K * K>(v));
         for (int c = 0; c < CN; ++c) out[c] = static_cast<T>(m[c] ^ 0x8000u);
@@ -142,7 +142,7 @@ struct MedianOp {
             });
             out[c] = from_rank_key<T>(radix_select<1>(visit, kRankKeyBits<T>, rank, lo, hi));
 #else
-            constexpr std::uint32_t all = kRankKeyBits<T> == 32 ? 0xffffffffu : (1u << kRankKeyBits<T>) - 1u;
+            constexpr std::uint32_t all = kRankKeyBits<T> == 32 ? 0xffffffffu : (1u << kRankKeyBits<T>)-1u;
             out[c] = from_rank_key<T>(radix_select<8>(visit, kRankKeyBits<T>, rank, 0u, all));
 #endif
         }

@@ -42,8 +42,10 @@ StructuringElement structuring_element(MorphShape shape, int w, int h, int ax, i
     for (int i = 0; i < h; ++i) {
         int j1 = 0, j2 = 0;
         if (shape == MorphShape::cross) {
-            if (i == se.ay) j2 = w;
-            else j1 = se.ax, j2 = j1 + 1;
+            if (i == se.ay)
+                j2 = w;
+            else
+                j1 = se.ax, j2 = j1 + 1;
         } else {
             const int dy = i - r;
             if (std::abs(dy) <= r) {
@@ -65,33 +67,39 @@ Morphology<Op> FilterKind<Morphology<Op>>::parse(std::string_view a) {
     args::expect_fields(name, a, fields, 1, 3, form);
     Morphology<Op> f;
     const auto size_error = [&] {
-        args::invalid(std::string(name) + " size '" + std::string(fields[0]) + "' must be K or WxH, each from 1 to 255 (" +
-                      std::string(form) + ")");
+        args::invalid(std::string(name) + " size '" + std::string(fields[0]) +
+                      "' must be K or WxH, each from 1 to 255 (" + std::string(form) + ")");
     };
     const auto x = fields[0].find('x');
     if (x == std::string_view::npos) {
         if (!args::parse_int(fields[0], f.width)) size_error();
         f.height = f.width;
-    } else if (!args::parse_int(fields[0].substr(0, x), f.width) || !args::parse_int(fields[0].substr(x + 1), f.height)) {
+    } else if (!args::parse_int(fields[0].substr(0, x), f.width) ||
+               !args::parse_int(fields[0].substr(x + 1), f.height)) {
         size_error();
     }
     if (f.width < 1 || f.width > kMaxSize || f.height < 1 || f.height > kMaxSize) size_error();
     if (fields.size() > 1) {
-        if (fields[1] == "rect") f.shape = MorphShape::rect;
-        else if (fields[1] == "cross") f.shape = MorphShape::cross;
-        else if (fields[1] == "ellipse") f.shape = MorphShape::ellipse;
-        else args::invalid(std::string(name) + " shape '" + std::string(fields[1]) + "' must be rect, cross or ellipse (" +
-                           std::string(form) + ")");
+        if (fields[1] == "rect")
+            f.shape = MorphShape::rect;
+        else if (fields[1] == "cross")
+            f.shape = MorphShape::cross;
+        else if (fields[1] == "ellipse")
+            f.shape = MorphShape::ellipse;
+        else
+            args::invalid(std::string(name) + " shape '" + std::string(fields[1]) +
+                          "' must be rect, cross or ellipse (" + std::string(form) + ")");
     }
     if (fields.size() > 2 && (!args::parse_int(fields[2], f.iterations) || f.iterations < 1 || f.iterations > 255))
-        args::invalid(std::string(name) + " iterations '" + std::string(fields[2]) + "' must be an integer from 1 to 255 (" +
-                      std::string(form) + ")");
+        args::invalid(std::string(name) + " iterations '" + std::string(fields[2]) +
+                      "' must be an integer from 1 to 255 (" + std::string(form) + ")");
     return f;
 }
 
 template <MorphOp Op>
 std::string FilterKind<Morphology<Op>>::print(const Morphology<Op>& f) {
-    std::string s = f.width == f.height ? std::to_string(f.width) : std::to_string(f.width) + "x" + std::to_string(f.height);
+    std::string s =
+        f.width == f.height ? std::to_string(f.width) : std::to_string(f.width) + "x" + std::to_string(f.height);
     if (f.shape != MorphShape::rect || f.iterations != 1) s += ":" + std::string(shape_name(f.shape));
     if (f.iterations != 1) s += ":" + std::to_string(f.iterations);
     return s;
@@ -175,7 +183,7 @@ Expansion FilterKind<Morphology<Op>>::expand(const Morphology<Op>& f) {
     return e;
 }
 
-#define CBI_MORPHOLOGY(OP)                                                                            \
+#define CBI_MORPHOLOGY(OP)                                                                           \
     template Morphology<MorphOp::OP> FilterKind<Morphology<MorphOp::OP>>::parse(std::string_view);   \
     template std::string FilterKind<Morphology<MorphOp::OP>>::print(const Morphology<MorphOp::OP>&); \
     template Expansion FilterKind<Morphology<MorphOp::OP>>::expand(const Morphology<MorphOp::OP>&);

@@ -79,9 +79,12 @@ struct MorphPassOp {
 
     CBI_HOST_DEVICE void operator()(int x, int y) const {
         // The channel count as a constant keeps the minima in registers.
-        if (dst.channels == 1) pixel<1>(x, y);
-        else if (dst.channels == 3) pixel<3>(x, y);
-        else pixel<4>(x, y);
+        if (dst.channels == 1)
+            pixel<1>(x, y);
+        else if (dst.channels == 3)
+            pixel<3>(x, y);
+        else
+            pixel<4>(x, y);
     }
     template <int C>
     CBI_HOST_DEVICE void pixel(int x, int y) const {
@@ -115,7 +118,9 @@ struct MorphPassOp {
                     const int off = i0 - se.ax, count = dst.width + i1 - i0 - 1;
                     const int lo = row == nullptr ? count : (off < 0 ? -off : 0);
                     const int hi = row == nullptr ? count : (dst.width - off < count ? dst.width - off : count);
-                    if (lo < hi) std::memcpy(scratch + lo * channels, row + (lo + off) * channels, sizeof(T) * (hi - lo) * channels);
+                    if (lo < hi)
+                        std::memcpy(scratch + lo * channels, row + (lo + off) * channels,
+                                    sizeof(T) * (hi - lo) * channels);
                     for (int x = 0; x < count; ++x) {
                         if (x == lo && lo < hi) {
                             x = hi - 1;  // copied
@@ -139,8 +144,10 @@ struct MorphPassOp {
 
     // The value that never wins: what the window's min or max starts from.
     static CBI_HOST_DEVICE T neutral() {
-        if constexpr (std::is_same_v<T, float>) return kMin ? FLT_MAX : -FLT_MAX;
-        else return kMin ? std::numeric_limits<T>::max() : T{0};
+        if constexpr (std::is_same_v<T, float>)
+            return kMin ? FLT_MAX : -FLT_MAX;
+        else
+            return kMin ? std::numeric_limits<T>::max() : T{0};
     }
 };
 
@@ -148,11 +155,11 @@ struct ExpansionStep;
 
 // Per-op text, indexed by MorphOp (namespace scope: clang cannot index a class
 // template's static array of deduced bound in a constant expression).
-inline constexpr std::string_view kMorphologyNames[] = {"erode", "dilate", "open", "close", "gradient", "tophat", "blackhat"};
+inline constexpr std::string_view kMorphologyNames[] = {"erode",    "dilate", "open",    "close",
+                                                        "gradient", "tophat", "blackhat"};
 inline constexpr std::string_view kMorphologyForms[] = {
-    "erode:SIZE[:SHAPE[:ITERATIONS]]",    "dilate:SIZE[:SHAPE[:ITERATIONS]]",
-    "open:SIZE[:SHAPE[:ITERATIONS]]",     "close:SIZE[:SHAPE[:ITERATIONS]]",
-    "gradient:SIZE[:SHAPE[:ITERATIONS]]", "tophat:SIZE[:SHAPE[:ITERATIONS]]",
+    "erode:SIZE[:SHAPE[:ITERATIONS]]",   "dilate:SIZE[:SHAPE[:ITERATIONS]]",   "open:SIZE[:SHAPE[:ITERATIONS]]",
+    "close:SIZE[:SHAPE[:ITERATIONS]]",   "gradient:SIZE[:SHAPE[:ITERATIONS]]", "tophat:SIZE[:SHAPE[:ITERATIONS]]",
     "blackhat:SIZE[:SHAPE[:ITERATIONS]]"};
 inline constexpr std::string_view kMorphologyHelps[] = {
     "minimum under a structuring element; SIZE K or WxH (1..255), SHAPE rect|cross|ellipse",

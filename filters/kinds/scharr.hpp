@@ -16,12 +16,15 @@ struct ScharrFilter {
     friend bool operator==(const ScharrFilter&, const ScharrFilter&) = default;
 };
 
-inline SobelKernels scharr_kernels() { return SobelKernels{{-1, 0, 1}, {3, 10, 3}, 3, 3}; }
+inline SobelKernels scharr_kernels() {
+    return SobelKernels{{-1, 0, 1}, {3, 10, 3}, 3, 3};
+}
 
 template <>
 struct FilterKind<ScharrFilter> {
     static constexpr std::string_view name = "scharr", form = "scharr[:x|y|mag]", params = "mode";
-    static constexpr std::string_view help = "|gx|, |gy| or sqrt(gx^2+gy^2) of the 3x3 Scharr derivatives (default mag)";
+    static constexpr std::string_view help =
+        "|gx|, |gy| or sqrt(gx^2+gy^2) of the 3x3 Scharr derivatives (default mag)";
     static constexpr std::string_view opencv = "cv::Scharr(src, CV_32F, 1, 0 / 0, 1, 1, 0, border)";
     static constexpr Category category = Category::stencil;
     static constexpr std::string_view examples[] = {"x", "y", "mag"};

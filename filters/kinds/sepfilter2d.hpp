@@ -81,8 +81,8 @@ struct FilterKind<SepFilter2DFilter> {
     static SepFilter2DFilter parse(std::string_view a) {
         const auto rows = taps::parse_rows(name, a, form, kMaxKernel);
         if (rows.size() != 2)
-            args::invalid("sepfilter2d needs two lists, KX;KY (row then column kernel), not " + std::to_string(rows.size()) +
-                          " (sepfilter2d:KX;KY)");
+            args::invalid("sepfilter2d needs two lists, KX;KY (row then column kernel), not " +
+                          std::to_string(rows.size()) + " (sepfilter2d:KX;KY)");
         return {rows[0], rows[1]};
     }
     static std::string print(const SepFilter2DFilter& f) { return taps::print_rows({f.kx, f.ky}); }

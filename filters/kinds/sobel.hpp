@@ -25,7 +25,9 @@ struct SobelFilter {
 };
 
 // OpenCV's Sobel kernels for a first derivative (cv::getDerivKernels).
-inline SobelKernels sobel_kernels(int ksize) { return derivative_kernels(1, ksize); }
+inline SobelKernels sobel_kernels(int ksize) {
+    return derivative_kernels(1, ksize);
+}
 
 struct GradientArgs {
     SobelMode mode;
@@ -61,8 +63,10 @@ struct SobelOp : SeparableStencil<SobelOp<T, B, Src>, T, B, Src>, GradientArgs {
     // them in another form convert them themselves).
     template <int P>
     CBI_HOST_DEVICE T finish_gradients(const float* g) const {
-        if constexpr (P == 1) return saturate_round<T>(g[0] < 0.f ? -g[0] : g[0]);
-        else return saturate_round<T, true>(magnitude_sqrt<T>(sum_of_squares<T>(g[0], g[1])));
+        if constexpr (P == 1)
+            return saturate_round<T>(g[0] < 0.f ? -g[0] : g[0]);
+        else
+            return saturate_round<T, true>(magnitude_sqrt<T>(sum_of_squares<T>(g[0], g[1])));
     }
 };
 

@@ -8,19 +8,21 @@ namespace cbi::taps {
 
 Rows parse_rows(std::string_view kind, std::string_view text, std::string_view form, int max_taps) {
     const std::string where = " (" + std::string(form) + ")";
-    if (text.empty()) args::invalid(std::string(kind) + " needs taps: rows of comma-separated numbers separated by ';'" + where);
+    if (text.empty())
+        args::invalid(std::string(kind) + " needs taps: rows of comma-separated numbers separated by ';'" + where);
     Rows rows;
     for (const std::string_view row : args::split(text, ';')) {
         const auto fields = args::split(row, ',');
         if (static_cast<int>(fields.size()) > max_taps)
-            args::invalid(std::string(kind) + " list '" + std::string(row.substr(0, 40)) + (row.size() > 40 ? "...'" : "'") +
-                          " has " + std::to_string(fields.size()) + " taps, at most " + std::to_string(max_taps) + where);
+            args::invalid(std::string(kind) + " list '" + std::string(row.substr(0, 40)) +
+                          (row.size() > 40 ? "...'" : "'") + " has " + std::to_string(fields.size()) +
+                          " taps, at most " + std::to_string(max_taps) + where);
         std::vector<double>& taps = rows.emplace_back();
         for (const std::string_view field : fields) {
             double v = 0;
             if (!args::parse_double(field, v))
-                args::invalid(std::string(kind) + " tap '" + std::string(field) + "' in list " + std::to_string(rows.size()) +
-                              " is not a number" + where);
+                args::invalid(std::string(kind) + " tap '" + std::string(field) + "' in list " +
+                              std::to_string(rows.size()) + " is not a number" + where);
             taps.push_back(v);
         }
     }

@@ -33,8 +33,8 @@ ThresholdFilter Kind::parse(std::string_view a) {
         f.default_maxval = false;
     }
     if (parts.size() == 3) {
-        const auto it = std::find_if(std::begin(kTypes), std::end(kTypes),
-                                     [&](const TypeName& t) { return t.name == parts[2]; });
+        const auto it =
+            std::find_if(std::begin(kTypes), std::end(kTypes), [&](const TypeName& t) { return t.name == parts[2]; });
         if (it == std::end(kTypes))
             args::invalid("threshold type '" + std::string(parts[2]) +
                           "' must be binary, binary_inv, trunc, tozero or tozero_inv (threshold:T[:MAXVAL[:TYPE]])");

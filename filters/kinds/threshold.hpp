@@ -33,16 +33,18 @@ struct ThresholdOp : PerSampleOp<ThresholdOp<T>, T> {
     // The five types as one rule, its choices fixed per op (no switch per
     // sample, so CPU loops vectorise): above ? (keep_above ? src : hi) :
     // (keep_below ? src : lo).
-    T thresh;         // integers: floor(T) clamped to [0, max] (all_above covers T < 0)
-    bool all_above;   // integers: T < 0, every sample is above
-    bool trunc_cmp;   // float trunc: above is !(src < T), as OpenCV's vector min(src, T)
-                      // takes it (the second operand when equal or unordered: min(-0, +0) is +0)
+    T thresh;        // integers: floor(T) clamped to [0, max] (all_above covers T < 0)
+    bool all_above;  // integers: T < 0, every sample is above
+    bool trunc_cmp;  // float trunc: above is !(src < T), as OpenCV's vector min(src, T)
+                     // takes it (the second operand when equal or unordered: min(-0, +0) is +0)
     bool keep_above, keep_below;
-    T hi, lo;         // what is written above / not above, unless kept
+    T hi, lo;  // what is written above / not above, unless kept
 
     CBI_HOST_DEVICE bool above(T v) const {
-        if constexpr (std::is_same_v<T, float>) return trunc_cmp ? !(v < thresh) : v > thresh;
-        else return all_above | (v > thresh);
+        if constexpr (std::is_same_v<T, float>)
+            return trunc_cmp ? !(v < thresh) : v > thresh;
+        else
+            return all_above | (v > thresh);
     }
     CBI_HOST_DEVICE T sample(T v) const {
         const T a = keep_above ? v : hi, b = keep_below ? v : lo;

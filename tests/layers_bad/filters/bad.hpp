@@ -1,4 +1,4 @@
 #pragma once
 // A forbidden include for the layers test (tests/CMakeLists.txt).
-#include "schedules/schedule.hpp"
 #include "pipeline/image.hpp"
+#include "schedules/schedule.hpp"
