@@ -86,10 +86,17 @@ void dispatch_window(const FilterRun& node, const ImageView& src, const ImageVie
     });
 }
 
+// How a stencil op takes its border rule: as a template argument (CUDA
+// kernels, one per rule, resolved at compile time in every load) or as a
+// run-time value (the CPU, whose loops resolve borders once per row or only
+// outside the image: one instantiation for every rule; fused colour nodes
+// run there as chains, not through dispatch_node).
+enum class BorderBinding { compiled, run_time };
+
 // Builds the op for `node` reading `src` and writing `dst` (geometry already
 // validated by the executor) and calls launch(schedule, op). Window kinds go
 // through dispatch_window.
-template <class Launch>
+template <BorderBinding Binding = BorderBinding::compiled, class Launch>
 void dispatch_node(const FilterRun& node, const ImageView& src, const ImageView& dst, Launch&& launch) {
     if (category_of(node.filter) == Category::window) throw std::logic_error("dispatch_node: a window kind");
     with_depth(src.depth, [&](auto sample) {
@@ -102,27 +109,34 @@ void dispatch_node(const FilterRun& node, const ImageView& src, const ImageView&
                 });
                 return;
             }
-            with_border(node.border.mode, [&](auto border) {
-                constexpr BorderMode B = decltype(border)::value;
-                const T constant = saturate_round<T>(static_cast<float>(node.border.value));
-                const auto launch_stencil = [&](const auto& source) {
-                    with_stencil_op<T, B>(node.filter, source, dst, [&](const auto& op) { launch(schedule, op); });
-                };
-                if constexpr (kStagesTiles<decltype(schedule)>) {
-                    if (node.fused_color) {
-                        // src is the colour node's input; the stencil reads its output.
-                        const ImageView colored{nullptr,    src.width,
-                                                src.height, output_channels(*node.fused_color, src.channels),
-                                                src.depth,  0};
-                        launch_stencil(ColorSource<T, B>{
-                            {colored, src, storage_matrix(*node.fused_color, src.depth, src.channels), constant}});
-                        return;
+            const T constant = saturate_round<T>(static_cast<float>(node.border.value));
+            if constexpr (Binding == BorderBinding::run_time) {
+                if (node.fused_color) throw std::logic_error("dispatch_node: a fused colour node runs as a chain");
+                const AnyBorderSource<T> source{src, constant, node.border.mode};
+                with_stencil_op<T, BorderMode::reflect101>(node.filter, source, dst,
+                                                           [&](const auto& op) { launch(schedule, op); });
+            } else {
+                with_border(node.border.mode, [&](auto border) {
+                    constexpr BorderMode B = decltype(border)::value;
+                    const auto launch_stencil = [&](const auto& source) {
+                        with_stencil_op<T, B>(node.filter, source, dst, [&](const auto& op) { launch(schedule, op); });
+                    };
+                    if constexpr (kStagesTiles<decltype(schedule)>) {
+                        if (node.fused_color) {
+                            // src is the colour node's input; the stencil reads its output.
+                            const ImageView colored{nullptr,    src.width,
+                                                    src.height, output_channels(*node.fused_color, src.channels),
+                                                    src.depth,  0};
+                            launch_stencil(ColorSource<T, B>{
+                                {colored, src, storage_matrix(*node.fused_color, src.depth, src.channels), constant}});
+                            return;
+                        }
                     }
-                }
-                // The executor fuses only into tile-staging schedules, which compute each sample once.
-                if (node.fused_color) throw std::logic_error("a fused colour node needs a smem or sep schedule");
-                launch_stencil(BorderedSource<T, B>{src, constant});
-            });
+                    // The executor fuses only into tile-staging schedules, which compute each sample once.
+                    if (node.fused_color) throw std::logic_error("a fused colour node needs a smem or sep schedule");
+                    launch_stencil(BorderedSource<T, B>{src, constant});
+                });
+            }
         });
     });
 }

@@ -101,8 +101,8 @@ TileSchedule chain_tiles(const ScheduleSpec& spec) {
 
 // A node with a fused colour node, a fused stencil or both: the chain
 // through line buffers (cpu/pair_lines.hpp), each TBB task with its own stages.
-// Border rules are run-time values (one instantiation per sample type and
-// pair of filters, as pair_tiles.hpp's).
+// Border rules are run-time values and the stages meet through line
+// interfaces: one instantiation per sample type, kind and source.
 void run_chain_cpu(const FilterRun& node, const ImageView& src, const ImageView& dst) {
     if (dst.empty()) return;
     note_kernel_path(KernelPath::cpu_chain);
@@ -118,29 +118,53 @@ void run_chain_cpu(const FilterRun& node, const ImageView& src, const ImageView&
         const ImageView lines{nullptr, dst.width, dst.height, dst.channels, dst.depth, 0};
         const StorageMatrix matrix =
             node.fused_color ? storage_matrix(*node.fused_color, src.depth, src.channels) : StorageMatrix{};
-        const auto run = [&](const auto& pre, const auto& op) {
-            using Pre = std::remove_cvref_t<decltype(pre)>;
-            using Op = std::remove_cvref_t<decltype(op)>;
-            using Stages = cpu::ChainStages<Pre, std::conditional_t<std::is_same_v<Pre, Op>, void, Op>>;
-            cpu::for_each_tile(
-                tiles, node.schedule.order, dst.width, dst.height,
-                [&](int tile_w) { return std::make_unique<Stages>(pre, op, src, matrix, tile_w); },
-                [](Stages& stages, int x0, int x1, int y0, int y1) { stages.run(x0, x1, y0, y1); });
-        };
-        const auto with_first = [&](const auto& source) {
-            const Filter& filter = node.fused_stencil ? node.fused_stencil->filter : node.filter;
-            with_stencil_op<T, any>(filter, source, node.fused_stencil ? lines : dst, [&](const auto& pre) {
-                if (!node.fused_stencil) return run(pre, pre);
-                using Mid = cpu::StencilLines<std::remove_cvref_t<decltype(pre)>>;
-                const cpu::LineSource<T, Mid> from_pre{{lines, constant(node.border), node.border.mode}, nullptr};
-                with_stencil_op<T, any>(node.filter, from_pre, dst, [&](const auto& op) { run(pre, op); });
+        // Each stencil is built once per kind and source (never per pair of
+        // kinds): its stage comes from a factory the tasks call.
+        cpu::ChainPlan<T> plan;
+        plan.width = dst.width;
+        plan.colour = node.fused_color.has_value();
+        plan.wrap = b1.mode == BorderMode::wrap;
+        const bool pair = node.fused_stencil.has_value();
+        const auto build_first = [&](const auto& source) {
+            const Filter& filter = pair ? node.fused_stencil->filter : node.filter;
+            with_stencil_op<T, any>(filter, source, pair ? lines : dst, [&](const auto& pre) {
+                using Pre = std::remove_cvref_t<decltype(pre)>;
+                plan.h1 = stencil_halo(pre);
+                plan.colour_channels = pre.src.view.channels;
+                plan.colour_rows = cpu::ring_rows(pre);
+                if (pair) {
+                    plan.first = [pre](cpu::Lines<T>* from, int max_width, int capacity) {
+                        return std::unique_ptr<cpu::StencilStage<T>>(
+                            new cpu::StencilLines<Pre>(pre, from, max_width, capacity));
+                    };
+                } else {
+                    plan.last = [pre](cpu::Lines<T>* from, int tile_w) {
+                        return std::unique_ptr<cpu::TileStage<T>>(new cpu::TileStageOf<Pre>(pre, from, tile_w));
+                    };
+                }
             });
         };
-        if (node.fused_color) {
-            with_first(cpu::LineSource<T, cpu::ColorLines<T>>{{lines, constant(b1), b1.mode}, nullptr});
+        if (plan.colour) {
+            build_first(cpu::LineSource<T>{{lines, constant(b1), b1.mode}, nullptr});
         } else {
-            with_first(AnyBorderSource<T>{src, constant(b1), b1.mode});
+            build_first(AnyBorderSource<T>{src, constant(b1), b1.mode});
         }
+        if (pair) {
+            const cpu::LineSource<T> from_first{{lines, constant(node.border), node.border.mode}, nullptr};
+            with_stencil_op<T, any>(node.filter, from_first, dst, [&](const auto& op) {
+                using Op = std::remove_cvref_t<decltype(op)>;
+                plan.h2 = stencil_halo(op);
+                plan.mid_rows = cpu::ring_rows(op);
+                plan.last = [op](cpu::Lines<T>* from, int tile_w) {
+                    return std::unique_ptr<cpu::TileStage<T>>(new cpu::TileStageOf<Op>(op, from, tile_w));
+                };
+            });
+        }
+        if (!plan.last) throw std::logic_error("a fused chain needs stencils");
+        cpu::for_each_tile(
+            tiles, node.schedule.order, dst.width, dst.height,
+            [&](int tile_w) { return std::make_unique<cpu::ChainStages<T>>(plan, src, matrix, tile_w); },
+            [](cpu::ChainStages<T>& stages, int x0, int x1, int y0, int y1) { stages.run(x0, x1, y0, y1); });
     });
 }
 
@@ -149,7 +173,7 @@ void run_chain_cpu(const FilterRun& node, const ImageView& src, const ImageView&
 void run_node_cpu(const FilterRun& node, const ImageView& src, const ImageView& dst) {
     if (category_of(node.filter) == Category::window) return run_window_cpu(node, src, dst);
     if (node.fused_stencil || node.fused_color) return run_chain_cpu(node, src, dst);
-    dispatch_node(node, src, dst, CpuLaunch{dst.width, dst.height, node.schedule.order});
+    dispatch_node<BorderBinding::run_time>(node, src, dst, CpuLaunch{dst.width, dst.height, node.schedule.order});
 }
 
 void run_blend_cpu(const BlendFilter& blend, const ScheduleSpec& schedule, const ImageView& a, const ImageView& b,

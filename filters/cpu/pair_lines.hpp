@@ -29,6 +29,8 @@
 // chain's output equals running its nodes one after the other.
 #include <algorithm>
 #include <cstddef>
+#include <functional>
+#include <memory>
 #include <optional>
 #include <stdexcept>
 #include <type_traits>
@@ -40,13 +42,25 @@
 
 namespace cbi::cpu {
 
+// Rows of an image computed on demand by the stage before (a chain's
+// lines). Stages meet through this interface, one virtual call per row, so
+// a pair's kernels are instantiated per kind, not per pair of kinds.
+template <class T>
+class Lines {
+public:
+    virtual const T* line(int y) = 0;
+
+protected:
+    ~Lines() = default;
+};
+
 // A source whose rows come from `lines`, rows of an image of view's
 // geometry (no data: a row exists only as a line); across x the border as
 // AnyBorderSource's. view.stride is 0, so TileWorker's prefetch of rows
 // further down touches the line it has.
-template <class T, class Lines>
+template <class T>
 struct LineSource : AnyBorderSource<T> {
-    Lines* lines;
+    Lines<T>* lines;
 
     const T* row(int y) const {
         const int yy = border_index(this->mode, y, this->view.height);
@@ -79,7 +93,7 @@ private:
 // Rows of a colour node's output on columns [x0, x1), converted when asked
 // for (rows are independent: any order; a row still in the ring is reused).
 template <class T>
-class ColorLines {
+class ColorLines final : public Lines<T> {
 public:
     ColorLines(const ImageView& input, const StorageMatrix& matrix, int channels, int capacity)
         : input_(input), matrix_(matrix), channels_(channels), ring_(input.width, channels, capacity) {}
@@ -93,7 +107,7 @@ public:
         x0_ = std::max(0, x1_ - w);
         ring_.clear();
     }
-    const T* line(int y) {
+    const T* line(int y) override {
         if (ring_.holds(y)) return ring_.slot(y);
         T* line = ring_.slot(y);
         const int w = x1_ - x0_;
@@ -116,22 +130,46 @@ private:
     int x0_ = 0, x1_ = 0;
 };
 
-// Rows of a stencil's output on columns [x0, x1), computed in order from
-// row `first` by a TileWorker; asking for a row computes every row up to
-// it. The ring keeps the last `capacity` rows: a row asked for again (a
-// border rule mapping back) must be among them.
+// The first stencil of a pair as lines for the second: its output rows on
+// columns [x0, x1), computed in order from row `first`; asking for a row
+// computes every row up to it. The ring keeps the last `capacity` rows: a
+// row asked for again (a border rule mapping back) must be among them.
+template <class T>
+class StencilStage : public Lines<T> {
+public:
+    virtual ~StencilStage() = default;
+    virtual void reset(int x0, int x1, int first) = 0;
+};
+
+// The last stage of a chain: the tiles of its output, stored.
+template <class T>
+class TileStage {
+public:
+    virtual ~TileStage() = default;
+    virtual void run(int x0, int x1, int y0, int y1) = 0;
+};
+
+// Points op's source at `from` when the op reads lines.
 template <class Op>
-class StencilLines {
+void read_lines(Op& op, Lines<typename Op::Sample>* from) {
+    if constexpr (requires { op.src.lines; }) op.src.lines = from;
+}
+
+// A stencil op's own copy (its TileWorker refers to it) reading `from`.
+template <class Op>
+class StencilLines final : public StencilStage<typename Op::Sample> {
 public:
     using T = typename Op::Sample;
-    StencilLines(const Op& op, int max_width, int capacity)
-        : worker_(op, max_width), channels_(op.dst.channels), ring_(op.dst.width, op.dst.channels, capacity) {}
-    void reset(int x0, int x1, int first) {
+    StencilLines(const Op& op, Lines<T>* from, int max_width, int capacity)
+        : op_(op), worker_(op_, max_width), channels_(op.dst.channels), ring_(op.dst.width, op.dst.channels, capacity) {
+        read_lines(op_, from);
+    }
+    void reset(int x0, int x1, int first) override {
         x0_ = x0, next_ = first;
         ring_.clear();
         worker_.start(x0, x1, first);
     }
-    const T* line(int y) {
+    const T* line(int y) override {
         for (; next_ <= y; ++next_)
             worker_.row(next_, ring_.slot(next_) + static_cast<std::ptrdiff_t>(x0_) * channels_);
         if (!ring_.holds(y)) throw std::logic_error("StencilLines: a row asked for after it left the ring");
@@ -139,10 +177,24 @@ public:
     }
 
 private:
+    Op op_;
     TileWorker<Op> worker_;
     int channels_;
     LineRing<T> ring_;
     int x0_ = 0, next_ = 0;
+};
+
+template <class Op>
+class TileStageOf final : public TileStage<typename Op::Sample> {
+public:
+    TileStageOf(const Op& op, Lines<typename Op::Sample>* from, int tile_w) : op_(op), worker_(op_, tile_w) {
+        read_lines(op_, from);
+    }
+    void run(int x0, int x1, int y0, int y1) override { worker_.run(x0, x1, y0, y1); }
+
+private:
+    Op op_;
+    TileWorker<Op> worker_;
 };
 
 // Columns [x0 - halo, x1 + halo) clipped to [0, width): what a stage needs
@@ -154,48 +206,43 @@ inline Columns widened(int x0, int x1, int halo, int width) {
     return {std::max(0, x0 - halo), std::min(width, x1 + halo)};
 }
 
-// Whether a source is a LineSource of Lines.
-template <class Src, class Lines>
-constexpr bool kReadsLines = false;
-template <class T, class Lines>
-constexpr bool kReadsLines<LineSource<T, Lines>, Lines> = true;
-
 // A stencil op's input rows a ring must hold: its window's, and one more.
 template <class Op>
 int ring_rows(const Op& op) {
     return 2 * stencil_halo(op) + 2;
 }
 
+// How a node's chain is built, once per node: the stencils as built for
+// it, each behind a factory of its stage (a lone stencil is the last stage),
+// and the geometry the stages agree on.
+template <class T>
+struct ChainPlan {
+    int width = 0;        // of every stage's output
+    int h1 = 0, h2 = 0;   // halos of the first stencil and of the consumer (0 without one)
+    bool colour = false;  // the first stencil reads the colour node's lines
+    bool wrap = false;    // the first stencil's border (wrap: colour converts whole rows)
+    int colour_channels = 0, colour_rows = 0, mid_rows = 0;  // ring geometry
+    std::function<std::unique_ptr<StencilStage<T>>(Lines<T>* from, int max_width, int capacity)> first;  // pairs
+    std::function<std::unique_ptr<TileStage<T>>(Lines<T>* from, int tile_w)> last;
+};
+
 // The stages of a chain for one TBB task: the colour node's lines when the
-// first stencil reads them (Pre's source is a LineSource of ColorLines),
-// the first stencil's lines when there is a consumer (Op not void), and
-// the last stencil's TileWorker, which stores the output. `pre` and `op`
-// are the stencils as built for the node (a lone stencil passes itself as
-// both); each stage's copy reads this task's lines. Not copyable: the
-// stages point at each other.
-template <class Pre, class Op>
+// first stencil reads them, the first stencil's lines when there is a
+// consumer, and the last stencil's TileWorker, which stores the output.
+// Not copyable: the stages point at each other.
+template <class T>
 class ChainStages {
 public:
-    using T = typename Pre::Sample;
-    static constexpr bool kColour = kReadsLines<decltype(Pre::src), ColorLines<T>>;
-    static constexpr bool kPair = !std::is_void_v<Op>;
-    using Last = std::conditional_t<kPair, Op, Pre>;
-
-    // input and matrix: the colour node's (kColour); tile_w: the widest tile.
-    ChainStages(const Pre& pre, const Last& op, const ImageView& input, const StorageMatrix& matrix, int tile_w)
-        : h1_(stencil_halo(pre)), h2_(kPair ? stencil_halo(op) : 0), pre_(pre) {
-        if constexpr (kColour) {
-            colour_.emplace(input, matrix, pre.src.view.channels, ring_rows(pre));
-            pre_.src.lines = &*colour_;
+    // input and matrix: the colour node's; tile_w: the widest tile.
+    ChainStages(const ChainPlan<T>& plan, const ImageView& input, const StorageMatrix& matrix, int tile_w)
+        : plan_(plan) {
+        Lines<T>* from = nullptr;
+        if (plan.colour) from = &colour_.emplace(input, matrix, plan.colour_channels, plan.colour_rows);
+        if (plan.first) {
+            mid_ = plan.first(from, tile_w + 2 * plan.h2, plan.mid_rows);
+            from = mid_.get();
         }
-        if constexpr (kPair) {
-            mid_.emplace(pre_, tile_w + 2 * h2_, ring_rows(op));
-            op_.emplace(op);
-            op_->src.lines = &*mid_;
-            worker_.emplace(*op_, tile_w);
-        } else {
-            worker_.emplace(pre_, tile_w);
-        }
+        last_ = plan.last(from, tile_w);
     }
     ChainStages(const ChainStages&) = delete;
     ChainStages& operator=(const ChainStages&) = delete;
@@ -204,25 +251,22 @@ public:
     // at the first row the consumer's window reaches inside the image (a
     // border rule maps the rows above it to rows below that one).
     void run(int x0, int x1, int y0, int y1) {
-        const int width = pre_.dst.width;
-        const Columns mid = widened(x0, x1, h2_, width);
-        if constexpr (kColour) {
+        const int width = plan_.width;
+        const Columns mid = widened(x0, x1, plan_.h2, width);
+        if (colour_) {
             // wrap (a colour node fused into one stencil) maps columns across the whole row
-            const Columns c =
-                pre_.src.mode == BorderMode::wrap ? Columns{0, width} : widened(mid.x0, mid.x1, h1_, width);
+            const Columns c = plan_.wrap ? Columns{0, width} : widened(mid.x0, mid.x1, plan_.h1, width);
             colour_->reset(c.x0, c.x1);
         }
-        if constexpr (kPair) mid_->reset(mid.x0, mid.x1, std::max(0, y0 - h2_));
-        worker_->run(x0, x1, y0, y1);
+        if (mid_) mid_->reset(mid.x0, mid.x1, std::max(0, y0 - plan_.h2));
+        last_->run(x0, x1, y0, y1);
     }
 
 private:
-    int h1_, h2_;
+    const ChainPlan<T>& plan_;
     std::optional<ColorLines<T>> colour_;
-    Pre pre_;
-    std::optional<StencilLines<Pre>> mid_;
-    std::optional<Last> op_;  // the consumer, of a pair
-    std::optional<TileWorker<Last>> worker_;
+    std::unique_ptr<StencilStage<T>> mid_;
+    std::unique_ptr<TileStage<T>> last_;
 };
 
 }  // namespace cbi::cpu
