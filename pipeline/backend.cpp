@@ -139,10 +139,9 @@ public:
     // Fused colour nodes and stencil pairs run through line buffers
     // (cpu/pair_lines.hpp): any depth, channels and border but wrap.
     bool fuses() const override { return true; }
-    bool chain_fits(const FilterRun&, Depth, int, int) const override { return true; }
-    std::optional<int> strip_height(const FilterRun&, Depth, int, int, int, int) const override { return std::nullopt; }
-    std::optional<int> blend_strip_height(const BlendRun&, Depth, int, int, int) const override { return std::nullopt; }
-    bool blend_fits(const BlendRun&, Depth, int) const override { return false; }
+    // Every chain runs through line buffers; blends do not fuse here.
+    KernelShape kernel_shape(const FilterRun&, const KernelFormat&) const override { return {}; }
+    KernelShape kernel_shape(const BlendRun&, const KernelFormat&) const override { return {.fits = false}; }
 
     std::size_t allocate(const BufferPlan& plan) override {
         buffers_.clear();
@@ -177,10 +176,6 @@ private:
 };
 
 }  // namespace
-
-std::vector<std::uint8_t> Backend::encode_jpeg(const ImageView&, int) {
-    throw std::logic_error("Backend::encode_jpeg on a backend that does not decode JPEG");
-}
 
 std::unique_ptr<Backend> make_backend(const ResolvedDevice& device, int block) {
     if (!device.cuda) return std::make_unique<CpuBackend>();

@@ -44,6 +44,45 @@ struct TuningMethod {
     bool band_of_rows = true;
 };
 
+// The format a node's kernel runs on: a width x height input of `depth`
+// with `src_channels`; `channels` is the samples per pixel of a stencil
+// pair's intermediate image, else of the node's output.
+struct KernelFormat {
+    Depth depth = Depth::u8;
+    int src_channels = 0, channels = 0;
+    int width = 0, height = 0;
+};
+
+// What Backend::kernel_shape answers: whether one kernel takes the node as
+// fused, and its strip height (nullopt: the schedule's).
+struct KernelShape {
+    bool fits = true;
+    std::optional<int> strip_height;
+};
+
+// JPEG decoded into a backend's input buffer and encoded from its results,
+// on the device. codec_ready: whether the device's codec has started
+// (unless `wait`, the first call starts it in the background);
+// decoder_ready: whether its decoder has too (it starts later). parse: the
+// input format a JPEG decodes to (a view without data), or nullopt when the
+// decoder does not take it or, unless `wait`, has not started yet.
+// decode_input, after the backend's allocate for that format: decodes the
+// JPEG last parsed into the input buffer and returns the view nodes read it
+// through, or nullopt when the decoder refused the data; the bytes must live
+// until the backend's finish. encode: a result encoded as JPEG (8-bit, 1 or
+// 3 channels), after everything started before it.
+class DeviceJpeg {
+public:
+    virtual bool codec_ready(bool wait) = 0;
+    virtual bool decoder_ready() = 0;
+    virtual std::optional<ImageView> parse(std::span<const std::uint8_t> jpeg, bool wait) = 0;
+    virtual std::optional<ImageView> decode_input(std::span<const std::uint8_t> jpeg) = 0;
+    virtual std::vector<std::uint8_t> encode(const ImageView& result, int quality) = 0;
+
+protected:
+    ~DeviceJpeg() = default;
+};
+
 class Backend {
 public:
     virtual ~Backend() = default;
@@ -51,23 +90,14 @@ public:
     // The device part of tuning keys: the GPU's model, or "cpu, N threads".
     virtual std::string device_name() const = 0;
     virtual TuningMethod tuning() const = 0;
-    // Whether the executor fuses nodes here (RunOptions::fuse), and whether
-    // a stencil pair `node` fits one kernel for an input of `src_channels`
-    // and an intermediate image of `channels` samples per pixel.
+    // Whether the executor fuses nodes here (RunOptions::fuse).
     virtual bool fuses() const = 0;
-    virtual bool chain_fits(const FilterRun& node, Depth depth, int src_channels, int channels) const = 0;
-    // The strip height a stencil or a stencil pair (strip_height;
-    // `channels`: the output's, a pair's intermediate image's) or a blend
-    // with its stencils (blend_strip_height), on the default table's
-    // schedule, runs fastest at here for a width x height image; nullopt:
-    // the schedule's.
-    virtual std::optional<int> strip_height(const FilterRun& node, Depth depth, int src_channels, int channels,
-                                            int width, int height) const = 0;
-    virtual std::optional<int> blend_strip_height(const BlendRun& node, Depth depth, int channels, int width,
-                                                  int height) const = 0;
-    // Whether a blend and the stencils it reads fit one kernel for an input
-    // of `channels` (fused blends run through run_fused_blend).
-    virtual bool blend_fits(const BlendRun& node, Depth depth, int channels) const = 0;
+    // The kernel a stencil node (with the nodes fused into it) or a blend
+    // with the stencils it reads becomes here for `format`: whether one
+    // kernel takes it (the executor fuses only then) and the strip height it
+    // runs fastest at on the default table's schedule.
+    virtual KernelShape kernel_shape(const FilterRun& node, const KernelFormat& format) const = 0;
+    virtual KernelShape kernel_shape(const BlendRun& node, const KernelFormat& format) const = 0;
 
     // Frees what an earlier allocate made, allocates for `plan`; returns how
     // many allocations it made. release(): frees everything.
@@ -106,26 +136,9 @@ public:
     virtual void begin_external(CUstream_st* /*stream*/) {}
     virtual void end_external() {}
 
-    // JPEG on the device (the CUDA backend in builds with nvJPEG; the others
-    // decode nothing). jpeg_codec_ready: whether the device's codec has
-    // started (unless `wait`, the first call starts it in the background);
-    // jpeg_decoder_ready: whether its decoder has too (it starts later).
-    // parse_jpeg: the input format a JPEG decodes to (a
-    // view without data), or nullopt when the device's decoder does not take
-    // it or, unless `wait`, has not started yet. decode_input,
-    // after allocate for that format: decodes the JPEG last parsed into the
-    // input buffer and returns the view nodes read it through, or nullopt
-    // when the decoder refused the data; the bytes must live until finish.
-    // encode_jpeg: a result encoded as JPEG (8-bit, 1 or 3 channels), after
-    // everything started before it.
-    virtual bool decodes_jpeg() const { return false; }
-    virtual bool jpeg_codec_ready(bool /*wait*/) { return false; }
-    virtual bool jpeg_decoder_ready() { return false; }
-    virtual std::optional<ImageView> parse_jpeg(std::span<const std::uint8_t> /*jpeg*/, bool /*wait*/) {
-        return std::nullopt;
-    }
-    virtual std::optional<ImageView> decode_input(std::span<const std::uint8_t> /*jpeg*/) { return std::nullopt; }
-    virtual std::vector<std::uint8_t> encode_jpeg(const ImageView& result, int quality);
+    // The device's JPEG codec (the CUDA backend in builds with nvJPEG), or
+    // nullptr: the others decode nothing.
+    virtual DeviceJpeg* jpeg() { return nullptr; }
 
     // Times the work started between the two calls; stop waits for it.
     virtual void start_timer() = 0;

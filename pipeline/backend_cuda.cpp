@@ -30,23 +30,16 @@ public:
     // The first timed run decides: a kernel's first launch also loads its module.
     TuningMethod tuning() const override { return {5, false, false}; }
     bool fuses() const override { return true; }
-    bool chain_fits(const FilterRun& node, Depth depth, int src_channels, int channels) const override {
-        return cuda_chain_fits(node, depth, src_channels, channels, device_);
-    }
-    std::optional<int> strip_height(const FilterRun& node, Depth depth, int src_channels, int channels, int width,
-                                    int height) const override {
+    KernelShape kernel_shape(const FilterRun& node, const KernelFormat& f) const override {
         use_device(device_);
-        const int h = cuda_strip_height(node, depth, src_channels, channels, width, height, device_, block_);
-        return h > 0 ? std::optional<int>(h) : std::nullopt;
+        const bool fits = !node.fused_stencil || cuda_chain_fits(node, f.depth, f.src_channels, f.channels, device_);
+        const int h = cuda_strip_height(node, f.depth, f.src_channels, f.channels, f.width, f.height, device_, block_);
+        return {fits, h > 0 ? std::optional<int>(h) : std::nullopt};
     }
-    std::optional<int> blend_strip_height(const BlendRun& node, Depth depth, int channels, int width,
-                                          int height) const override {
+    KernelShape kernel_shape(const BlendRun& node, const KernelFormat& f) const override {
         use_device(device_);
-        const int h = cuda_blend_strip_height(node, depth, channels, width, height, device_, block_);
-        return h > 0 ? std::optional<int>(h) : std::nullopt;
-    }
-    bool blend_fits(const BlendRun& node, Depth depth, int channels) const override {
-        return cuda_blend_fits(node, depth, channels);
+        const int h = cuda_blend_strip_height(node, f.depth, f.src_channels, f.width, f.height, device_, block_);
+        return {cuda_blend_fits(node, f.depth, f.src_channels), h > 0 ? std::optional<int>(h) : std::nullopt};
     }
 
     std::size_t allocate(const BufferPlan& plan) override {
@@ -129,34 +122,8 @@ public:
     }
 
 #if CBI_HAVE_NVJPEG
-    bool decodes_jpeg() const override {
-        return true;
-    }
-    bool jpeg_codec_ready(bool wait) override {
-        // Starting nvJPEG does not wait for this thread's device context.
-        if (!codec_ && !wait && !GpuJpegCodec::started(device_)) return false;
-        use_device(device_);
-        if (!codec_) codec_.emplace(device_);  // once per backend: its nvJPEG states
-        return true;
-    }
-    bool jpeg_decoder_ready() override {
-        return jpeg_codec_ready(false) && GpuJpegCodec::decoder_started(device_);
-    }
-    std::optional<ImageView> parse_jpeg(std::span<const std::uint8_t> jpeg, bool wait) override {
-        if (!jpeg_codec_ready(wait)) return std::nullopt;
-        const auto info = codec_->parse(jpeg, wait);
-        if (!info) return std::nullopt;
-        return contiguous_view(nullptr, info->width, info->height, info->channels, Depth::u8);
-    }
-    std::optional<ImageView> decode_input(std::span<const std::uint8_t> jpeg) override {
-        use_device(device_);
-        join(stream());
-        const ImageView& device = state_->input.view;
-        if (!codec_->decode(jpeg, device, stream())) return std::nullopt;
-        return device;
-    }
-    std::vector<std::uint8_t> encode_jpeg(const ImageView& result, int quality) override {
-        return codec_->encode(result, quality, stream());
+    DeviceJpeg* jpeg() override {
+        return &jpeg_;
     }
 #endif
 
@@ -200,7 +167,40 @@ private:
     cudaEvent_t busy_ = nullptr;
     bool busy_pending_ = false;
 #if CBI_HAVE_NVJPEG
-    std::optional<GpuJpegCodec> codec_;
+    // The device's nvJPEG codec, on this backend's stream and input buffer.
+    class Jpeg final : public DeviceJpeg {
+    public:
+        explicit Jpeg(CudaBackend& backend) : b_(backend) {}
+        bool codec_ready(bool wait) override {
+            // Starting nvJPEG does not wait for this thread's device context.
+            if (!codec_ && !wait && !GpuJpegCodec::started(b_.device_)) return false;
+            use_device(b_.device_);
+            if (!codec_) codec_.emplace(b_.device_);  // once per backend: its nvJPEG states
+            return true;
+        }
+        bool decoder_ready() override { return codec_ready(false) && GpuJpegCodec::decoder_started(b_.device_); }
+        std::optional<ImageView> parse(std::span<const std::uint8_t> jpeg, bool wait) override {
+            if (!codec_ready(wait)) return std::nullopt;
+            const auto info = codec_->parse(jpeg, wait);
+            if (!info) return std::nullopt;
+            return contiguous_view(nullptr, info->width, info->height, info->channels, Depth::u8);
+        }
+        std::optional<ImageView> decode_input(std::span<const std::uint8_t> jpeg) override {
+            use_device(b_.device_);
+            b_.join(b_.stream());
+            const ImageView& device = b_.state_->input.view;
+            if (!codec_->decode(jpeg, device, b_.stream())) return std::nullopt;
+            return device;
+        }
+        std::vector<std::uint8_t> encode(const ImageView& result, int quality) override {
+            return codec_->encode(result, quality, b_.stream());
+        }
+
+    private:
+        CudaBackend& b_;
+        std::optional<GpuJpegCodec> codec_;
+    };
+    Jpeg jpeg_{*this};
 #endif
 };
 

@@ -171,7 +171,7 @@ void GraphExecutor::Plan::fuse_colour(const Graph& graph, const std::vector<int>
 
 // A stencil read only by one stencil fuses into it where the consumer's
 // schedule computes pairs (Capabilities::fuses_stencil) and the backend's
-// kernel takes them (Backend::chain_fits): stream walks strips through line
+// kernel takes them (Backend::kernel_shape): stream walks strips through line
 // buffers (cuda/pair_strip.cuh); smem/sep stage each tile's intermediate
 // in shared memory (pair_tiles.hpp); the CPU walks tiles through line buffers
 // (cpu/pair_lines.hpp). A colour node read only by the first stencil runs in the
@@ -202,7 +202,7 @@ void GraphExecutor::Plan::fuse_stencil_pairs(const Graph& graph, const std::vect
         if (!supports(schedule[id], *second, b2, fusion) || !supports(schedule[id], *second, b1, fusion)) continue;
         const FilterRun chained{*second, b2, schedule[id], colour, FusedStencil{*first, b1}};
         const NodeId source = colour && !fused_color[in] ? nodes[before].inputs[0] : reads[in][0];
-        if (!backend.chain_fits(chained, depth, channels_of[source], channels_of[in])) continue;
+        if (!backend.kernel_shape(chained, {depth, channels_of[source], channels_of[in], width, height}).fits) continue;
         if (!all && !fuses_pair_by_default(chained, NodeFormat{depth, channels_of[source], cuda})) continue;
         if (colour && !fused_color[in]) {
             fused_into[before] = in;  // moved to this kernel below, with the first stencil's
@@ -221,7 +221,7 @@ void GraphExecutor::Plan::fuse_stencil_pairs(const Graph& graph, const std::vect
 // two stencils of one image (a difference of Gaussians), runs in one kernel
 // with its stencils where their schedule computes blends
 // (Capabilities::fuses_blend) and the backend's kernel takes them
-// (Backend::blend_fits); the stencils, read by the blend only, are not
+// (Backend::kernel_shape); the stencils, read by the blend only, are not
 // stored. The kernel runs with the first stencil's schedule; both sides
 // must have one border.
 void GraphExecutor::Plan::fuse_blends(const Graph& graph, const std::vector<int>& readers, const Backend& backend) {
@@ -252,12 +252,14 @@ void GraphExecutor::Plan::fuse_blends(const Graph& graph, const std::vector<int>
                    supports(schedule[in[k]], f, run.border, Fusion{.blend = true});
         }
         const NodeId source = nodes[first].inputs[0];
-        if (!fits || !backend.blend_fits(run, depth, channels_of[source])) continue;
+        if (!fits) continue;
+        const KernelShape shape =
+            backend.kernel_shape(run, {depth, channels_of[source], channels_of[source], width, height});
+        if (!shape.fits) continue;
         for (int k = 0; k < 2; ++k)
             if (side[k]) fused_into[in[k]] = id;
-        if (choice[first] == Choice::table)  // the strip height for this image, as size_strips gives stencils
-            if (const auto h = backend.blend_strip_height(run, depth, channels_of[source], width, height))
-                run.schedule.height = *h;
+        // The strip height for this image, as size_strips gives stencils.
+        if (choice[first] == Choice::table && shape.strip_height) run.schedule.height = *shape.strip_height;
         fused_blend[id] = run;
         reads[id] = {source};
     }
@@ -265,7 +267,7 @@ void GraphExecutor::Plan::fuse_blends(const Graph& graph, const std::vector<int>
 
 // A stencil (or stencil pair) whose schedule came from the default table
 // takes the strip height the backend picks for this image
-// (Backend::strip_height: on the GPU, the 8-bit stream kernels' by waves).
+// (Backend::kernel_shape: on the GPU, the 8-bit stream kernels' by waves).
 void GraphExecutor::Plan::size_strips(const Graph& graph, const Backend& backend) {
     const auto& nodes = graph.nodes();
     for (NodeId id : order) {
@@ -276,7 +278,8 @@ void GraphExecutor::Plan::size_strips(const Graph& graph, const Backend& backend
             run.fused_stencil = FusedStencil{std::get<Filter>(nodes[first].op), graph.border_of(first)};
             channels = channels_of[first];
         }
-        if (const auto h = backend.strip_height(run, depth, channels_of[reads[id][0]], channels, width, height)) {
+        if (const auto h =
+                backend.kernel_shape(run, {depth, channels_of[reads[id][0]], channels, width, height}).strip_height) {
             schedule[id].height = *h;
             choice[id] = Choice::table_sized;
         }
@@ -571,16 +574,17 @@ Image GraphExecutor::process(const ImageView& input) {
 }
 
 bool GraphExecutor::decodes_jpeg() const {
-    return backend_->decodes_jpeg();
+    return backend_->jpeg() != nullptr;
 }
 
 std::optional<Processor::FileResult> GraphExecutor::process_jpeg(std::span<const std::uint8_t> jpeg, int jpeg_quality,
                                                                  bool wait) {
-    if (!backend_->decodes_jpeg()) return std::nullopt;
-    const std::optional<ImageView> format = backend_->parse_jpeg(jpeg, wait);
+    DeviceJpeg* codec = backend_->jpeg();
+    if (!codec) return std::nullopt;
+    const std::optional<ImageView> format = codec->parse(jpeg, wait);
     if (!format) return std::nullopt;
     prepare_for(*format);
-    const std::optional<ImageView> input = backend_->decode_input(jpeg);
+    const std::optional<ImageView> input = codec->decode_input(jpeg);
     if (!input) return std::nullopt;
     input_ = *input;
     run_nodes();
@@ -589,11 +593,13 @@ std::optional<Processor::FileResult> GraphExecutor::process_jpeg(std::span<const
 }
 
 bool GraphExecutor::jpeg_codec_ready() {
-    return backend_->decodes_jpeg() && backend_->jpeg_codec_ready(false);
+    DeviceJpeg* codec = backend_->jpeg();
+    return codec && codec->codec_ready(false);
 }
 
 bool GraphExecutor::jpeg_decoder_ready() {
-    return backend_->decodes_jpeg() && backend_->jpeg_decoder_ready();
+    DeviceJpeg* codec = backend_->jpeg();
+    return codec && codec->decoder_ready();
 }
 
 Processor::FileResult GraphExecutor::process_file(const ImageView& input, int jpeg_quality) {
@@ -609,7 +615,7 @@ Processor::FileResult GraphExecutor::file_result(int jpeg_quality) {
     FileResult result;
     const ImageView out = view_of(graph_.outputs().front());
     if (jpeg_quality > 0 && out.depth == Depth::u8 && (out.channels == 1 || out.channels == 3)) {
-        result.encoded = backend_->encode_jpeg(out, jpeg_quality);
+        result.encoded = backend_->jpeg()->encode(out, jpeg_quality);
         result.channels = out.channels;
         return result;
     }

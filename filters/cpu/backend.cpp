@@ -35,13 +35,73 @@ CBI_CPU_CLONES void per_sample_row(const Op& op, const T* __restrict in, T* __re
     for (int i = 0; i < n; ++i) out[i] = op.sample(in[i]);
 }
 
-// The tile-staging schedules (kStagesTiles: smem:WxH, sep:WxH) run the
-// separable stencils tile by tile through row-sum buffers
-// (cpu/separable.hpp); every other schedule and op is evaluated per pixel in
-// the schedule's order.
+// A schedule's index -> pixel map, a chunk of indices at a time, without
+// its type: the per-pixel loop is instantiated per op, not per op and
+// schedule.
+struct PixelMap {
+    const void* schedule;
+    void (*fill)(const void* schedule, std::uint32_t first, int n, int width, int height, Pixel* out);
+
+    template <class Schedule>
+    static PixelMap of(const Schedule& s) {
+        return {&s, [](const void* p, std::uint32_t first, int n, int width, int height, Pixel* out) {
+                    const auto& schedule = *static_cast<const Schedule*>(p);
+                    for (int k = 0; k < n; ++k)
+                        out[k] = schedule.map(first + static_cast<std::uint32_t>(k), width, height);
+                }};
+    }
+};
+
+// Rows of a naive (or vec) schedule: row-major, the same visit order as
+// rows of x, without mapping (a division) per pixel, so pointwise loops can
+// vectorise.
+template <class Op>
+void run_rows(const Op& op, int width, int height) {
+    note_kernel_path(kIsColorOp<Op>   ? KernelPath::cpu_color_rows
+                     : kIsBlendOp<Op> ? KernelPath::cpu_blend_rows
+                                      : KernelPath::cpu_rows);
+    tbb::parallel_for(tbb::blocked_range<int>(0, height, std::max(1, 4096 / std::max(width, 1))),
+                      [&](const auto& rows) {
+                          if constexpr (kIsColorOp<Op>) {
+                              cpu::color_rows(op, rows.begin(), rows.end());  // cpu/color.cpp
+                          } else if constexpr (kIsBlendOp<Op>) {
+                              cpu::blend_rows(op, rows.begin(), rows.end());
+                          } else if constexpr (PerSampleOpType<Op>) {
+                              // A row is one run of samples (threshold, scale, gamma).
+                              using T = typename Op::Sample;
+                              const int n = width * op.dst.channels;
+                              for (int y = rows.begin(); y != rows.end(); ++y)
+                                  per_sample_row(op, op.src.template row<const T>(y), op.dst.template row<T>(y), n);
+                          } else {
+                              for (int y = rows.begin(); y != rows.end(); ++y)
+                                  for (int x = 0; x < width; ++x) op(x, y);
+                          }
+                      });
+}
+
 // Walks the schedule's index range with TBB. Each task takes a contiguous
 // run of schedule indices, so a column schedule keeps a task inside one
 // strip of the image.
+template <class Op>
+void run_mapped(const PixelMap& map, const Op& op, int width, int height) {
+    note_kernel_path(KernelPath::cpu_index_map);
+    constexpr std::uint32_t grain = 4096;
+    constexpr int kChunk = 256;
+    const auto n = static_cast<std::uint32_t>(width) * static_cast<std::uint32_t>(height);
+    tbb::parallel_for(tbb::blocked_range<std::uint32_t>(0, n, grain), [&](const auto& range) {
+        Pixel pixels[kChunk];
+        for (std::uint32_t i = range.begin(); i < range.end(); i += kChunk) {
+            const int k = static_cast<int>(std::min<std::uint32_t>(kChunk, range.end() - i));
+            map.fill(map.schedule, i, k, width, height, pixels);
+            for (int j = 0; j < k; ++j) op(pixels[j].x, pixels[j].y);
+        }
+    });
+}
+
+// The tile-staging schedules (kStagesTiles: smem:WxH, sep:WxH, stream)
+// run the separable stencils tile by tile through row-sum buffers
+// (cpu/separable.hpp); naive and vec run rows; every other schedule and op
+// is evaluated per pixel in the schedule's order.
 struct CpuLaunch {
     int width, height;
     TileOrder order;  // the order smem, sep and stream tasks take tiles in
@@ -52,38 +112,9 @@ struct CpuLaunch {
             note_kernel_path(KernelPath::cpu_separable_tiles);
             cpu::run_separable_tiles(schedule, op, width, height, order);
         } else if constexpr (std::is_same_v<Schedule, NaiveSchedule> || std::is_same_v<Schedule, VecSchedule>) {
-            note_kernel_path(kIsColorOp<Op>   ? KernelPath::cpu_color_rows
-                             : kIsBlendOp<Op> ? KernelPath::cpu_blend_rows
-                                              : KernelPath::cpu_rows);
-            // Naive is row-major: the same visit order as rows of x, without
-            // mapping (a division) per pixel, so pointwise loops can vectorise.
-            tbb::parallel_for(
-                tbb::blocked_range<int>(0, height, std::max(1, 4096 / std::max(width, 1))), [&](const auto& rows) {
-                    if constexpr (kIsColorOp<Op>) {
-                        cpu::color_rows(op, rows.begin(), rows.end());  // cpu/color.cpp
-                    } else if constexpr (kIsBlendOp<Op>) {
-                        cpu::blend_rows(op, rows.begin(), rows.end());
-                    } else if constexpr (PerSampleOpType<Op>) {
-                        // A row is one run of samples (threshold, scale, gamma).
-                        using T = typename Op::Sample;
-                        const int n = width * op.dst.channels;
-                        for (int y = rows.begin(); y != rows.end(); ++y)
-                            per_sample_row(op, op.src.template row<const T>(y), op.dst.template row<T>(y), n);
-                    } else {
-                        for (int y = rows.begin(); y != rows.end(); ++y)
-                            for (int x = 0; x < width; ++x) op(x, y);
-                    }
-                });
+            run_rows(op, width, height);
         } else {
-            note_kernel_path(KernelPath::cpu_index_map);
-            constexpr std::uint32_t grain = 4096;
-            const auto n = static_cast<std::uint32_t>(width) * static_cast<std::uint32_t>(height);
-            tbb::parallel_for(tbb::blocked_range<std::uint32_t>(0, n, grain), [&](const auto& range) {
-                for (std::uint32_t i = range.begin(); i != range.end(); ++i) {
-                    const Pixel p = schedule.map(i, width, height);
-                    op(p.x, p.y);
-                }
-            });
+            run_mapped(PixelMap::of(schedule), op, width, height);
         }
     }
 };
