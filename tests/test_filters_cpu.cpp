@@ -24,6 +24,7 @@
 #include "filters/cpu/backend.hpp"
 #include "filters/cpu/color.hpp"
 #include "filters/cpu/separable.hpp"
+#include "pipeline/defaults.hpp"
 #include "pipeline/error.hpp"
 #include "pipeline/executor.hpp"
 #include "reference.hpp"
@@ -1095,14 +1096,13 @@ TEST(CpuPhotos, EveryFilterOnEveryPhoto) {
     for (const fs::path& path : all) {
         const cv::Mat photo = cv::imread(path.string(), cv::IMREAD_UNCHANGED);
         ASSERT_FALSE(photo.empty()) << path;
+        const Depth depth = photo.depth() == CV_8U ? Depth::u8 : photo.depth() == CV_16U ? Depth::u16 : Depth::f32;
         for (const char* filter_text : kFilters) {
-            const FilterRun node{parse_filter(filter_text), Border{}, parse_schedule("column:32")};
-            if (!refuses_input(node.filter,
-                               photo.depth() == CV_8U    ? Depth::u8
-                               : photo.depth() == CV_16U ? Depth::u16
-                                                         : Depth::f32,
-                               photo.channels())
-                     .empty())
+            // The schedule a user gets on the CPU (the other schedules: CpuSchedules, on random images).
+            const Filter filter = parse_filter(filter_text);
+            const FilterRun node{filter, Border{},
+                                 default_schedule(filter, Border{}, {depth, photo.channels(), false})};
+            if (!refuses_input(node.filter, depth, photo.channels()).empty())
                 continue;  // adaptive: 8-bit 1-channel only
             const cv::Mat got = run_cpu(node, photo);
             const auto r = check_against_opencv(node, photo, got);
