@@ -7,8 +7,9 @@
 #include <string_view>
 
 extern "C" {
+#include <jpeglib.h>  // first (a block of its own, so sorting keeps it): jerror.h reads its configuration
+
 #include <jerror.h>
-#include <jpeglib.h>  // first: jerror.h reads its configuration
 }
 
 #include "pipeline/byte_order.hpp"
