@@ -24,6 +24,10 @@ constexpr bool kIsColorOp = false;
 template <class T>
 constexpr bool kIsColorOp<ColorOp<T>> = true;
 template <class Op>
+constexpr bool kIsHsvOp = false;
+template <class T>
+constexpr bool kIsHsvOp<HsvOp<T>> = true;
+template <class Op>
 constexpr bool kIsBlendOp = false;
 template <class T>
 constexpr bool kIsBlendOp<BlendOp<T>> = true;
@@ -61,6 +65,8 @@ struct CpuLaunch {
                 tbb::blocked_range<int>(0, height, std::max(1, 4096 / std::max(width, 1))), [&](const auto& rows) {
                     if constexpr (kIsColorOp<Op>) {
                         cpu::color_rows(op, rows.begin(), rows.end());  // cpu/color.cpp
+                    } else if constexpr (kIsHsvOp<Op>) {
+                        cpu::hsv_rows(op, rows.begin(), rows.end());
                     } else if constexpr (kIsBlendOp<Op>) {
                         cpu::blend_rows(op, rows.begin(), rows.end());
                     } else if constexpr (PerSampleOpType<Op>) {
