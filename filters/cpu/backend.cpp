@@ -11,6 +11,7 @@
 #include <type_traits>
 
 #include "filters/cpu/color.hpp"
+#include "filters/cpu/lut8.hpp"
 #include "filters/cpu/pair_lines.hpp"
 #include "filters/cpu/separable.hpp"
 #include "filters/dispatch.hpp"
@@ -73,8 +74,14 @@ struct CpuLaunch {
                         // A row is one run of samples (threshold, scale, gamma).
                         using T = typename Op::Sample;
                         const int n = width * op.dst.channels;
-                        for (int y = rows.begin(); y != rows.end(); ++y)
-                            per_sample_row(op, op.src.template row<const T>(y), op.dst.template row<T>(y), n);
+                        if constexpr (std::is_same_v<T, std::uint8_t> && requires { op.table[0]; }) {
+                            // 8-bit ops that hold their 256 results (scale, gamma): a table lookup.
+                            for (int y = rows.begin(); y != rows.end(); ++y)
+                                cpu::lut8_row(op.table, op.src.template row<const T>(y), op.dst.template row<T>(y), n);
+                        } else {
+                            for (int y = rows.begin(); y != rows.end(); ++y)
+                                per_sample_row(op, op.src.template row<const T>(y), op.dst.template row<T>(y), n);
+                        }
                     } else {
                         for (int y = rows.begin(); y != rows.end(); ++y)
                             for (int x = 0; x < width; ++x) op(x, y);
