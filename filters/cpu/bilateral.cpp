@@ -1,0 +1,147 @@
+// The 8-bit bilateral filter a band of rows at a time, as OpenCV's
+// bilateralFilter_8u_Invoker: per tap a vector of pixels, its colour
+// weights gathered from the distance table. The taps of the disc go in
+// operator()'s order (row by row) with the same separately rounded products
+// and sums, so each output equals op(x, y) bit for bit.
+#include "filters/cpu/bilateral.hpp"
+
+#include <cstdint>
+#include <type_traits>
+#include <vector>
+
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+#include <immintrin.h>
+#define CBI_BILATERAL_AVX2 1
+#endif
+
+namespace cbi::cpu {
+namespace {
+
+#if CBI_BILATERAL_AVX2
+using Op8 = BilateralOp<std::uint8_t>;
+
+// The source rows of a band as planar float rows padded by the radius on
+// both sides (border samples through op.src.at), in a ring of 2r + 1 rows:
+// each source row is converted once per band.
+class PaddedRows {
+public:
+    PaddedRows(const Op8& op, int channels)
+        : op_(op),
+          channels_(channels),
+          len_(op.dst.width + 2 * op.radius),
+          rows_(2 * op.radius + 1),
+          data_(static_cast<std::size_t>(rows_) * channels * len_) {}
+
+    // Channel c of source row y (any y of the current window), at padded column 0.
+    const float* plane(int y, int c) const {
+        return data_.data() + (static_cast<std::size_t>(slot(y)) * channels_ + c) * len_;
+    }
+
+    void load(int y) {
+        const int r = op_.radius, width = op_.src.view.width;
+        const std::uint8_t* row = op_.src.row(y);
+        float* out[3];
+        for (int c = 0; c < channels_; ++c)
+            out[c] = data_.data() + (static_cast<std::size_t>(slot(y)) * channels_ + c) * len_;
+        for (int xi = 0; xi < len_; ++xi) {
+            const int x = xi - r;
+            if (row != nullptr && x >= 0 && x < width)
+                for (int c = 0; c < channels_; ++c) out[c][xi] = row[x * channels_ + c];
+            else
+                for (int c = 0; c < channels_; ++c) out[c][xi] = op_.src.at(row, x, c);
+        }
+    }
+
+private:
+    int slot(int y) const { return ((y % rows_) + rows_) % rows_; }
+    const Op8& op_;
+    int channels_, len_, rows_;
+    std::vector<float> data_;
+};
+
+// Outputs [0, returned x) of row y, 8 at a time. tap[t * CN + c]: channel
+// c's plane for tap t, at the tap's dx; centre[c]: the centre's.
+template <int CN>
+[[gnu::target("avx2")]] int bilateral_row_avx2(const Op8& op, const float* const* tap, const float* space, int taps,
+                                               const float* const* centre, std::uint8_t* out, int width) {
+    const __m256 abs_mask = _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff));
+    int x = 0;
+    for (; x + 8 <= width; x += 8) {
+        __m256 v0[CN], sum[CN];
+        for (int c = 0; c < CN; ++c) {
+            v0[c] = _mm256_loadu_ps(centre[c] + x);
+            sum[c] = _mm256_setzero_ps();
+        }
+        __m256 wsum = _mm256_setzero_ps();
+        for (int t = 0; t < taps; ++t) {
+            __m256 v[CN], d = _mm256_setzero_ps();
+            for (int c = 0; c < CN; ++c) {  // integer differences: exact in float, in any order
+                v[c] = _mm256_loadu_ps(tap[t * CN + c] + x);
+                d = _mm256_add_ps(d, _mm256_and_ps(_mm256_sub_ps(v[c], v0[c]), abs_mask));
+            }
+            const __m256 cw = _mm256_i32gather_ps(op.color_weight, _mm256_cvttps_epi32(d), 4);
+            const __m256 w = _mm256_mul_ps(_mm256_set1_ps(space[t]), cw);
+            for (int c = 0; c < CN; ++c) sum[c] = _mm256_add_ps(sum[c], _mm256_mul_ps(v[c], w));
+            wsum = _mm256_add_ps(wsum, w);
+        }
+        const __m256 inv = _mm256_div_ps(_mm256_set1_ps(1.f), wsum);
+        alignas(32) std::int32_t q[CN][8];
+        for (int c = 0; c < CN; ++c)  // to nearest even; sums are >= 0 and at most 255 * wsum
+            _mm256_store_si256(reinterpret_cast<__m256i*>(q[c]), _mm256_cvtps_epi32(_mm256_mul_ps(sum[c], inv)));
+        for (int i = 0; i < 8; ++i)
+            for (int c = 0; c < CN; ++c)
+                out[(x + i) * CN + c] = static_cast<std::uint8_t>(q[c][i] > 255 ? 255 : q[c][i]);
+    }
+    return x;
+}
+
+template <int CN>
+void rows8(const Op8& op, int y0, int y1) {
+    const int r = op.radius, width = op.dst.width;
+    // The disc's taps in operator()'s order, with their space weights.
+    std::vector<int> tdy, tdx;
+    std::vector<float> space;
+    for (int dy = -r; dy <= r; ++dy) {
+        const int h = op.half_width[dy < 0 ? -dy : dy];
+        for (int dx = -h; dx <= h; ++dx) {
+            tdy.push_back(dy);
+            tdx.push_back(dx);
+            space.push_back(op.space_w(dx * dx + dy * dy));
+        }
+    }
+    const int taps = static_cast<int>(space.size());
+    std::vector<const float*> tap(static_cast<std::size_t>(taps) * CN);
+    PaddedRows rows(op, CN);
+    for (int y = y0 - r; y < y0 + r; ++y) rows.load(y);
+    for (int y = y0; y < y1; ++y) {
+        rows.load(y + r);
+        for (int t = 0; t < taps; ++t)
+            for (int c = 0; c < CN; ++c) tap[t * CN + c] = rows.plane(y + tdy[t], c) + r + tdx[t];
+        const float* centre[CN];
+        for (int c = 0; c < CN; ++c) centre[c] = rows.plane(y, c) + r;
+        int x = bilateral_row_avx2<CN>(op, tap.data(), space.data(), taps, centre, op.dst.row<std::uint8_t>(y), width);
+        for (; x < width; ++x) op(x, y);
+    }
+}
+#endif
+
+}  // namespace
+
+template <class T>
+bool bilateral_rows(const BilateralOp<T>& op, int y0, int y1) {
+#if CBI_BILATERAL_AVX2
+    if constexpr (std::is_same_v<T, std::uint8_t>) {
+        static const bool avx2 = __builtin_cpu_supports("avx2");
+        if (!avx2) return false;
+        if (op.src.view.channels == 3) return rows8<3>(op, y0, y1), true;
+        if (op.src.view.channels == 1) return rows8<1>(op, y0, y1), true;
+    }
+#endif
+    return false;
+}
+
+template bool bilateral_rows(const BilateralOp<std::uint8_t>&, int, int);
+template bool bilateral_rows(const BilateralOp<std::uint16_t>&, int, int);
+template bool bilateral_rows(const BilateralOp<float>&, int, int);
+
+}  // namespace cbi::cpu
