@@ -34,7 +34,7 @@ template <class T>
 constexpr bool kIsBlendOp<BlendOp<T>> = true;
 
 // A row of a per-sample op (threshold, scale, gamma) as one loop over its
-// samples, compiled for AVX2 and the baseline (cpu/separable.hpp's clones).
+// samples, compiled for AVX2 and the baseline (cpu/rows.hpp's clones).
 template <class Op, class T>
 CBI_CPU_CLONES void per_sample_row(const Op& op, const T* __restrict in, T* __restrict out, int n) {
     for (int i = 0; i < n; ++i) out[i] = op.sample(in[i]);

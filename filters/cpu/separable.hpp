@@ -46,26 +46,13 @@
 
 #include "filters/cpu/float_taps.hpp"
 #include "filters/cpu/gauss8.hpp"
+#include "filters/cpu/rows.hpp"
 #include "filters/cpu/sobel8.hpp"
 #include "filters/kinds/all.hpp"
 #include "filters/ops.hpp"
 #include "schedules/schedule.hpp"
 
 namespace cbi::cpu {
-
-// The hot loops are compiled twice, for AVX2 and for the baseline x86-64
-// (SSE2), and the loader picks one per machine (GCC function multi-
-// versioning). AVX2 doubles the vector width and lets std::nearbyint in
-// saturate_round become one instruction instead of a libm call. No FMA:
-// the "avx2" target does not enable it, and the build passes
-// -ffp-contract=off, so products and sums still round separately.
-#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && !defined(__CUDACC__)
-#define CBI_CPU_CLONES [[gnu::target_clones("avx2", "default")]]
-#define CBI_CPU_INLINE [[gnu::always_inline]] inline
-#else
-#define CBI_CPU_CLONES
-#define CBI_CPU_INLINE inline
-#endif
 
 // The ops the tiled path runs: SeparableStencil's interface.
 template <class Op>
