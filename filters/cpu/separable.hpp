@@ -247,8 +247,25 @@ CBI_CPU_CLONES void finish_any_row(const Op& op, const typename Op::Acc* s0, con
     finish_samples(op, s0, s1, out, n);
 }
 
+// Ops whose finish() is saturate_round<T>(sums[0]) with float sums and an
+// integer T (sepfilter2d): the rounding through round_block, which
+// vectorises where finish_any_row's compare chain did not.
+template <class Op>
+constexpr bool kFinishRoundsSum = false;
+template <class T, BorderMode B, class Src>
+constexpr bool kFinishRoundsSum<SepFilter2DOp<T, B, Src>> = !std::is_same_v<T, float>;
+
+template <class T>
+CBI_CPU_CLONES void round_row(const float* __restrict s, T* __restrict out, int n) {
+    int i = 0;
+    for (; i + 64 <= n; i += 64) round_block<64>(s + i, out + i);
+    for (; i + 8 <= n; i += 8) round_block<8>(s + i, out + i);
+    for (; i < n; ++i) out[i] = saturate_round<T>(s[i]);
+}
+
 template <class Op>
 void finish_row(const Op& op, const typename Op::Acc* s0, const typename Op::Acc* s1, typename Op::Sample* out, int n) {
+    if constexpr (kFinishRoundsSum<Op>) return round_row(s0, out, n);
     if constexpr (slides_running_sums<Op>() && UnitWeightOp<Op>) {
         switch (op.ksize) {
             case 3: return finish_box_row<3>(op, s0, out, n);
