@@ -2,7 +2,8 @@
 // bilateralFilter_8u_Invoker: per tap a vector of pixels, its colour
 // weights gathered from the distance table. The taps of the disc go in
 // operator()'s order (row by row) with the same separately rounded products
-// and sums, so each output equals op(x, y) bit for bit.
+// and sums, so each output equals op(x, y) bit for bit. AVX-512 where the
+// CPU has it, AVX2 for the rest of a row (or all of it).
 #include "filters/cpu/opencv_avx2.hpp"
 
 #include "filters/cpu/bilateral.hpp"
@@ -128,11 +129,53 @@ CBI_AVX2 void bilateral_block(const Op8& op, const float* const* tap, const floa
     }
 }
 
-// Outputs [0, returned x) of a row, 16 and then 8 at a time.
+// bilateral_block on AVX-512: 16 pixels a vector, the same arithmetic lane
+// by lane. Half the instructions of two AVX2 vectors, and 32 registers hold
+// a block's sums without spilling.
+#define CBI_AVX512 [[gnu::target("avx512f")]] inline
+template <int CN>
+CBI_AVX512 void bilateral_block512(const Op8& op, const float* const* tap, const float* space, int taps,
+                                   const float* const* centre, std::uint8_t* out, int x) {
+    __m512 v0[CN], sum[CN];
+    for (int c = 0; c < CN; ++c) {
+        v0[c] = _mm512_loadu_ps(centre[c] + x);
+        sum[c] = _mm512_setzero_ps();
+    }
+    __m512 wsum = _mm512_setzero_ps();
+    for (int t = 0; t < taps; ++t) {
+        __m512 v[CN], d = _mm512_setzero_ps();
+        for (int c = 0; c < CN; ++c) {  // integer differences: exact in float, in any order
+            v[c] = _mm512_loadu_ps(tap[t * CN + c] + x);
+            d = _mm512_add_ps(d, _mm512_castsi512_ps(_mm512_and_epi32(_mm512_castps_si512(_mm512_sub_ps(v[c], v0[c])),
+                                                                      _mm512_set1_epi32(0x7fffffff))));
+        }
+        // The masked forms: the plain ones start from _mm512_undefined, which GCC 12 warns about.
+        const __m512i idx = _mm512_maskz_cvttps_epi32(0xffff, d);
+        const __m512 cw = _mm512_mask_i32gather_ps(_mm512_setzero_ps(), 0xffff, idx, op.color_weight, 4);
+        const __m512 w = _mm512_mul_ps(_mm512_set1_ps(space[t]), cw);
+        for (int c = 0; c < CN; ++c) sum[c] = _mm512_add_ps(sum[c], _mm512_mul_ps(v[c], w));
+        wsum = _mm512_add_ps(wsum, w);
+    }
+    const __m512 inv = _mm512_div_ps(_mm512_set1_ps(1.f), wsum);
+    alignas(64) std::int32_t q[CN][16];
+    for (int c = 0; c < CN; ++c)  // to nearest even; sums are >= 0 and at most 255 * wsum
+        _mm512_store_si512(q[c], _mm512_maskz_cvtps_epi32(0xffff, _mm512_mul_ps(sum[c], inv)));
+    for (int i = 0; i < 16; ++i)
+        for (int c = 0; c < CN; ++c) out[(x + i) * CN + c] = static_cast<std::uint8_t>(q[c][i] > 255 ? 255 : q[c][i]);
+}
+
+template <int CN>
+CBI_AVX512 int bilateral_row_avx512(const Op8& op, const float* const* tap, const float* space, int taps,
+                                    const float* const* centre, std::uint8_t* out, int width) {
+    int x = 0;
+    for (; x + 16 <= width; x += 16) bilateral_block512<CN>(op, tap, space, taps, centre, out, x);
+    return x;
+}
+
+// Outputs [x, returned x) of a row, 16 and then 8 at a time.
 template <int CN>
 CBI_AVX2 int bilateral_row_avx2(const Op8& op, const float* const* tap, const float* space, int taps,
-                                const float* const* centre, std::uint8_t* out, int width) {
-    int x = 0;
+                                const float* const* centre, std::uint8_t* out, int x, int width) {
     for (; x + 16 <= width; x += 16) bilateral_block<CN, 2>(op, tap, space, taps, centre, out, x);
     for (; x + 8 <= width; x += 8) bilateral_block<CN, 1>(op, tap, space, taps, centre, out, x);
     return x;
@@ -162,7 +205,10 @@ void rows8(const Op8& op, int y0, int y1) {
             for (int c = 0; c < CN; ++c) tap[t * CN + c] = rows.plane(y + tdy[t], c) + r + tdx[t];
         const float* centre[CN];
         for (int c = 0; c < CN; ++c) centre[c] = rows.plane(y, c) + r;
-        int x = bilateral_row_avx2<CN>(op, tap.data(), space.data(), taps, centre, op.dst.row<std::uint8_t>(y), width);
+        static const bool avx512 = __builtin_cpu_supports("avx512f");
+        std::uint8_t* out = op.dst.row<std::uint8_t>(y);
+        int x = avx512 ? bilateral_row_avx512<CN>(op, tap.data(), space.data(), taps, centre, out, width) : 0;
+        x = bilateral_row_avx2<CN>(op, tap.data(), space.data(), taps, centre, out, x, width);
         for (; x < width; ++x) op(x, y);
     }
 }
