@@ -21,7 +21,9 @@
 #include <string_view>
 #include <vector>
 
+#if !defined(__CUDACC__)  // the CPU's row helpers: GCC vector extensions nvcc's front end need not parse
 #include "filters/cpu/rows.hpp"
+#endif
 #include "filters/kinds/args.hpp"
 #include "filters/kinds/kind.hpp"
 #include "filters/kinds/taps.hpp"
@@ -77,6 +79,7 @@ struct Filter2DOp {
     // every output sums its nonzero taps in operator()'s order
     // (cpu::offset_taps_row): the results are bit-identical. Host only;
     // `scratch` holds band_scratch(width) floats.
+#if !defined(__CUDACC__)
     int band_scratch(int width) const { return k.height * (width + k.width - 1) * dst.channels; }
     void band(int y0, int y1, int width, float* scratch) const {
         const int channels = dst.channels, len = width + k.width - 1, pitch = len * channels;
@@ -108,6 +111,7 @@ struct Filter2DOp {
             cpu::offset_taps_row(dst.row<T>(y), scratch, w, off, taps, width * channels);
         }
     }
+#endif
 };
 
 template <>
