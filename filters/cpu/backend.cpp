@@ -11,6 +11,7 @@
 #include <type_traits>
 
 #include "filters/cpu/color.hpp"
+#include "filters/cpu/lut8.hpp"
 #include "filters/cpu/pair_lines.hpp"
 #include "filters/cpu/separable.hpp"
 #include "filters/dispatch.hpp"
@@ -24,12 +25,16 @@ constexpr bool kIsColorOp = false;
 template <class T>
 constexpr bool kIsColorOp<ColorOp<T>> = true;
 template <class Op>
+constexpr bool kIsHsvOp = false;
+template <class T>
+constexpr bool kIsHsvOp<HsvOp<T>> = true;
+template <class Op>
 constexpr bool kIsBlendOp = false;
 template <class T>
 constexpr bool kIsBlendOp<BlendOp<T>> = true;
 
 // A row of a per-sample op (threshold, scale, gamma) as one loop over its
-// samples, compiled for AVX2 and the baseline (cpu/separable.hpp's clones).
+// samples, compiled for AVX2 and the baseline (cpu/rows.hpp's clones).
 template <class Op, class T>
 CBI_CPU_CLONES void per_sample_row(const Op& op, const T* __restrict in, T* __restrict out, int n) {
     for (int i = 0; i < n; ++i) out[i] = op.sample(in[i]);
@@ -60,23 +65,31 @@ void run_rows(const Op& op, int width, int height) {
     note_kernel_path(kIsColorOp<Op>   ? KernelPath::cpu_color_rows
                      : kIsBlendOp<Op> ? KernelPath::cpu_blend_rows
                                       : KernelPath::cpu_rows);
-    tbb::parallel_for(tbb::blocked_range<int>(0, height, std::max(1, 4096 / std::max(width, 1))),
-                      [&](const auto& rows) {
-                          if constexpr (kIsColorOp<Op>) {
-                              cpu::color_rows(op, rows.begin(), rows.end());  // cpu/color.cpp
-                          } else if constexpr (kIsBlendOp<Op>) {
-                              cpu::blend_rows(op, rows.begin(), rows.end());
-                          } else if constexpr (PerSampleOpType<Op>) {
-                              // A row is one run of samples (threshold, scale, gamma).
-                              using T = typename Op::Sample;
-                              const int n = width * op.dst.channels;
-                              for (int y = rows.begin(); y != rows.end(); ++y)
-                                  per_sample_row(op, op.src.template row<const T>(y), op.dst.template row<T>(y), n);
-                          } else {
-                              for (int y = rows.begin(); y != rows.end(); ++y)
-                                  for (int x = 0; x < width; ++x) op(x, y);
-                          }
-                      });
+    tbb::parallel_for(
+        tbb::blocked_range<int>(0, height, std::max(1, 4096 / std::max(width, 1))), [&](const auto& rows) {
+            if constexpr (kIsColorOp<Op>) {
+                cpu::color_rows(op, rows.begin(), rows.end());  // cpu/color.cpp
+            } else if constexpr (kIsHsvOp<Op>) {
+                cpu::hsv_rows(op, rows.begin(), rows.end());
+            } else if constexpr (kIsBlendOp<Op>) {
+                cpu::blend_rows(op, rows.begin(), rows.end());
+            } else if constexpr (PerSampleOpType<Op>) {
+                // A row is one run of samples (threshold, scale, gamma).
+                using T = typename Op::Sample;
+                const int n = width * op.dst.channels;
+                if constexpr (std::is_same_v<T, std::uint8_t> && requires { op.table[0]; }) {
+                    // 8-bit ops that hold their 256 results (scale, gamma): a table lookup.
+                    for (int y = rows.begin(); y != rows.end(); ++y)
+                        cpu::lut8_row(op.table, op.src.template row<const T>(y), op.dst.template row<T>(y), n);
+                } else {
+                    for (int y = rows.begin(); y != rows.end(); ++y)
+                        per_sample_row(op, op.src.template row<const T>(y), op.dst.template row<T>(y), n);
+                }
+            } else {
+                for (int y = rows.begin(); y != rows.end(); ++y)
+                    for (int x = 0; x < width; ++x) op(x, y);
+            }
+        });
 }
 
 // Walks the schedule's index range with TBB. Each task takes a contiguous

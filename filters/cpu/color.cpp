@@ -1,13 +1,16 @@
 // The CPU colour matrix and blend with OpenCV's universal intrinsics at
 // AVX2 width (plus three raw AVX2 instructions, see to_f32), bit-identical
-// to ColorOp<T>::sample and BlendOp<T>::sample; filters/cpu/opencv_avx2.hpp
-// (included first) sets up the intrinsics.
+// to ColorOp<T>::sample and BlendOp<T>::sample, and HSV/HLS (raw AVX2,
+// bit-identical to HsvOp<T>); filters/cpu/opencv_avx2.hpp (included first)
+// sets up the intrinsics.
 #include "filters/cpu/opencv_avx2.hpp"
 
 #include "filters/cpu/color.hpp"
 
+#include <cfloat>
 #include <cstdint>
 #include <cstring>
+#include <type_traits>
 
 namespace cbi::cpu {
 namespace {
@@ -145,6 +148,102 @@ CBI_AVX2 int blend_row_avx2(const BlendOp<T>& op, const T* a, const T* b, T* out
     }
     return i;
 }
+
+// HsvOp<uint8_t> with 3 or 4 channels: pixels [0, returned x) of one row,
+// 32 per step, with operator()'s arithmetic. The channels are widened to
+// int32 lanes in to_f32's order and narrowed back through the saturating
+// packs (which also clamp H to 0..255 as operator() does). HSV: the
+// integer formula with the division tables read by gathers; HLS: the float
+// formula, its one fused multiply-add for H through the FMA instruction
+// (the function is compiled for AVX2 and FMA; -ffp-contract=off keeps the
+// other products and sums separately rounded).
+#define CBI_AVX2_FMA [[gnu::target("avx2,fma")]] inline
+
+CBI_AVX2 void widen_s32(const v_uint8x32& v, __m256i* w) {
+    for (int k = 0; k < 4; ++k) {
+        const int z = static_cast<int>(0x80808000u), i = 4 * k;
+        const __m256i pick = _mm256_setr_epi32(z | i, z | (i + 1), z | (i + 2), z | (i + 3),  //
+                                               z | i, z | (i + 1), z | (i + 2), z | (i + 3));
+        w[k] = _mm256_shuffle_epi8(v.val, pick);
+    }
+}
+CBI_AVX2 v_uint8x32 narrow_u8(const __m256i* w) {
+    return v_uint8x32(_mm256_packus_epi16(_mm256_packus_epi32(w[0], w[1]), _mm256_packus_epi32(w[2], w[3])));
+}
+
+// H, S, V of 8 pixels (int32 lanes), as HsvOp::hsv8.
+CBI_AVX2_FMA void hsv8_lanes(const HsvOp<std::uint8_t>& op, __m256i b, __m256i g, __m256i r, __m256i& h_out,
+                             __m256i& s_out, __m256i& v_out) {
+    const __m256i v = _mm256_max_epi32(_mm256_max_epi32(b, g), r);
+    const __m256i vmin = _mm256_min_epi32(_mm256_min_epi32(b, g), r);
+    const __m256i diff = _mm256_sub_epi32(v, vmin);
+    const __m256i half = _mm256_set1_epi32(1 << 11);
+    const __m256i sdiv = _mm256_i32gather_epi32(op.sdiv, v, 4);
+    const __m256i hdiv = _mm256_i32gather_epi32(op.hdiv, diff, 4);
+    s_out = _mm256_srai_epi32(_mm256_add_epi32(_mm256_mullo_epi32(diff, sdiv), half), 12);
+    const __m256i is_r = _mm256_cmpeq_epi32(v, r), is_g = _mm256_cmpeq_epi32(v, g);
+    const __m256i hr = _mm256_sub_epi32(g, b);
+    const __m256i hg = _mm256_add_epi32(_mm256_sub_epi32(b, r), _mm256_add_epi32(diff, diff));
+    const __m256i hb = _mm256_add_epi32(_mm256_sub_epi32(r, g), _mm256_slli_epi32(diff, 2));
+    __m256i h = _mm256_blendv_epi8(_mm256_blendv_epi8(hb, hg, is_g), hr, is_r);
+    h = _mm256_srai_epi32(_mm256_add_epi32(_mm256_mullo_epi32(h, hdiv), half), 12);
+    h = _mm256_add_epi32(h, _mm256_and_si256(_mm256_cmpgt_epi32(_mm256_setzero_si256(), h), _mm256_set1_epi32(180)));
+    h_out = h;
+    v_out = v;
+}
+
+// H, L, S of 8 pixels (int32 lanes), as HsvOp::hls_float on src / 255 and
+// operator()'s roundings.
+CBI_AVX2_FMA void hls8_lanes(__m256i bi, __m256i gi, __m256i ri, __m256i& h_out, __m256i& l_out, __m256i& s_out) {
+    const __m256 k = _mm256_set1_ps(1.f / 255.f);
+    const __m256 b = _mm256_mul_ps(_mm256_cvtepi32_ps(bi), k), g = _mm256_mul_ps(_mm256_cvtepi32_ps(gi), k),
+                 r = _mm256_mul_ps(_mm256_cvtepi32_ps(ri), k);
+    const __m256 vmax = _mm256_max_ps(_mm256_max_ps(r, g), b), vmin = _mm256_min_ps(_mm256_min_ps(r, g), b);
+    const __m256 diff = _mm256_sub_ps(vmax, vmin), sum = _mm256_add_ps(vmax, vmin);
+    const __m256 l = _mm256_mul_ps(sum, _mm256_set1_ps(0.5f));
+    const __m256 some = _mm256_cmp_ps(diff, _mm256_set1_ps(FLT_EPSILON), _CMP_GT_OQ);  // else H = S = 0
+    const __m256 dark = _mm256_cmp_ps(l, _mm256_set1_ps(0.5f), _CMP_LT_OQ);
+    const __m256 s = _mm256_div_ps(diff, _mm256_blendv_ps(_mm256_sub_ps(_mm256_set1_ps(2.f), sum), sum, dark));
+    const __m256 kh = _mm256_div_ps(_mm256_set1_ps(60.f), diff);
+    const __m256 is_r = _mm256_cmp_ps(vmax, r, _CMP_EQ_OQ), is_g = _mm256_cmp_ps(vmax, g, _CMP_EQ_OQ);
+    const __m256 wrap = _mm256_and_ps(_mm256_cmp_ps(g, b, _CMP_LT_OQ), _mm256_set1_ps(360.f));
+    const __m256 hr = _mm256_fmadd_ps(_mm256_sub_ps(g, b), kh, wrap);
+    const __m256 hg = _mm256_fmadd_ps(_mm256_sub_ps(b, r), kh, _mm256_set1_ps(120.f));
+    const __m256 hb = _mm256_fmadd_ps(_mm256_sub_ps(r, g), kh, _mm256_set1_ps(240.f));
+    const __m256 h = _mm256_and_ps(_mm256_blendv_ps(_mm256_blendv_ps(hb, hg, is_g), hr, is_r), some);
+    // Rounded to nearest even (MXCSR's default); the packs saturate.
+    h_out = _mm256_cvtps_epi32(_mm256_mul_ps(h, _mm256_set1_ps(0.5f)));
+    l_out = _mm256_cvtps_epi32(_mm256_mul_ps(l, _mm256_set1_ps(255.f)));
+    s_out = _mm256_cvtps_epi32(_mm256_mul_ps(_mm256_and_ps(s, some), _mm256_set1_ps(255.f)));
+}
+
+template <int CN>
+CBI_AVX2_FMA int hsv_row_avx2(const HsvOp<std::uint8_t>& op, const std::uint8_t* in, std::uint8_t* out, int width) {
+    constexpr int N = v_uint8x32::nlanes;
+    int x = 0;
+    for (; x + N <= width; x += N) {
+        v_uint8x32 c[4];
+        if constexpr (CN == 3)
+            v_load_deinterleave(in + x * CN, c[0], c[1], c[2]);
+        else
+            v_load_deinterleave(in + x * CN, c[0], c[1], c[2], c[3]);
+        __m256i b[4], g[4], r[4], o[3][4];
+        widen_s32(c[0], b);
+        widen_s32(c[1], g);
+        widen_s32(c[2], r);
+        for (int k = 0; k < 4; ++k) {
+            if (op.hls)
+                hls8_lanes(b[k], g[k], r[k], o[0][k], o[1][k], o[2][k]);
+            else
+                hsv8_lanes(op, b[k], g[k], r[k], o[0][k], o[1][k], o[2][k]);
+        }
+        if constexpr (CN == 3)
+            v_store_interleave(out + x * CN, narrow_u8(o[0]), narrow_u8(o[1]), narrow_u8(o[2]));
+        else
+            v_store_interleave(out + x * CN, narrow_u8(o[0]), narrow_u8(o[1]), narrow_u8(o[2]), c[3]);
+    }
+    return x;
+}
 #endif
 
 // Rows of op with the channel counts as constants: the AVX2 steps where
@@ -201,11 +300,33 @@ void blend_rows(const BlendOp<T>& op, int y0, int y1) {
     }
 }
 
+template <class T>
+void hsv_rows(const HsvOp<T>& op, int y0, int y1) {
+    const int width = op.dst.width, cn = op.src.channels;
+    for (int y = y0; y < y1; ++y) {
+        int x = 0;
+#if CBI_OPENCV_AVX2
+        if constexpr (std::is_same_v<T, std::uint8_t>) {
+            static const bool fma = __builtin_cpu_supports("fma");
+            if (has_avx2() && fma && (cn == 3 || cn == 4)) {
+                const T* in = op.src.template row<const T>(y);
+                T* out = op.dst.template row<T>(y);
+                x = cn == 3 ? hsv_row_avx2<3>(op, in, out, width) : hsv_row_avx2<4>(op, in, out, width);
+            }
+        }
+#endif
+        for (; x < width; ++x) op(x, y);
+    }
+}
+
 template void color_rows(const ColorOp<std::uint8_t>&, int, int);
 template void color_rows(const ColorOp<std::uint16_t>&, int, int);
 template void color_rows(const ColorOp<float>&, int, int);
 template void blend_rows(const BlendOp<std::uint8_t>&, int, int);
 template void blend_rows(const BlendOp<std::uint16_t>&, int, int);
 template void blend_rows(const BlendOp<float>&, int, int);
+template void hsv_rows(const HsvOp<std::uint8_t>&, int, int);
+template void hsv_rows(const HsvOp<std::uint16_t>&, int, int);
+template void hsv_rows(const HsvOp<float>&, int, int);
 
 }  // namespace cbi::cpu

@@ -1,5 +1,6 @@
 #pragma once
-// The CPU colour matrix and blend, a band of rows at a time (cpu/color.cpp).
+// The CPU colour matrix, blend and HSV/HLS, a band of rows at a time (cpu/color.cpp).
+#include "filters/kinds/hsv.hpp"
 #include "filters/ops.hpp"
 
 namespace cbi::cpu {
@@ -14,5 +15,11 @@ void color_rows(const ColorOp<T>& op, int y0, int y1);
 // those rows; AVX2 where the CPU has it.
 template <class T>
 void blend_rows(const BlendOp<T>& op, int y0, int y1);
+
+// Runs op (hsv, hls) on rows [y0, y1): bit-identical to op(x, y) for every
+// pixel of those rows; 8-bit 3- and 4-channel rows take the AVX2 path where
+// the CPU has AVX2 and FMA.
+template <class T>
+void hsv_rows(const HsvOp<T>& op, int y0, int y1);
 
 }  // namespace cbi::cpu

@@ -46,26 +46,13 @@
 
 #include "filters/cpu/float_taps.hpp"
 #include "filters/cpu/gauss8.hpp"
+#include "filters/cpu/rows.hpp"
 #include "filters/cpu/sobel8.hpp"
 #include "filters/kinds/all.hpp"
 #include "filters/ops.hpp"
 #include "schedules/schedule.hpp"
 
 namespace cbi::cpu {
-
-// The hot loops are compiled twice, for AVX2 and for the baseline x86-64
-// (SSE2), and the loader picks one per machine (GCC function multi-
-// versioning). AVX2 doubles the vector width and lets std::nearbyint in
-// saturate_round become one instruction instead of a libm call. No FMA:
-// the "avx2" target does not enable it, and the build passes
-// -ffp-contract=off, so products and sums still round separately.
-#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && !defined(__CUDACC__)
-#define CBI_CPU_CLONES [[gnu::target_clones("avx2", "default")]]
-#define CBI_CPU_INLINE [[gnu::always_inline]] inline
-#else
-#define CBI_CPU_CLONES
-#define CBI_CPU_INLINE inline
-#endif
 
 // The ops the tiled path runs: SeparableStencil's interface.
 template <class Op>
@@ -260,8 +247,25 @@ CBI_CPU_CLONES void finish_any_row(const Op& op, const typename Op::Acc* s0, con
     finish_samples(op, s0, s1, out, n);
 }
 
+// Ops whose finish() is saturate_round<T>(sums[0]) with float sums and an
+// integer T (sepfilter2d): the rounding through round_block, which
+// vectorises where finish_any_row's compare chain did not.
+template <class Op>
+constexpr bool kFinishRoundsSum = false;
+template <class T, BorderMode B, class Src>
+constexpr bool kFinishRoundsSum<SepFilter2DOp<T, B, Src>> = !std::is_same_v<T, float>;
+
+template <class T>
+CBI_CPU_CLONES void round_row(const float* __restrict s, T* __restrict out, int n) {
+    int i = 0;
+    for (; i + 64 <= n; i += 64) round_block<64>(s + i, out + i);
+    for (; i + 8 <= n; i += 8) round_block<8>(s + i, out + i);
+    for (; i < n; ++i) out[i] = saturate_round<T>(s[i]);
+}
+
 template <class Op>
 void finish_row(const Op& op, const typename Op::Acc* s0, const typename Op::Acc* s1, typename Op::Sample* out, int n) {
+    if constexpr (kFinishRoundsSum<Op>) return round_row(s0, out, n);
     if constexpr (slides_running_sums<Op>() && UnitWeightOp<Op>) {
         switch (op.ksize) {
             case 3: return finish_box_row<3>(op, s0, out, n);

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "filters/cpu/backend.hpp"
+#include "filters/cpu/bilateral.hpp"
 #include "filters/dispatch.hpp"
 #include "filters/kernel_path.hpp"
 
@@ -29,12 +30,21 @@ struct WindowLaunch {
                 std::vector<T> scratch(op.scratch_samples());
                 op.rows(rows.begin(), rows.end(), scratch.data());
             });
-        } else if constexpr (std::is_same_v<Schedule, NaiveSchedule> && requires { op.row(0, width, nullptr); }) {
-            // Ops with a row form (filter2d): a row at a time, each task with its scratch.
+        } else if constexpr (std::is_same_v<Schedule, NaiveSchedule> && requires { op.band(0, 0, width, nullptr); }) {
+            // Ops with a band form (filter2d): each task its rows with its scratch. Bands of 8 to 16
+            // rows: each pads the kernel's height - 1 source rows more than it outputs.
             note_kernel_path(KernelPath::cpu_rows);
-            tbb::parallel_for(tbb::blocked_range<int>(0, height, 4), [&](const auto& rows) {
-                std::vector<float> scratch(static_cast<std::size_t>(op.row_scratch(width)));
-                for (int y = rows.begin(); y != rows.end(); ++y) op.row(y, width, scratch.data());
+            tbb::parallel_for(tbb::blocked_range<int>(0, height, 16), [&](const auto& rows) {
+                std::vector<float> scratch(static_cast<std::size_t>(op.band_scratch(width)));
+                op.band(rows.begin(), rows.end(), width, scratch.data());
+            });
+        } else if constexpr (std::is_same_v<Schedule, NaiveSchedule> && requires { cpu::bilateral_rows(op, 0, 0); }) {
+            // The bilateral filter: its row form (cpu/bilateral.cpp) where it has one, else per pixel.
+            note_kernel_path(KernelPath::cpu_rows);
+            tbb::parallel_for(tbb::blocked_range<int>(0, height, 16), [&](const auto& rows) {
+                if (!cpu::bilateral_rows(op, rows.begin(), rows.end()))
+                    for (int y = rows.begin(); y != rows.end(); ++y)
+                        for (int x = 0; x < width; ++x) op(x, y);
             });
         } else if constexpr (std::is_same_v<Schedule, NaiveSchedule>) {
             note_kernel_path(KernelPath::cpu_rows);

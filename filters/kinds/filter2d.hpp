@@ -16,10 +16,14 @@
 // (FilterKind::expand; any size up to 255x255, the separable machinery and
 // its tile schedules); a larger kernel of higher rank is refused when
 // parsed, with one line.
+#include <climits>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#if !defined(__CUDACC__)  // the CPU's row helpers: GCC vector extensions nvcc's front end need not parse
+#include "filters/cpu/rows.hpp"
+#endif
 #include "filters/kinds/args.hpp"
 #include "filters/kinds/kind.hpp"
 #include "filters/kinds/taps.hpp"
@@ -69,35 +73,45 @@ struct Filter2DOp {
         }
     }
 
-    // The CPU's form (cpu/window.cpp, naive schedule): one output row at a
-    // time, taps outer and the row's samples inner, so the sums vectorise.
-    // Each sample adds the same products in the same order as operator():
-    // the results are bit-identical. Host only; `scratch` holds
-    // row_scratch(width) floats.
-    int row_scratch(int width) const { return (2 * width + k.width - 1) * dst.channels; }
-    void row(int y, int width, float* scratch) const {
-        const int channels = dst.channels, n = width * channels, padded = width + k.width - 1;
-        float* acc = scratch;
-        float* pad = scratch + n;
-        for (int s = 0; s < n; ++s) acc[s] = 0.f;
-        for (int j = 0; j < k.height; ++j) {
-            const float* w = k.w + j * k.width;
-            bool any = false;
-            for (int i = 0; i < k.width; ++i) any |= w[i] != 0.f;
-            if (!any) continue;
-            const T* r = src.row(y - k.height / 2 + j);
-            for (int p = 0; p < padded; ++p)  // source columns x - width/2 ...: the border once per sample
-                for (int c = 0; c < channels; ++c) pad[p * channels + c] = to_float(src.at(r, p - k.width / 2, c));
-            for (int i = 0; i < k.width; ++i) {
-                if (w[i] == 0.f) continue;
-                const float wi = w[i];
-                const float* in = pad + i * channels;
-                for (int s = 0; s < n; ++s) acc[s] = add_rn(acc[s], mul_rn(wi, in[s]));
+    // The CPU's form (cpu/window.cpp, naive schedule): output rows [y0, y1)
+    // in order. The source rows the kernel reads are padded once each
+    // (border samples at the ends only) into a ring of k.height rows, then
+    // every output sums its nonzero taps in operator()'s order
+    // (cpu::offset_taps_row): the results are bit-identical. Host only;
+    // `scratch` holds band_scratch(width) floats.
+#if !defined(__CUDACC__)
+    int band_scratch(int width) const { return k.height * (width + k.width - 1) * dst.channels; }
+    void band(int y0, int y1, int width, float* scratch) const {
+        const int channels = dst.channels, len = width + k.width - 1, pitch = len * channels;
+        float w[kMaxFilter2DTaps];
+        int row_of[kMaxFilter2DTaps], col_of[kMaxFilter2DTaps], off[kMaxFilter2DTaps];
+        bool used[kMaxKernel] = {};  // kernel rows with a nonzero tap
+        int taps = 0;
+        for (int j = 0; j < k.height; ++j)
+            for (int i = 0; i < k.width; ++i)
+                if (k.w[j * k.width + i] != 0.f) {
+                    w[taps] = k.w[j * k.width + i];
+                    row_of[taps] = j;
+                    col_of[taps++] = i * channels;
+                    used[j] = true;
+                }
+        // Source row ys sits in slot ys mod k.height; held[]: which row each slot holds.
+        const auto slot = [&](int ys) { return ((ys % k.height) + k.height) % k.height; };
+        int held[kMaxKernel];
+        for (int j = 0; j < k.height; ++j) held[j] = INT_MIN;
+        const int top = -(k.height / 2);  // source row of kernel row j: y + top + j
+        for (int y = y0; y < y1; ++y) {
+            for (int j = 0; j < k.height; ++j) {
+                const int ys = y + top + j;
+                if (!used[j] || held[slot(ys)] == ys) continue;
+                cpu::load_padded_row(src, src.row(ys), -(k.width / 2), len, scratch + slot(ys) * pitch);
+                held[slot(ys)] = ys;
             }
+            for (int t = 0; t < taps; ++t) off[t] = slot(y + top + row_of[t]) * pitch + col_of[t];
+            cpu::offset_taps_row(dst.row<T>(y), scratch, w, off, taps, width * channels);
         }
-        T* out = dst.row<T>(y);
-        for (int s = 0; s < n; ++s) out[s] = saturate_round<T>(acc[s]);
     }
+#endif
 };
 
 template <>
