@@ -7,8 +7,9 @@
 #include <string_view>
 
 extern "C" {
-#include <jerror.h>
 #include <jpeglib.h>  // first: jerror.h reads its configuration
+
+#include <jerror.h>
 }
 
 #include "pipeline/byte_order.hpp"
