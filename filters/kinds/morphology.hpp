@@ -13,6 +13,7 @@
 // (several iterations of it to one larger rectangle, as OpenCV does), other
 // shapes to one pass per iteration, open/close to both operations in turn,
 // gradient/tophat/blackhat to a difference of two images (blend:1:-1).
+#include <algorithm>
 #include <cfloat>
 #include <cstddef>
 #include <cstdint>
@@ -22,7 +23,9 @@
 #include <string>
 #include <string_view>
 #include <type_traits>
+#include <vector>
 
+#include "filters/cpu/rank.hpp"
 #include "filters/kinds/args.hpp"
 #include "filters/kinds/kind.hpp"
 #include "filters/ops.hpp"
@@ -99,46 +102,134 @@ struct MorphPassOp {
         T* out = dst.row<T>(y) + x * C;
         for (int c = 0; c < C; ++c) out[c] = acc[c];
     }
-    // The CPU's naive schedule: rows [y0, y1) at once, each of the element's
-    // rows a run of whole-row minima (the loops vectorise); the same
-    // comparisons in the same order per sample as operator(), so the result
-    // is bit-identical. `scratch` holds width + element width pixels.
+    // The CPU's naive schedule: rows [y0, y1) at once, whole rows through
+    // the vector kernels of cpu/rank.hpp: a rectangle's row pass by runs
+    // doubling in place, its column pass by van Herk / Gil-Werman (narrow
+    // ones folding their rows directly), other shapes from each source
+    // row's runs of 1, 2, 4, ... pixels (a run of w is two overlapping runs
+    // of the largest power of two <= w). Min and max are exact and
+    // idempotent, so any grouping gives the same result (floats: except
+    // which of -0 and +0 an equal pair keeps). `scratch` holds width +
+    // element width pixels.
     void rows(int y0, int y1, T* scratch) const {
-        const int channels = dst.channels, n = dst.width * channels;
-        for (int y = y0; y < y1; ++y) {
-            T* out = dst.row<T>(y);
-            for (int s = 0; s < n; ++s) out[s] = neutral();
-            for (int j = 0; j < se.height; ++j) {
-                const T* row = src.row(y + j - se.ay);
-                const int i0 = se.rect ? 0 : se.begin[j], i1 = se.rect ? se.width : se.end[j];
-                if (i0 >= i1) continue;
-                const T* ext = row;  // samples at x + i0 - ax, for x = 0..: the row itself, or a bordered copy
-                if (row == nullptr || i0 != se.ax || i1 != se.ax + 1) {
-                    // The columns inside the image copied, the border resolved at the ends only.
-                    const int off = i0 - se.ax, count = dst.width + i1 - i0 - 1;
-                    const int lo = row == nullptr ? count : (off < 0 ? -off : 0);
-                    const int hi = row == nullptr ? count : (dst.width - off < count ? dst.width - off : count);
-                    if (lo < hi)
-                        std::memcpy(scratch + lo * channels, row + (lo + off) * channels,
-                                    sizeof(T) * (hi - lo) * channels);
-                    for (int x = 0; x < count; ++x) {
-                        if (x == lo && lo < hi) {
-                            x = hi - 1;  // copied
-                            continue;
-                        }
-                        for (int c = 0; c < channels; ++c) scratch[x * channels + c] = src.at(row, x + off, c);
-                    }
-                    ext = scratch;
+        const int cn = dst.channels, n = dst.width * cn;
+        constexpr int kDirect = 8;  // widths up to this fold their samples directly
+        if (se.rect && se.height == 1 && se.width > 1) {
+            const T* taps[kDirect];
+            for (int y = y0; y < y1; ++y) {
+                bordered(src.row(y), -se.ax, dst.width + se.width - 1, scratch);
+                if (se.width > kDirect) {
+                    cpu::fold_run_doubling<T, kMin>(dst.row<T>(y), scratch, cn, se.width, n);
+                    continue;
                 }
-                for (int i = 0; i < i1 - i0; ++i) {
-                    const T* in = ext + i * channels;
-                    for (int s = 0; s < n; ++s) out[s] = fold(out[s], in[s]);
-                }
+                for (int i = 0; i < se.width; ++i) taps[i] = scratch + i * cn;
+                cpu::fold_rows<T, kMin>(dst.row<T>(y), taps, se.width, n);
             }
+            return;
         }
+        if (se.rect && se.width == 1 && se.height > 1) {
+            // Source rows y0 - ay .. y1 - 1 - ay + height - 1; outside rows of a constant border: one row of it.
+            const int count = y1 - y0, m = count + se.height - 1;
+            std::vector<const T*> in(m);
+            std::vector<T*> out(count);
+            for (int s = 0; s < n; ++s) scratch[s] = src.constant;
+            for (int i = 0; i < m; ++i) {
+                const T* row = src.row(y0 - se.ay + i);
+                in[i] = row != nullptr ? row : scratch;
+            }
+            for (int i = 0; i < count; ++i) out[i] = dst.row<T>(y0 + i);
+            if (se.height > kDirect)
+                cpu::fold_columns_vhgw<T, kMin>(out.data(), in.data(), count, se.height, n);
+            else
+                for (int i = 0; i < count; ++i) cpu::fold_rows<T, kMin>(out[i], in.data() + i, se.height, n);
+            return;
+        }
+        runs(y0, y1, scratch);
+    }
+    // Rows for rows() at least (cpu/window.cpp): a task rereads height - 1
+    // rows beyond its own, so tall elements take several times that.
+    int row_grain() const {
+        const int g = se.height > 8 ? 4 * se.height : 8;
+        return std::max(8, std::min(g, dst.height / 4));
     }
     // The larger side of the scratch rows() needs, in samples.
     std::size_t scratch_samples() const { return static_cast<std::size_t>(dst.width + se.width) * dst.channels; }
+
+    // `count` pixels of `row` from pixel `off` into e, the border resolved
+    // at the ends only (row null: outside the image).
+    void bordered(const T* row, int off, int count, T* e) const {
+        const int channels = dst.channels;
+        const int lo = row == nullptr ? count : (off < 0 ? -off : 0);
+        const int hi = row == nullptr ? count : (dst.width - off < count ? dst.width - off : count);
+        if (lo < hi) std::memcpy(e + lo * channels, row + (lo + off) * channels, sizeof(T) * (hi - lo) * channels);
+        for (int x = 0; x < count; ++x) {
+            if (x == lo && lo < hi) {
+                x = hi - 1;  // copied
+                continue;
+            }
+            for (int c = 0; c < channels; ++c) e[x * channels + c] = src.at(row, x + off, c);
+        }
+    }
+
+    // Any element as runs: a ring of the element's height of source rows,
+    // each bordered once with its runs of 2^l pixels (levels), then every
+    // output row one pass folding two runs per element row.
+    void runs(int y0, int y1, T* scratch) const {
+        const int cn = dst.channels, n = dst.width * cn, h = se.height, count = dst.width + se.width - 1;
+        int widest = 1, levels = 1;
+        for (int j = 0; j < h; ++j) widest = std::max(widest, se.rect ? se.width : se.end[j] - se.begin[j]);
+        while ((2 << (levels - 1)) <= widest) ++levels;
+        const std::size_t pitch = static_cast<std::size_t>(count) * cn;
+        std::vector<const T*> taps(se.width + 1);
+        if (pitch * levels * h > (std::size_t{1} << 22)) {
+            // A ring too large for the caches: each element row's samples folded into the output one by one.
+            for (int y = y0; y < y1; ++y) {
+                T* out = dst.row<T>(y);
+                for (int s = 0; s < n; ++s) out[s] = neutral();
+                for (int j = 0; j < h; ++j) {
+                    const int i0 = se.rect ? 0 : se.begin[j], i1 = se.rect ? se.width : se.end[j];
+                    if (i0 >= i1) continue;
+                    bordered(src.row(y + j - se.ay), i0 - se.ax, dst.width + i1 - i0 - 1, scratch);
+                    taps[0] = out;
+                    for (int i = 0; i < i1 - i0; ++i) taps[i + 1] = scratch + i * cn;
+                    cpu::fold_rows<T, kMin>(out, taps.data(), i1 - i0 + 1, n);
+                }
+            }
+            return;
+        }
+        std::vector<T> ring(pitch * levels * h);
+        const auto level = [&](int rel, int l) {
+            return ring.data() + (static_cast<std::size_t>(rel % h) * levels + l) * pitch;
+        };
+        const auto fill = [&](int rel) {
+            bordered(src.row(y0 - se.ay + rel), -se.ax, count, level(rel, 0));
+            for (int l = 1, p = 1; l < levels; ++l, p *= 2) {
+                const T* a = level(rel, l - 1);
+                const T* taps[2] = {a, a + p * cn};
+                cpu::fold_rows<T, kMin>(level(rel, l), taps, 2, (count - 2 * p + 1) * cn);
+            }
+        };
+        for (int rel = 0; rel < h - 1; ++rel) fill(rel);
+        taps.resize(2 * h);
+        for (int y = y0; y < y1; ++y) {
+            fill(y - y0 + h - 1);
+            int t = 0;
+            for (int j = 0; j < h; ++j) {
+                const int i0 = se.rect ? 0 : se.begin[j], i1 = se.rect ? se.width : se.end[j];
+                if (i0 >= i1) continue;
+                int l = 0;
+                while ((2 << l) <= i1 - i0) ++l;
+                const T* a = level(y - y0 + j, l);
+                taps[t++] = a + i0 * cn;
+                if (i1 - (1 << l) != i0) taps[t++] = a + (i1 - (1 << l)) * cn;
+            }
+            T* out = dst.row<T>(y);
+            if (t == 0)
+                for (int s = 0; s < n; ++s) out[s] = neutral();
+            else
+                cpu::fold_rows<T, kMin>(out, taps.data(), t, n);
+        }
+    }
 
     static CBI_HOST_DEVICE T fold(T acc, T v) { return kMin ? (v < acc ? v : acc) : (acc < v ? v : acc); }
 
