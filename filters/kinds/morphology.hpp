@@ -10,7 +10,9 @@
 // Erosion and dilation with one iteration are the window op below (the
 // structuring element as a run of columns per row); the others expand to
 // them (FilterKind::expand): a rectangle to a row pass and a column pass
-// (several iterations of it to one larger rectangle, as OpenCV does), other
+// on the GPU, to one pass on the CPU (whose row hook does both passes with
+// the row pass's rows in cache; several iterations of a rectangle to one
+// larger rectangle, as OpenCV does), other
 // shapes to one pass per iteration, open/close to both operations in turn,
 // gradient/tophat/blackhat to a difference of two images (blend:1:-1).
 #include <algorithm>
@@ -112,44 +114,69 @@ struct MorphPassOp {
     // which of -0 and +0 an equal pair keeps). `scratch` holds width +
     // element width pixels.
     void rows(int y0, int y1, T* scratch) const {
-        const int cn = dst.channels, n = dst.width * cn;
-        constexpr int kDirect = 8;  // widths up to this fold their samples directly
-        if (se.rect && se.height == 1 && se.width > 1) {
-            const T* taps[kDirect];
-            for (int y = y0; y < y1; ++y) {
-                bordered(src.row(y), -se.ax, dst.width + se.width - 1, scratch);
-                if (se.width > kDirect) {
-                    cpu::fold_run_doubling<T, kMin>(dst.row<T>(y), scratch, cn, se.width, n);
-                    continue;
-                }
-                for (int i = 0; i < se.width; ++i) taps[i] = scratch + i * cn;
-                cpu::fold_rows<T, kMin>(dst.row<T>(y), taps, se.width, n);
-            }
+        const int n = dst.width * dst.channels, h = se.height;
+        if (!se.rect) return runs(y0, y1, scratch);
+        if (h == 1) {
+            for (int y = y0; y < y1; ++y) row_pass(src.row(y), dst.row<T>(y), scratch);
             return;
         }
-        if (se.rect && se.width == 1 && se.height > 1) {
-            // Source rows y0 - ay .. y1 - 1 - ay + height - 1; outside rows of a constant border: one row of it.
-            const int count = y1 - y0, m = count + se.height - 1;
-            std::vector<const T*> in(m);
-            std::vector<T*> out(count);
+        // Rectangles of height > 1: the row pass of each source row once
+        // (the source row itself for width 1; outside rows of a constant
+        // border: one row of it), then the columns of those.
+        if (se.width == 1)
             for (int s = 0; s < n; ++s) scratch[s] = src.constant;
-            for (int i = 0; i < m; ++i) {
-                const T* row = src.row(y0 - se.ay + i);
-                in[i] = row != nullptr ? row : scratch;
+        // Source row yy, its row pass in `buf` at row i.
+        const auto source = [&](int yy, std::vector<T>& buf, int i) -> const T* {
+            const T* row = src.row(yy);
+            if (se.width == 1) return row != nullptr ? row : scratch;
+            T* into = buf.data() + static_cast<std::size_t>(i) * n;
+            row_pass(row, into, scratch);
+            return into;
+        };
+        if (h <= kDirect) {
+            // A ring of h rows, each output row folding them directly.
+            std::vector<T> ring(se.width == 1 ? 0 : static_cast<std::size_t>(h) * n);
+            const T* at[kDirect];
+            const T* taps[kDirect];
+            const auto fill = [&](int rel) { at[rel % h] = source(y0 - se.ay + rel, ring, rel % h); };
+            for (int rel = 0; rel < h - 1; ++rel) fill(rel);
+            for (int y = y0; y < y1; ++y) {
+                fill(y - y0 + h - 1);
+                for (int j = 0; j < h; ++j) taps[j] = at[(y - y0 + j) % h];
+                cpu::fold_rows<T, kMin>(dst.row<T>(y), taps, h, n);
             }
-            for (int i = 0; i < count; ++i) out[i] = dst.row<T>(y0 + i);
-            if (se.height > kDirect)
-                cpu::fold_columns_vhgw<T, kMin>(out.data(), in.data(), count, se.height, n);
-            else
-                for (int i = 0; i < count; ++i) cpu::fold_rows<T, kMin>(out[i], in.data() + i, se.height, n);
             return;
         }
-        runs(y0, y1, scratch);
+        // Van Herk / Gil-Werman over chunks of rows (their row passes stay in the caches).
+        const int chunk = std::max(64, 2 * h);
+        const int most = std::min(chunk, y1 - y0) + h - 1;
+        std::vector<T> rows_of(se.width == 1 ? 0 : static_cast<std::size_t>(most) * n);
+        std::vector<const T*> in(most);
+        std::vector<T*> out(chunk);
+        for (int c0 = y0; c0 < y1; c0 += chunk) {
+            const int count = std::min(chunk, y1 - c0);
+            for (int i = 0; i < count + h - 1; ++i) in[i] = source(c0 - se.ay + i, rows_of, i);
+            for (int i = 0; i < count; ++i) out[i] = dst.row<T>(c0 + i);
+            cpu::fold_columns_vhgw<T, kMin>(out.data(), in.data(), count, h, n);
+        }
+    }
+    // Widths and heights up to this fold their samples directly (beyond: by
+    // doubling runs or van Herk, a few passes whatever the size).
+    static constexpr int kDirect = 8;
+    // The row pass of a rectangle: `row` (null: outside the image) bordered
+    // into scratch, its runs of the element's width into out.
+    void row_pass(const T* row, T* out, T* scratch) const {
+        const int cn = dst.channels, n = dst.width * cn;
+        bordered(row, -se.ax, dst.width + se.width - 1, scratch);
+        if (se.width > kDirect) return cpu::fold_run_doubling<T, kMin>(out, scratch, cn, se.width, n);
+        const T* taps[kDirect];
+        for (int i = 0; i < se.width; ++i) taps[i] = scratch + i * cn;
+        cpu::fold_rows<T, kMin>(out, taps, se.width, n);
     }
     // Rows for rows() at least (cpu/window.cpp): a task rereads height - 1
     // rows beyond its own, so tall elements take several times that.
     int row_grain() const {
-        const int g = se.height > 8 ? 4 * se.height : 8;
+        const int g = se.height > kDirect ? 4 * se.height : 32;
         return std::max(8, std::min(g, dst.height / 4));
     }
     // The larger side of the scratch rows() needs, in samples.
@@ -291,7 +318,7 @@ struct FilterKind<Morphology<Op>> {
         return {passes * (w - 1) + 1, passes * (h - 1) + 1, w == h};
     }
     static Border default_border(const Morphology<Op>&) { return {BorderMode::constant, kMorphologyDefaultBorder}; }
-    static Expansion expand(const Morphology<Op>& f);
+    static Expansion expand(const Morphology<Op>& f, bool cuda = true);
 
     // Erosion and dilation of one pass (expand leaves only those).
     template <class T>
