@@ -167,6 +167,24 @@ CBI_CPU_CLONES void fold_rows_impl(T* out, const T* const* rows, int count, int 
     }
 }
 
+template <class T, bool kMin>
+CBI_CPU_CLONES void fold_rows_pair_impl(T* out0, T* out1, const T* const* rows, int count, int n) {
+    constexpr int L = kLanes<T>;
+    int s = 0;
+    for (; s + L <= n; s += L) {
+        V<T> common = load(rows[1] + s);
+        for (int j = 2; j < count; ++j) common = fold<kMin>(common, load(rows[j] + s));
+        store(out0 + s, fold<kMin>(load(rows[0] + s), common));
+        store(out1 + s, fold<kMin>(common, load(rows[count] + s)));
+    }
+    for (; s < n; ++s) {
+        T common = rows[1][s];
+        for (int j = 2; j < count; ++j) common = fold<kMin>(common, rows[j][s]);
+        out0[s] = fold<kMin>(rows[0][s], common);
+        out1[s] = fold<kMin>(common, rows[count][s]);
+    }
+}
+
 // a[s] = fold(a[s], b[s]), s < n (a and b may overlap with b after a).
 template <class T, bool kMin>
 CBI_CPU_INLINE void fold_into(T* out, const T* a, const T* b, int n) {
@@ -259,6 +277,11 @@ void fold_rows(T* out, const T* const* rows, int count, int n) {
 }
 
 template <class T, bool kMin>
+void fold_rows_pair(T* out0, T* out1, const T* const* rows, int count, int n) {
+    fold_rows_pair_impl<T, kMin>(out0, out1, rows, count, n);
+}
+
+template <class T, bool kMin>
 void fold_run_doubling(T* out, T* run, int cn, int w, int n) {
     doubling_impl<T, kMin>(out, run, cn, w, n);
 }
@@ -273,9 +296,10 @@ template void median_network_row(int, const std::uint8_t* const*, int, std::uint
 template void median_network_row(int, const std::uint16_t* const*, int, std::uint16_t*, int);
 template void median_network_row(int, const std::uint32_t* const*, int, float*, int);
 
-#define CBI_RANK_FOLDS(T, kMin)                                      \
-    template void fold_rows<T, kMin>(T*, const T* const*, int, int); \
-    template void fold_run_doubling<T, kMin>(T*, T*, int, int, int); \
+#define CBI_RANK_FOLDS(T, kMin)                                               \
+    template void fold_rows<T, kMin>(T*, const T* const*, int, int);          \
+    template void fold_rows_pair<T, kMin>(T*, T*, const T* const*, int, int); \
+    template void fold_run_doubling<T, kMin>(T*, T*, int, int, int);          \
     template void fold_columns_vhgw<T, kMin>(T* const*, const T* const*, int, int, int);
 CBI_RANK_FOLDS(std::uint8_t, true)
 CBI_RANK_FOLDS(std::uint8_t, false)

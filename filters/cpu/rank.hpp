@@ -25,6 +25,11 @@ void median_histogram_row(int k, const std::uint8_t* const* rows, int cn, std::u
 template <class T, bool kMin>
 void fold_rows(T* out, const T* const* rows, int count, int n);
 
+// fold_rows of rows[0 .. count - 1] into out0 and of rows[1 .. count] into
+// out1, the rows both read folded once.
+template <class T, bool kMin>
+void fold_rows_pair(T* out0, T* out1, const T* const* rows, int count, int n);
+
 // out[s] = min or max of run[s + i * cn], i < w, s < n, by doubling runs in
 // place (run holds n + (w - 1) * cn samples and is overwritten): log2(w) + 1
 // passes instead of w.

@@ -134,16 +134,23 @@ struct MorphPassOp {
             return into;
         };
         if (h <= kDirect) {
-            // A ring of h rows, each output row folding them directly.
-            std::vector<T> ring(se.width == 1 ? 0 : static_cast<std::size_t>(h) * n);
-            const T* at[kDirect];
-            const T* taps[kDirect];
-            const auto fill = [&](int rel) { at[rel % h] = source(y0 - se.ay + rel, ring, rel % h); };
+            // A ring of h + 1 rows; two output rows at a time fold them
+            // directly, sharing the h - 1 rows both windows hold.
+            const int slots = h + 1;
+            std::vector<T> ring(se.width == 1 ? 0 : static_cast<std::size_t>(slots) * n);
+            const T* at[kDirect + 1];
+            const T* taps[kDirect + 1];
+            const auto fill = [&](int rel) { at[rel % slots] = source(y0 - se.ay + rel, ring, rel % slots); };
             for (int rel = 0; rel < h - 1; ++rel) fill(rel);
-            for (int y = y0; y < y1; ++y) {
+            for (int y = y0; y < y1; y += 2) {
+                const bool pair = y + 1 < y1;
                 fill(y - y0 + h - 1);
-                for (int j = 0; j < h; ++j) taps[j] = at[(y - y0 + j) % h];
-                cpu::fold_rows<T, kMin>(dst.row<T>(y), taps, h, n);
+                if (pair) fill(y - y0 + h);
+                for (int j = 0; j < h + pair; ++j) taps[j] = at[(y - y0 + j) % slots];
+                if (pair)
+                    cpu::fold_rows_pair<T, kMin>(dst.row<T>(y), dst.row<T>(y + 1), taps, h, n);
+                else
+                    cpu::fold_rows<T, kMin>(dst.row<T>(y), taps, h, n);
             }
             return;
         }
@@ -166,12 +173,25 @@ struct MorphPassOp {
     // The row pass of a rectangle: `row` (null: outside the image) bordered
     // into scratch, its runs of the element's width into out.
     void row_pass(const T* row, T* out, T* scratch) const {
-        const int cn = dst.channels, n = dst.width * cn;
-        bordered(row, -se.ax, dst.width + se.width - 1, scratch);
-        if (se.width > kDirect) return cpu::fold_run_doubling<T, kMin>(out, scratch, cn, se.width, n);
+        const int cn = dst.channels, w = se.width;
+        // Narrow elements read the image's own samples where the run is
+        // inside the image: outputs ax .. width - w + ax; the ends bordered.
+        const int lo = se.ax, hi = dst.width - w + 1 + se.ax;
+        if (w > kDirect || row == nullptr || lo >= hi) return row_run(row, 0, dst.width, out, scratch);
         const T* taps[kDirect];
-        for (int i = 0; i < se.width; ++i) taps[i] = scratch + i * cn;
-        cpu::fold_rows<T, kMin>(out, taps, se.width, n);
+        for (int i = 0; i < w; ++i) taps[i] = row + i * cn;
+        cpu::fold_rows<T, kMin>(out + lo * cn, taps, w, (hi - lo) * cn);
+        if (lo > 0) row_run(row, 0, lo, out, scratch);
+        if (hi < dst.width) row_run(row, hi, dst.width, out, scratch);
+    }
+    // Outputs x0 .. x1 - 1 of the row pass through a bordered copy of their samples.
+    void row_run(const T* row, int x0, int x1, T* out, T* scratch) const {
+        const int cn = dst.channels, w = se.width, n = (x1 - x0) * cn;
+        bordered(row, x0 - se.ax, x1 - x0 + w - 1, scratch);
+        if (w > kDirect) return cpu::fold_run_doubling<T, kMin>(out + x0 * cn, scratch, cn, w, n);
+        const T* taps[kDirect];
+        for (int i = 0; i < w; ++i) taps[i] = scratch + i * cn;
+        cpu::fold_rows<T, kMin>(out + x0 * cn, taps, w, n);
     }
     // Rows for rows() at least (cpu/window.cpp): a task rereads height - 1
     // rows beyond its own, so tall elements take several times that.
