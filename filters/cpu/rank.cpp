@@ -208,32 +208,48 @@ CBI_CPU_CLONES void doubling_impl(T* out, T* run, int cn, int w, int n) {
     fold_into<T, kMin>(out, run, run + (w - p) * cn, n);
 }
 
+// One column of lanes (X: a vector, or one sample at the row's end) down
+// the rows for van Herk / Gil-Werman. Blocks of h rows from in[0]: g[i] the
+// fold of its block up to row i; then up the rows, the fold from row i to
+// its block's end in a register; the window from r is that suffix of r's
+// block and the prefix of the next up to r + h - 1 (g[r + h - 1]).
+template <class X, bool kMin, class T>
+CBI_CPU_INLINE void vhgw_lanes(T* const* out, const T* const* in, int count, int h, int s, T* g) {
+    const auto ld = [](const T* p) {
+        if constexpr (std::is_same_v<X, T>)
+            return *p;
+        else
+            return load(p);
+    };
+    const auto st = [](T* p, X v) {
+        if constexpr (std::is_same_v<X, T>)
+            *p = v;
+        else
+            store(p, v);
+    };
+    constexpr int w = static_cast<int>(sizeof(X) / sizeof(T));  // g's samples per row
+    const int m = count + h - 1;
+    X acc{};
+    for (int i = 0, k = 0; i < m; ++i, k = k + 1 == h ? 0 : k + 1) {
+        const X x = ld(in[i] + s);
+        acc = k == 0 ? x : fold<kMin>(acc, x);
+        st(g + i * w, acc);
+    }
+    const int top = std::min(m - 1, ((count - 1) / h + 1) * h - 1);
+    X suffix{};
+    for (int i = top; i >= 0; --i) {
+        const X x = ld(in[i] + s);
+        suffix = i == top || (i + 1) % h == 0 ? x : fold<kMin>(suffix, x);
+        if (i < count) st(out[i] + s, fold<kMin>(suffix, ld(g + (i + h - 1) * w)));
+    }
+}
+
 template <class T, bool kMin>
 CBI_CPU_CLONES void vhgw_impl(T* const* out, const T* const* in, int count, int h, int n, T* g) {
-    // Blocks of h rows from in[0]: g[i] the fold of its block up to row i,
-    // then walking up, the fold from row i to its block's end; the window
-    // from r is the suffix of r's block and the prefix of the next up to r + h - 1.
-    constexpr int S = 1024 / static_cast<int>(sizeof(T));  // samples per strip
-    const int m = count + h - 1;
-    T suffix[S];
-    for (int s0 = 0; s0 < n; s0 += S) {
-        const int ns = std::min(S, n - s0);
-        for (int i = 0; i < m; ++i) {
-            T* gi = g + static_cast<std::size_t>(i) * S;
-            if (i % h == 0)
-                std::memcpy(gi, in[i] + s0, sizeof(T) * ns);
-            else
-                fold_into<T, kMin>(gi, gi - S, in[i] + s0, ns);
-        }
-        const int top = std::min(m - 1, ((count - 1) / h + 1) * h - 1);
-        for (int i = top; i >= 0; --i) {
-            if (i == top || (i + 1) % h == 0)
-                std::memcpy(suffix, in[i] + s0, sizeof(T) * ns);
-            else
-                fold_into<T, kMin>(suffix, suffix, in[i] + s0, ns);
-            if (i < count) fold_into<T, kMin>(out[i] + s0, suffix, g + static_cast<std::size_t>(i + h - 1) * S, ns);
-        }
-    }
+    constexpr int L = kLanes<T>;
+    int s = 0;
+    for (; s + L <= n; s += L) vhgw_lanes<V<T>, kMin>(out, in, count, h, s, g);
+    for (; s < n; ++s) vhgw_lanes<T, kMin>(out, in, count, h, s, g);  // the row's last samples one at a time
 }
 
 }  // namespace
@@ -288,7 +304,7 @@ void fold_run_doubling(T* out, T* run, int cn, int w, int n) {
 
 template <class T, bool kMin>
 void fold_columns_vhgw(T* const* out, const T* const* in, int count, int h, int n) {
-    std::vector<T> g(static_cast<std::size_t>(count + h - 1) * (1024 / sizeof(T)));
+    std::vector<T> g(static_cast<std::size_t>(count + h - 1) * kLanes<T>);
     vhgw_impl<T, kMin>(out, in, count, h, n, g.data());
 }
 
