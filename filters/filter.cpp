@@ -87,9 +87,11 @@ Border default_border_of(const Filter& f) {
     });
 }
 
-Expansion expansion_of(const Filter& f) {
-    return visit_kind(f, [](auto kind, const auto& params) {
-        if constexpr (requires { kind.expand(params); })
+Expansion expansion_of(const Filter& f, bool cuda) {
+    return visit_kind(f, [cuda](auto kind, const auto& params) {
+        if constexpr (requires { kind.expand(params, cuda); })
+            return kind.expand(params, cuda);
+        else if constexpr (requires { kind.expand(params); })
             return kind.expand(params);
         else
             return Expansion{};

@@ -108,8 +108,9 @@ Category category_of(const Filter& f);
 // the function (FilterKind<F>::default_border; reflect101 when it has none).
 Border default_border_of(const Filter& f);
 // The steps a node of `f` runs as (FilterKind<F>::expand); none for kinds
-// whose op computes the node.
-Expansion expansion_of(const Filter& f);
+// whose op computes the node. `cuda`: for the CUDA backend (kinds whose
+// expand takes it split differently for the CPU's row kernels).
+Expansion expansion_of(const Filter& f, bool cuda = true);
 inline bool is_stencil(const Filter& f) {
     return category_of(f) == Category::stencil;
 }

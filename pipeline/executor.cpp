@@ -327,7 +327,7 @@ void GraphExecutor::Plan::assign_buffers(const Graph& graph) {
 GraphExecutor::GraphExecutor(Graph graph, RunOptions options)
     : user_graph_(std::move(graph)), options_(std::move(options)) {
     user_graph_.check_complete();
-    ExpandedGraph expanded = expand_compound(user_graph_);
+    ExpandedGraph expanded = expand_compound(user_graph_, options_.device.cuda);
     graph_ = std::move(expanded.graph);
     user_ids_ = std::move(expanded.ids);
     if (!options_.tuning) options_.tuning = std::make_shared<TuningCache>();

@@ -269,11 +269,11 @@ Border Graph::border_of(NodeId id) const {
 namespace {
 // Adds `op` as `name` reading `inputs` to `out`, expanded when compound.
 NodeId add_expanded(Graph& out, const std::string& name, const NodeOp& op, const std::vector<NodeId>& inputs,
-                    const NodeOptions& options) {
+                    const NodeOptions& options, bool cuda) {
     if (const auto* blend = std::get_if<BlendFilter>(&op))
         return out.add_blend(name, *blend, inputs[0], inputs[1], options);
     const Filter& filter = std::get<Filter>(op);
-    const Expansion e = expansion_of(filter);
+    const Expansion e = expansion_of(filter, cuda);
     if (e.steps.empty()) return out.add_filter(name, filter, inputs[0], options);
     std::vector<NodeId> step_ids;
     for (std::size_t k = 0; k < e.steps.size(); ++k) {
@@ -289,13 +289,13 @@ NodeId add_expanded(Graph& out, const std::string& name, const NodeOp& op, const
         }
         const bool last = k + 1 == e.steps.size();
         const std::string step_name = last ? name : name + "." + std::to_string(k + 1);
-        step_ids.push_back(add_expanded(out, step_name, step_op, {in(step.inputs[0]), in(step.inputs[1])}, o));
+        step_ids.push_back(add_expanded(out, step_name, step_op, {in(step.inputs[0]), in(step.inputs[1])}, o, cuda));
     }
     return step_ids.back();
 }
 }  // namespace
 
-ExpandedGraph expand_compound(const Graph& graph) {
+ExpandedGraph expand_compound(const Graph& graph, bool cuda) {
     ExpandedGraph e;
     e.graph.set_default_schedule(graph.default_schedule());
     e.graph.set_default_border(graph.default_border());
@@ -306,7 +306,7 @@ ExpandedGraph expand_compound(const Graph& graph) {
         std::vector<NodeId> inputs;
         for (NodeId i : n.inputs) inputs.push_back(e.ids[static_cast<std::size_t>(i)]);
         if (inputs.size() < 2) inputs.resize(2, inputs.empty() ? Graph::input() : inputs[0]);
-        e.ids[id] = add_expanded(e.graph, n.name, n.op, inputs, n.options);
+        e.ids[id] = add_expanded(e.graph, n.name, n.op, inputs, n.options, cuda);
     }
     for (NodeId o : graph.outputs()) e.graph.add_output(e.ids[static_cast<std::size_t>(o)]);
     return e;

@@ -143,12 +143,13 @@ std::string graph_to_json(const Graph& graph);
 // the others named "NAME.1", "NAME.2", ...; `ids` maps each node of `graph`
 // to its node (its last step) in the result. A step takes its fixed border,
 // else the node's own, else the graph's default, else its kind's default;
-// and the node's schedule where that schedule can run it.
+// and the node's schedule where that schedule can run it. `cuda`: the steps
+// for the CUDA backend, else for the CPU (expansion_of).
 struct ExpandedGraph {
     Graph graph;
     std::vector<NodeId> ids;
 };
-ExpandedGraph expand_compound(const Graph& graph);
+ExpandedGraph expand_compound(const Graph& graph, bool cuda = true);
 
 // Output channels of every node for an input of `channels` channels;
 // throws cbi::Error naming the node that cannot take its input.

@@ -1131,5 +1131,28 @@ TEST(CpuMorphology, DefaultBorderEqualsOpenCVBitForBit) {
     }
 }
 
+// The CPU's row kernels (cpu/rank.hpp) on images tall and wide enough for
+// several tasks, chunks of rows and vector lanes with a ragged end: large
+// rectangles (van Herk, doubling runs), ellipses, iterations, and the median's
+// sorted columns, networks and histograms, each border and depth.
+TEST(CpuRank, LargeImagesEqualOpenCVBitForBit) {
+    unsigned seed = 90;
+    for (const char* text : {"erode:3", "dilate:5", "erode:15", "dilate:21x9", "erode:9x33", "erode:61", "open:5",
+                             "close:3:rect:3", "dilate:15:ellipse", "median:3", "median:5", "median:9"})
+        for (const Depth depth : {Depth::u8, Depth::u16, Depth::f32})
+            for (const char* border_text : {"default", "replicate", "reflect101", "constant:7", "wrap"}) {
+                const Filter filter = parse_filter(text);
+                const bool median = std::string_view(text).starts_with("median");
+                if (median && depth != Depth::u8 && std::string_view(text) == "median:9") continue;  // radix: slow
+                const Border border =
+                    std::string_view(border_text) == "default" ? default_border_of(filter) : parse_border(border_text);
+                const FilterRun node{filter, border, ScheduleSpec{}};
+                const cv::Mat src = random_image(301, 263, 3, depth, seed++);
+                SCOPED_TRACE(std::string(text) + " " + border_text + " " + depth_name(depth));
+                const auto result = compare(run_cpu(node, src), opencv_reference(node, src), 0, 0);
+                EXPECT_TRUE(result.ok) << result.where << "; max diff " << result.max_diff;
+            }
+}
+
 }  // namespace
 }  // namespace cbi

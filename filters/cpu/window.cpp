@@ -17,16 +17,32 @@
 namespace cbi {
 namespace {
 
+// The type of an op's row scratch: Op::Scratch, else its samples.
+template <class Op>
+struct ScratchOf {
+    using type = typename Op::Sample;
+};
+template <class Op>
+requires requires {
+    typename Op::Scratch;
+}
+struct ScratchOf<Op> {
+    using type = typename Op::Scratch;
+};
+
 struct WindowLaunch {
     int width, height;
 
     template <class Schedule, class Op>
     void operator()(Schedule schedule, const Op& op) const {
         if constexpr (std::is_same_v<Schedule, NaiveSchedule> && requires { op.scratch_samples(); }) {
-            // Ops that compute whole rows (morphology passes): rows of a task at once.
+            // Ops that compute whole rows (morphology, median): rows of a task at once,
+            // at least row_grain() rows where the op asks (a window of many rows per task).
             note_kernel_path(KernelPath::cpu_rows);
-            using T = typename Op::Sample;
-            tbb::parallel_for(tbb::blocked_range<int>(0, height, 8), [&](const auto& rows) {
+            using T = typename ScratchOf<Op>::type;
+            int grain = 8;
+            if constexpr (requires { op.row_grain(); }) grain = op.row_grain();
+            tbb::parallel_for(tbb::blocked_range<int>(0, height, grain), [&](const auto& rows) {
                 std::vector<T> scratch(op.scratch_samples());
                 op.rows(rows.begin(), rows.end(), scratch.data());
             });

@@ -85,6 +85,7 @@ struct Footprint {
 //   static int output_channels(const F&, int channels);   // throws cbi::Error for inputs it cannot take
 //   static Border default_border(const F&);   // without --border (reflect101 when absent), as OpenCV's function
 //   static Expansion expand(const F&);        // compound kinds: the steps; no steps: the kind's own op runs
+//   (or expand(const F&, bool cuda): steps that depend on the backend)
 //   static std::string refuses_input(const F&, Depth, int channels);   // why it cannot take such an image ("" if it can)
 template <class F>
 struct FilterKind;

@@ -14,8 +14,10 @@
 // selection over the window: on the CPU a 256-bin histogram per 8-bit digit
 // (1 pass over the window for 8u, 2 for 16u, 4 for 32f), on the GPU 1-bit
 // digits (O(1) memory per thread: 8, 16 or 32 passes, fewer when the
-// window's smallest and largest keys share top bits). O(K^2) per pixel: no
-// sliding histogram (a kernel of its own could add one).
+// window's smallest and largest keys share top bits). O(K^2) per pixel.
+// The CPU's naive schedule runs whole rows instead (MedianOp::rows): K 3
+// and 5 through the same networks on vectors of a row's samples, 8u at
+// larger K through a histogram sliding along the row (cpu/rank.hpp).
 //
 // Floats are ordered by the IEEE total order (filters/select.hpp): NaN
 // samples sort above +inf (-NaN below -inf) and -0 below +0. OpenCV's
@@ -25,7 +27,9 @@
 #include <cstring>
 #include <string>
 #include <string_view>
+#include <type_traits>
 
+#include "filters/cpu/rank.hpp"
 #include "filters/kinds/args.hpp"
 #include "filters/kinds/kind.hpp"
 #include "filters/ops.hpp"
@@ -40,6 +44,9 @@ struct MedianFilter {
 
 template <class T>
 struct MedianOp {
+    using Sample = T;
+    // Rows of keys (rank_key) in the CPU's scratch: floats as uint32.
+    using Scratch = std::conditional_t<std::is_same_v<T, float>, std::uint32_t, T>;
     AnyBorderSource<T> src;
     ImageView dst;
     int ksize;
@@ -122,6 +129,60 @@ struct MedianOp {
         for (int c = 0; c < CN; ++c) out[c] = static_cast<T>(m[c] ^ 0x8000u);
     }
 #endif
+
+    // The CPU's naive schedule: rows [y0, y1), each source row's keys
+    // bordered once into a ring of K rows in `scratch`, then whole rows at
+    // a time (cpu/rank.hpp); other depths and sizes pixel by pixel. Every
+    // path selects the same sample.
+    void rows(int y0, int y1, Scratch* scratch) const {
+        const int k = ksize, r = k / 2, cn = dst.channels;
+        if (!(k == 3 || k == 5 || (k > 5 && std::is_same_v<T, std::uint8_t>))) {
+            for (int y = y0; y < y1; ++y)
+                for (int x = 0; x < dst.width; ++x) (*this)(x, y);
+            return;
+        }
+        const std::size_t pitch = row_pitch();
+        const auto slot = [&](int rel) { return scratch + static_cast<std::size_t>(rel % k) * pitch; };
+        // Ring slot of source row y0 - r + rel: rel % k.
+        for (int rel = 0; rel < k - 1; ++rel) extend(y0 - r + rel, slot(rel));
+        const Scratch* rows[255];
+        for (int y = y0; y < y1; ++y) {
+            extend(y + r, slot(y - y0 + k - 1));
+            for (int j = 0; j < k; ++j) rows[j] = slot(y - y0 + j);
+            T* out = dst.row<T>(y);
+            if constexpr (std::is_same_v<T, std::uint8_t>)
+                if (k > 5) {
+                    cpu::median_histogram_row(k, rows, cn, out, dst.width);
+                    continue;
+                }
+            cpu::median_network_row(k, rows, cn, out, dst.width * cn);
+        }
+    }
+    // Samples of a bordered row of keys (K - 1 pixels more than the image,
+    // 32 bytes of padding that vector loads may read).
+    std::size_t row_pitch() const {
+        return static_cast<std::size_t>(dst.width + ksize - 1) * dst.channels + 32 / sizeof(Scratch);
+    }
+    std::size_t scratch_samples() const {
+        return ksize * row_pitch();
+    }
+    // Source row y's keys from pixel -K/2 to width + K/2 - 1, into e.
+    void extend(int y, Scratch* e) const {
+        const int r = ksize / 2, cn = src.view.channels, w = src.view.width;
+        const T* row = src.row(y);
+        for (int x = -r; x < w + r; ++x) {
+            if (x == 0 && row != nullptr) {  // the image's own pixels at once
+                if constexpr (std::is_same_v<T, float>)
+                    for (int s = 0; s < w * cn; ++s) e[r * cn + s] = rank_key(row[s]);
+                else
+                    std::memcpy(e + r * cn, row, sizeof(T) * w * cn);
+                x = w - 1;
+                continue;
+            }
+            for (int c = 0; c < cn; ++c) e[(x + r) * cn + c] = static_cast<Scratch>(rank_key(src.at(row, x, c)));
+        }
+        for (int s = (w + 2 * r) * cn; s < static_cast<int>(row_pitch()); ++s) e[s] = 0;
+    }
 
     // Any K: radix selection of the rank K*K/2 key.
     CBI_HOST_DEVICE void by_radix(int x, int y, T* out) const {

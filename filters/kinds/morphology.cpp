@@ -110,7 +110,7 @@ namespace {
 // Erosion (dilation) `iterations` times reading step `input`, as passes of
 // one iteration; the last step added is the result.
 template <MorphOp Op>
-void add_passes(std::vector<ExpansionStep>& steps, const Morphology<Op>& f, int input) {
+void add_passes(std::vector<ExpansionStep>& steps, const Morphology<Op>& f, int input, bool cuda) {
     static_assert(Op == MorphOp::erode || Op == MorphOp::dilate);
     int from = input;
     const auto add = [&](const Morphology<Op>& pass) {
@@ -124,7 +124,7 @@ void add_passes(std::vector<ExpansionStep>& steps, const Morphology<Op>& f, int 
         w += (passes - 1) * (w - 1), h += (passes - 1) * (h - 1), ax *= passes, ay *= passes, passes = 1;
     }
     for (int p = 0; p < passes; ++p) {
-        if (rect && w > 1 && h > 1) {
+        if (rect && w > 1 && h > 1 && cuda) {
             // Separable: the row minimum, then the column minimum of those.
             add({w, 1, MorphShape::rect, 1, ax, 0});
             add({1, h, MorphShape::rect, 1, 0, ay});
@@ -137,7 +137,7 @@ void add_passes(std::vector<ExpansionStep>& steps, const Morphology<Op>& f, int 
 }  // namespace
 
 template <MorphOp Op>
-Expansion FilterKind<Morphology<Op>>::expand(const Morphology<Op>& f) {
+Expansion FilterKind<Morphology<Op>>::expand(const Morphology<Op>& f, bool cuda) {
     Expansion e;
     auto& s = e.steps;
     const auto last = [&] { return static_cast<int>(s.size()) - 1; };
@@ -148,35 +148,38 @@ Expansion FilterKind<Morphology<Op>>::expand(const Morphology<Op>& f) {
         case MorphOp::erode:
         case MorphOp::dilate: {
             const StructuringElement se = structuring_element(f.shape, f.width, f.height);
-            // One pass of an element that is not a rectangle of both sides > 1: the op itself.
-            if (f.iterations == 1 && (!all_ones(se) || f.width == 1 || f.height == 1)) return e;
-            if constexpr (Op == MorphOp::erode) add_passes(s, erode, kExpansionInput);
-            if constexpr (Op == MorphOp::dilate) add_passes(s, dilate, kExpansionInput);
+            // One pass of an element that is not a rectangle of both sides > 1 (the CPU: of a rectangle
+            // too): the op itself.
+            if (f.iterations == 1 &&
+                (!all_ones(se) || f.width == 1 || f.height == 1 || (!cuda && f.shape == MorphShape::rect)))
+                return e;
+            if constexpr (Op == MorphOp::erode) add_passes(s, erode, kExpansionInput, cuda);
+            if constexpr (Op == MorphOp::dilate) add_passes(s, dilate, kExpansionInput, cuda);
             return e;
         }
         case MorphOp::open:
-            add_passes(s, erode, kExpansionInput);
-            add_passes(s, dilate, last());
+            add_passes(s, erode, kExpansionInput, cuda);
+            add_passes(s, dilate, last(), cuda);
             return e;
         case MorphOp::close:
-            add_passes(s, dilate, kExpansionInput);
-            add_passes(s, erode, last());
+            add_passes(s, dilate, kExpansionInput, cuda);
+            add_passes(s, erode, last(), cuda);
             return e;
         case MorphOp::gradient: {
-            add_passes(s, dilate, kExpansionInput);
+            add_passes(s, dilate, kExpansionInput, cuda);
             const int d = last();
-            add_passes(s, erode, kExpansionInput);
+            add_passes(s, erode, kExpansionInput, cuda);
             difference(d, last());
             return e;
         }
         case MorphOp::tophat:
-            add_passes(s, erode, kExpansionInput);
-            add_passes(s, dilate, last());
+            add_passes(s, erode, kExpansionInput, cuda);
+            add_passes(s, dilate, last(), cuda);
             difference(kExpansionInput, last());
             return e;
         case MorphOp::blackhat:
-            add_passes(s, dilate, kExpansionInput);
-            add_passes(s, erode, last());
+            add_passes(s, dilate, kExpansionInput, cuda);
+            add_passes(s, erode, last(), cuda);
             difference(last(), kExpansionInput);
             return e;
     }
@@ -186,7 +189,7 @@ Expansion FilterKind<Morphology<Op>>::expand(const Morphology<Op>& f) {
 #define CBI_MORPHOLOGY(OP)                                                                           \
     template Morphology<MorphOp::OP> FilterKind<Morphology<MorphOp::OP>>::parse(std::string_view);   \
     template std::string FilterKind<Morphology<MorphOp::OP>>::print(const Morphology<MorphOp::OP>&); \
-    template Expansion FilterKind<Morphology<MorphOp::OP>>::expand(const Morphology<MorphOp::OP>&);
+    template Expansion FilterKind<Morphology<MorphOp::OP>>::expand(const Morphology<MorphOp::OP>&, bool);
 CBI_MORPHOLOGY(erode)
 CBI_MORPHOLOGY(dilate)
 CBI_MORPHOLOGY(open)

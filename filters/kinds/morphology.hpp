@@ -10,9 +10,12 @@
 // Erosion and dilation with one iteration are the window op below (the
 // structuring element as a run of columns per row); the others expand to
 // them (FilterKind::expand): a rectangle to a row pass and a column pass
-// (several iterations of it to one larger rectangle, as OpenCV does), other
+// on the GPU, to one pass on the CPU (whose row hook does both passes with
+// the row pass's rows in cache; several iterations of a rectangle to one
+// larger rectangle, as OpenCV does), other
 // shapes to one pass per iteration, open/close to both operations in turn,
 // gradient/tophat/blackhat to a difference of two images (blend:1:-1).
+#include <algorithm>
 #include <cfloat>
 #include <cstddef>
 #include <cstdint>
@@ -22,7 +25,9 @@
 #include <string>
 #include <string_view>
 #include <type_traits>
+#include <vector>
 
+#include "filters/cpu/rank.hpp"
 #include "filters/kinds/args.hpp"
 #include "filters/kinds/kind.hpp"
 #include "filters/ops.hpp"
@@ -99,46 +104,179 @@ struct MorphPassOp {
         T* out = dst.row<T>(y) + x * C;
         for (int c = 0; c < C; ++c) out[c] = acc[c];
     }
-    // The CPU's naive schedule: rows [y0, y1) at once, each of the element's
-    // rows a run of whole-row minima (the loops vectorise); the same
-    // comparisons in the same order per sample as operator(), so the result
-    // is bit-identical. `scratch` holds width + element width pixels.
+    // The CPU's naive schedule: rows [y0, y1) at once, whole rows through
+    // the vector kernels of cpu/rank.hpp: a rectangle's row pass by runs
+    // doubling in place, its column pass by van Herk / Gil-Werman (narrow
+    // ones folding their rows directly), other shapes from each source
+    // row's runs of 1, 2, 4, ... pixels (a run of w is two overlapping runs
+    // of the largest power of two <= w). Min and max are exact and
+    // idempotent, so any grouping gives the same result (floats: except
+    // which of -0 and +0 an equal pair keeps). `scratch` holds width +
+    // element width pixels.
     void rows(int y0, int y1, T* scratch) const {
-        const int channels = dst.channels, n = dst.width * channels;
-        for (int y = y0; y < y1; ++y) {
-            T* out = dst.row<T>(y);
-            for (int s = 0; s < n; ++s) out[s] = neutral();
-            for (int j = 0; j < se.height; ++j) {
-                const T* row = src.row(y + j - se.ay);
-                const int i0 = se.rect ? 0 : se.begin[j], i1 = se.rect ? se.width : se.end[j];
-                if (i0 >= i1) continue;
-                const T* ext = row;  // samples at x + i0 - ax, for x = 0..: the row itself, or a bordered copy
-                if (row == nullptr || i0 != se.ax || i1 != se.ax + 1) {
-                    // The columns inside the image copied, the border resolved at the ends only.
-                    const int off = i0 - se.ax, count = dst.width + i1 - i0 - 1;
-                    const int lo = row == nullptr ? count : (off < 0 ? -off : 0);
-                    const int hi = row == nullptr ? count : (dst.width - off < count ? dst.width - off : count);
-                    if (lo < hi)
-                        std::memcpy(scratch + lo * channels, row + (lo + off) * channels,
-                                    sizeof(T) * (hi - lo) * channels);
-                    for (int x = 0; x < count; ++x) {
-                        if (x == lo && lo < hi) {
-                            x = hi - 1;  // copied
-                            continue;
-                        }
-                        for (int c = 0; c < channels; ++c) scratch[x * channels + c] = src.at(row, x + off, c);
-                    }
-                    ext = scratch;
-                }
-                for (int i = 0; i < i1 - i0; ++i) {
-                    const T* in = ext + i * channels;
-                    for (int s = 0; s < n; ++s) out[s] = fold(out[s], in[s]);
-                }
-            }
+        const int n = dst.width * dst.channels, h = se.height;
+        if (!se.rect) return runs(y0, y1, scratch);
+        if (h == 1) {
+            for (int y = y0; y < y1; ++y) row_pass(src.row(y), dst.row<T>(y), scratch);
+            return;
         }
+        // Rectangles of height > 1: the row pass of each source row once
+        // (the source row itself for width 1; outside rows of a constant
+        // border: one row of it), then the columns of those.
+        if (se.width == 1)
+            for (int s = 0; s < n; ++s) scratch[s] = src.constant;
+        // Source row yy, its row pass in `buf` at row i.
+        const auto source = [&](int yy, std::vector<T>& buf, int i) -> const T* {
+            const T* row = src.row(yy);
+            if (se.width == 1) return row != nullptr ? row : scratch;
+            T* into = buf.data() + static_cast<std::size_t>(i) * n;
+            row_pass(row, into, scratch);
+            return into;
+        };
+        if (h <= kDirect) {
+            // A ring of h + 1 rows; two output rows at a time fold them
+            // directly, sharing the h - 1 rows both windows hold.
+            const int slots = h + 1;
+            std::vector<T> ring(se.width == 1 ? 0 : static_cast<std::size_t>(slots) * n);
+            const T* at[kDirect + 1];
+            const T* taps[kDirect + 1];
+            const auto fill = [&](int rel) { at[rel % slots] = source(y0 - se.ay + rel, ring, rel % slots); };
+            for (int rel = 0; rel < h - 1; ++rel) fill(rel);
+            for (int y = y0; y < y1; y += 2) {
+                const bool pair = y + 1 < y1;
+                fill(y - y0 + h - 1);
+                if (pair) fill(y - y0 + h);
+                for (int j = 0; j < h + pair; ++j) taps[j] = at[(y - y0 + j) % slots];
+                if (pair)
+                    cpu::fold_rows_pair<T, kMin>(dst.row<T>(y), dst.row<T>(y + 1), taps, h, n);
+                else
+                    cpu::fold_rows<T, kMin>(dst.row<T>(y), taps, h, n);
+            }
+            return;
+        }
+        // Van Herk / Gil-Werman over chunks of rows (their row passes stay in the caches).
+        const int chunk = std::max(64, 2 * h);
+        const int most = std::min(chunk, y1 - y0) + h - 1;
+        std::vector<T> rows_of(se.width == 1 ? 0 : static_cast<std::size_t>(most) * n);
+        std::vector<const T*> in(most);
+        std::vector<T*> out(chunk);
+        for (int c0 = y0; c0 < y1; c0 += chunk) {
+            const int count = std::min(chunk, y1 - c0);
+            for (int i = 0; i < count + h - 1; ++i) in[i] = source(c0 - se.ay + i, rows_of, i);
+            for (int i = 0; i < count; ++i) out[i] = dst.row<T>(c0 + i);
+            cpu::fold_columns_vhgw<T, kMin>(out.data(), in.data(), count, h, n);
+        }
+    }
+    // Widths and heights up to this fold their samples directly (beyond: by
+    // doubling runs or van Herk, a few passes whatever the size).
+    static constexpr int kDirect = 8;
+    // The row pass of a rectangle: `row` (null: outside the image) bordered
+    // into scratch, its runs of the element's width into out.
+    void row_pass(const T* row, T* out, T* scratch) const {
+        const int cn = dst.channels, w = se.width;
+        // Narrow elements read the image's own samples where the run is
+        // inside the image: outputs ax .. width - w + ax; the ends bordered.
+        const int lo = se.ax, hi = dst.width - w + 1 + se.ax;
+        if (w > kDirect || row == nullptr || lo >= hi) return row_run(row, 0, dst.width, out, scratch);
+        const T* taps[kDirect];
+        for (int i = 0; i < w; ++i) taps[i] = row + i * cn;
+        cpu::fold_rows<T, kMin>(out + lo * cn, taps, w, (hi - lo) * cn);
+        if (lo > 0) row_run(row, 0, lo, out, scratch);
+        if (hi < dst.width) row_run(row, hi, dst.width, out, scratch);
+    }
+    // Outputs x0 .. x1 - 1 of the row pass through a bordered copy of their samples.
+    void row_run(const T* row, int x0, int x1, T* out, T* scratch) const {
+        const int cn = dst.channels, w = se.width, n = (x1 - x0) * cn;
+        bordered(row, x0 - se.ax, x1 - x0 + w - 1, scratch);
+        if (w > kDirect) return cpu::fold_run_doubling<T, kMin>(out + x0 * cn, scratch, cn, w, n);
+        const T* taps[kDirect];
+        for (int i = 0; i < w; ++i) taps[i] = scratch + i * cn;
+        cpu::fold_rows<T, kMin>(out + x0 * cn, taps, w, n);
+    }
+    // Rows for rows() at least (cpu/window.cpp): a task rereads height - 1
+    // rows beyond its own, so tall elements take several times that.
+    int row_grain() const {
+        const int g = se.height > kDirect ? 4 * se.height : 32;
+        return std::max(8, std::min(g, dst.height / 4));
     }
     // The larger side of the scratch rows() needs, in samples.
     std::size_t scratch_samples() const { return static_cast<std::size_t>(dst.width + se.width) * dst.channels; }
+
+    // `count` pixels of `row` from pixel `off` into e, the border resolved
+    // at the ends only (row null: outside the image).
+    void bordered(const T* row, int off, int count, T* e) const {
+        const int channels = dst.channels;
+        const int lo = row == nullptr ? count : (off < 0 ? -off : 0);
+        const int hi = row == nullptr ? count : (dst.width - off < count ? dst.width - off : count);
+        if (lo < hi) std::memcpy(e + lo * channels, row + (lo + off) * channels, sizeof(T) * (hi - lo) * channels);
+        for (int x = 0; x < count; ++x) {
+            if (x == lo && lo < hi) {
+                x = hi - 1;  // copied
+                continue;
+            }
+            for (int c = 0; c < channels; ++c) e[x * channels + c] = src.at(row, x + off, c);
+        }
+    }
+
+    // Any element as runs: a ring of the element's height of source rows,
+    // each bordered once with its runs of 2^l pixels (levels), then every
+    // output row one pass folding two runs per element row.
+    void runs(int y0, int y1, T* scratch) const {
+        const int cn = dst.channels, n = dst.width * cn, h = se.height, count = dst.width + se.width - 1;
+        int widest = 1, levels = 1;
+        for (int j = 0; j < h; ++j) widest = std::max(widest, se.rect ? se.width : se.end[j] - se.begin[j]);
+        while ((2 << (levels - 1)) <= widest) ++levels;
+        const std::size_t pitch = static_cast<std::size_t>(count) * cn;
+        std::vector<const T*> taps(se.width + 1);
+        if (pitch * levels * h > (std::size_t{1} << 22)) {
+            // A ring too large for the caches: each element row's samples folded into the output one by one.
+            for (int y = y0; y < y1; ++y) {
+                T* out = dst.row<T>(y);
+                for (int s = 0; s < n; ++s) out[s] = neutral();
+                for (int j = 0; j < h; ++j) {
+                    const int i0 = se.rect ? 0 : se.begin[j], i1 = se.rect ? se.width : se.end[j];
+                    if (i0 >= i1) continue;
+                    bordered(src.row(y + j - se.ay), i0 - se.ax, dst.width + i1 - i0 - 1, scratch);
+                    taps[0] = out;
+                    for (int i = 0; i < i1 - i0; ++i) taps[i + 1] = scratch + i * cn;
+                    cpu::fold_rows<T, kMin>(out, taps.data(), i1 - i0 + 1, n);
+                }
+            }
+            return;
+        }
+        std::vector<T> ring(pitch * levels * h);
+        const auto level = [&](int rel, int l) {
+            return ring.data() + (static_cast<std::size_t>(rel % h) * levels + l) * pitch;
+        };
+        const auto fill = [&](int rel) {
+            bordered(src.row(y0 - se.ay + rel), -se.ax, count, level(rel, 0));
+            for (int l = 1, p = 1; l < levels; ++l, p *= 2) {
+                const T* a = level(rel, l - 1);
+                const T* taps[2] = {a, a + p * cn};
+                cpu::fold_rows<T, kMin>(level(rel, l), taps, 2, (count - 2 * p + 1) * cn);
+            }
+        };
+        for (int rel = 0; rel < h - 1; ++rel) fill(rel);
+        taps.resize(2 * h);
+        for (int y = y0; y < y1; ++y) {
+            fill(y - y0 + h - 1);
+            int t = 0;
+            for (int j = 0; j < h; ++j) {
+                const int i0 = se.rect ? 0 : se.begin[j], i1 = se.rect ? se.width : se.end[j];
+                if (i0 >= i1) continue;
+                int l = 0;
+                while ((2 << l) <= i1 - i0) ++l;
+                const T* a = level(y - y0 + j, l);
+                taps[t++] = a + i0 * cn;
+                if (i1 - (1 << l) != i0) taps[t++] = a + (i1 - (1 << l)) * cn;
+            }
+            T* out = dst.row<T>(y);
+            if (t == 0)
+                for (int s = 0; s < n; ++s) out[s] = neutral();
+            else
+                cpu::fold_rows<T, kMin>(out, taps.data(), t, n);
+        }
+    }
 
     static CBI_HOST_DEVICE T fold(T acc, T v) { return kMin ? (v < acc ? v : acc) : (acc < v ? v : acc); }
 
@@ -200,7 +338,7 @@ struct FilterKind<Morphology<Op>> {
         return {passes * (w - 1) + 1, passes * (h - 1) + 1, w == h};
     }
     static Border default_border(const Morphology<Op>&) { return {BorderMode::constant, kMorphologyDefaultBorder}; }
-    static Expansion expand(const Morphology<Op>& f);
+    static Expansion expand(const Morphology<Op>& f, bool cuda = true);
 
     // Erosion and dilation of one pass (expand leaves only those).
     template <class T>

@@ -1,0 +1,328 @@
+// The CPU's rank-filter row kernels (cpu/rank.hpp): GCC vector types of 32
+// bytes, so that the AVX2 clone runs one instruction per min or max and the
+// baseline clone two SSE2 ones.
+#include "filters/cpu/rank.hpp"
+
+#include <algorithm>
+#include <cstring>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+#include "filters/cpu/separable.hpp"
+#include "filters/select.hpp"
+
+// 32-byte vectors as arguments of inlined helpers: no ABI crosses them.
+#pragma GCC diagnostic ignored "-Wpsabi"
+
+namespace cbi::cpu {
+namespace {
+
+template <class T>
+struct Vec;
+template <>
+struct Vec<std::uint8_t> {
+    typedef std::uint8_t type __attribute__((vector_size(32)));
+};
+template <>
+struct Vec<std::uint16_t> {
+    typedef std::uint16_t type __attribute__((vector_size(32)));
+};
+template <>
+struct Vec<std::uint32_t> {
+    typedef std::uint32_t type __attribute__((vector_size(32)));
+};
+template <>
+struct Vec<float> {
+    typedef float type __attribute__((vector_size(32)));
+};
+template <class T>
+using V = typename Vec<T>::type;
+template <class T>
+inline constexpr int kLanes = 32 / static_cast<int>(sizeof(T));
+
+template <class T>
+CBI_CPU_INLINE V<T> load(const T* p) {
+    V<T> v;
+    std::memcpy(&v, p, sizeof v);
+    return v;
+}
+template <class T>
+CBI_CPU_INLINE void store(T* p, V<T> v) {
+    std::memcpy(p, &v, sizeof v);
+}
+template <class T>
+CBI_CPU_INLINE void store_part(T* p, V<T> v, int count) {
+    std::memcpy(p, &v, sizeof(T) * count);
+}
+
+// MorphPassOp::fold's comparison (the new value wins only when strictly
+// smaller or larger), lane by lane.
+template <bool kMin, class X>
+CBI_CPU_INLINE X fold(X acc, X v) {
+    if constexpr (kMin)
+        return v < acc ? v : acc;
+    else
+        return acc < v ? v : acc;
+}
+
+template <int N, int I, class X>
+CBI_CPU_INLINE void network_step(X* v) {
+    constexpr int a = kMedianNetworkA<N, I>, b = kMedianNetworkB<N, I>;
+    const X x = v[a], y = v[b];
+    v[a] = x < y ? x : y;
+    v[b] = x < y ? y : x;
+}
+template <int N, class X, int... I>
+CBI_CPU_INLINE void network(X* v, std::integer_sequence<int, I...>) {
+    (network_step<N, I>(v), ...);
+}
+
+// `count` medians (keys) to out: floats back from their rank keys.
+template <class Key, class T>
+CBI_CPU_INLINE void store_median(T* out, V<Key> m, int count) {
+    if constexpr (std::is_same_v<T, float>) {
+        // from_rank_key: keys with the top bit set were positive floats.
+        typedef std::int32_t I32 __attribute__((vector_size(32)));
+        const V<Key> neg = reinterpret_cast<V<Key>>(reinterpret_cast<I32>(m) >> 31);
+        const V<Key> u = m ^ (~neg | 0x80000000u);
+        V<float> f;
+        std::memcpy(&f, &u, sizeof f);
+        if (count == kLanes<Key>)
+            store(out, f);
+        else
+            store_part(out, f, count);
+    } else if (count == kLanes<Key>) {
+        store(out, m);
+    } else {
+        store_part(out, m, count);
+    }
+}
+
+template <int K, class Key, class T>
+CBI_CPU_CLONES void network_row(const Key* const* rows, int cn, T* out, int n) {
+    constexpr int L = kLanes<Key>;
+    const Key* r[K];
+    for (int j = 0; j < K; ++j) r[j] = rows[j];
+    for (int s = 0; s < n; s += L) {
+        V<Key> v[K * K];
+        CBI_UNROLL
+        for (int j = 0; j < K; ++j) {
+            CBI_UNROLL
+            for (int i = 0; i < K; ++i) v[j * K + i] = load(r[j] + s + i * cn);
+        }
+        network<K * K>(v, std::make_integer_sequence<int, kMedianNetwork<K * K>.count>{});
+        store_median<Key>(out + s, v[kMedianNetwork<K * K>.median], std::min(L, n - s));
+    }
+}
+
+// The 3 x 3 median as the median of the largest column minimum, the median
+// of the column medians and the smallest column maximum (each column of
+// three sorted once for the three outputs that read it): 18 min/max per
+// sample instead of the network's 40.
+template <class Key, class T>
+CBI_CPU_CLONES void median3_row(const Key* const* rows, int cn, T* out, int n) {
+    constexpr int L = kLanes<Key>, kChunk = 16 * L;
+    // Sorted columns of a chunk and the 2 * cn samples after it (cn <= 4 <= L).
+    Key lo[kChunk + 2 * L] = {}, mid[kChunk + 2 * L] = {}, hi[kChunk + 2 * L] = {};
+    const auto med3 = [](V<Key> a, V<Key> b, V<Key> c) {
+        const V<Key> x = a < b ? a : b, y = a < b ? b : a;
+        const V<Key> z = y < c ? y : c;
+        return x < z ? z : x;
+    };
+    for (int s0 = 0; s0 < n; s0 += kChunk) {
+        const int count = std::min(kChunk, n - s0), cols = count + 2 * cn;
+        for (int t = 0; t < cols; t += L) {
+            const V<Key> a = load(rows[0] + s0 + t), b = load(rows[1] + s0 + t), c = load(rows[2] + s0 + t);
+            const V<Key> x = a < b ? a : b, y = a < b ? b : a;
+            store(lo + t, x < c ? x : c);
+            store(hi + t, y < c ? c : y);
+            const V<Key> z = y < c ? y : c;
+            store(mid + t, x < z ? z : x);
+        }
+        for (int s = 0; s < count; s += L) {
+            const V<Key> l0 = load(lo + s), l1 = load(lo + s + cn), l2 = load(lo + s + 2 * cn);
+            const V<Key> h0 = load(hi + s), h1 = load(hi + s + cn), h2 = load(hi + s + 2 * cn);
+            const V<Key> l01 = l0 < l1 ? l1 : l0, h01 = h0 < h1 ? h0 : h1;
+            const V<Key> m = med3(l01 < l2 ? l2 : l01, med3(load(mid + s), load(mid + s + cn), load(mid + s + 2 * cn)),
+                                  h01 < h2 ? h01 : h2);
+            store_median<Key>(out + s0 + s, m, std::min(L, count - s));
+        }
+    }
+}
+
+template <class T, bool kMin>
+CBI_CPU_CLONES void fold_rows_impl(T* out, const T* const* rows, int count, int n) {
+    constexpr int L = kLanes<T>;
+    int s = 0;
+    for (; s + L <= n; s += L) {
+        V<T> acc = load(rows[0] + s);
+        for (int j = 1; j < count; ++j) acc = fold<kMin>(acc, load(rows[j] + s));
+        store(out + s, acc);
+    }
+    for (; s < n; ++s) {
+        T acc = rows[0][s];
+        for (int j = 1; j < count; ++j) acc = fold<kMin>(acc, rows[j][s]);
+        out[s] = acc;
+    }
+}
+
+template <class T, bool kMin>
+CBI_CPU_CLONES void fold_rows_pair_impl(T* out0, T* out1, const T* const* rows, int count, int n) {
+    constexpr int L = kLanes<T>;
+    int s = 0;
+    for (; s + L <= n; s += L) {
+        V<T> common = load(rows[1] + s);
+        for (int j = 2; j < count; ++j) common = fold<kMin>(common, load(rows[j] + s));
+        store(out0 + s, fold<kMin>(load(rows[0] + s), common));
+        store(out1 + s, fold<kMin>(common, load(rows[count] + s)));
+    }
+    for (; s < n; ++s) {
+        T common = rows[1][s];
+        for (int j = 2; j < count; ++j) common = fold<kMin>(common, rows[j][s]);
+        out0[s] = fold<kMin>(rows[0][s], common);
+        out1[s] = fold<kMin>(common, rows[count][s]);
+    }
+}
+
+// a[s] = fold(a[s], b[s]), s < n (a and b may overlap with b after a).
+template <class T, bool kMin>
+CBI_CPU_INLINE void fold_into(T* out, const T* a, const T* b, int n) {
+    constexpr int L = kLanes<T>;
+    int s = 0;
+    for (; s + L <= n; s += L) store(out + s, fold<kMin>(load(a + s), load(b + s)));
+    for (; s < n; ++s) out[s] = fold<kMin>(a[s], b[s]);
+}
+
+template <class T, bool kMin>
+CBI_CPU_CLONES void doubling_impl(T* out, T* run, int cn, int w, int n) {
+    // run[s] holds the fold of p samples from s; each pass doubles p (in
+    // place: the vector at s reads only s and above, written later).
+    int p = 1, len = n + (w - 1) * cn;
+    while (2 * p <= w) {
+        len -= p * cn;
+        fold_into<T, kMin>(run, run, run + p * cn, len);
+        p *= 2;
+    }
+    // Two runs of p overlapping cover the w samples (min and max are idempotent).
+    fold_into<T, kMin>(out, run, run + (w - p) * cn, n);
+}
+
+// One column of lanes (X: a vector, or one sample at the row's end) down
+// the rows for van Herk / Gil-Werman. Blocks of h rows from in[0]: g[i] the
+// fold of its block up to row i; then up the rows, the fold from row i to
+// its block's end in a register; the window from r is that suffix of r's
+// block and the prefix of the next up to r + h - 1 (g[r + h - 1]).
+template <class X, bool kMin, class T>
+CBI_CPU_INLINE void vhgw_lanes(T* const* out, const T* const* in, int count, int h, int s, T* g) {
+    const auto ld = [](const T* p) {
+        if constexpr (std::is_same_v<X, T>)
+            return *p;
+        else
+            return load(p);
+    };
+    const auto st = [](T* p, X v) {
+        if constexpr (std::is_same_v<X, T>)
+            *p = v;
+        else
+            store(p, v);
+    };
+    constexpr int w = static_cast<int>(sizeof(X) / sizeof(T));  // g's samples per row
+    const int m = count + h - 1;
+    X acc{};
+    for (int i = 0, k = 0; i < m; ++i, k = k + 1 == h ? 0 : k + 1) {
+        const X x = ld(in[i] + s);
+        acc = k == 0 ? x : fold<kMin>(acc, x);
+        st(g + i * w, acc);
+    }
+    const int top = std::min(m - 1, ((count - 1) / h + 1) * h - 1);
+    X suffix{};
+    for (int i = top; i >= 0; --i) {
+        const X x = ld(in[i] + s);
+        suffix = i == top || (i + 1) % h == 0 ? x : fold<kMin>(suffix, x);
+        if (i < count) st(out[i] + s, fold<kMin>(suffix, ld(g + (i + h - 1) * w)));
+    }
+}
+
+template <class T, bool kMin>
+CBI_CPU_CLONES void vhgw_impl(T* const* out, const T* const* in, int count, int h, int n, T* g) {
+    constexpr int L = kLanes<T>;
+    int s = 0;
+    for (; s + L <= n; s += L) vhgw_lanes<V<T>, kMin>(out, in, count, h, s, g);
+    for (; s < n; ++s) vhgw_lanes<T, kMin>(out, in, count, h, s, g);  // the row's last samples one at a time
+}
+
+}  // namespace
+
+template <class Key, class T>
+void median_network_row(int k, const Key* const* rows, int cn, T* out, int n) {
+    if (k == 3)
+        median3_row(rows, cn, out, n);
+    else
+        network_row<5>(rows, cn, out, n);
+}
+
+void median_histogram_row(int k, const std::uint8_t* const* rows, int cn, std::uint8_t* out, int width) {
+    const int rank = k * k / 2;
+    for (int c = 0; c < cn; ++c) {
+        std::uint16_t hist[256] = {};
+        for (int j = 0; j < k; ++j)
+            for (int i = 0; i < k; ++i) ++hist[rows[j][i * cn + c]];
+        // m: the median; below: the samples under m (Huang: both follow the window).
+        int m = 0, below = 0;
+        while (below + hist[m] <= rank) below += hist[m++];
+        out[c] = static_cast<std::uint8_t>(m);
+        for (int x = 1; x < width; ++x) {
+            const int gone = (x - 1) * cn + c, come = (x - 1 + k) * cn + c;
+            for (int j = 0; j < k; ++j) {
+                const int a = rows[j][gone], b = rows[j][come];
+                --hist[a];
+                ++hist[b];
+                below += (b < m) - (a < m);
+            }
+            while (below > rank) below -= hist[--m];
+            while (below + hist[m] <= rank) below += hist[m++];
+            out[x * cn + c] = static_cast<std::uint8_t>(m);
+        }
+    }
+}
+
+template <class T, bool kMin>
+void fold_rows(T* out, const T* const* rows, int count, int n) {
+    fold_rows_impl<T, kMin>(out, rows, count, n);
+}
+
+template <class T, bool kMin>
+void fold_rows_pair(T* out0, T* out1, const T* const* rows, int count, int n) {
+    fold_rows_pair_impl<T, kMin>(out0, out1, rows, count, n);
+}
+
+template <class T, bool kMin>
+void fold_run_doubling(T* out, T* run, int cn, int w, int n) {
+    doubling_impl<T, kMin>(out, run, cn, w, n);
+}
+
+template <class T, bool kMin>
+void fold_columns_vhgw(T* const* out, const T* const* in, int count, int h, int n) {
+    std::vector<T> g(static_cast<std::size_t>(count + h - 1) * kLanes<T>);
+    vhgw_impl<T, kMin>(out, in, count, h, n, g.data());
+}
+
+template void median_network_row(int, const std::uint8_t* const*, int, std::uint8_t*, int);
+template void median_network_row(int, const std::uint16_t* const*, int, std::uint16_t*, int);
+template void median_network_row(int, const std::uint32_t* const*, int, float*, int);
+
+#define CBI_RANK_FOLDS(T, kMin)                                               \
+    template void fold_rows<T, kMin>(T*, const T* const*, int, int);          \
+    template void fold_rows_pair<T, kMin>(T*, T*, const T* const*, int, int); \
+    template void fold_run_doubling<T, kMin>(T*, T*, int, int, int);          \
+    template void fold_columns_vhgw<T, kMin>(T* const*, const T* const*, int, int, int);
+CBI_RANK_FOLDS(std::uint8_t, true)
+CBI_RANK_FOLDS(std::uint8_t, false)
+CBI_RANK_FOLDS(std::uint16_t, true)
+CBI_RANK_FOLDS(std::uint16_t, false)
+CBI_RANK_FOLDS(float, true)
+CBI_RANK_FOLDS(float, false)
+#undef CBI_RANK_FOLDS
+
+}  // namespace cbi::cpu

@@ -1,0 +1,45 @@
+#pragma once
+// Row kernels of the CPU's rank filters (median, morphology), compiled for
+// AVX2 and the baseline x86-64 (cpu/rank.cpp, CBI_CPU_CLONES). Host only:
+// the kinds call them from their CPU row hooks (MedianOp::rows,
+// MorphPassOp::rows). Samples are addressed as in an interleaved row: the
+// neighbour i pixels to the right of sample s is s + i * channels.
+#include <cstdint>
+
+namespace cbi::cpu {
+
+// out[s], s < n: the median of the k x k samples rows[j][s + i * cn]
+// (j, i < k; k 3 or 5), through the selection network of filters/select.hpp
+// on whole vectors of samples. Keys are the samples (8u, 16u) or their rank
+// keys (32f: uint32, out gets the float back). Reads up to 32 bytes past
+// rows[j][n - 1 + (k - 1) * cn].
+template <class Key, class T>
+void median_network_row(int k, const Key* const* rows, int cn, T* out, int n);
+
+// out: a row of `width` pixels, each sample the median of the k x k samples
+// rows[j][(x + i) * cn + c] (any odd k), from a 256-bin histogram that
+// slides along the row (Huang): 2k updates per sample.
+void median_histogram_row(int k, const std::uint8_t* const* rows, int cn, std::uint8_t* out, int width);
+
+// out[s] = min (kMin) or max over j < count of rows[j][s], s < n.
+template <class T, bool kMin>
+void fold_rows(T* out, const T* const* rows, int count, int n);
+
+// fold_rows of rows[0 .. count - 1] into out0 and of rows[1 .. count] into
+// out1, the rows both read folded once.
+template <class T, bool kMin>
+void fold_rows_pair(T* out0, T* out1, const T* const* rows, int count, int n);
+
+// out[s] = min or max of run[s + i * cn], i < w, s < n, by doubling runs in
+// place (run holds n + (w - 1) * cn samples and is overwritten): log2(w) + 1
+// passes instead of w.
+template <class T, bool kMin>
+void fold_run_doubling(T* out, T* run, int cn, int w, int n);
+
+// Columns of a window of h rows, van Herk / Gil-Werman: out[r][s] = min or
+// max of in[r + j][s], j < h, for r < count (in has count + h - 1 rows),
+// s < n; 3 comparisons per sample whatever h.
+template <class T, bool kMin>
+void fold_columns_vhgw(T* const* out, const T* const* in, int count, int h, int n);
+
+}  // namespace cbi::cpu
