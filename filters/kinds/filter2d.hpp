@@ -80,7 +80,9 @@ struct Filter2DOp {
     // (cpu::offset_taps_row): the results are bit-identical. Host only;
     // `scratch` holds band_scratch(width) floats.
 #if !defined(__CUDACC__)
-    int band_scratch(int width) const { return k.height * (width + k.width - 1) * dst.channels; }
+    int band_scratch(int width) const {
+        return k.height * (width + k.width - 1) * dst.channels;
+    }
     void band(int y0, int y1, int width, float* scratch) const {
         const int channels = dst.channels, len = width + k.width - 1, pitch = len * channels;
         float w[kMaxFilter2DTaps];
