@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Runs on the GPU host from a bundle made by scripts/gpu-bundle.sh.
-#   run.sh tests      GPU test suites (plus the CPU suites, as a cross-check)
+#   run.sh tests      GPU test suites (plus the CPU suites, as a cross-check);
+#                     the GPU matrix in CBI_TEST_SHARDS (8) processes
 #   run.sh sanitize   compute-sanitizer memcheck / racecheck / initcheck
 #   run.sh sanitize-matrix  the same tools over the whole GPU matrix, in parallel parts
 #   run.sh bench      cbi-bench baseline table (CSV/JSON to $OUT or ./)
@@ -66,9 +67,26 @@ status=0
 run_tests() {
   nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
   # test_tuning's CLI test needs the build tree's cbi-filter: left out here.
+  # The GPU matrix checks every schedule, border and size against the CPU and
+  # OpenCV: minutes in one process, so it runs in shards, one process per
+  # shard on the same GPU (CBI_TEST_SHARDS, default 8).
+  local shards=${CBI_TEST_SHARDS:-8}
   for t in test_schedules test_filters_cpu test_graph test_tuning test_fusion test_defaults test_devices test_filters_cuda test_cuda_errors test_cuda_wait test_jpeg_gpu; do
     [ -x "$bin/$t" ] || { echo "$t: not in this bundle"; continue; }
-    "$bin/$t" --gtest_brief=1 --gtest_filter=-*Cli* > "$out/$t.log" 2>&1 || status=1
+    if [ "$t" = test_filters_cuda ] && [ "$shards" -gt 1 ]; then
+      local pids=() i
+      for ((i = 0; i < shards; i++)); do
+        GTEST_TOTAL_SHARDS=$shards GTEST_SHARD_INDEX=$i "$bin/$t" --gtest_brief=1 --gtest_filter=-*Cli* > "$out/$t.$i.log" 2>&1 &
+        pids+=($!)
+      done
+      for i in "${pids[@]}"; do wait "$i" || status=1; done
+      cat "$out/$t".*.log > "$out/$t.log"
+      echo "$t ($shards shards): $(awk '/^\[  PASSED  \]/ {p += $4} /^\[  SKIPPED \]/ {s += $4} /^\[  FAILED  \] [0-9]/ {f += $4}
+        END {printf "passed %d, skipped %d, failed %d", p, s, f}' "$out/$t.log")"
+      continue
+    else
+      "$bin/$t" --gtest_brief=1 --gtest_filter=-*Cli* > "$out/$t.log" 2>&1 || status=1
+    fi
     echo "$t: $(grep -E '^\[  PASSED  \]|^\[  FAILED  \]|^\[  SKIPPED \]' "$out/$t.log" | tr '\n' ' ')"
   done
 }
