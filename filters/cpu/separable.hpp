@@ -512,19 +512,13 @@ private:
                 for (int c = 0; c < C; ++c) pad_[xi * C + c] = static_cast<Row>(src.at(row, xs + xi, c));
             return;
         }
-        const int lo = row == nullptr ? len : std::clamp(-xs, 0, len);
-        const int hi = row == nullptr ? len : std::clamp(width - xs, lo, len);
-        for (int xi = 0; xi < lo; ++xi)
-            for (int c = 0; c < C; ++c) pad_[xi * C + c] = static_cast<Row>(src.at(row, xs + xi, c));
-        const T* __restrict in = row == nullptr ? nullptr : row + static_cast<std::ptrdiff_t>(xs + lo) * C;
         if (row != nullptr && y + kPrefetchRows < src.view.height) {  // the same piece kPrefetchRows rows down
-            const char* ahead = reinterpret_cast<const char*>(in) + kPrefetchRows * src.view.stride;
+            const int lo = std::clamp(-xs, 0, len), hi = std::clamp(width - xs, lo, len);
+            const char* ahead = reinterpret_cast<const char*>(row + static_cast<std::ptrdiff_t>(xs + lo) * C) +
+                                kPrefetchRows * src.view.stride;
             for (int b = 0; b < (hi - lo) * C * static_cast<int>(sizeof(T)); b += 64) __builtin_prefetch(ahead + b);
         }
-        Row* __restrict interior = pad_ + lo * C;
-        for (int i = 0; i < (hi - lo) * C; ++i) interior[i] = static_cast<Row>(in[i]);
-        for (int xi = hi; xi < len; ++xi)
-            for (int c = 0; c < C; ++c) pad_[xi * C + c] = static_cast<Row>(src.at(row, xs + xi, c));
+        cpu::load_padded_row(src, row, xs, len, pad_);  // cpu/rows.hpp
     }
 
     const Op& op_;
