@@ -667,10 +667,17 @@ std::string GraphExecutor::describe() const {
         }
         return text;
     };
+    // A kernel's taps (filter2d, or the Gaussian an adaptive threshold expands to) can run to
+    // thousands of characters: the table shows their start.
+    const auto op_text = [&](NodeId id) {
+        constexpr std::size_t kMax = 48;
+        std::string t = nodes[id].op_string();
+        return t.size() <= kMax ? t : t.substr(0, kMax - 3) + "...";
+    };
     std::size_t name_width = 5, op_width = 8, schedule_width = 12;
     for (NodeId id = 1; id < static_cast<NodeId>(nodes.size()); ++id) {
         name_width = std::max(name_width, nodes[id].name.size());
-        op_width = std::max(op_width, nodes[id].op_string().size());
+        op_width = std::max(op_width, op_text(id).size());
         schedule_width = std::max(schedule_width, schedule_text(id).size());
     }
     for (NodeId id = 1; id < static_cast<NodeId>(nodes.size()); ++id) {
@@ -678,7 +685,7 @@ std::string GraphExecutor::describe() const {
         std::string inputs;
         for (NodeId in : n.inputs) inputs += (inputs.empty() ? "" : ", ") + nodes[in].name;
         s << "  " << std::left << std::setw(static_cast<int>(name_width)) << n.name << "  "
-          << std::setw(static_cast<int>(op_width)) << n.op_string() << "  @"
+          << std::setw(static_cast<int>(op_width)) << op_text(id) << "  @"
           << std::setw(static_cast<int>(schedule_width)) << schedule_text(id);
         if (reads_border(n.op))
             s << "  border " << std::setw(12) << to_string(graph_.border_of(id));
