@@ -22,7 +22,6 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
-#include <cstdio>
 #include <cstring>
 #include <deque>
 #include <list>
@@ -34,7 +33,6 @@
 #include <regex>
 #include <stdexcept>
 #include <string>
-#include <string_view>
 #include <thread>
 #include <tuple>
 #include <vector>
@@ -767,28 +765,25 @@ public:
         std::vector<Images> dst;
         dst.reserve(outs.size());
         for (std::size_t i = 0; i < outs.size(); ++i) {
-            char what_text[32];
-            std::snprintf(what_text, sizeof what_text, "out[%zu]", i);
-            const std::string_view what = what_text;  // for messages
-            if (outs[i].readonly)
-                throw std::invalid_argument(std::string(what) + " is read-only; pass a writable array");
+            const std::string what = i < 10 ? std::string{'o', 'u', 't', '[', static_cast<char>('0' + i), ']'}
+                                            : "out[" + std::to_string(i) + "]";  // for messages
+            if (outs[i].readonly) throw std::invalid_argument(what + " is read-only; pass a writable array");
             if (outs[i].cuda != in.cuda || (in.cuda && outs[i].device != in.device))
-                throw std::invalid_argument(std::string(what) + " is on " +
-                                            (outs[i].cuda ? "cuda:" + std::to_string(outs[i].device) : "the CPU") +
-                                            ", the input on " +
-                                            (in.cuda ? "cuda:" + std::to_string(in.device) : "the CPU") +
-                                            "; allocate it on the input's device");
+                throw std::invalid_argument(
+                    what + " is on " + (outs[i].cuda ? "cuda:" + std::to_string(outs[i].device) : "the CPU") +
+                    ", the input on " + (in.cuda ? "cuda:" + std::to_string(in.device) : "the CPU") +
+                    "; allocate it on the input's device");
             if (outs[i].depth != in.depth)
-                throw py::type_error(std::string(what) + " has dtype " + outs[i].dtype + ", the input " + in.dtype +
+                throw py::type_error(what + " has dtype " + outs[i].dtype + ", the input " + in.dtype +
                                      "; they must match");
-            dst.push_back(images_of(outs[i], what_text));
+            dst.push_back(images_of(outs[i], what.c_str()));
             const Images& d = dst.back();
             const cbi::ImageView& s0 = src.views[0];
             const cbi::ImageView& d0 = d.views[0];
             if (d.views.size() != src.views.size() || d0.width != s0.width || d0.height != s0.height ||
                 d.channels != channels[i])
                 throw std::invalid_argument(
-                    std::string(what) + " is " + std::to_string(d.views.size()) + " image(s) of " + cbi::describe(d0) +
+                    what + " is " + std::to_string(d.views.size()) + " image(s) of " + cbi::describe(d0) +
                     "; the pipeline writes " + std::to_string(src.views.size()) + " of " +
                     cbi::describe(cbi::ImageView{nullptr, s0.width, s0.height, channels[i], s0.depth, 0}));
         }

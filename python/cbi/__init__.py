@@ -540,22 +540,16 @@ def _as_list(out, count):
 
 
 def _format_of(pipe: Pipeline, kind: _Kind, x, shape):
-    """(channels, output channels) of x, checked once per format."""
+    """(channels, output channels) of x, checked once per format (_run
+    looks in pipe._formats first)."""
     key = kind.format_key(x)
-    if key is not None:
-        fkey = (kind, key, len(shape), shape[-1] if shape else 0)
-        fmt = pipe._formats.get(fkey)
-        if fmt is not None:
-            if 0 in shape:
-                raise InvalidArgument(f"an image of shape {tuple(shape)} is empty")
-            return fmt
     _, channels = _check_format(kind, x)
     out_channels = pipe._channels.get(channels)
     if out_channels is None:
         out_channels = pipe._channels[channels] = pipe._p.output_channels(channels)
     fmt = (channels, out_channels)
     if key is not None and len(pipe._formats) < 64:
-        pipe._formats[fkey] = fmt
+        pipe._formats[(kind, key, len(shape), shape[-1])] = fmt
     return fmt
 
 
@@ -564,7 +558,12 @@ def _run(pipe: Pipeline, x, out, order, device, stream_arg):
         raise InvalidArgument(f"order={order!r}: 'bgr' (OpenCV's) or 'rgb' (PIL, torchvision)")
     kind = _KIND_OF_TYPE.get(type(x)) or _kind_of(x)
     shape = kind.shape(x)
-    channels, out_channels = _format_of(pipe, kind, x, shape)
+    fmt = pipe._formats.get((kind, kind.format_key(x), len(shape), shape[-1] if shape else 0))
+    if fmt is None:
+        fmt = _format_of(pipe, kind, x, shape)
+    elif 0 in shape:
+        raise InvalidArgument(f"an image of shape {tuple(shape)} is empty")
+    channels, out_channels = fmt
     p = pipe._p
     if out is None:
         outs = [kind.empty(_output_shape(shape, c), x) for c in out_channels]
