@@ -211,6 +211,51 @@ def kinds(repeat, inner):
             print(f"        {name:24s} {ta * 1e6:9.1f} {tb * 1e6:9.1f} {ta / tb:8.2f}{flag}", flush=True)
 
 
+def gpu_times(torch, fn, repeat, n):
+    """Medians over `repeat` batches of n calls of fn, on torch's current
+    stream with no synchronisation between calls, in microseconds per call:
+    (host time to issue, GPU time when the calls run as issued, GPU time
+    when all n were queued before the GPU reached them). For the last, a
+    sleep kernel ahead of the start event holds the GPU while the host
+    issues, so the events time the calls' own work back to back: the
+    kernel time alone, with what each call enqueues besides its kernels."""
+    for _ in range(5):
+        fn()
+    torch.cuda.synchronize()
+
+    def batch(sleep_cycles):
+        start, stop = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        torch.cuda.synchronize()
+        if sleep_cycles:
+            torch.cuda._sleep(sleep_cycles)
+        start.record()
+        t0 = time.perf_counter()
+        for _ in range(n):
+            fn()
+        host = (time.perf_counter() - t0) / n
+        stop.record()
+        stop.synchronize()
+        return host * 1e6, start.elapsed_time(stop) * 1e3 / n
+
+    free = [batch(0) for _ in range(repeat)]
+    host = statistics.median(h for h, _ in free)
+    queued = []
+    if hasattr(torch.cuda, "_sleep"):
+        # Cycles for twice the host's time to issue the batch, at up to 2.5 GHz.
+        cycles = int(2 * n * host * 1e-6 * 2.5e9) + 1_000_000
+        queued = [g for _, g in (batch(cycles) for _ in range(repeat))]
+    return host, statistics.median(g for _, g in free), statistics.median(queued) if queued else float("nan")
+
+
+def print_gpu_times(host, free, queued):
+    print(f"  host time to issue a call {host:.1f} us; GPU time per call {free:.1f} us as issued, "
+          f"{queued:.1f} us queued ahead (the kernels alone)")
+    if queued == queued:  # not NaN
+        limit = 1.1 * queued + 30
+        print(f"  target (kernels alone + 10 % + 30 us = {limit:.1f} us per call): "
+              f"{'met' if max(host, free) <= limit else 'NOT met'} (host {host:.1f}, as issued {free:.1f})")
+
+
 def gpu(repeat):
     try:
         import torch
@@ -223,34 +268,22 @@ def gpu(repeat):
         return
     x = torch.randint(0, 256, (4096, 4096, 3), dtype=torch.uint8, device="cuda")
     out = torch.empty_like(x)
-    for _ in range(5):
-        cbi.gaussian(x, 9, out=out)
-    torch.cuda.synchronize()
-    host, gpu_ms = [], []
     n = 20
-    for _ in range(repeat):
-        start, stop = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        torch.cuda.synchronize()
-        start.record()
-        t0 = time.perf_counter()
-        for _ in range(n):
-            cbi.gaussian(x, 9, out=out)
-        host.append((time.perf_counter() - t0) / n)
-        stop.record()
-        stop.synchronize()
-        gpu_ms.append(start.elapsed_time(stop) / n)
-    p = cbi.Pipeline("gaussian:9")
+    host, free, queued = gpu_times(torch, lambda: cbi.gaussian(x, 9, out=out), repeat, n)
     print(f"GPU: {torch.cuda.get_device_name()}, 4096x4096 8u:3 cbi.gaussian(x, 9, out=), median of {repeat}x{n}")
-    print(f"  host time to issue a call {statistics.median(host) * 1e6:.1f} us; GPU time per call "
-          f"{statistics.median(gpu_ms) * 1e3:.1f} us (back to back on torch's stream)")
-    print(p.plan((4096, 4096, 3), "uint8", "cuda"))
+    print_gpu_times(host, free, queued)
+    tiny = torch.zeros((8, 8, 3), dtype=torch.uint8, device="cuda")
+    tiny_out = torch.empty_like(tiny)
+    host, free, queued = gpu_times(torch, lambda: cbi.gaussian(tiny, 9, out=tiny_out), repeat, 200)
+    print(f"  fixed cost of a call (8x8 8u:3 torch CUDA, out=): host {host:.1f} us to issue; GPU {queued:.1f} us "
+          f"per call queued ahead")
+    print(cbi.Pipeline("gaussian:9").plan((4096, 4096, 3), "uint8", "cuda"))
 
 
 def gpu_pipeline(repeat, text, size):
-    """A pipeline on a torch CUDA size x size 8u:3 tensor: n calls back to
+    """A pipeline on a torch CUDA size x size 8u:3 tensor: calls back to
     back on torch's current stream, no synchronisation between them, CUDA
-    events around the n; the GPU time per call is the pipeline's kernels
-    (when the host issues faster than the GPU runs, the GPU never idles)."""
+    events around each batch (gpu_times)."""
     try:
         import torch
     except ImportError:
@@ -264,27 +297,12 @@ def gpu_pipeline(repeat, text, size):
     x = torch.randint(0, 256, (size, size, 3), dtype=torch.uint8, device="cuda")
     out = p(x)  # allocated once by torch; then out= on every call
     outs = out if isinstance(out, tuple) else (out,)
-    for _ in range(10):
-        p(x, out=out)
-    torch.cuda.synchronize()
     n = 50
-    host, gpu_us = [], []
-    for _ in range(repeat):
-        start, stop = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        t0 = time.perf_counter()
-        for _ in range(n):
-            p(x, out=out)
-        host.append((time.perf_counter() - t0) / n)
-        stop.record()
-        stop.synchronize()
-        gpu_us.append(start.elapsed_time(stop) * 1e3 / n)
-    h, g = statistics.median(host), statistics.median(gpu_us)
+    host, free, queued = gpu_times(torch, lambda: p(x, out=out), repeat, n)
     shapes = ", ".join("x".join(map(str, o.shape)) for o in outs)
     print(f"GPU pipeline: {torch.cuda.get_device_name()}, {text!r} on a torch CUDA {size}x{size} 8u:3 tensor "
           f"(out {shapes}), median of {repeat} x {n} calls back to back, no sync between calls")
-    print(f"  GPU time per call {g:.1f} us; host time to issue a call {h * 1e6:.1f} us"
-          + ("  (host-bound: the GPU waited for the calls)" if h * 1e6 > g else ""))
+    print_gpu_times(host, free, queued)
     print(p.plan((size, size, 3), "uint8", "cuda"))
     print(f"  compare: cbi-bench --suite filters --size {size}x{size} --image 8u:3 --filter blur:3 "
           f"--pipeline '{text}' (its 'pipeline' row 'default'; cbi-bench flushes the L2 before each run)")

@@ -156,7 +156,7 @@ class _Torch(_Kind):
         return x.is_cuda
 
     def device_index(self, x):
-        return x.device.index or 0
+        return max(x.get_device(), 0)  # -1 on the CPU; no torch.device made
 
     def empty(self, shape, like):
         return sys.modules["torch"].empty(shape, dtype=like.dtype, device=like.device)  # a tensor exists: torch is imported
