@@ -304,7 +304,7 @@ def gpu_pipeline(repeat, text, size):
           f"(out {shapes}), median of {repeat} x {n} calls back to back, no sync between calls")
     print_gpu_times(host, free, queued)
     print(p.plan((size, size, 3), "uint8", "cuda"))
-    print(f"  compare: cbi-bench --suite filters --size {size}x{size} --image 8u:3 --filter blur:3 "
+    print(f"  compare: cbi-bench --suite filters --size {size}x{size} --image 8u:3 --filter gaussian:9 "
           f"--pipeline '{text}' (its 'pipeline' row 'default'; cbi-bench flushes the L2 before each run)")
 
 
