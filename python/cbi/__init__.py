@@ -418,7 +418,7 @@ class Pipeline:
             self._p = _core._Pipeline.from_text(text, border, schedule)
         self.device = device
         self._channels = {}  # input channels -> output channels, per output
-        # (kind, dtype, dimensions, last extent) -> (channels, output
+        # (kind, dtype, dimensions, channels) -> (channels, output
         # channels): formats already checked, so a call repeats no checks.
         self._formats = {}
         self._order_sensitive = self._p.order_sensitive
@@ -549,7 +549,7 @@ def _format_of(pipe: Pipeline, kind: _Kind, x, shape):
         out_channels = pipe._channels[channels] = pipe._p.output_channels(channels)
     fmt = (channels, out_channels)
     if key is not None and len(pipe._formats) < 64:
-        pipe._formats[(kind, key, len(shape), shape[-1])] = fmt
+        pipe._formats[(kind, key, len(shape), shape[-1] if len(shape) > 2 else 0)] = fmt
     return fmt
 
 
@@ -558,7 +558,8 @@ def _run(pipe: Pipeline, x, out, order, device, stream_arg):
         raise InvalidArgument(f"order={order!r}: 'bgr' (OpenCV's) or 'rgb' (PIL, torchvision)")
     kind = _KIND_OF_TYPE.get(type(x)) or _kind_of(x)
     shape = kind.shape(x)
-    fmt = pipe._formats.get((kind, kind.format_key(x), len(shape), shape[-1] if shape else 0))
+    # The last extent is the channel count from 3 dimensions on; HxW images share one entry.
+    fmt = pipe._formats.get((kind, kind.format_key(x), len(shape), shape[-1] if len(shape) > 2 else 0))
     if fmt is None:
         fmt = _format_of(pipe, kind, x, shape)
     elif 0 in shape:
