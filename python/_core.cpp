@@ -15,6 +15,7 @@
 #include <pybind11/functional.h>
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
+#include <tbb/global_control.h>
 
 #include <algorithm>
 #include <array>
@@ -1036,6 +1037,22 @@ private:
     std::shared_ptr<cbi::TuningCache> tuning_ = std::make_shared<cbi::TuningCache>();
 };
 
+// cbi.set_num_threads: the CPU runs' threads, as cbi-filter --threads (one
+// process-wide TBB limit; 0 lifts it). Never destroyed: TBB may be gone at exit.
+std::unique_ptr<tbb::global_control>& g_thread_limit = *new std::unique_ptr<tbb::global_control>;
+
+void set_num_threads(int threads) {
+    if (threads < 0)
+        throw std::invalid_argument("threads must be 0 (all cores) or more, not " + std::to_string(threads));
+    g_thread_limit.reset();
+    if (threads > 0)
+        g_thread_limit = std::make_unique<tbb::global_control>(tbb::global_control::max_allowed_parallelism,
+                                                               static_cast<std::size_t>(threads));
+}
+int get_num_threads() {
+    return static_cast<int>(tbb::global_control::active_value(tbb::global_control::max_allowed_parallelism));
+}
+
 int cuda_device_count() {
 #if CBI_HAVE_CUDA
     int n = 0;
@@ -1100,6 +1117,8 @@ PYBIND11_MODULE(_core, m) {
     m.def("synchronize", &synchronize, "Waits for the device work cbi enqueued and lets go of its arrays.");
     m.def("wait_stream", &wait_stream, py::arg("consumer"), py::arg("producer"), py::arg("device"));
     m.def("built_with_cuda", &cbi::built_with_cuda);
+    m.def("set_num_threads", &set_num_threads, py::arg("threads"));
+    m.def("get_num_threads", &get_num_threads);
     m.def("built_with_nvjpeg", &cbi::built_with_nvjpeg);
     m.def("cuda_device_count", &cuda_device_count, "CUDA devices this process sees (starts the CUDA runtime).");
     m.def("devices", &devices, "'cpu' and each usable CUDA device ('cuda:N'); starts the CUDA runtime.");

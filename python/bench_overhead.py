@@ -19,7 +19,8 @@ each batch: GPU time per call, to compare with the same pipeline in C++
     PYTHONPATH=build/python python3 python/bench_overhead.py --gpu-pipeline ["color:gray | gaussian:5 | sobel:mag"]
 
 --threads N pins the process to N cores before cbi (TBB) or cv2 start, and
-sets cv2's thread count to N, so both use the same N threads. torch is
+sets cbi's and cv2's thread counts to N (cbi.set_num_threads,
+cv2.setNumThreads), so both use the same N threads. torch is
 imported only by the GPU modes.
 """
 import argparse
@@ -323,6 +324,9 @@ def main():
     a = ap.parse_args()
     if a.threads:
         os.sched_setaffinity(0, sorted(os.sched_getaffinity(0))[: a.threads])
+        import cbi
+        if hasattr(cbi, "set_num_threads"):  # a module before it had only the affinity
+            cbi.set_num_threads(a.threads)
         if not a.gpu_only and a.gpu_pipeline is None:
             import cv2
             cv2.setNumThreads(a.threads)

@@ -51,7 +51,7 @@ __version__ = "0.1.0"
 __all__ = [
     "Error", "InvalidArgument", "PipelineSyntaxError", "Unsupported", "OutOfMemory", "DeviceLost",
     "Pipeline", "BatchSummary", "BatchItem", "stream", "synchronize", "clear_cache", "filter_kinds",
-    "schedules", "devices", "built_with_cuda", "warm_up",
+    "schedules", "devices", "built_with_cuda", "warm_up", "set_num_threads", "get_num_threads",
 ]
 
 _DTYPES = ("uint8", "uint16", "float32")
@@ -690,6 +690,18 @@ def devices() -> List[str]:
 def built_with_cuda() -> bool:
     """Whether this build has the CUDA backend."""
     return _core.built_with_cuda()
+
+
+def set_num_threads(threads: int) -> None:
+    """Runs cbi's CPU work on at most ``threads`` threads (as ``cbi-filter
+    --threads`` and ``cv2.setNumThreads``); 0 lifts the limit (all cores).
+    Process-wide; results do not depend on it."""
+    _core.set_num_threads(int(threads))
+
+
+def get_num_threads() -> int:
+    """The most threads cbi's CPU work runs on now."""
+    return _core.get_num_threads()
 
 
 def warm_up(device: str = "cuda") -> None:
