@@ -15,13 +15,16 @@
 #include <pybind11/functional.h>
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
+#include <tbb/global_control.h>
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <cstring>
+#include <deque>
 #include <list>
 #include <map>
 #include <memory>
@@ -157,6 +160,15 @@ struct DLManagedTensor {
 constexpr int kDLCPU = 1, kDLCUDA = 2, kDLCUDAHost = 3, kDLCUDAManaged = 13;
 constexpr std::uint8_t kDLUInt = 1, kDLFloat = 2;
 
+// Releases a PEP 3118 buffer (with the GIL held: arrays die in run(), after
+// its GIL-free part).
+struct BufferRelease {
+    void operator()(Py_buffer* view) const {
+        PyBuffer_Release(view);
+        delete view;
+    }
+};
+
 // An array as cbi reads it: up to 4 dimensions, strides in bytes.
 struct Array {
     std::byte* data = nullptr;
@@ -168,7 +180,10 @@ struct Array {
     bool cuda = false;
     int device = 0;
     bool readonly = false;
-    py::object keep;  // owns what `data` points into (a buffer or DLPack capsule of ours)
+    py::object keep;  // owns what `data` points into (a DLPack capsule of ours, a CAI tuple)
+    // A buffer-protocol view, held for the call only: host data runs
+    // synchronously, and no Python object is made for it.
+    std::unique_ptr<Py_buffer, BufferRelease> buffer;
 };
 
 std::string dtype_of(char kind, int bits) {
@@ -199,11 +214,7 @@ Array from_buffer(const py::handle& obj, bool writable) {
         throw py::error_already_set();
     }
     Array a;
-    a.keep = py::capsule(view, [](void* p) {
-        auto* v = static_cast<Py_buffer*>(p);
-        PyBuffer_Release(v);
-        delete v;
-    });
+    a.buffer.reset(view);
     a.data = static_cast<std::byte*>(view->buf);
     a.readonly = view->readonly != 0;
     a.ndim = view->ndim;
@@ -214,7 +225,18 @@ Array from_buffer(const py::handle& obj, bool writable) {
         a.shape[i] = view->shape[i];
         a.strides[i] = view->strides[i];
     }
-    std::string fmt = view->format ? view->format : "B";
+    const char* f = view->format ? view->format : "B";
+    // NumPy's native uint8, uint16 and float32, the usual formats, without the general parse below.
+    if (f[0] != '\0' && f[1] == '\0' && (f[0] == 'B' || f[0] == 'H' || f[0] == 'f')) {
+        const bool u8 = f[0] == 'B' && view->itemsize == 1, u16 = f[0] == 'H' && view->itemsize == 2,
+                   f32 = f[0] == 'f' && view->itemsize == 4;
+        if (u8 || u16 || f32) {
+            a.depth = u8 ? cbi::Depth::u8 : u16 ? cbi::Depth::u16 : cbi::Depth::f32;
+            a.dtype = u8 ? "uint8" : u16 ? "uint16" : "float32";
+            return a;
+        }
+    }
+    std::string fmt = f;
     char order = '@';
     if (!fmt.empty() && std::strchr("@=<>!", fmt[0])) {
         order = fmt[0];
@@ -355,43 +377,44 @@ Images images_of(const Array& a, const char* what) {
         n = a.shape[0], h = a.shape[1], w = a.shape[2], c = a.shape[3];
         sn = a.strides[0], sy = a.strides[1], sx = a.strides[2], sc = a.strides[3];
     }
-    const std::string shape = [&] {
+    const auto shape = [&] {  // for messages only
         std::string s = "(";
         for (int i = 0; i < a.ndim; ++i) s += (i ? ", " : "") + std::to_string(a.shape[i]);
         return s + (a.ndim == 1 ? ",)" : ")");
-    }();
+    };
     if (c != 1 && c != 3 && c != 4)
-        throw std::invalid_argument(std::string(what) + " of shape " + shape + " has " + std::to_string(c) +
+        throw std::invalid_argument(std::string(what) + " of shape " + shape() + " has " + std::to_string(c) +
                                     " channels; cbi takes 1, 3 or 4 (HxW, HxWxC or NxHxWxC, channels last: for CHW "
                                     "data pass x.transpose(1, 2, 0) as a copy, or one plane at a time)");
-    if (n < 1 || h < 1 || w < 1) throw std::invalid_argument(std::string(what) + " of shape " + shape + " is empty");
+    if (n < 1 || h < 1 || w < 1) throw std::invalid_argument(std::string(what) + " of shape " + shape() + " is empty");
     if (h > INT32_MAX || w > INT32_MAX)
-        throw std::invalid_argument(std::string(what) + " of shape " + shape + " is too large");
+        throw std::invalid_argument(std::string(what) + " of shape " + shape() + " is too large");
     // Strides of size-1 dimensions say nothing (NumPy may give any value).
     if (c > 1 && sc != item)
-        throw std::invalid_argument(std::string(what) + " of shape " + shape +
+        throw std::invalid_argument(std::string(what) + " of shape " + shape() +
                                     " has non-contiguous channels (channel stride " + std::to_string(sc) +
                                     " bytes); cbi takes interleaved pixels: pass np.ascontiguousarray(x) (torch: "
                                     "x.contiguous(), CuPy: cupy.ascontiguousarray(x))");
     if (w > 1 && sx != c * item)
-        throw std::invalid_argument(std::string(what) + " of shape " + shape + " has a pixel stride of " +
+        throw std::invalid_argument(std::string(what) + " of shape " + shape() + " has a pixel stride of " +
                                     std::to_string(sx) + " bytes, not " + std::to_string(c * item) +
                                     " (a column step or channel slice); rows may be strided but pixels must be packed: "
                                     "pass np.ascontiguousarray(x) (torch: x.contiguous())");
     const std::int64_t row_bytes = w * c * item;
     if (h > 1 && (sy < row_bytes || sy % item != 0))
-        throw std::invalid_argument(std::string(what) + " of shape " + shape + " has a row stride of " +
+        throw std::invalid_argument(std::string(what) + " of shape " + shape() + " has a row stride of " +
                                     std::to_string(sy) +
                                     " bytes (negative, overlapping or not a multiple of the sample size); pass "
                                     "np.ascontiguousarray(x) (torch: x.contiguous())");
     if (h == 1) sy = row_bytes;
     if (n > 1 && sn < sy * (h - 1) + row_bytes)
-        throw std::invalid_argument(std::string(what) + " of shape " + shape +
+        throw std::invalid_argument(std::string(what) + " of shape " + shape() +
                                     " has overlapping or negative image strides; pass np.ascontiguousarray(x)");
     if (reinterpret_cast<std::uintptr_t>(a.data) % item != 0)
         throw std::invalid_argument(std::string(what) + " is not aligned to its sample size; pass a copy");
     Images out;
     out.channels = static_cast<int>(c);
+    out.views.reserve(static_cast<std::size_t>(n));
     for (std::int64_t i = 0; i < n; ++i)
         out.views.push_back({a.data + i * sn, static_cast<int>(w), static_cast<int>(h), static_cast<int>(c), depth,
                              static_cast<std::size_t>(sy)});
@@ -429,19 +452,49 @@ struct DeviceGuard {
 };
 struct Pending {
     cudaEvent_t done;
+    int device;
     py::object keep;
 };
 // Guarded by the GIL. Never destroyed: at process exit the interpreter is
 // gone before static destructors run (cbi/__init__.py drains it at exit).
-std::list<Pending>& g_pending = *new std::list<Pending>;
+std::deque<Pending>& g_pending = *new std::deque<Pending>;
 
-// Drops what finished work held (the GIL is held).
-void prune_pending() {
+// Events of finished runs, per device, reused by the next runs: making and
+// destroying one per call is a driver call each (the GIL is held).
+std::map<int, std::vector<cudaEvent_t>>& g_free_events = *new std::map<int, std::vector<cudaEvent_t>>;
+constexpr std::size_t kMaxFreeEvents = 64;
+
+// An event on `device` (the current one).
+cudaEvent_t take_event(int device) {
+    std::vector<cudaEvent_t>& free = g_free_events[device];
+    if (!free.empty()) {
+        const cudaEvent_t e = free.back();
+        free.pop_back();
+        return e;
+    }
+    cudaEvent_t e;
+    check(cudaEventCreateWithFlags(&e, cudaEventDisableTiming), "cudaEventCreateWithFlags");
+    return e;
+}
+void give_event(cudaEvent_t e, int device) {
+    std::vector<cudaEvent_t>& free = g_free_events[device];
+    if (free.size() < kMaxFreeEvents)
+        free.push_back(e);
+    else
+        cudaEventDestroy(e);
+}
+
+// Drops what finished work held (the GIL is held). `all`: looks at every
+// run; otherwise from the oldest up to the first still running, so that a
+// call costs no query per run in flight (later runs are let go by a later
+// call, or by synchronize()).
+void prune_pending(bool all = false) {
     for (auto it = g_pending.begin(); it != g_pending.end();) {
         if (cudaEventQuery(it->done) == cudaSuccess) {
-            cudaEventDestroy(it->done);
+            give_event(it->done, it->device);
             it = g_pending.erase(it);
         } else {
+            if (!all) break;
             ++it;
         }
     }
@@ -456,13 +509,13 @@ void synchronize() {
         py::gil_scoped_release release;
         for (cudaEvent_t e : events) cudaEventSynchronize(e);
     }
-    prune_pending();
+    prune_pending(true);
 #endif
 }
 
 std::size_t pending_count() {
 #if CBI_HAVE_CUDA
-    prune_pending();
+    prune_pending(true);
     return g_pending.size();
 #else
     return 0;
@@ -544,8 +597,12 @@ public:
 
 private:
     void touch(const FormatKey& key) {
-        lru_.remove(key);
-        lru_.push_front(key);
+        if (!lru_.empty() && lru_.front() == key) return;  // the usual case: the same format again
+        const auto it = std::find(lru_.begin(), lru_.end(), key);
+        if (it != lru_.end())
+            lru_.splice(lru_.begin(), lru_, it);  // no list node made or freed
+        else
+            lru_.push_front(key);
         while (lru_.size() > kMaxFormats) {
             idle_.erase(lru_.back());
             lru_.pop_back();
@@ -656,6 +713,14 @@ public:
         for (cbi::NodeId o : graph_.outputs()) out.push_back(all[o]);
         return out;
     }
+    // output_channels, worked out once per channel count (1, 3, 4); the GIL
+    // guards the cache.
+    const std::vector<int>& cached_output_channels(int channels) {
+        if (channels < 0 || channels >= static_cast<int>(out_channels_.size())) throw std::logic_error("channels");
+        std::optional<std::vector<int>>& c = out_channels_[static_cast<std::size_t>(channels)];
+        if (!c) c = output_channels(channels);
+        return *c;
+    }
     std::vector<std::string> output_names() const {
         std::vector<std::string> names;
         for (cbi::NodeId o : graph_.outputs()) names.push_back(graph_.nodes()[o].name);
@@ -694,12 +759,15 @@ public:
              const py::object& keep) {
         Array in = to_array(input, false);
         std::vector<Array> outs;
+        outs.reserve(outputs.size());
         for (const py::handle& o : outputs) outs.push_back(to_array(o, true));
         const Images src = images_of(in, "the input");
-        const std::vector<int> channels = output_channels(src.channels);
+        const std::vector<int>& channels = cached_output_channels(src.channels);
         std::vector<Images> dst;
+        dst.reserve(outs.size());
         for (std::size_t i = 0; i < outs.size(); ++i) {
-            const std::string what = "out[" + std::to_string(i) + "]";
+            const std::string what = i < 10 ? std::string{'o', 'u', 't', '[', static_cast<char>('0' + i), ']'}
+                                            : "out[" + std::to_string(i) + "]";  // for messages
             if (outs[i].readonly) throw std::invalid_argument(what + " is read-only; pass a writable array");
             if (outs[i].cuda != in.cuda || (in.cuda && outs[i].device != in.device))
                 throw std::invalid_argument(
@@ -779,18 +847,17 @@ public:
         prune_pending();
         if (in.cuda) {
             DeviceGuard guard(in.device);
-            cudaEvent_t done;
-            check(cudaEventCreateWithFlags(&done, cudaEventDisableTiming), "cudaEventCreateWithFlags");
+            const cudaEvent_t done = take_event(in.device);
             const cudaError_t status = cudaEventRecord(done, reinterpret_cast<cudaStream_t>(stream));
             if (status != cudaSuccess) {
                 cudaEventDestroy(done);
                 check(status, "cudaEventRecord after the pipeline");
             }
-            py::list held;
-            held.append(in.keep);
-            for (Array& o : outs) held.append(o.keep);
-            held.append(keep);
-            g_pending.push_back({done, held});
+            py::tuple held(outs.size() + 2);
+            held[0] = in.keep;
+            for (std::size_t i = 0; i < outs.size(); ++i) held[i + 1] = outs[i].keep;
+            held[outs.size() + 1] = keep;
+            g_pending.push_back({done, in.device, std::move(held)});
         }
 #else
         (void)stream, (void)keep;
@@ -965,9 +1032,26 @@ public:
 
 private:
     cbi::Graph graph_;
+    std::array<std::optional<std::vector<int>>, 5> out_channels_;
     std::shared_ptr<ExecutorPool> pool_ = std::make_shared<ExecutorPool>();
     std::shared_ptr<cbi::TuningCache> tuning_ = std::make_shared<cbi::TuningCache>();
 };
+
+// cbi.set_num_threads: the CPU runs' threads, as cbi-filter --threads (one
+// process-wide TBB limit; 0 lifts it). Never destroyed: TBB may be gone at exit.
+std::unique_ptr<tbb::global_control>& g_thread_limit = *new std::unique_ptr<tbb::global_control>;
+
+void set_num_threads(int threads) {
+    if (threads < 0)
+        throw std::invalid_argument("threads must be 0 (all cores) or more, not " + std::to_string(threads));
+    g_thread_limit.reset();
+    if (threads > 0)
+        g_thread_limit = std::make_unique<tbb::global_control>(tbb::global_control::max_allowed_parallelism,
+                                                               static_cast<std::size_t>(threads));
+}
+int get_num_threads() {
+    return static_cast<int>(tbb::global_control::active_value(tbb::global_control::max_allowed_parallelism));
+}
 
 int cuda_device_count() {
 #if CBI_HAVE_CUDA
@@ -1033,6 +1117,8 @@ PYBIND11_MODULE(_core, m) {
     m.def("synchronize", &synchronize, "Waits for the device work cbi enqueued and lets go of its arrays.");
     m.def("wait_stream", &wait_stream, py::arg("consumer"), py::arg("producer"), py::arg("device"));
     m.def("built_with_cuda", &cbi::built_with_cuda);
+    m.def("set_num_threads", &set_num_threads, py::arg("threads"));
+    m.def("get_num_threads", &get_num_threads);
     m.def("built_with_nvjpeg", &cbi::built_with_nvjpeg);
     m.def("cuda_device_count", &cuda_device_count, "CUDA devices this process sees (starts the CUDA runtime).");
     m.def("devices", &devices, "'cpu' and each usable CUDA device ('cuda:N'); starts the CUDA runtime.");

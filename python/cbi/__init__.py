@@ -51,7 +51,7 @@ __version__ = "0.1.0"
 __all__ = [
     "Error", "InvalidArgument", "PipelineSyntaxError", "Unsupported", "OutOfMemory", "DeviceLost",
     "Pipeline", "BatchSummary", "BatchItem", "stream", "synchronize", "clear_cache", "filter_kinds",
-    "schedules", "devices", "built_with_cuda", "warm_up",
+    "schedules", "devices", "built_with_cuda", "warm_up", "set_num_threads", "get_num_threads",
 ]
 
 _DTYPES = ("uint8", "uint16", "float32")
@@ -69,6 +69,14 @@ class _Kind:
     """How cbi treats arrays of one library."""
 
     name = "buffer"
+    # Host memory handed to the core as the array itself (the buffer
+    # protocol): no handle to make, no stream to choose.
+    passthrough = True
+
+    def format_key(self, x):
+        """A hashable stand-in for the dtype under which a pipeline caches
+        a checked format, or None to check every call."""
+        return None
 
     def dtype(self, x) -> str:
         import numpy as np  # a plain buffer: read its format through NumPy, without a copy
@@ -108,6 +116,9 @@ class _Kind:
 class _NumPy(_Kind):
     name = "numpy"
 
+    def format_key(self, x):
+        return x.dtype
+
     _NAMES = {"B": "uint8", "H": "uint16", "f": "float32"}  # str(dtype) is slow (NumPy 1.x)
 
     def dtype(self, x):
@@ -130,32 +141,48 @@ def _np_empty(shape, like):
 
 class _Torch(_Kind):
     name = "torch"
+    passthrough = False
+
+    def format_key(self, x):
+        return x.dtype
 
     def dtype(self, x):
         return str(x.dtype).replace("torch.", "")
 
     def shape(self, x):
-        return tuple(x.shape)
+        return x.shape  # torch.Size, a tuple
 
     def is_cuda(self, x):
-        return x.device.type == "cuda"
+        return x.is_cuda
 
     def device_index(self, x):
-        return x.device.index or 0
+        return max(x.get_device(), 0)  # -1 on the CPU; no torch.device made
 
     def empty(self, shape, like):
-        import torch
-        return torch.empty(shape, dtype=like.dtype, device=like.device)
+        return sys.modules["torch"].empty(shape, dtype=like.dtype, device=like.device)  # a tensor exists: torch is imported
 
     def handle(self, x, stream_ptr):
-        x = x.detach()
-        if self.is_cuda(x):
+        if x.requires_grad:
+            x = x.detach()
+        if x.is_cuda:
+            # On torch's current stream of the current device, __dlpack__
+            # orders nothing (its stream is the consumer's) and returns
+            # _to_dlpack's capsule: ask for that directly, without the
+            # stream objects __dlpack__ makes on every call.
+            raw = _torch_raw()
+            if raw is not None:
+                get_device, get_stream, to_dlpack = raw
+                device = x.get_device()
+                if device == get_device() and stream_ptr == get_stream(device):
+                    return to_dlpack(x)
             return x.__dlpack__(stream=_dlpack_stream(stream_ptr))
         return x.__dlpack__()
 
     def current_stream(self, device):
-        import torch
-        return torch.cuda.current_stream(device).cuda_stream
+        raw = _torch_raw()
+        if raw is not None:
+            return raw[1](device)
+        return sys.modules["torch"].cuda.current_stream(device).cuda_stream
 
     def swap_rb(self, x):
         idx = [2, 1, 0, 3][: x.shape[-1]]
@@ -167,12 +194,16 @@ class _Torch(_Kind):
 
 class _CuPy(_Kind):
     name = "cupy"
+    passthrough = False
+
+    def format_key(self, x):
+        return x.dtype
 
     def dtype(self, x):
         return str(x.dtype)
 
     def shape(self, x):
-        return tuple(x.shape)
+        return x.shape
 
     def is_cuda(self, x):
         return True
@@ -204,6 +235,7 @@ class _CudaArrayInterface(_Kind):
     """Any other device array: through __cuda_array_interface__ (v2/v3)."""
 
     name = "cuda_array_interface"
+    passthrough = False
 
     def dtype(self, x):
         t = x.__cuda_array_interface__["typestr"]
@@ -238,11 +270,32 @@ class _CudaArrayInterface(_Kind):
 _KINDS = {"numpy": _NumPy(), "torch": _Torch(), "cupy": _CuPy()}
 _BUFFER = _Kind()
 _CAI = _CudaArrayInterface()
+_KIND_OF_TYPE: dict = {}  # type -> kind, for the types of _KINDS' modules (a type's module does not change)
+
+_torch_raw_calls: list = []
+
+
+def _torch_raw():
+    """(current device, current raw stream of a device, _to_dlpack) from
+    torch._C, or None where this torch lacks them (then the public, slower
+    calls)."""
+    if not _torch_raw_calls:
+        C = getattr(sys.modules["torch"], "_C", None)
+        names = ("_cuda_getDevice", "_cuda_getCurrentRawStream", "_to_dlpack")
+        calls = tuple(getattr(C, n, None) for n in names)
+        _torch_raw_calls.append(None if None in calls else calls)
+    return _torch_raw_calls[0]
 
 
 def _kind_of(x) -> _Kind:
+    t = type(x)
+    k = _KIND_OF_TYPE.get(t)
+    if k is not None:
+        return k
     k = _KINDS.get(_module_of(x))
     if k is not None:
+        if len(_KIND_OF_TYPE) < 64:
+            _KIND_OF_TYPE[t] = k
         return k
     if hasattr(x, "__cuda_array_interface__"):
         return _CAI
@@ -331,7 +384,7 @@ def _check_format(kind: _Kind, x):
         fix = "x.astype(np.float32)" if dtype.startswith("float") else "x.astype(np.uint16) or x.astype(np.uint8)"
         raise TypeError(f"cbi takes uint8, uint16 or float32 images, not {dtype}: convert with {fix} "
                         f"(native byte order)")
-    shape = kind.shape(x)
+    shape = tuple(kind.shape(x))
     if len(shape) not in (2, 3, 4):
         raise InvalidArgument(f"an image has 2 (HxW), 3 (HxWxC) or 4 (NxHxWxC) dimensions, not {len(shape)} "
                               f"(shape {shape})")
@@ -365,6 +418,10 @@ class Pipeline:
             self._p = _core._Pipeline.from_text(text, border, schedule)
         self.device = device
         self._channels = {}  # input channels -> output channels, per output
+        # (kind, dtype, dimensions, channels) -> (channels, output
+        # channels): formats already checked, so a call repeats no checks.
+        self._formats = {}
+        self._order_sensitive = self._p.order_sensitive
 
     @classmethod
     def from_json(cls, path, *, border: Optional[str] = None, schedule: Optional[str] = None,
@@ -482,17 +539,37 @@ def _as_list(out, count):
     return outs
 
 
-def _run(pipe: Pipeline, x, out, order, device, stream_arg):
-    if order not in ("bgr", "rgb"):
-        raise InvalidArgument(f"order={order!r}: 'bgr' (OpenCV's) or 'rgb' (PIL, torchvision)")
-    kind = _kind_of(x)
-    shape, channels = _check_format(kind, x)
-    p = pipe._p
+def _format_of(pipe: Pipeline, kind: _Kind, x, shape):
+    """(channels, output channels) of x, checked once per format (_run
+    looks in pipe._formats first)."""
+    key = kind.format_key(x)
+    _, channels = _check_format(kind, x)
     out_channels = pipe._channels.get(channels)
     if out_channels is None:
-        out_channels = pipe._channels[channels] = p.output_channels(channels)
+        out_channels = pipe._channels[channels] = pipe._p.output_channels(channels)
+    fmt = (channels, out_channels)
+    if key is not None and len(pipe._formats) < 64:
+        pipe._formats[(kind, key, len(shape), shape[-1] if len(shape) > 2 else 0)] = fmt
+    return fmt
+
+
+def _run(pipe: Pipeline, x, out, order, device, stream_arg):
+    if order != "bgr" and order != "rgb":
+        raise InvalidArgument(f"order={order!r}: 'bgr' (OpenCV's) or 'rgb' (PIL, torchvision)")
+    kind = _KIND_OF_TYPE.get(type(x)) or _kind_of(x)
+    shape = kind.shape(x)
+    # The last extent is the channel count from 3 dimensions on; HxW images share one entry.
+    fmt = pipe._formats.get((kind, kind.format_key(x), len(shape), shape[-1] if len(shape) > 2 else 0))
+    if fmt is None:
+        fmt = _format_of(pipe, kind, x, shape)
+    elif 0 in shape:
+        raise InvalidArgument(f"an image of shape {tuple(shape)} is empty")
+    channels, out_channels = fmt
+    p = pipe._p
     if out is None:
         outs = [kind.empty(_output_shape(shape, c), x) for c in out_channels]
+    elif type(out) is type(x) and len(out_channels) == 1:
+        outs = [out]  # the same kind; the core checks dtype, format and device
     else:
         outs = _as_list(out, len(out_channels))
         for o in outs:
@@ -503,23 +580,31 @@ def _run(pipe: Pipeline, x, out, order, device, stream_arg):
                 raise TypeError(f"out= has dtype {ok.dtype(o)}, the input {kind.dtype(x)}; they must match")
     # Channel order: only colour matrices care; RGB data is swapped to
     # OpenCV's BGR around the call (copies, by the array's own library).
-    swap = order == "rgb" and channels >= 3 and p.order_sensitive
-    src = kind.swap_rb(x) if swap else x
-    targets = [kind.empty(kind.shape(o), o) if swap and c >= 3 else o for o, c in zip(outs, out_channels)]
+    swap = order == "rgb" and channels >= 3 and pipe._order_sensitive
+    if swap:
+        src = kind.swap_rb(x)
+        targets = [kind.empty(kind.shape(o), o) if c >= 3 else o for o, c in zip(outs, out_channels)]
+    else:
+        src, targets = x, outs
 
-    cuda = kind.is_cuda(x)
-    stream_ptr = 0
-    if cuda:
-        stream_ptr = _choose_stream(kind, x, stream_arg)
-    elif stream_arg is not None:
-        raise InvalidArgument("stream= is for device data; host data runs synchronously")
-    handles_in = kind.handle(src, stream_ptr)
-    handles_out = [_kind_of(t).handle(t, stream_ptr) for t in targets]
-    dev = device or ""
-    if cuda and dev == "cpu":
-        raise InvalidArgument(f"the input is on cuda:{kind.device_index(x)}; device='cpu' would need a copy: "
-                              f"move it first (x.cpu() / cupy.asnumpy(x))")
-    p.run(handles_in, handles_out, dev, stream_ptr, (x, src, outs, targets) if cuda else None)
+    if kind.passthrough:  # host arrays, synchronous: the arrays are their own handles
+        if stream_arg is not None:
+            raise InvalidArgument("stream= is for device data; host data runs synchronously")
+        p.run(src, targets, device or "", 0, None)
+    else:
+        cuda = kind.is_cuda(x)
+        stream_ptr = 0
+        if cuda:
+            stream_ptr = _choose_stream(kind, x, stream_arg)
+        elif stream_arg is not None:
+            raise InvalidArgument("stream= is for device data; host data runs synchronously")
+        handles_in = kind.handle(src, stream_ptr)
+        handles_out = [_kind_of(t).handle(t, stream_ptr) for t in targets]
+        dev = device or ""
+        if cuda and dev == "cpu":
+            raise InvalidArgument(f"the input is on cuda:{kind.device_index(x)}; device='cpu' would need a copy: "
+                                  f"move it first (x.cpu() / cupy.asnumpy(x))")
+        p.run(handles_in, handles_out, dev, stream_ptr, (x, src, outs, targets) if cuda else None)
     if swap:
         for o, t, c in zip(outs, targets, out_channels):
             if c >= 3:
@@ -607,6 +692,18 @@ def built_with_cuda() -> bool:
     return _core.built_with_cuda()
 
 
+def set_num_threads(threads: int) -> None:
+    """Runs cbi's CPU work on at most ``threads`` threads (as ``cbi-filter
+    --threads`` and ``cv2.setNumThreads``); 0 lifts the limit (all cores).
+    Process-wide; results do not depend on it."""
+    _core.set_num_threads(int(threads))
+
+
+def get_num_threads() -> int:
+    """The most threads cbi's CPU work runs on now."""
+    return _core.get_num_threads()
+
+
 def warm_up(device: str = "cuda") -> None:
     """Starts ``device`` (its CUDA context, a few hundred ms) now, off the
     hot path."""
@@ -653,8 +750,13 @@ def _make_eager(info: dict):
 
     def eager(x, *args, border: Optional[str] = None, schedule: Optional[str] = None, out=None,
               order: str = "bgr", device: Optional[str] = None, stream=None, **kwargs):
+        # The types are in the key: 3 and 3.0 (or True) hash alike but
+        # make different text.
+        if kwargs or border is not None or schedule is not None:
+            key = (args, tuple(map(type, args)), tuple(kwargs.items()), border, schedule)
+        else:
+            key = (args, tuple(map(type, args)))
         try:
-            key = (args, tuple(map(type, args)), tuple(kwargs.items()) if kwargs else (), border, schedule)
             pipe = memo.get(key)
         except TypeError:  # an unhashable argument (a matrix as a list)
             key = pipe = None
@@ -664,7 +766,10 @@ def _make_eager(info: dict):
                 if len(memo) >= 256:
                     memo.clear()
                 memo[key] = pipe
-        return pipe(x, out=out, order=order, device=device, stream=stream)
+        outs = _run(pipe, x, out, order, device if device is not None else pipe.device, stream)
+        if out is not None:
+            return out
+        return outs[0] if len(outs) == 1 else tuple(outs)
 
     def _eager_pipeline(args, kwargs, border, schedule):
         if len(args) > len(params):

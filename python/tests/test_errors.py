@@ -123,3 +123,21 @@ def test_no_cuda_in_this_build_or_machine():
         pytest.skip("a CUDA device is present")
     with pytest.raises(cbi.Error):
         cbi.blur(x, 3, device="cuda")
+
+
+def test_checks_after_a_format_is_cached():
+    p = cbi.Pipeline("blur:3")
+    p(np.zeros((8, 8, 3), np.uint8))
+    with pytest.raises(ValueError, match="empty"):
+        p(np.zeros((0, 8, 3), np.uint8))
+    with pytest.raises(cbi.InvalidArgument, match="1, 3 or 4"):
+        p(np.zeros((8, 8, 2), np.uint8))
+    with pytest.raises(TypeError):
+        p(np.zeros((8, 8, 3), np.uint8), out=np.zeros((8, 8, 3), np.uint16))
+    with pytest.raises(ValueError, match="read-only"):
+        out = np.zeros((8, 8, 3), np.uint8)
+        out.flags.writeable = False
+        p(np.zeros((8, 8, 3), np.uint8), out=out)
+    for w in range(1, 80):  # HxW images of any width share one checked format
+        assert p(np.ones((4, w), np.uint8)).shape == (4, w)
+    assert len(p._formats) <= 2

@@ -4,6 +4,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
+import pytest
 
 import cbi
 from conftest import random_image
@@ -53,3 +54,18 @@ def test_clear_cache_while_idle(rng):
     cbi.clear_cache()
     assert p._p.idle_executors() == 0
     np.testing.assert_array_equal(p(x), cbi.blur(x, 3))
+
+
+def test_set_num_threads(rng):
+    x = random_image(rng, (300, 200, 3), np.uint8)
+    want = cbi.gaussian(x, 5)
+    all_cores = cbi.get_num_threads()
+    cbi.set_num_threads(1)
+    try:
+        assert cbi.get_num_threads() == 1
+        np.testing.assert_array_equal(cbi.gaussian(x, 5), want)
+    finally:
+        cbi.set_num_threads(0)
+    assert cbi.get_num_threads() == all_cores
+    with pytest.raises(ValueError):
+        cbi.set_num_threads(-1)
