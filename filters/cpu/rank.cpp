@@ -244,6 +244,29 @@ CBI_CPU_INLINE void vhgw_lanes(T* const* out, const T* const* in, int count, int
     }
 }
 
+// s[j] = the fold of rows[j .. m - 1], j < m, bottom up (s[m - 1] may be rows[m - 1]).
+template <class T, bool kMin>
+CBI_CPU_CLONES void suffix_impl(T* const* s, const T* const* rows, int m, int n) {
+    if (s[m - 1] != rows[m - 1]) std::memcpy(s[m - 1], rows[m - 1], sizeof(T) * n);
+    for (int j = m - 2; j >= 0; --j) fold_into<T, kMin>(s[j], rows[j], s[j + 1], n);
+}
+
+template <class T, bool kMin>
+CBI_CPU_CLONES void window_impl(T* out, T* prefix, const T* prefix_in, const T* row, const T* suffix, int n) {
+    constexpr int L = kLanes<T>;
+    int s = 0;
+    for (; s + L <= n; s += L) {
+        const V<T> p = fold<kMin>(load(prefix_in + s), load(row + s));
+        store(prefix + s, p);
+        store(out + s, fold<kMin>(load(suffix + s), p));
+    }
+    for (; s < n; ++s) {
+        const T p = fold<kMin>(prefix_in[s], row[s]);
+        prefix[s] = p;
+        out[s] = fold<kMin>(suffix[s], p);
+    }
+}
+
 template <class T, bool kMin>
 CBI_CPU_CLONES void vhgw_impl(T* const* out, const T* const* in, int count, int h, int n, T* g) {
     constexpr int L = kLanes<T>;
@@ -308,6 +331,16 @@ void fold_columns_vhgw(T* const* out, const T* const* in, int count, int h, int 
     vhgw_impl<T, kMin>(out, in, count, h, n, g.data());
 }
 
+template <class T, bool kMin>
+void fold_suffixes(T* const* s, const T* const* rows, int m, int n) {
+    suffix_impl<T, kMin>(s, rows, m, n);
+}
+
+template <class T, bool kMin>
+void fold_window_row(T* out, T* prefix, const T* prefix_in, const T* row, const T* suffix, int n) {
+    window_impl<T, kMin>(out, prefix, prefix_in, row, suffix, n);
+}
+
 template void median_network_row(int, const std::uint8_t* const*, int, std::uint8_t*, int);
 template void median_network_row(int, const std::uint16_t* const*, int, std::uint16_t*, int);
 template void median_network_row(int, const std::uint32_t* const*, int, float*, int);
@@ -316,7 +349,9 @@ template void median_network_row(int, const std::uint32_t* const*, int, float*, 
     template void fold_rows<T, kMin>(T*, const T* const*, int, int);          \
     template void fold_rows_pair<T, kMin>(T*, T*, const T* const*, int, int); \
     template void fold_run_doubling<T, kMin>(T*, T*, int, int, int);          \
-    template void fold_columns_vhgw<T, kMin>(T* const*, const T* const*, int, int, int);
+    template void fold_columns_vhgw<T, kMin>(T* const*, const T* const*, int, int, int); \
+    template void fold_suffixes<T, kMin>(T* const*, const T* const*, int, int);          \
+    template void fold_window_row<T, kMin>(T*, T*, const T*, const T*, const T*, int);
 CBI_RANK_FOLDS(std::uint8_t, true)
 CBI_RANK_FOLDS(std::uint8_t, false)
 CBI_RANK_FOLDS(std::uint16_t, true)

@@ -42,4 +42,16 @@ void fold_run_doubling(T* out, T* run, int cn, int w, int n);
 template <class T, bool kMin>
 void fold_columns_vhgw(T* const* out, const T* const* in, int count, int h, int n);
 
+// Van Herk / Gil-Werman a row at a time, for windows of h rows over rows
+// cut into blocks of h: fold_suffixes gives a block's suffixes,
+// s[j] = min or max of rows[j .. m - 1], j < m; fold_window_row then
+// extends the next block's prefix by one row, prefix = fold(prefix_in,
+// row), and out = fold(suffix, prefix), a window's two halves. Whole rows
+// in order, so the rows stream through the caches (fold_columns_vhgw walks
+// each column down all rows).
+template <class T, bool kMin>
+void fold_suffixes(T* const* s, const T* const* rows, int m, int n);
+template <class T, bool kMin>
+void fold_window_row(T* out, T* prefix, const T* prefix_in, const T* row, const T* suffix, int n);
+
 }  // namespace cbi::cpu
