@@ -70,6 +70,32 @@ CBI_AVX2 int abs_columns_avx2(std::uint8_t* out, const std::int16_t* rows, std::
     return i;
 }
 
+// g / 2^shift rounded to nearest even: floor((g + 2^(shift-1) - 1 + odd) / 2^shift),
+// odd the lowest bit of the quotient (a tie goes up only from an odd one).
+CBI_AVX2_INLINE v_int16x16 round_shift(const v_int16x16& g, int shift) {
+    if (shift == 0) return g;
+    const v_int16x16 odd = (g >> shift) & v256_setall_s16(1);
+    return (g + v256_setall_s16(static_cast<short>((1 << (shift - 1)) - 1)) + odd) >> shift;
+}
+
+CBI_AVX2 int int16_columns_u8_avx2(std::uint8_t* out, const std::int16_t* rows, std::ptrdiff_t pitch, const int* w,
+                                   int k, int shift, int n) {
+    int i = 0;
+    for (; i + 4 * kLanes <= n; i += 4 * kLanes) {
+        const v_int16x16 g0 = round_shift(gradients(rows + i, pitch, w, k), shift);
+        const v_int16x16 g1 = round_shift(gradients(rows + i + kLanes, pitch, w, k), shift);
+        const v_int16x16 g2 = round_shift(gradients(rows + i + 2 * kLanes, pitch, w, k), shift);
+        const v_int16x16 g3 = round_shift(gradients(rows + i + 3 * kLanes, pitch, w, k), shift);
+        v_store(out + i, v_pack_u(g0, g1));  // saturates to [0, 255]
+        v_store(out + i + 2 * kLanes, v_pack_u(g2, g3));
+    }
+    for (; i + kLanes <= n; i += kLanes) {
+        const v_int16x16 g = round_shift(gradients(rows + i, pitch, w, k), shift);
+        v_store_low(out + i, v_pack_u(g, g));
+    }
+    return i;
+}
+
 // The int16 lanes of each 128-bit half, low four (unpacklo) or high four
 // (unpackhi), sign-extended to int32 and converted to float (exact). The
 // unpacks stay inside the halves; _mm256_packs_epi32 of the two results
@@ -122,6 +148,14 @@ int sobel8_row_sums(std::int16_t* out, const std::int16_t* in, std::ptrdiff_t ta
 int sobel8_abs_columns(std::uint8_t* out, const std::int16_t* rows, std::ptrdiff_t pitch, const int* w, int k, int n) {
 #if CBI_OPENCV_AVX2
     if (has_avx2()) return abs_columns_avx2(out, rows, pitch, w, k, n);
+#endif
+    return 0;
+}
+
+int int16_columns_u8(std::uint8_t* out, const std::int16_t* rows, std::ptrdiff_t pitch, const int* w, int k, int shift,
+                     int n) {
+#if CBI_OPENCV_AVX2
+    if (has_avx2()) return int16_columns_u8_avx2(out, rows, pitch, w, k, shift, n);
 #endif
     return 0;
 }
