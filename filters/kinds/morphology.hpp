@@ -126,10 +126,10 @@ struct MorphPassOp {
         if (se.width == 1)
             for (int s = 0; s < n; ++s) scratch[s] = src.constant;
         // Source row yy, its row pass in `buf` at row i.
-        const auto source = [&](int yy, std::vector<T>& buf, int i) -> const T* {
+        const auto source = [&](int yy, T* buf, int i) -> const T* {
             const T* row = src.row(yy);
             if (se.width == 1) return row != nullptr ? row : scratch;
-            T* into = buf.data() + static_cast<std::size_t>(i) * n;
+            T* into = buf + static_cast<std::size_t>(i) * n;
             if (row == nullptr)
                 std::fill(into, into + n, src.constant);  // a constant border's row: its own row pass
             else
@@ -143,7 +143,7 @@ struct MorphPassOp {
             std::vector<T> ring(se.width == 1 ? 0 : static_cast<std::size_t>(slots) * n);
             const T* at[kDirect + 1];
             const T* taps[kDirect + 1];
-            const auto fill = [&](int rel) { at[rel % slots] = source(y0 - se.ay + rel, ring, rel % slots); };
+            const auto fill = [&](int rel) { at[rel % slots] = source(y0 - se.ay + rel, ring.data(), rel % slots); };
             for (int rel = 0; rel < h - 1; ++rel) fill(rel);
             for (int y = y0; y < y1; y += 2) {
                 const bool pair = y + 1 < y1;
@@ -162,11 +162,19 @@ struct MorphPassOp {
         // block's suffixes folded with the next block's prefixes as its rows
         // come; every row pass made once, a block and a half of rows held.
         const int count = y1 - y0;
-        std::vector<T> next_rows(se.width == 1 ? 0 : static_cast<std::size_t>(h) * n);
-        std::vector<T> suffix_rows(static_cast<std::size_t>(h) * n), prefix(n);
+        const std::size_t block = static_cast<std::size_t>(h) * n;
+        // The rows live in a buffer each thread keeps (up to kKeptBytes):
+        // allocated per task, their pages were faulted in again every run.
+        static thread_local std::vector<T> kept;
+        std::vector<T> own;
+        const std::size_t need = 2 * block + n;
+        std::vector<T>& rows_buf = need * sizeof(T) <= kKeptBytes ? kept : own;
+        if (rows_buf.size() < need) rows_buf.resize(need);
+        T* const next_rows = rows_buf.data();  // the next block's row passes
+        T* const prefix = next_rows + block;
         std::vector<const T*> next(h);  // block rows: window row i at i % h
         std::vector<T*> suffix(h);
-        for (int j = 1; j < h; ++j) suffix[j] = suffix_rows.data() + static_cast<std::size_t>(j) * n;
+        for (int j = 1; j < h; ++j) suffix[j] = prefix + n + static_cast<std::size_t>(j) * n;
         int loaded = 0;
         const auto load_to = [&](int end) {
             for (; loaded < end; ++loaded) next[loaded % h] = source(y0 - se.ay + loaded, next_rows, loaded % h);
@@ -185,8 +193,8 @@ struct MorphPassOp {
                     cpu::fold_rows<T, kMin>(out, two, 2, n);
                     p = row;
                 } else {
-                    cpu::fold_window_row<T, kMin>(out, prefix.data(), p, row, suffix[j], n);
-                    p = prefix.data();
+                    cpu::fold_window_row<T, kMin>(out, prefix, p, row, suffix[j], n);
+                    p = prefix;
                 }
             }
             if (b + h < count) load_to(b + 2 * h);  // the next block's outputs fold all its rows
@@ -195,6 +203,8 @@ struct MorphPassOp {
     // Widths and heights up to this fold their samples directly (beyond: by
     // doubling runs or van Herk, a few passes whatever the size).
     static constexpr int kDirect = 8;
+    // The most row memory rows() keeps per thread between calls.
+    static constexpr std::size_t kKeptBytes = std::size_t(16) << 20;
     // The row pass of a rectangle: `row` (null: outside the image) bordered
     // into scratch, its runs of the element's width into out.
     void row_pass(const T* row, T* out, T* scratch) const {
