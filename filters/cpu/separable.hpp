@@ -336,17 +336,22 @@ inline bool dyadic_taps(const float* w, int k, int* m, int& shift, int& sum) {
     return true;
 }
 
-// Whether an 8-bit sepfilter2d's sums run in int16 (TileWorker's integer
-// path): taps that are multiples of 2^-sx across x and 2^-sy down y, with
-// 255 * sum |mx| * sum |my| + 2^(sx + sy) within int16. Its float sums are
-// then exact (every partial sum a multiple of 2^-(sx + sy) below 2^24), so
-// the integer sums in any order are the same values, and rounding to
-// nearest even is a shift.
-inline bool int16_sepfilter_taps(const float* kx, int nx, const float* ky, int ny, int* mx, int* my, int& shift) {
+// How an 8-bit sepfilter2d's sums run (TileWorker's integer path): taps
+// that are multiples of 2^-sx across x and 2^-sy down y, scaled to
+// integers mx and my, with 255 * sum |mx| * sum |my| below 2^24. Its float
+// sums are then exact (every partial sum a multiple of 2^-(sx + sy) under
+// 2^24), so integer sums in any order are the same values, and rounding to
+// nearest even is a shift. Row sums in int16 (255 * sum |mx| within it);
+// column sums in int16 where 255 * sum |mx| * sum |my| + 2^(sx + sy) fits,
+// else in int32.
+enum class IntTaps { none, int16, int32 };
+inline IntTaps int_sepfilter_taps(const float* kx, int nx, const float* ky, int ny, int* mx, int* my, int& shift) {
     int sx = 0, sy = 0, ax = 0, ay = 0;
-    if (!dyadic_taps(kx, nx, mx, sx, ax) || !dyadic_taps(ky, ny, my, sy, ay)) return false;
+    if (!dyadic_taps(kx, nx, mx, sx, ax) || !dyadic_taps(ky, ny, my, sy, ay)) return IntTaps::none;
     shift = sx + sy;
-    return shift <= 14 && 255LL * ax * ay + (1LL << shift) <= 32767;
+    const long long most = 255LL * ax * ay + (1LL << shift);
+    if (most <= 32767) return IntTaps::int16;
+    return 255LL * ax <= 32767 && most < (1LL << 24) ? IntTaps::int32 : IntTaps::none;
 }
 
 // The type of the padded source row and of the row sums (the pass across
@@ -400,7 +405,9 @@ public:
         n_max_ = tile_w * channels_;
         pad_len_ = (tile_w + max_kw - 1) * channels_;
         if constexpr (kIsSepFilter8<Op>) {
-            if (has_int16_columns() && int16_sepfilter_taps(op.kx, op.nx, op.ky, op.ny, int_wx_, int_wy_, int_shift_)) {
+            const IntTaps taps = int_sepfilter_taps(op.kx, op.nx, op.ky, op.ny, int_wx_, int_wy_, int_shift_);
+            if (taps != IntTaps::none && has_int16_columns()) {
+                int32_columns_ = taps == IntTaps::int32;
                 int_buffer_.reset(new std::int16_t[pad_len_ + static_cast<std::size_t>(rows) * n_max_]);
                 int_pad_ = int_buffer_.get();
                 int_sums_ = int_pad_ + pad_len_;
@@ -474,12 +481,14 @@ private:
         return int16_columns_u8(out, rows, 16, &w, 1, 0, 16) == 16;
     }
 
-    // The 8-bit sepfilter2d with int16 sums (int16_sepfilter_taps): the
+    // The 8-bit sepfilter2d with integer sums (int_sepfilter_taps): the
     // column sums of the row whose window starts at row r0, rounded by the
     // shift and saturated, straight into out.
     void int16_columns(std::uint8_t* out, int r0, int n) {
         const std::int16_t* rows = slot_in(int_sums_, 0, r0);
-        const int k = op_.kh(0), done = int16_columns_u8(out, rows, n_max_, int_wy_, k, int_shift_, n);
+        const int k = op_.kh(0);
+        const int done =
+            (int32_columns_ ? int32_columns_u8 : int16_columns_u8)(out, rows, n_max_, int_wy_, k, int_shift_, n);
         for (int i = done; i < n; ++i) {
             int g = 0;
             for (int j = 0; j < k; ++j) g += int_wy_[j] * rows[i + static_cast<std::ptrdiff_t>(j) * n_max_];
@@ -626,9 +635,10 @@ private:
     std::unique_ptr<Acc[]> col_buffer_;                  // col_sums_
     Row* pad_ = nullptr;
     Row* part_ = nullptr;  // window_row_sums' scratch row
-    // The 8-bit sepfilter2d's int16 path (int16_sepfilter_taps): its taps as
+    // The 8-bit sepfilter2d's integer path (int_sepfilter_taps): its taps as
     // integers, its shift, its padded row and row sums (null: the float path).
     int int_wx_[kMaxKernel] = {}, int_wy_[kMaxKernel] = {}, int_shift_ = 0;
+    bool int32_columns_ = false;  // column sums in int32 (IntTaps::int32)
     std::unique_ptr<std::int16_t[]> int_buffer_;
     std::int16_t* int_pad_ = nullptr;
     std::int16_t* int_sums_ = nullptr;
