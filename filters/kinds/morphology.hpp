@@ -160,7 +160,7 @@ struct MorphPassOp {
         // Van Herk / Gil-Werman a row at a time (cpu/rank.hpp): window rows
         // i = 0 .. count + h - 2 (source row y0 - ay + i) in blocks of h, each
         // block's suffixes folded with the next block's prefixes as its rows
-        // come; every row pass made once, a block and a half of rows held.
+        // come; every row pass made once, two blocks of rows held.
         const int count = y1 - y0;
         const std::size_t block = static_cast<std::size_t>(h) * n;
         // The rows live in a buffer each thread keeps (up to kKeptBytes):
