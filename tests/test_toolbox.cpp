@@ -207,8 +207,12 @@ TEST(Toolbox, EverySchedulesGivesTheNaiveResult) {
 
 TEST(SepFilter2D, EveryScheduleGivesTheNaiveResultBitExactly) {
     unsigned seed = 40;
-    for (const char* f : {"sepfilter2d:1,2,1;-1,0,1", "sepfilter2d:0.5,0.5;1,1,1,1", "sepfilter2d:1,-2,3,-2,1;2",
-                          "sepfilter2d:0.1,0.2,0.4,0.2,0.1;0.3,0.4,0.3"})
+    // The 8-bit tile schedules sum exact taps in integers: int16 columns (the
+    // first three), int32 columns (the next two), float sums (the last).
+    for (const char* f :
+         {"sepfilter2d:1,2,1;-1,0,1", "sepfilter2d:0.5,0.5;1,1,1,1", "sepfilter2d:1,-2,3,-2,1;2",
+          "sepfilter2d:1,6,15,20,15,6,1;0.015625,0.09375,0.234375,0.3125,0.234375,0.09375,0.015625",
+          "sepfilter2d:1,6,15,20,15,6,1;-1,-4,-5,0,5,4,1", "sepfilter2d:0.1,0.2,0.4,0.2,0.1;0.3,0.4,0.3"})
         for (const Depth depth : {Depth::u8, Depth::u16, Depth::f32})
             for (const cv::Size size : {cv::Size{1, 1}, cv::Size{37, 23}, cv::Size{5, 300}}) {
                 const cv::Mat src = random_image(size.width, size.height, 3, depth, seed++);

@@ -208,48 +208,27 @@ CBI_CPU_CLONES void doubling_impl(T* out, T* run, int cn, int w, int n) {
     fold_into<T, kMin>(out, run, run + (w - p) * cn, n);
 }
 
-// One column of lanes (X: a vector, or one sample at the row's end) down
-// the rows for van Herk / Gil-Werman. Blocks of h rows from in[0]: g[i] the
-// fold of its block up to row i; then up the rows, the fold from row i to
-// its block's end in a register; the window from r is that suffix of r's
-// block and the prefix of the next up to r + h - 1 (g[r + h - 1]).
-template <class X, bool kMin, class T>
-CBI_CPU_INLINE void vhgw_lanes(T* const* out, const T* const* in, int count, int h, int s, T* g) {
-    const auto ld = [](const T* p) {
-        if constexpr (std::is_same_v<X, T>)
-            return *p;
-        else
-            return load(p);
-    };
-    const auto st = [](T* p, X v) {
-        if constexpr (std::is_same_v<X, T>)
-            *p = v;
-        else
-            store(p, v);
-    };
-    constexpr int w = static_cast<int>(sizeof(X) / sizeof(T));  // g's samples per row
-    const int m = count + h - 1;
-    X acc{};
-    for (int i = 0, k = 0; i < m; ++i, k = k + 1 == h ? 0 : k + 1) {
-        const X x = ld(in[i] + s);
-        acc = k == 0 ? x : fold<kMin>(acc, x);
-        st(g + i * w, acc);
-    }
-    const int top = std::min(m - 1, ((count - 1) / h + 1) * h - 1);
-    X suffix{};
-    for (int i = top; i >= 0; --i) {
-        const X x = ld(in[i] + s);
-        suffix = i == top || (i + 1) % h == 0 ? x : fold<kMin>(suffix, x);
-        if (i < count) st(out[i] + s, fold<kMin>(suffix, ld(g + (i + h - 1) * w)));
-    }
+// s[j] = the fold of rows[j .. m - 1], j < m, bottom up (s[m - 1] may be rows[m - 1]).
+template <class T, bool kMin>
+CBI_CPU_CLONES void suffix_impl(T* const* s, const T* const* rows, int m, int n) {
+    if (s[m - 1] != rows[m - 1]) std::memcpy(s[m - 1], rows[m - 1], sizeof(T) * n);
+    for (int j = m - 2; j >= 0; --j) fold_into<T, kMin>(s[j], rows[j], s[j + 1], n);
 }
 
 template <class T, bool kMin>
-CBI_CPU_CLONES void vhgw_impl(T* const* out, const T* const* in, int count, int h, int n, T* g) {
+CBI_CPU_CLONES void window_impl(T* out, T* prefix, const T* prefix_in, const T* row, const T* suffix, int n) {
     constexpr int L = kLanes<T>;
     int s = 0;
-    for (; s + L <= n; s += L) vhgw_lanes<V<T>, kMin>(out, in, count, h, s, g);
-    for (; s < n; ++s) vhgw_lanes<T, kMin>(out, in, count, h, s, g);  // the row's last samples one at a time
+    for (; s + L <= n; s += L) {
+        const V<T> p = fold<kMin>(load(prefix_in + s), load(row + s));
+        store(prefix + s, p);
+        store(out + s, fold<kMin>(load(suffix + s), p));
+    }
+    for (; s < n; ++s) {
+        const T p = fold<kMin>(prefix_in[s], row[s]);
+        prefix[s] = p;
+        out[s] = fold<kMin>(suffix[s], p);
+    }
 }
 
 }  // namespace
@@ -303,20 +282,25 @@ void fold_run_doubling(T* out, T* run, int cn, int w, int n) {
 }
 
 template <class T, bool kMin>
-void fold_columns_vhgw(T* const* out, const T* const* in, int count, int h, int n) {
-    std::vector<T> g(static_cast<std::size_t>(count + h - 1) * kLanes<T>);
-    vhgw_impl<T, kMin>(out, in, count, h, n, g.data());
+void fold_suffixes(T* const* s, const T* const* rows, int m, int n) {
+    suffix_impl<T, kMin>(s, rows, m, n);
+}
+
+template <class T, bool kMin>
+void fold_window_row(T* out, T* prefix, const T* prefix_in, const T* row, const T* suffix, int n) {
+    window_impl<T, kMin>(out, prefix, prefix_in, row, suffix, n);
 }
 
 template void median_network_row(int, const std::uint8_t* const*, int, std::uint8_t*, int);
 template void median_network_row(int, const std::uint16_t* const*, int, std::uint16_t*, int);
 template void median_network_row(int, const std::uint32_t* const*, int, float*, int);
 
-#define CBI_RANK_FOLDS(T, kMin)                                               \
-    template void fold_rows<T, kMin>(T*, const T* const*, int, int);          \
-    template void fold_rows_pair<T, kMin>(T*, T*, const T* const*, int, int); \
-    template void fold_run_doubling<T, kMin>(T*, T*, int, int, int);          \
-    template void fold_columns_vhgw<T, kMin>(T* const*, const T* const*, int, int, int);
+#define CBI_RANK_FOLDS(T, kMin)                                                 \
+    template void fold_rows<T, kMin>(T*, const T* const*, int, int);            \
+    template void fold_rows_pair<T, kMin>(T*, T*, const T* const*, int, int);   \
+    template void fold_run_doubling<T, kMin>(T*, T*, int, int, int);            \
+    template void fold_suffixes<T, kMin>(T* const*, const T* const*, int, int); \
+    template void fold_window_row<T, kMin>(T*, T*, const T*, const T*, const T*, int);
 CBI_RANK_FOLDS(std::uint8_t, true)
 CBI_RANK_FOLDS(std::uint8_t, false)
 CBI_RANK_FOLDS(std::uint16_t, true)

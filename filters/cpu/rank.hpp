@@ -36,10 +36,16 @@ void fold_rows_pair(T* out0, T* out1, const T* const* rows, int count, int n);
 template <class T, bool kMin>
 void fold_run_doubling(T* out, T* run, int cn, int w, int n);
 
-// Columns of a window of h rows, van Herk / Gil-Werman: out[r][s] = min or
-// max of in[r + j][s], j < h, for r < count (in has count + h - 1 rows),
-// s < n; 3 comparisons per sample whatever h.
+// Van Herk / Gil-Werman a row at a time, for windows of h rows over rows
+// cut into blocks of h: fold_suffixes gives a block's suffixes,
+// s[j] = min or max of rows[j .. m - 1], j < m; fold_window_row then
+// extends the next block's prefix by one row, prefix = fold(prefix_in,
+// row), and out = fold(suffix, prefix), a window's two halves: 3
+// comparisons per sample whatever h. Whole rows in order, so they stream
+// through the caches instead of a column of lanes walking down every row.
 template <class T, bool kMin>
-void fold_columns_vhgw(T* const* out, const T* const* in, int count, int h, int n);
+void fold_suffixes(T* const* s, const T* const* rows, int m, int n);
+template <class T, bool kMin>
+void fold_window_row(T* out, T* prefix, const T* prefix_in, const T* row, const T* suffix, int n);
 
 }  // namespace cbi::cpu

@@ -36,6 +36,7 @@
 // direct sums below that.
 #include <algorithm>
 #include <bit>
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -310,6 +311,49 @@ constexpr bool kIsSobel8<SobelOp<std::uint8_t, B, Src>> = true;
 template <class Op>
 constexpr bool kFinishReturnsSum = op_trait_finish_returns_sum<Op>();
 
+// The 8-bit sepfilter2d (SepFilter2DOp<uint8_t>, any source).
+template <class Op>
+constexpr bool kIsSepFilter8 = false;
+template <BorderMode B, class Src>
+constexpr bool kIsSepFilter8<SepFilter2DOp<std::uint8_t, B, Src>> = true;
+
+// Taps w[t] = m[t] / 2^shift with integers m (the smallest such shift up to
+// 14), and sum |m| in `sum`; false for a tap that is no such multiple.
+inline bool dyadic_taps(const float* w, int k, int* m, int& shift, int& sum) {
+    shift = 0;
+    for (int t = 0; t < k; ++t)
+        while (shift <= 14 && std::ldexp(w[t], shift) != std::trunc(std::ldexp(w[t], shift))) ++shift;
+    if (shift > 14) return false;
+    long long total = 0;
+    for (int t = 0; t < k; ++t) {
+        const float v = std::ldexp(w[t], shift);
+        if (!(std::fabs(v) <= 32767.f)) return false;
+        m[t] = static_cast<int>(v);
+        total += m[t] < 0 ? -m[t] : m[t];
+    }
+    if (total > 32767) return false;
+    sum = static_cast<int>(total);
+    return true;
+}
+
+// How an 8-bit sepfilter2d's sums run (TileWorker's integer path): taps
+// that are multiples of 2^-sx across x and 2^-sy down y, scaled to
+// integers mx and my, with 255 * sum |mx| * sum |my| below 2^24. Its float
+// sums are then exact (every partial sum a multiple of 2^-(sx + sy) under
+// 2^24), so integer sums in any order are the same values, and rounding to
+// nearest even is a shift. Row sums in int16 (255 * sum |mx| within it);
+// column sums in int16 where 255 * sum |mx| * sum |my| + 2^(sx + sy) fits,
+// else in int32.
+enum class IntTaps { none, int16, int32 };
+inline IntTaps int_sepfilter_taps(const float* kx, int nx, const float* ky, int ny, int* mx, int* my, int& shift) {
+    int sx = 0, sy = 0, ax = 0, ay = 0;
+    if (!dyadic_taps(kx, nx, mx, sx, ax) || !dyadic_taps(ky, ny, my, sy, ay)) return IntTaps::none;
+    shift = sx + sy;
+    const long long most = 255LL * ax * ay + (1LL << shift);
+    if (most <= 32767) return IntTaps::int16;
+    return 255LL * ax <= 32767 && most < (1LL << 24) ? IntTaps::int32 : IntTaps::none;
+}
+
 // The type of the padded source row and of the row sums (the pass across
 // x): the op's Acc, except for the 8-bit ops above, whose row sums fit 16
 // bits. The Gaussian's weights (uint16, in 1/256) sum to 256, so a row sum
@@ -360,6 +404,15 @@ public:
         }
         n_max_ = tile_w * channels_;
         pad_len_ = (tile_w + max_kw - 1) * channels_;
+        if constexpr (kIsSepFilter8<Op>) {
+            const IntTaps taps = int_sepfilter_taps(op.kx, op.nx, op.ky, op.ny, int_wx_, int_wy_, int_shift_);
+            if (taps != IntTaps::none && has_int16_columns()) {
+                int32_columns_ = taps == IntTaps::int32;
+                int_buffer_.reset(new std::int16_t[pad_len_ + static_cast<std::size_t>(rows) * n_max_]);
+                int_pad_ = int_buffer_.get();
+                int_sums_ = int_pad_ + pad_len_;
+            }
+        }
         row_buffer_.reset(new Row[2 * static_cast<std::size_t>(pad_len_) + static_cast<std::size_t>(rows) * n_max_]);
         col_buffer_.reset(new Acc[static_cast<std::size_t>(kPasses) * n_max_]);
         pad_ = row_buffer_.get();
@@ -399,6 +452,8 @@ public:
         const int passes = op_.passes(), n = tw_ * channels_;
         const int r0 = y - y0_;  // first window row of output row y
         for (int p = 0; p < passes; ++p) add_row_sums(p, r0 + op_.kh(p) - 1, x0_, y0_, tw_, n);
+        if constexpr (kIsSepFilter8<Op>)
+            if (int_sums_ != nullptr) return int16_columns(out, r0, n);
         const int done = vector_columns(out, r0, n);
         for (int p = 0; p < passes; ++p) column_sums(p, r0, done, n);
         finish_row(op_, col_sums_[0] + done, col_sums_[passes - 1] + done, out + done, n - done);
@@ -412,8 +467,46 @@ private:
     }
 
     // Window row r's row sums (the modulo wraps only the sliding box's ring).
-    Row* slot(int p, int r) const {
-        return row_sums_[p] + static_cast<std::size_t>((r - first_row_[p]) % buffer_rows_[p]) * n_max_;
+    Row* slot(int p, int r) const { return slot_in(row_sums_[p], p, r); }
+    template <class R>
+    R* slot_in(R* sums, int p, int r) const {
+        return sums + static_cast<std::size_t>((r - first_row_[p]) % buffer_rows_[p]) * n_max_;
+    }
+
+    // Whether int16_columns_u8 runs here (AVX2), the integer path's condition.
+    static bool has_int16_columns() {
+        std::uint8_t out[16];
+        const std::int16_t rows[16] = {};
+        const int w = 1;
+        return int16_columns_u8(out, rows, 16, &w, 1, 0, 16) == 16;
+    }
+
+    // The 8-bit sepfilter2d with integer sums (int_sepfilter_taps): the
+    // column sums of the row whose window starts at row r0, rounded by the
+    // shift and saturated, straight into out.
+    void int16_columns(std::uint8_t* out, int r0, int n) {
+        const std::int16_t* rows = slot_in(int_sums_, 0, r0);
+        const int k = op_.kh(0);
+        const int done =
+            (int32_columns_ ? int32_columns_u8 : int16_columns_u8)(out, rows, n_max_, int_wy_, k, int_shift_, n);
+        for (int i = done; i < n; ++i) {
+            int g = 0;
+            for (int j = 0; j < k; ++j) g += int_wy_[j] * rows[i + static_cast<std::ptrdiff_t>(j) * n_max_];
+            if (int_shift_ > 0) g = (g + (1 << (int_shift_ - 1)) - 1 + ((g >> int_shift_) & 1)) >> int_shift_;
+            out[i] = static_cast<std::uint8_t>(std::clamp(g, 0, 255));
+        }
+    }
+
+    // Its row sums of window row r, from an int16 padded row.
+    void int16_row_sums(int r, int n) {
+        const int kw = op_.kw(0);
+        std::int16_t* sums = slot_in(int_sums_, 0, r);
+        const int done = sobel8_row_sums(sums, int_pad_, channels_, int_wx_, kw, n);
+        for (int i = done; i < n; ++i) {
+            int a = 0;
+            for (int t = 0; t < kw; ++t) a += int_wx_[t] * int_pad_[i + t * channels_];
+            sums[i] = static_cast<std::int16_t>(a);
+        }
     }
 
     // Before window row r of pass p is added to a full buffer: its last
@@ -422,8 +515,11 @@ private:
     void slide_buffer(int p, int r) {
         if (slides_down(p) || r - first_row_[p] < buffer_rows_[p]) return;
         const int kept = op_.kh(p) - 1;
-        const Row* __restrict from = slot(p, r - kept);
-        std::copy(from, from + static_cast<std::size_t>(kept) * n_max_, row_sums_[p]);  // no overlap: kept < rows / 2
+        const std::size_t count = static_cast<std::size_t>(kept) * n_max_;  // no overlap: kept < rows / 2
+        if (int_sums_ != nullptr)
+            std::copy(slot_in(int_sums_, p, r - kept), slot_in(int_sums_, p, r - kept) + count, int_sums_);
+        else
+            std::copy(slot(p, r - kept), slot(p, r - kept) + count, row_sums_[p]);
         first_row_[p] = r - kept;
     }
 
@@ -485,7 +581,11 @@ private:
     void add_row_sums(int p, int r, int x0, int y0, int tw, int n) {
         const int kw = op_.kw(p);
         slide_buffer(p, r);
-        load_padded_row(y0 - op_.kh(p) / 2 + r, x0 - kw / 2, tw + kw - 1);
+        if (int_sums_ != nullptr) {
+            load_padded_row(y0 - op_.kh(p) / 2 + r, x0 - kw / 2, tw + kw - 1, int_pad_);
+            return int16_row_sums(r, n);
+        }
+        load_padded_row(y0 - op_.kh(p) / 2 + r, x0 - kw / 2, tw + kw - 1, pad_);
         if (UnitWeightOp<Op> && kw > kRunningRowMin) {
             window_row_sums(slot(p, r), pad_, part_, channels_, kw, tw);
             if constexpr (slides_float_running_sums<Op>())
@@ -496,9 +596,10 @@ private:
         }
     }
 
-    // pad_[xi*C + c] = source sample (xs + xi, y, c) through the border rule,
-    // as Row, for xi < len.
-    CBI_CPU_CLONES void load_padded_row(int y, int xs, int len) {
+    // pad[xi*C + c] = source sample (xs + xi, y, c) through the border rule,
+    // as P, for xi < len.
+    template <class P>
+    CBI_CPU_CLONES void load_padded_row(int y, int xs, int len, P* pad) {
         if (y == loaded_y_ && xs == loaded_xs_ && len == loaded_len_) return;  // the other pass's row (Sobel mag)
         loaded_y_ = y;
         loaded_xs_ = xs;
@@ -509,7 +610,7 @@ private:
         if constexpr (!stores_samples<std::remove_cvref_t<decltype(src)>>()) {
             // Samples computed on the fly (a fused colour node): each through at().
             for (int xi = 0; xi < len; ++xi)
-                for (int c = 0; c < C; ++c) pad_[xi * C + c] = static_cast<Row>(src.at(row, xs + xi, c));
+                for (int c = 0; c < C; ++c) pad[xi * C + c] = static_cast<P>(src.at(row, xs + xi, c));
             return;
         }
         if (row != nullptr && y + kPrefetchRows < src.view.height) {  // the same piece kPrefetchRows rows down
@@ -518,7 +619,7 @@ private:
                                 kPrefetchRows * src.view.stride;
             for (int b = 0; b < (hi - lo) * C * static_cast<int>(sizeof(T)); b += 64) __builtin_prefetch(ahead + b);
         }
-        cpu::load_padded_row(src, row, xs, len, pad_);  // cpu/rows.hpp
+        cpu::load_padded_row(src, row, xs, len, pad);  // cpu/rows.hpp
     }
 
     const Op& op_;
@@ -534,6 +635,13 @@ private:
     std::unique_ptr<Acc[]> col_buffer_;                  // col_sums_
     Row* pad_ = nullptr;
     Row* part_ = nullptr;  // window_row_sums' scratch row
+    // The 8-bit sepfilter2d's integer path (int_sepfilter_taps): its taps as
+    // integers, its shift, its padded row and row sums (null: the float path).
+    int int_wx_[kMaxKernel] = {}, int_wy_[kMaxKernel] = {}, int_shift_ = 0;
+    bool int32_columns_ = false;  // column sums in int32 (IntTaps::int32)
+    std::unique_ptr<std::int16_t[]> int_buffer_;
+    std::int16_t* int_pad_ = nullptr;
+    std::int16_t* int_sums_ = nullptr;
     Row* row_sums_[kPasses] = {};
     Acc* col_sums_[kPasses] = {};
 };

@@ -70,6 +70,87 @@ CBI_AVX2 int abs_columns_avx2(std::uint8_t* out, const std::int16_t* rows, std::
     return i;
 }
 
+// g / 2^shift rounded to nearest even: floor((g + 2^(shift-1) - 1 + odd) / 2^shift),
+// odd the lowest bit of the quotient (a tie goes up only from an odd one).
+CBI_AVX2_INLINE v_int16x16 round_shift(const v_int16x16& g, int shift) {
+    if (shift == 0) return g;
+    const v_int16x16 odd = (g >> shift) & v256_setall_s16(1);
+    return (g + v256_setall_s16(static_cast<short>((1 << (shift - 1)) - 1)) + odd) >> shift;
+}
+
+CBI_AVX2 int int16_columns_u8_avx2(std::uint8_t* out, const std::int16_t* rows, std::ptrdiff_t pitch, const int* w,
+                                   int k, int shift, int n) {
+    int i = 0;
+    for (; i + 4 * kLanes <= n; i += 4 * kLanes) {
+        const v_int16x16 g0 = round_shift(gradients(rows + i, pitch, w, k), shift);
+        const v_int16x16 g1 = round_shift(gradients(rows + i + kLanes, pitch, w, k), shift);
+        const v_int16x16 g2 = round_shift(gradients(rows + i + 2 * kLanes, pitch, w, k), shift);
+        const v_int16x16 g3 = round_shift(gradients(rows + i + 3 * kLanes, pitch, w, k), shift);
+        v_store(out + i, v_pack_u(g0, g1));  // saturates to [0, 255]
+        v_store(out + i + 2 * kLanes, v_pack_u(g2, g3));
+    }
+    for (; i + kLanes <= n; i += kLanes) {
+        const v_int16x16 g = round_shift(gradients(rows + i, pitch, w, k), shift);
+        v_store_low(out + i, v_pack_u(g, g));
+    }
+    return i;
+}
+
+// Column sums of 16 outputs in int32, the lanes of each 128-bit half
+// interleaved as unpacklo/unpackhi leave them: lo holds outputs 0-3 and
+// 8-11, hi 4-7 and 12-15 (_mm256_packs_epi32(lo, hi) puts them in order).
+CBI_AVX2_INLINE void wide_sums(const std::int16_t* rows, std::ptrdiff_t pitch, const int* w, int k, __m256i& lo,
+                               __m256i& hi) {
+    lo = hi = _mm256_setzero_si256();
+    int j = 0;
+    for (; j + 1 < k; j += 2) {
+        if (w[j] == 0 && w[j + 1] == 0) continue;
+        const __m256i a = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(rows + j * pitch));
+        const __m256i b = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(rows + (j + 1) * pitch));
+        const __m256i wj = _mm256_set1_epi32(
+            static_cast<int>((static_cast<unsigned>(w[j]) & 0xffffu) | (static_cast<unsigned>(w[j + 1]) << 16)));
+        lo = _mm256_add_epi32(lo, _mm256_madd_epi16(_mm256_unpacklo_epi16(a, b), wj));
+        hi = _mm256_add_epi32(hi, _mm256_madd_epi16(_mm256_unpackhi_epi16(a, b), wj));
+    }
+    if (j < k && w[j] != 0) {
+        const __m256i a = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(rows + j * pitch));
+        const __m256i wj = _mm256_set1_epi32(w[j] & 0xffff);
+        lo = _mm256_add_epi32(lo, _mm256_madd_epi16(_mm256_unpacklo_epi16(a, _mm256_setzero_si256()), wj));
+        hi = _mm256_add_epi32(hi, _mm256_madd_epi16(_mm256_unpackhi_epi16(a, _mm256_setzero_si256()), wj));
+    }
+}
+
+// round_shift in int32 lanes.
+CBI_AVX2_INLINE __m256i round_shift32(__m256i g, int shift) {
+    if (shift == 0) return g;
+    const __m256i odd = _mm256_and_si256(_mm256_srai_epi32(g, shift), _mm256_set1_epi32(1));
+    const __m256i bias = _mm256_add_epi32(_mm256_set1_epi32((1 << (shift - 1)) - 1), odd);
+    return _mm256_srai_epi32(_mm256_add_epi32(g, bias), shift);
+}
+
+// 16 outputs, rounded and saturated to int16 (still beyond [0, 255] where the sum is).
+CBI_AVX2_INLINE v_int16x16 wide_outputs(const std::int16_t* rows, std::ptrdiff_t pitch, const int* w, int k,
+                                        int shift) {
+    __m256i lo, hi;
+    wide_sums(rows, pitch, w, k, lo, hi);
+    return v_int16x16(_mm256_packs_epi32(round_shift32(lo, shift), round_shift32(hi, shift)));
+}
+
+CBI_AVX2 int int32_columns_u8_avx2(std::uint8_t* out, const std::int16_t* rows, std::ptrdiff_t pitch, const int* w,
+                                   int k, int shift, int n) {
+    int i = 0;
+    for (; i + 2 * kLanes <= n; i += 2 * kLanes) {
+        const v_int16x16 g0 = wide_outputs(rows + i, pitch, w, k, shift);
+        const v_int16x16 g1 = wide_outputs(rows + i + kLanes, pitch, w, k, shift);
+        v_store(out + i, v_pack_u(g0, g1));
+    }
+    for (; i + kLanes <= n; i += kLanes) {
+        const v_int16x16 g = wide_outputs(rows + i, pitch, w, k, shift);
+        v_store_low(out + i, v_pack_u(g, g));
+    }
+    return i;
+}
+
 // The int16 lanes of each 128-bit half, low four (unpacklo) or high four
 // (unpackhi), sign-extended to int32 and converted to float (exact). The
 // unpacks stay inside the halves; _mm256_packs_epi32 of the two results
@@ -122,6 +203,22 @@ int sobel8_row_sums(std::int16_t* out, const std::int16_t* in, std::ptrdiff_t ta
 int sobel8_abs_columns(std::uint8_t* out, const std::int16_t* rows, std::ptrdiff_t pitch, const int* w, int k, int n) {
 #if CBI_OPENCV_AVX2
     if (has_avx2()) return abs_columns_avx2(out, rows, pitch, w, k, n);
+#endif
+    return 0;
+}
+
+int int16_columns_u8(std::uint8_t* out, const std::int16_t* rows, std::ptrdiff_t pitch, const int* w, int k, int shift,
+                     int n) {
+#if CBI_OPENCV_AVX2
+    if (has_avx2()) return int16_columns_u8_avx2(out, rows, pitch, w, k, shift, n);
+#endif
+    return 0;
+}
+
+int int32_columns_u8(std::uint8_t* out, const std::int16_t* rows, std::ptrdiff_t pitch, const int* w, int k, int shift,
+                     int n) {
+#if CBI_OPENCV_AVX2
+    if (has_avx2()) return int32_columns_u8_avx2(out, rows, pitch, w, k, shift, n);
 #endif
     return 0;
 }

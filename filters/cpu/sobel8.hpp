@@ -39,4 +39,18 @@ int sobel8_abs_columns(std::uint8_t* out, const std::int16_t* rows, std::ptrdiff
 int sobel8_magnitude_columns(std::uint8_t* out, const std::int16_t* rows_x, const int* wx, int kx,
                              const std::int16_t* rows_y, const int* wy, int ky, std::ptrdiff_t pitch, int n);
 
+// Column pass and finish of an 8-bit sepfilter2d whose taps are small
+// multiples of powers of two (TileWorker's integer path): g = sum over j < k
+// of w[j] * rows[i + j * pitch] in int16, out[i] = g / 2^shift rounded to
+// nearest even and saturated to [0, 255]. The caller checks that every sum
+// fits int16 with 2^shift to spare.
+int int16_columns_u8(std::uint8_t* out, const std::int16_t* rows, std::ptrdiff_t pitch, const int* w, int k, int shift,
+                     int n);
+
+// The same from int16 rows with the column sums in int32 (pairs of rows
+// through one multiply-add): for sums past int16; the caller checks that
+// they fit int32.
+int int32_columns_u8(std::uint8_t* out, const std::int16_t* rows, std::ptrdiff_t pitch, const int* w, int k, int shift,
+                     int n);
+
 }  // namespace cbi::cpu

@@ -126,11 +126,14 @@ struct MorphPassOp {
         if (se.width == 1)
             for (int s = 0; s < n; ++s) scratch[s] = src.constant;
         // Source row yy, its row pass in `buf` at row i.
-        const auto source = [&](int yy, std::vector<T>& buf, int i) -> const T* {
+        const auto source = [&](int yy, T* buf, int i) -> const T* {
             const T* row = src.row(yy);
             if (se.width == 1) return row != nullptr ? row : scratch;
-            T* into = buf.data() + static_cast<std::size_t>(i) * n;
-            row_pass(row, into, scratch);
+            T* into = buf + static_cast<std::size_t>(i) * n;
+            if (row == nullptr)
+                std::fill(into, into + n, src.constant);  // a constant border's row: its own row pass
+            else
+                row_pass(row, into, scratch);
             return into;
         };
         if (h <= kDirect) {
@@ -140,7 +143,7 @@ struct MorphPassOp {
             std::vector<T> ring(se.width == 1 ? 0 : static_cast<std::size_t>(slots) * n);
             const T* at[kDirect + 1];
             const T* taps[kDirect + 1];
-            const auto fill = [&](int rel) { at[rel % slots] = source(y0 - se.ay + rel, ring, rel % slots); };
+            const auto fill = [&](int rel) { at[rel % slots] = source(y0 - se.ay + rel, ring.data(), rel % slots); };
             for (int rel = 0; rel < h - 1; ++rel) fill(rel);
             for (int y = y0; y < y1; y += 2) {
                 const bool pair = y + 1 < y1;
@@ -154,22 +157,54 @@ struct MorphPassOp {
             }
             return;
         }
-        // Van Herk / Gil-Werman over chunks of rows (their row passes stay in the caches).
-        const int chunk = std::max(64, 2 * h);
-        const int most = std::min(chunk, y1 - y0) + h - 1;
-        std::vector<T> rows_of(se.width == 1 ? 0 : static_cast<std::size_t>(most) * n);
-        std::vector<const T*> in(most);
-        std::vector<T*> out(chunk);
-        for (int c0 = y0; c0 < y1; c0 += chunk) {
-            const int count = std::min(chunk, y1 - c0);
-            for (int i = 0; i < count + h - 1; ++i) in[i] = source(c0 - se.ay + i, rows_of, i);
-            for (int i = 0; i < count; ++i) out[i] = dst.row<T>(c0 + i);
-            cpu::fold_columns_vhgw<T, kMin>(out.data(), in.data(), count, h, n);
+        // Van Herk / Gil-Werman a row at a time (cpu/rank.hpp): window rows
+        // i = 0 .. count + h - 2 (source row y0 - ay + i) in blocks of h, each
+        // block's suffixes folded with the next block's prefixes as its rows
+        // come; every row pass made once, two blocks of rows held.
+        const int count = y1 - y0;
+        const std::size_t block = static_cast<std::size_t>(h) * n;
+        // The rows live in a buffer each thread keeps (up to kKeptBytes):
+        // allocated per task, their pages were faulted in again every run.
+        static thread_local std::vector<T> kept;
+        std::vector<T> own;
+        const std::size_t need = 2 * block + n;
+        std::vector<T>& rows_buf = need * sizeof(T) <= kKeptBytes ? kept : own;
+        if (rows_buf.size() < need) rows_buf.resize(need);
+        T* const next_rows = rows_buf.data();  // the next block's row passes
+        T* const prefix = next_rows + block;
+        std::vector<const T*> next(h);  // block rows: window row i at i % h
+        std::vector<T*> suffix(h);
+        for (int j = 1; j < h; ++j) suffix[j] = prefix + n + static_cast<std::size_t>(j) * n;
+        int loaded = 0;
+        const auto load_to = [&](int end) {
+            for (; loaded < end; ++loaded) next[loaded % h] = source(y0 - se.ay + loaded, next_rows, loaded % h);
+        };
+        load_to(h);
+        for (int b = 0; b < count; b += h) {
+            suffix[0] = dst.row<T>(y0 + b);  // the block's first window is its whole suffix
+            cpu::fold_suffixes<T, kMin>(suffix.data(), next.data(), h, n);
+            const T* p = nullptr;
+            for (int j = 1; j < h && b + j < count; ++j) {
+                load_to(b + h + j);
+                const T* row = next[j - 1];
+                T* out = dst.row<T>(y0 + b + j);
+                if (j == 1) {
+                    const T* two[] = {suffix[1], row};
+                    cpu::fold_rows<T, kMin>(out, two, 2, n);
+                    p = row;
+                } else {
+                    cpu::fold_window_row<T, kMin>(out, prefix, p, row, suffix[j], n);
+                    p = prefix;
+                }
+            }
+            if (b + h < count) load_to(b + 2 * h);  // the next block's outputs fold all its rows
         }
     }
     // Widths and heights up to this fold their samples directly (beyond: by
     // doubling runs or van Herk, a few passes whatever the size).
     static constexpr int kDirect = 8;
+    // The most row memory rows() keeps per thread between calls.
+    static constexpr std::size_t kKeptBytes = std::size_t(16) << 20;
     // The row pass of a rectangle: `row` (null: outside the image) bordered
     // into scratch, its runs of the element's width into out.
     void row_pass(const T* row, T* out, T* scratch) const {
@@ -209,6 +244,11 @@ struct MorphPassOp {
         const int lo = row == nullptr ? count : (off < 0 ? -off : 0);
         const int hi = row == nullptr ? count : (dst.width - off < count ? dst.width - off : count);
         if (lo < hi) std::memcpy(e + lo * channels, row + (lo + off) * channels, sizeof(T) * (hi - lo) * channels);
+        if (src.mode == BorderMode::constant) {  // the ends without a call per sample
+            std::fill(e, e + lo * channels, src.constant);
+            std::fill(e + std::max(lo, hi) * channels, e + count * channels, src.constant);
+            return;
+        }
         for (int x = 0; x < count; ++x) {
             if (x == lo && lo < hi) {
                 x = hi - 1;  // copied
