@@ -794,8 +794,40 @@ void launch_vec(const VecSchedule& vec, const BlendOp<T>& op, cudaStream_t strea
     });
 }
 
-// vec:N for the other pointwise kinds (threshold, scale, ...): a thread
-// computes a run of N pixels of a row with the op's per-pixel operator().
+// vec:N for the kinds that map samples one by one (threshold, scale,
+// gamma): a thread's N pixels are N*C samples, loaded and stored as whole
+// words and mapped by the op's sample(), the function the per-pixel path calls.
+template <int N, int C, class Op>
+__global__ void vec_samples(const __grid_constant__ Op op) {
+    using T = typename Op::Sample;
+    const int width = op.dst.width, height = op.dst.height;
+    const int x0 = (blockIdx.x * blockDim.x + threadIdx.x) * N;
+    if (x0 >= width) return;
+    const int count = min(N, width - x0) * C;
+    for (int y = blockIdx.y; y < height; y += gridDim.y) {
+        T v[N * C];
+        load_run(op.src.template row<const T>(y) + x0 * C, v, count);
+#pragma unroll
+        for (int i = 0; i < N * C; ++i) v[i] = op.sample(v[i]);
+        store_run(op.dst.template row<T>(y) + x0 * C, v, count);
+    }
+}
+
+template <class Op>
+requires PerSampleOpType<Op>
+void launch_vec(const VecSchedule& vec, const Op& op, cudaStream_t stream, int block) {
+    if (op.dst.empty()) return;
+    with_vec_pixels(vec.pixels, [&](auto n) {
+        with_channels(op.dst.channels, [&](auto c) {
+            constexpr auto kernel = vec_samples<n(), c(), Op>;
+            const int threads = block_threads<kernel>(block);
+            kernel<<<vec_grid(op.dst.width, op.dst.height, n(), threads), threads, 0, stream>>>(op);
+        });
+    });
+}
+
+// vec:N for the other pointwise kinds (hsv, hls): a thread computes a run of
+// N pixels of a row with the op's per-pixel operator().
 template <int N, class Op>
 __global__ void vec_pixels(const __grid_constant__ Op op, int width, int height) {
     const int x0 = (blockIdx.x * blockDim.x + threadIdx.x) * N;
@@ -806,7 +838,7 @@ __global__ void vec_pixels(const __grid_constant__ Op op, int width, int height)
 }
 
 template <class Op>
-requires(!SeparableOp<Op>)  // stencils never take vec:N (cbi::supports)
+requires(!SeparableOp<Op> && !PerSampleOpType<Op>)  // stencils never take vec:N (cbi::supports)
     void launch_vec(const VecSchedule& vec, const Op& op, cudaStream_t stream, int block) {
     if (op.dst.empty()) return;
     with_vec_pixels(vec.pixels, [&](auto n) {

@@ -53,9 +53,9 @@ struct FilterKind<ScaleFilter> {
     static constexpr Category category = Category::pointwise;
     static constexpr std::string_view examples[] = {"1.5:-20.25", "0.7", "-1:255", "1.1:0.3"};
     static constexpr KindDefault defaults[] = {
-        // Not measured. One thread a pixel: the CUDA vec:N kernels take the
-        // colour matrix and blend only (cuda/backend.cu launch_vec).
-        {true, 0, kAnyDepth, 0, "naive tile:32x8 column:32"},
+        // Runs of N pixels as whole words (cuda/backend.cu vec_samples), as colour.
+        {true, 0, static_cast<int>(Depth::u8), 0, "vec:8 vec:4 vec:16"},
+        {true, 0, kAnyDepth, 0, "vec:4 vec:2 vec:8"},
         {false, 0, kAnyDepth, 0, "naive"},
     };
 
