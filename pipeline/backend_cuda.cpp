@@ -72,7 +72,12 @@ public:
         return device;
     }
     void run_node(const FilterRun& node, const ImageView& src, const ImageView& dst) override {
-        run_node_cuda(node, src, dst, stream(), block_);
+        void* scratch = nullptr;
+        if (const std::size_t bytes = cuda_scratch_bytes(node)) {  // once per allocate: no per-run cudaMalloc
+            if (state_->scratch.size() < bytes) state_->scratch = DeviceBuffer(bytes);
+            scratch = state_->scratch.data();
+        }
+        run_node_cuda(node, src, dst, stream(), block_, scratch);
     }
     void run_blend(const BlendFilter& blend, const ScheduleSpec& schedule, const ImageView& a, const ImageView& b,
                    const ImageView& dst) override {
@@ -155,6 +160,7 @@ private:
         std::vector<DeviceBuffer> buffers;
         PinnedBuffer input_staging;
         std::vector<PinnedBuffer> output_staging;
+        DeviceBuffer scratch;  // nodes' scratch (cuda_scratch_bytes), made by the first node that needs it
     };
     int device_, block_;
     std::optional<State> state_;

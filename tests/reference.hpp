@@ -10,6 +10,7 @@
 #include <string>
 #include <string_view>
 #include <tuple>
+#include <utility>
 #include <variant>
 #include <vector>
 
@@ -24,6 +25,58 @@ namespace cbi::test {
 inline std::string samples_dir() {
     const char* dir = std::getenv("CBI_SAMPLES_DIR");
     return dir && *dir ? dir : CBI_SAMPLES_DIR;
+}
+
+// 8-bit 1-channel images for Otsu's threshold, made in memory (the GPU
+// host decodes no files): odd sizes, and the method's edge cases: one value
+// (no split, level 0), two values (every level between them ties: the first
+// is kept), adjacent values, a class below FLT_EPSILON of the pixels
+// (skipped), every value once, 1x1; then random and two-humped images.
+inline std::vector<std::pair<std::string, cv::Mat>> otsu_images() {
+    std::vector<std::pair<std::string, cv::Mat>> out;
+    out.emplace_back("constant 0", cv::Mat(23, 37, CV_8UC1, cv::Scalar(0)));
+    out.emplace_back("constant 100, 1x1", cv::Mat(1, 1, CV_8UC1, cv::Scalar(100)));
+    out.emplace_back("constant 255", cv::Mat(7, 31, CV_8UC1, cv::Scalar(255)));
+    cv::RNG rng(47);
+    const auto two_valued = [&](int w, int h, int a, int b, double share_b) {
+        cv::Mat m(h, w, CV_8UC1, cv::Scalar(a));
+        for (int y = 0; y < h; ++y)
+            for (int x = 0; x < w; ++x)
+                if (rng.uniform(0.0, 1.0) < share_b) m.at<std::uint8_t>(y, x) = static_cast<std::uint8_t>(b);
+        return m;
+    };
+    out.emplace_back("two values 30 200", two_valued(57, 33, 30, 200, 0.3));
+    out.emplace_back("two values 0 255, half", two_valued(64, 1, 0, 255, 0.5));
+    out.emplace_back("two values 100 101", two_valued(41, 29, 100, 101, 0.6));
+    out.emplace_back("two values 254 255", two_valued(1, 17, 254, 255, 0.5));
+    cv::Mat one_bright(17, 63, CV_8UC1, cv::Scalar(0));
+    one_bright.at<std::uint8_t>(8, 40) = 255;
+    out.emplace_back("one bright pixel", one_bright);
+    // 1 pixel in 9e6, below FLT_EPSILON (1.19e-7): OpenCV skips that class.
+    cv::Mat lone(2999, 3001, CV_8UC1, cv::Scalar(10));
+    lone.at<std::uint8_t>(1500, 1500) = 250;
+    out.emplace_back("a class below FLT_EPSILON", lone);
+    cv::Mat three = two_valued(99, 51, 20, 120, 0.4);
+    for (int y = 0; y < three.rows; y += 3) three.row(y).setTo(cv::Scalar(240));
+    out.emplace_back("three values", three);
+    cv::Mat ramp(3, 511, CV_8UC1);
+    for (int x = 0; x < ramp.cols; ++x) ramp.col(x).setTo(cv::Scalar(x / 2));
+    out.emplace_back("every value alike", ramp);
+    out.emplace_back("random 1x1", reference::random_image(1, 1, 1, Depth::u8, 3));
+    out.emplace_back("random 17x1", reference::random_image(17, 1, 1, Depth::u8, 4));
+    out.emplace_back("random 257x129", reference::random_image(257, 129, 1, Depth::u8, 5));
+    out.emplace_back("random 1000x3", reference::random_image(1000, 3, 1, Depth::u8, 6));
+    for (const auto& [w, h, m1, m2, sd] :
+         {std::tuple{333, 97, 70.0, 180.0, 20.0}, std::tuple{1999, 1001, 40.0, 90.0, 25.0},
+          std::tuple{4097, 3, 128.0, 140.0, 60.0}}) {
+        cv::Mat m(h, w, CV_8UC1);
+        for (int y = 0; y < h; ++y)
+            for (int x = 0; x < w; ++x)
+                m.at<std::uint8_t>(y, x) =
+                    cv::saturate_cast<std::uint8_t>(rng.gaussian(sd) + (rng.uniform(0, 3) == 0 ? m2 : m1));
+        out.emplace_back("two humps " + std::to_string(w) + "x" + std::to_string(h), m);
+    }
+    return out;
 }
 
 using reference::compare;

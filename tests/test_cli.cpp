@@ -6,6 +6,7 @@
 #include <opencv2/imgcodecs.hpp>
 #include <opencv2/imgproc.hpp>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -120,6 +121,52 @@ TEST(Cli, EveryKindsFlagIsItsPipelineStage) {
         }
     });
     EXPECT_GE(runs, static_cast<int>(cbi::filter_kinds().size()));
+}
+
+// threshold TYPE otsu: the flag, the pipeline text and a JSON node write
+// OpenCV's THRESH_OTSU result on a gray image; a colour image is refused,
+// exit 1 in one line, nothing written.
+TEST(Cli, OtsuThresholdFlagTextAndJsonEqualOpenCVAndRefuseColour) {
+    TempDir dir;
+    cv::Mat gray;
+    cv::cvtColor(cv::imread(kPhoto, cv::IMREAD_COLOR), gray, cv::COLOR_BGR2GRAY);
+    const std::string in = (dir / "gray.png").string();
+    ASSERT_TRUE(cv::imwrite(in, gray));
+    cv::Mat want, want_inv;
+    cv::threshold(gray, want, 0, 255, cv::THRESH_BINARY | cv::THRESH_OTSU);
+    cv::threshold(gray, want_inv, 0, 200, cv::THRESH_BINARY_INV | cv::THRESH_OTSU);
+    std::ofstream(dir / "otsu.json") << R"({"nodes": [{"name": "t", "filter": "threshold:0:200:otsu_inv", )"
+                                     << R"("input": "input"}], "outputs": ["t"]})";
+    const struct {
+        std::vector<std::string> args;
+        const cv::Mat* want;
+    } runs[] = {{{"--threshold", "0:255:otsu"}, &want},
+                {{"--pipeline", "threshold:0:255:otsu"}, &want},
+                {{"--pipeline", "threshold:0:255:otsu@tile:32x8"}, &want},
+                {{"--pipeline-file", (dir / "otsu.json").string()}, &want_inv}};
+    for (const auto& r : runs) {
+        SCOPED_TRACE(r.args.back());
+        const fs::path out = dir / "out.png";
+        std::vector<std::string> args{in, "--device", "cpu", "-o", out.string()};
+        args.insert(args.end(), r.args.begin(), r.args.end());
+        const auto result = run_cli(args, dir.path());
+        ASSERT_EQ(result.code, 0) << result.err;
+        const cv::Mat got = decoded(out);
+        ASSERT_EQ(got.type(), CV_8UC1);
+        EXPECT_EQ(cv::countNonZero(got != *r.want), 0);
+        fs::remove(out);
+    }
+    const fs::path out = dir / "colour.png";
+    const auto refused =
+        run_cli({kPhoto, "--device", "cpu", "--threshold", "0:255:otsu", "-o", out.string()}, dir.path());
+    EXPECT_EQ(refused.code, 1) << refused.err;
+    EXPECT_NE(refused.err.find("needs an 8-bit 1-channel image"), std::string::npos) << refused.err;
+    EXPECT_EQ(std::count(refused.err.begin(), refused.err.end(), '\n'), 1) << refused.err;
+    EXPECT_FALSE(fs::exists(out));
+    // After color:gray it runs on the photo.
+    const auto chained = run_cli(
+        {kPhoto, "--device", "cpu", "--pipeline", "color:gray | threshold:0:255:otsu", "-o", out.string()}, dir.path());
+    EXPECT_EQ(chained.code, 0) << chained.err;
 }
 
 TEST(Cli, FuseStencilsOnTheCpuWritesTheSameFileThroughLineBuffers) {

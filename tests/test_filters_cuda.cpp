@@ -12,6 +12,8 @@
 #include <limits>
 #include <string_view>
 #include <tuple>
+#include <utility>
+#include <vector>
 
 #include "filters/cpu/backend.hpp"
 #include "filters/cuda/backend.hpp"
@@ -588,6 +590,96 @@ TEST(Cuda, GraphEqualsCpuAndRerunAllocatesNothing) {
         on_gpu.run(view_of(a));
         EXPECT_EQ(on_gpu.allocations(), allocations) << "a rerun on the same size allocated";
     }
+}
+
+// Otsu's threshold on the GPU (histogram and level kernels on the stream,
+// then the threshold with the node's schedule): bit for bit the CPU's and
+// OpenCV's image on the edge cases of test::otsu_images, for every
+// pointwise schedule and several block sizes, through run_node_cuda (its
+// stream-ordered scratch) and through the executor (the backend's scratch,
+// reused by runs on other images and by a second node).
+TEST(CudaOtsu, EqualsCpuAndOpenCVForEveryScheduleAndBlockSize) {
+    REQUIRE_GPU();
+    const Stream stream;
+    for (const auto& [name, src] : test::otsu_images()) {
+        DeviceImage device_src(src.cols, src.rows, 1, Depth::u8);
+        upload(view_of(src), device_src.view, stream.get());
+        // Block sizes change the per-pixel launches only: swept on the smaller images.
+        const std::vector<int> blocks =
+            src.total() > (1u << 20) ? std::vector<int>{256} : std::vector<int>{256, 33, 1024};
+        for (const char* text : {"threshold:0:255:otsu", "threshold:9:200.5:otsu_inv", "threshold:0:1:otsu"}) {
+            const Filter filter = parse_filter(text);
+            FilterRun node{filter, Border{}, ScheduleSpec{}};
+            cv::Mat cpu(src.size(), CV_8UC1);
+            run_node_cpu(node, view_of(src), view_of(cpu));
+            const auto vs_opencv = test::compare(cpu, test::opencv_reference(node, src), 0, 0, 1);
+            ASSERT_TRUE(vs_opencv.ok) << name << " " << text << ": CPU disagrees with OpenCV: " << vs_opencv.where;
+            for (const ScheduleSpec& schedule : test::matrix_schedules()) {
+                if (!supports(schedule, filter)) continue;
+                node.schedule = schedule;
+                for (const int block : blocks) {
+                    SCOPED_TRACE(name + " " + text + " " + schedule.to_string() + " block " + std::to_string(block));
+                    const cv::Mat gpu = run_gpu_poisoned(node, device_src, 1, stream, block);
+                    const auto r = compare_with_cpu(gpu, cpu, 1);
+                    ASSERT_TRUE(r.ok) << r.where;
+                }
+            }
+        }
+    }
+}
+
+TEST(CudaOtsu, ExecutorReusesItsScratchAcrossImagesAndNodes) {
+    REQUIRE_GPU();
+    RunOptions gpu;
+    gpu.device = resolve_device(parse_device("cuda"));
+    // Two Otsu nodes of different images in one run: the second's histogram starts from zero.
+    const char* text = "threshold:0:255:otsu | blur:3 | threshold:0:200:otsu_inv";
+    GraphExecutor on_gpu(parse_pipeline(text), gpu), on_cpu(parse_pipeline(text), RunOptions{});
+    const auto images = test::otsu_images();
+    for (const auto& [name, src] : images) {
+        SCOPED_TRACE(name);
+        const cv::Mat g = as_mat(on_gpu.run(view_of(src)).front()).clone();
+        const cv::Mat c = as_mat(on_cpu.run(view_of(src)).front()).clone();
+        EXPECT_TRUE(compare_with_cpu(g, c, 1).ok);
+    }
+    // On the caller's stream (GraphExecutor::enqueue), after colour to gray.
+    const cv::Mat photo = random_image(641, 479, 3, Depth::u8, 31);
+    GraphExecutor gray_gpu(parse_pipeline("color:gray | threshold:0:255:otsu"), gpu),
+        gray_cpu(parse_pipeline("color:gray | threshold:0:255:otsu"), RunOptions{});
+    const cv::Mat want = as_mat(gray_cpu.run(view_of(photo)).front()).clone();
+    DeviceImage in(photo.cols, photo.rows, 3, Depth::u8), out(photo.cols, photo.rows, 1, Depth::u8);
+    const Stream caller;
+    upload(view_of(photo), in.view, caller.get());
+    const ImageView outs[] = {out.view};
+    gray_gpu.enqueue(in.view, outs, caller.get());
+    cv::Mat got(photo.rows, photo.cols, CV_8UC1);
+    download(out.view, view_of(got), caller.get());
+    caller.synchronize("otsu on the caller's stream");
+    EXPECT_TRUE(compare_with_cpu(got, want, 1).ok);
+}
+
+TEST(CudaOtsu, RefusesImagesOtherThan8Bit1Channel) {
+    REQUIRE_GPU();
+    const Stream stream;
+    RunOptions gpu;
+    gpu.device = resolve_device(parse_device("cuda"));
+    for (const auto& [depth, channels] :
+         {std::pair{Depth::u8, 3}, std::pair{Depth::u16, 1}, std::pair{Depth::f32, 1}}) {
+        SCOPED_TRACE(std::to_string(channels) + "-channel " + depth_name(depth));
+        const cv::Mat src = random_image(9, 7, channels, depth, 3);
+        DeviceImage in(src.cols, src.rows, channels, depth), out(src.cols, src.rows, channels, depth);
+        upload(view_of(src), in.view, stream.get());
+        const FilterRun node{parse_filter("threshold:0:255:otsu"), Border{}, parse_schedule("naive")};
+        EXPECT_THROW(run_node_cuda(node, in.view, out.view, stream.get(), 256), Error);
+        GraphExecutor ex(parse_pipeline("threshold:0:255:otsu"), gpu);
+        try {
+            ex.run(view_of(src));
+            ADD_FAILURE() << "took the image";
+        } catch (const Error& e) {
+            EXPECT_NE(std::string(e.what()).find("needs an 8-bit 1-channel image"), std::string::npos) << e.what();
+        }
+    }
+    stream.synchronize("after the refusals");
 }
 
 }  // namespace

@@ -5,10 +5,12 @@
 // (test_filters_cpu) covers them on random images within the usual
 // tolerances.
 #include <gtest/gtest.h>
+#include <opencv2/imgcodecs.hpp>
 
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <filesystem>
 #include <iterator>
 #include <string>
 #include <utility>
@@ -355,11 +357,127 @@ TEST(Adaptive, EqualsOpenCVBitForBitAndRefusesOtherImages) {
     EXPECT_EQ(differences(as_mat(ex.run(view_of(bgr)).front()).clone(), want), 0);
 }
 
+// cv::threshold with THRESH_OTSU: the image and the level it chose.
+std::pair<cv::Mat, double> opencv_otsu(const cv::Mat& src, double maxval, bool inverse) {
+    cv::Mat out;
+    const double level =
+        cv::threshold(src, out, 0, maxval, (inverse ? cv::THRESH_BINARY_INV : cv::THRESH_BINARY) | cv::THRESH_OTSU);
+    return {out, level};
+}
+
+// The in-memory edge cases (test::otsu_images) and the photos of samples/
+// and the shared folder as gray, cropped to odd sizes.
+std::vector<std::pair<std::string, cv::Mat>> otsu_test_images() {
+    std::vector<std::pair<std::string, cv::Mat>> out = test::otsu_images();
+    for (const std::string& dir : {test::samples_dir(), std::string(CBI_SHARED_IMAGES_DIR)}) {
+        if (!std::filesystem::is_directory(dir)) continue;
+        for (const auto& e : std::filesystem::directory_iterator(dir)) {
+            const std::string ext = e.path().extension().string();
+            if (ext != ".jpg" && ext != ".png") continue;
+            const cv::Mat gray = cv::imread(e.path().string(), cv::IMREAD_GRAYSCALE);
+            if (gray.empty()) continue;
+            const int w = gray.cols - (gray.cols % 2 == 0), h = gray.rows - (gray.rows % 2 == 0);
+            out.emplace_back(e.path().filename().string(), gray(cv::Rect(0, 0, w, h)).clone());
+        }
+    }
+    return out;
+}
+
+TEST(ThresholdOtsu, LevelAndImageEqualOpenCVOnPhotosRandomAndEdgeCases) {
+    const auto images = otsu_test_images();
+    ASSERT_GT(images.size(), test::otsu_images().size()) << "no photos found";
+    for (const auto& [name, src] : images) {
+        SCOPED_TRACE(name + " " + std::to_string(src.cols) + "x" + std::to_string(src.rows));
+        // The level itself, from the histogram as the backends build it.
+        std::uint32_t hist[kOtsuBins] = {};
+        for (int y = 0; y < src.rows; ++y)
+            for (int x = 0; x < src.cols; ++x) ++hist[src.at<std::uint8_t>(y, x)];
+        const auto [want, level] = opencv_otsu(src, 255, false);
+        EXPECT_EQ(otsu_level(hist, static_cast<double>(src.total())), level);
+        EXPECT_EQ(differences(run_cpu("threshold:0:255:otsu", src), want), 0);
+        EXPECT_EQ(differences(run_cpu("threshold:99:200.5:otsu_inv", src), opencv_otsu(src, 200.5, true).first), 0);
+        EXPECT_EQ(differences(run_cpu("threshold:0::otsu", src), want), 0);  // MAXVAL absent: 255
+        EXPECT_EQ(differences(run_cpu("threshold:0:300:otsu_inv", src), opencv_otsu(src, 300, true).first), 0);
+        EXPECT_EQ(differences(run_cpu("threshold:0:0:otsu", src), opencv_otsu(src, 0, false).first), 0);
+        // Through the executor, as the CLI and Python run it.
+        EXPECT_EQ(differences(run_sequence_cpu("threshold:0:255:otsu", "reflect101", src), want), 0);
+    }
+}
+
+// The level is the whole image's whatever the schedule: tiles, strips and
+// the TBB tasks that run them all compare with it. The top and bottom parts
+// of the image have different levels of their own.
+TEST(ThresholdOtsu, EverySchedulesResultIsTheWholeImagesLevel) {
+    cv::Mat src = random_image(301, 1203, 1, Depth::u8, 21);
+    src(cv::Rect(0, 0, 301, 500)) /= 3;  // auto's timing band (256 middle rows) is all above
+    const cv::Mat want = opencv_otsu(src, 255, false).first;
+    for (const ScheduleSpec& s : example_schedules()) {
+        if (!supports(s, parse_filter("threshold:0:255:otsu"))) continue;
+        SCOPED_TRACE(s.to_string());
+        EXPECT_EQ(differences(run_cpu("threshold:0:255:otsu", src, s.to_string().c_str()), want), 0);
+        EXPECT_EQ(differences(run_sequence_cpu("threshold:0:255:otsu", "reflect101", src, s.to_string().c_str()), want),
+                  0);
+    }
+    // auto times candidates on a band of rows (the band's own level); the run that is kept is the whole image's.
+    GraphExecutor ex(parse_pipeline("threshold:0:255:otsu@auto"), RunOptions{});
+    for (int run = 0; run < 2; ++run)
+        EXPECT_EQ(differences(as_mat(ex.run(view_of(src)).front()).clone(), want), 0) << "run " << run;
+}
+
+TEST(ThresholdOtsu, AfterGrayOnAColourPhotoAndBesideOtherNodes) {
+    const cv::Mat photo = cv::imread(test::samples_dir() + "/butterfly.jpg", cv::IMREAD_COLOR);
+    ASSERT_FALSE(photo.empty());
+    const cv::Mat gray = run_sequence_cpu("color:gray", "reflect101", photo);
+    GraphExecutor ex(parse_pipeline("color:gray | threshold:0:255:otsu_inv"), RunOptions{});
+    EXPECT_EQ(differences(as_mat(ex.run(view_of(photo)).front()).clone(), opencv_otsu(gray, 255, true).first), 0);
+    // After a blur (whose CPU chain runs in tiles): the level of the blurred image.
+    const cv::Mat blurred = run_sequence_cpu("blur:5", "reflect101", gray);
+    GraphExecutor chain(parse_pipeline("color:gray | blur:5 | threshold:0:255:otsu"), RunOptions{});
+    EXPECT_EQ(differences(as_mat(chain.run(view_of(photo)).front()).clone(), opencv_otsu(blurred, 255, false).first),
+              0);
+}
+
+TEST(ThresholdOtsu, RefusesImagesOtherThan8Bit1ChannelInOneLine) {
+    for (const auto& [depth, channels] :
+         {std::pair{Depth::u8, 3}, std::pair{Depth::u8, 4}, std::pair{Depth::u16, 1}, std::pair{Depth::f32, 1}}) {
+        SCOPED_TRACE(std::to_string(channels) + "-channel " + depth_name(depth));
+        const cv::Mat src = random_image(9, 7, channels, depth, 3);
+        EXPECT_FALSE(refuses_input(parse_filter("threshold:0:255:otsu"), depth, channels).empty());
+        EXPECT_TRUE(refuses_input(parse_filter("threshold:0:255"), depth, channels).empty());
+        // Through the executor (before anything runs) and the backend's node.
+        for (const bool executor : {true, false}) {
+            try {
+                if (executor)
+                    run_sequence_cpu("threshold:0:255:otsu_inv", "reflect101", src);
+                else
+                    run_cpu("threshold:0:255:otsu", src);
+                ADD_FAILURE() << "took the image";
+            } catch (const Error& e) {
+                const std::string what = e.what();
+                EXPECT_NE(what.find("needs an 8-bit 1-channel image"), std::string::npos) << what;
+                EXPECT_NE(what.find("threshold:0:255:otsu"), std::string::npos) << what;
+                EXPECT_EQ(what.find('\n'), std::string::npos) << what;
+            }
+        }
+    }
+}
+
+TEST(ThresholdOtsu, ParsesAndPrintsItsTypes) {
+    for (const char* text : {"threshold:0:255:otsu", "threshold:0::otsu_inv", "threshold:7.5:1:otsu"})
+        EXPECT_EQ(to_string(parse_filter(text)), text);
+    const Filter parsed = parse_filter("threshold:0:200:otsu_inv");
+    const auto& f = std::get<ThresholdFilter>(parsed);
+    EXPECT_TRUE(f.otsu);
+    EXPECT_EQ(f.type, ThresholdType::binary_inv);
+    EXPECT_NE(parse_filter("threshold:0:255:otsu"), parse_filter("threshold:0:255"));
+}
+
 TEST(Toolbox, BadArgumentsAreOneLineNamingTheForm) {
     const char* bad[] = {"threshold:",
                          "threshold:x",
                          "threshold:1:y",
-                         "threshold:1:2:otsu",
+                         "threshold:1:2:otsu_binary",
+                         "threshold:1:2:OTSU",
                          "threshold:1:2:binary:4",
                          "threshold:nan",
                          "scale:",

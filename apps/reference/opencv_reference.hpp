@@ -226,7 +226,7 @@ inline void reference(const ThresholdFilter& f, const Border&, const cv::Mat& sr
     static constexpr int types[] = {cv::THRESH_BINARY, cv::THRESH_BINARY_INV, cv::THRESH_TRUNC, cv::THRESH_TOZERO,
                                     cv::THRESH_TOZERO_INV};
     const double maxval = !f.default_maxval ? f.maxval : src.depth() == CV_8U ? 255 : src.depth() == CV_16U ? 65535 : 1;
-    cv::threshold(src, out, f.thresh, maxval, types[static_cast<int>(f.type)]);
+    cv::threshold(src, out, f.thresh, maxval, types[static_cast<int>(f.type)] | (f.otsu ? cv::THRESH_OTSU : 0));
 }
 
 inline void reference(const ScaleFilter& f, const Border&, const cv::Mat& src, cv::Mat& out) {

@@ -2,6 +2,7 @@
 
 #include <tbb/blocked_range.h>
 #include <tbb/parallel_for.h>
+#include <tbb/parallel_reduce.h>
 
 #include <algorithm>
 #include <cstddef>
@@ -15,6 +16,7 @@
 #include "filters/cpu/pair_lines.hpp"
 #include "filters/cpu/separable.hpp"
 #include "filters/dispatch.hpp"
+#include "filters/error.hpp"
 #include "filters/kernel_path.hpp"
 
 namespace cbi {
@@ -212,11 +214,55 @@ void run_chain_cpu(const FilterRun& node, const ImageView& src, const ImageView&
     });
 }
 
+// The histogram of every sample of an 8-bit 1-channel image, rows split
+// across TBB tasks (each with its own bins, added at the end).
+struct Histogram {
+    std::uint32_t bins[kOtsuBins] = {};
+};
+Histogram histogram_u8(const ImageView& src) {
+    return tbb::parallel_reduce(
+        tbb::blocked_range<int>(0, src.height, std::max(1, 65536 / std::max(src.width, 1))), Histogram{},
+        [&](const tbb::blocked_range<int>& rows, Histogram h) {
+            for (int y = rows.begin(); y != rows.end(); ++y) {
+                const std::uint8_t* row = src.row<const std::uint8_t>(y);
+                for (int x = 0; x < src.width; ++x) ++h.bins[row[x]];
+            }
+            return h;
+        },
+        [](Histogram a, const Histogram& b) {
+            for (int i = 0; i < kOtsuBins; ++i) a.bins[i] += b.bins[i];
+            return a;
+        });
+}
+
+// An otsu threshold node as the plain threshold at Otsu's level of src, the
+// node's whole input: the level is found before any pixel is written, so the
+// schedule's tiles and tasks all compare with the one value. (A tuning run
+// on a band of rows finds the band's level; only its time is kept.)
+FilterRun at_otsu_level(const FilterRun& node, const ImageView& src) {
+    const auto& f = std::get<ThresholdFilter>(node.filter);
+    if (const std::string why = FilterKind<ThresholdFilter>::refuses_input(f, src.depth, src.channels); !why.empty())
+        throw Error(to_string(node.filter), why);
+    FilterRun run = node;
+    run.filter = at_otsu_level(f, otsu_level(histogram_u8(src).bins, static_cast<double>(src.pixels())));
+    return run;
+}
+
+bool is_otsu(const Filter& f) {
+    const auto* t = std::get_if<ThresholdFilter>(&f);
+    return t && t->otsu;
+}
+
 }  // namespace
 
 void run_node_cpu(const FilterRun& node, const ImageView& src, const ImageView& dst) {
     if (category_of(node.filter) == Category::window) return run_window_cpu(node, src, dst);
     if (node.fused_stencil || node.fused_color) return run_chain_cpu(node, src, dst);
+    if (is_otsu(node.filter)) {
+        if (dst.empty()) return;
+        return dispatch_node<BorderBinding::run_time>(at_otsu_level(node, src), src, dst,
+                                                      CpuLaunch{dst.width, dst.height, node.schedule.order});
+    }
     dispatch_node<BorderBinding::run_time>(node, src, dst, CpuLaunch{dst.width, dst.height, node.schedule.order});
 }
 

@@ -1,6 +1,7 @@
 #include "filters/cuda/backend.hpp"
 
 #include <algorithm>
+#include <optional>
 #include <string>
 #include <type_traits>
 #include <utility>
@@ -909,19 +910,117 @@ struct StreamStripHeight {
     }
 };
 
+// Otsu's threshold on the device, on the node's stream and without a host
+// synchronisation: the histogram of the whole input (each block's bins in
+// shared memory, then added into the scratch's), the level from it in one
+// thread (otsu_level_of, the host's arithmetic), then the threshold with
+// the node's schedule, every thread reading the level the kernel before wrote.
+struct OtsuScratch {
+    std::uint32_t hist[kOtsuBins];
+    int level;
+};
+
+struct OtsuApplyOp {
+    ImageView src, dst;
+    const int* level;
+    std::uint8_t hi, lo;  // above the level / not: binary or binary_inv's values
+
+    __device__ void operator()(int x, int y) const {
+        dst.row<std::uint8_t>(y)[x] = src.row<const std::uint8_t>(y)[x] > *level ? hi : lo;
+    }
+};
+
+constexpr int kOtsuThreads = 256;
+
+__global__ void __launch_bounds__(kOtsuThreads) otsu_histogram(const ImageView src, std::uint32_t* hist) {
+    __shared__ std::uint32_t bins[kOtsuBins];
+    for (int i = threadIdx.x; i < kOtsuBins; i += blockDim.x) bins[i] = 0;
+    __syncthreads();
+    for (int y = blockIdx.y; y < src.height; y += gridDim.y) {
+        const std::uint8_t* row = src.row<const std::uint8_t>(y);
+        for (int x = blockIdx.x * blockDim.x + threadIdx.x; x < src.width; x += gridDim.x * blockDim.x)
+            atomicAdd(&bins[row[x]], 1u);
+    }
+    __syncthreads();
+    for (int i = threadIdx.x; i < kOtsuBins; i += blockDim.x)
+        if (bins[i] != 0) atomicAdd(&hist[i], bins[i]);
+}
+
+__global__ void otsu_level_kernel(OtsuScratch* scratch, double pixels) {
+    scratch->level = otsu_level_of(scratch->hist, pixels);
+}
+
+bool is_otsu(const Filter& f) {
+    const auto* t = std::get_if<ThresholdFilter>(&f);
+    return t && t->otsu;
+}
+
+// Scratch for a caller that passes none (a direct run_node_cuda): allocated
+// and freed in stream order, so still no host synchronisation.
+struct StreamScratch {
+    void* data = nullptr;
+    cudaStream_t stream;
+    StreamScratch(std::size_t bytes, cudaStream_t s) : stream(s) {
+        CBI_CUDA_CHECK(cudaMallocAsync(&data, bytes, stream), "cudaMallocAsync of a node's scratch");
+    }
+    ~StreamScratch() { cudaFreeAsync(data, stream); }
+};
+
+void run_otsu_cuda(const FilterRun& node, const ImageView& src, const ImageView& dst, cudaStream_t stream, int block,
+                   void* scratch) {
+    if (dst.empty()) return;
+    std::optional<StreamScratch> owned;
+    if (scratch == nullptr) scratch = owned.emplace(sizeof(OtsuScratch), stream).data;
+    auto* s = static_cast<OtsuScratch*>(scratch);
+    CBI_CUDA_CHECK(cudaMemsetAsync(s->hist, 0, sizeof s->hist, stream), "cudaMemsetAsync of Otsu's histogram");
+    // A few blocks across a row, up to 512 in all: each adds its 256 bins once.
+    const int gx = std::min((src.width + kOtsuThreads - 1) / kOtsuThreads, 4);
+    const int gy = std::min(src.height, std::max(1, 512 / gx));
+    otsu_histogram<<<dim3(gx, gy), kOtsuThreads, 0, stream>>>(src, s->hist);
+    CBI_CUDA_CHECK(cudaGetLastError(), "launch Otsu's histogram kernel");
+    otsu_level_kernel<<<1, 1, 0, stream>>>(s, static_cast<double>(src.pixels()));
+    CBI_CUDA_CHECK(cudaGetLastError(), "launch Otsu's level kernel");
+    const auto& f = std::get<ThresholdFilter>(node.filter);
+    const ThresholdOp<std::uint8_t> at = threshold_op<std::uint8_t>(at_otsu_level(f, 0), src, dst);
+    const OtsuApplyOp op{src, dst, &s->level, at.hi, at.lo};
+    const CudaLaunch launch{dst.width, dst.height, stream, block, "otsu threshold kernel", node.schedule.order};
+    with_schedule(node.schedule, [&](auto schedule) {
+        if constexpr (kStagesTiles<decltype(schedule)>)
+            launch(NaiveSchedule{}, op);  // tile-staging schedules take stencils only (cbi::supports)
+        else
+            launch(schedule, op);
+    });
+}
+
 void check_block(int block) {
     if (block < 1 || block > 1024) throw std::invalid_argument("--block must be from 1 to 1024");
 }
 
 }  // namespace
 
+std::size_t cuda_scratch_bytes(const FilterRun& node) {
+    return is_otsu(node.filter) ? sizeof(OtsuScratch) : 0;
+}
+
 void run_node_cuda(const FilterRun& node, const ImageView& src, const ImageView& dst, cudaStream_t stream, int block) {
+    run_node_cuda(node, src, dst, stream, block, nullptr);
+}
+
+void run_node_cuda(const FilterRun& node, const ImageView& src, const ImageView& dst, cudaStream_t stream, int block,
+                   void* scratch) {
     check_block(block);
     if (category_of(node.filter) == Category::window) return run_window_cuda(node, src, dst, stream, block);
     if (node.fused_stencil) return run_chain_cuda(node, src, dst, stream, block);
+    const bool otsu = is_otsu(node.filter);
+    if (otsu)
+        if (const std::string why = refuses_input(node.filter, src.depth, src.channels); !why.empty())
+            throw Error(to_string(node.filter), why);
     try {
-        dispatch_node(node, src, dst,
-                      CudaLaunch{dst.width, dst.height, stream, block, "filter kernel", node.schedule.order});
+        if (otsu)
+            run_otsu_cuda(node, src, dst, stream, block, scratch);
+        else
+            dispatch_node(node, src, dst,
+                          CudaLaunch{dst.width, dst.height, stream, block, "filter kernel", node.schedule.order});
     } catch (const Unsupported& e) {  // name the node, keeping the kind of error; built only on this path
         throw Unsupported(to_string(node.filter) + "@" + node.schedule.to_string(), e.what());
     } catch (const DeviceLost& e) {

@@ -4,11 +4,21 @@
 // memory. Enqueues on `stream`; does not synchronise.
 #include <cuda_runtime_api.h>
 
+#include <cstddef>
+
 #include "filters/filter.hpp"
 
 namespace cbi {
 
 void run_node_cuda(const FilterRun& node, const ImageView& src, const ImageView& dst, cudaStream_t stream, int block);
+// Device memory a node needs beyond its images, in bytes: 0, or for an otsu
+// threshold its histogram and level. The overload with `scratch` (at least
+// that many bytes, owned by the caller and used in stream order) is the
+// executor's, which keeps one buffer; without it the call allocates on the
+// stream (cudaMallocAsync) and frees after its kernels.
+std::size_t cuda_scratch_bytes(const FilterRun& node);
+void run_node_cuda(const FilterRun& node, const ImageView& src, const ImageView& dst, cudaStream_t stream, int block,
+                   void* scratch);
 
 // A node of a window kind (cuda/window.cu; run_node_cuda passes them there).
 void run_window_cuda(const FilterRun& node, const ImageView& src, const ImageView& dst, cudaStream_t stream, int block);

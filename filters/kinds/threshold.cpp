@@ -2,19 +2,21 @@
 
 #include <algorithm>
 #include <cmath>
+#include <stdexcept>
 
 namespace cbi {
 namespace {
 
 struct TypeName {
     ThresholdType type;
+    bool otsu;
     std::string_view name;
 };
-constexpr TypeName kTypes[] = {{ThresholdType::binary, "binary"},
-                               {ThresholdType::binary_inv, "binary_inv"},
-                               {ThresholdType::trunc, "trunc"},
-                               {ThresholdType::tozero, "tozero"},
-                               {ThresholdType::tozero_inv, "tozero_inv"}};
+constexpr TypeName kTypes[] = {
+    {ThresholdType::binary, false, "binary"},         {ThresholdType::binary_inv, false, "binary_inv"},
+    {ThresholdType::trunc, false, "trunc"},           {ThresholdType::tozero, false, "tozero"},
+    {ThresholdType::tozero_inv, false, "tozero_inv"}, {ThresholdType::binary, true, "otsu"},
+    {ThresholdType::binary_inv, true, "otsu_inv"}};
 
 }  // namespace
 
@@ -37,23 +39,44 @@ ThresholdFilter Kind::parse(std::string_view a) {
             std::find_if(std::begin(kTypes), std::end(kTypes), [&](const TypeName& t) { return t.name == parts[2]; });
         if (it == std::end(kTypes))
             args::invalid("threshold type '" + std::string(parts[2]) +
-                          "' must be binary, binary_inv, trunc, tozero or tozero_inv (threshold:T[:MAXVAL[:TYPE]])");
+                          "' must be binary, binary_inv, trunc, tozero, tozero_inv, otsu or otsu_inv "
+                          "(threshold:T[:MAXVAL[:TYPE]])");
         f.type = it->type;
+        f.otsu = it->otsu;
     }
     return f;
 }
 
 std::string Kind::print(const ThresholdFilter& f) {
     std::string s = args::number(f.thresh);
-    if (f.type == ThresholdType::binary) return f.default_maxval ? s : s + ":" + args::number(f.maxval);
+    if (f.type == ThresholdType::binary && !f.otsu) return f.default_maxval ? s : s + ":" + args::number(f.maxval);
     s += ":" + (f.default_maxval ? std::string() : args::number(f.maxval)) + ":";
     for (const TypeName& t : kTypes)
-        if (t.type == f.type) s += t.name;
+        if (t.type == f.type && t.otsu == f.otsu) s += t.name;
     return s;
+}
+
+std::string Kind::refuses_input(const ThresholdFilter& f, Depth depth, int channels) {
+    if (!f.otsu || (depth == Depth::u8 && channels == 1)) return {};
+    return "otsu needs an 8-bit 1-channel image (as cv::threshold with THRESH_OTSU; color:gray first), this one is " +
+           std::to_string(channels) + "-channel " + depth_name(depth);
+}
+
+int otsu_level(const std::uint32_t (&hist)[kOtsuBins], double pixels) {
+    return otsu_level_of(hist, pixels);
+}
+
+ThresholdFilter at_otsu_level(const ThresholdFilter& f, int level) {
+    ThresholdFilter t = f;
+    t.thresh = level;
+    t.otsu = false;
+    return t;
 }
 
 template <class T>
 ThresholdOp<T> threshold_op(const ThresholdFilter& f, const ImageView& src, const ImageView& dst) {
+    // The level depends on the whole input: the backends find it first and pass at_otsu_level's node.
+    if (f.otsu) throw std::logic_error("an otsu threshold runs at its level (at_otsu_level)");
     ThresholdOp<T> op{{src, dst}, {}, false, false, false, false, {}, {}};
     T thresh{}, maxval{}, trunc{};
     if constexpr (std::is_same_v<T, float>) {

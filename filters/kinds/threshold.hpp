@@ -7,6 +7,11 @@
 // comparison src > T is strict and exact in integers; float images compare
 // and write in float. T beyond the depth's range acts as OpenCV's
 // out-of-range cases do (every sample above, or none).
+// TYPE otsu / otsu_inv = THRESH_BINARY / THRESH_BINARY_INV | THRESH_OTSU on
+// 8-bit 1-channel images (others are refused, cbi::Error), T ignored: the
+// level is Otsu's, from the histogram of the whole input, computed before
+// any pixel is written (the CPU backend on the host, the CUDA backend in two
+// kernels on the node's stream: filters/cpu/backend.cpp, cuda/backend.cu).
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -25,6 +30,7 @@ struct ThresholdFilter {
     double maxval = 0;
     bool default_maxval = true;  // MAXVAL absent: the depth's maximum
     ThresholdType type = ThresholdType::binary;
+    bool otsu = false;  // THRESH_OTSU: the level from the input's histogram (binary or binary_inv)
     friend bool operator==(const ThresholdFilter&, const ThresholdFilter&) = default;
 };
 
@@ -52,6 +58,81 @@ struct ThresholdOp : PerSampleOp<ThresholdOp<T>, T> {
     }
 };
 
+inline constexpr int kOtsuBins = 256;
+
+namespace otsu_detail {
+// Double arithmetic rounded per operation on both sides (never an FMA).
+CBI_HOST_DEVICE double mul(double a, double b) {
+#if defined(__CUDA_ARCH__)
+    return __dmul_rn(a, b);
+#else
+    return a * b;
+#endif
+}
+CBI_HOST_DEVICE double add(double a, double b) {
+#if defined(__CUDA_ARCH__)
+    return __dadd_rn(a, b);
+#else
+    return a + b;
+#endif
+}
+CBI_HOST_DEVICE double sub(double a, double b) {
+#if defined(__CUDA_ARCH__)
+    return __dsub_rn(a, b);
+#else
+    return a - b;
+#endif
+}
+CBI_HOST_DEVICE double div(double a, double b) {
+#if defined(__CUDA_ARCH__)
+    return __ddiv_rn(a, b);
+#else
+    return a / b;
+#endif
+}
+}  // namespace otsu_detail
+
+// OpenCV's getThreshVal_Otsu_8u on a histogram of `pixels` samples, step by
+// step: double sums, each product, sum and quotient rounded on its own (the
+// device through the _rn intrinsics, the host built with -ffp-contract=off:
+// call otsu_level there), bins where a class is nearly empty skipped as
+// OpenCV skips them (its mu1 still scaled), the first largest between-class
+// variance kept (`>`). Returns the level: samples above it are the upper class.
+CBI_HOST_DEVICE int otsu_level_of(const std::uint32_t* hist, double pixels) {
+    using namespace otsu_detail;
+    constexpr double eps = 1.1920928955078125e-07;  // FLT_EPSILON, as OpenCV compares with it
+    const double scale = div(1.0, pixels);
+    double mu = 0;
+    for (int i = 0; i < kOtsuBins; ++i) mu = add(mu, mul(static_cast<double>(i), static_cast<double>(hist[i])));
+    mu = mul(mu, scale);
+    double mu1 = 0, q1 = 0, max_sigma = 0;
+    int level = 0;
+    for (int i = 0; i < kOtsuBins; ++i) {
+        const double p_i = mul(static_cast<double>(hist[i]), scale);
+        mu1 = mul(mu1, q1);
+        q1 = add(q1, p_i);
+        const double q2 = sub(1.0, q1);
+        const double lo = q2 < q1 ? q2 : q1, hi = q1 < q2 ? q2 : q1;  // std::min, std::max
+        if (lo < eps || hi > sub(1.0, eps)) continue;
+        mu1 = div(add(mu1, mul(static_cast<double>(i), p_i)), q1);
+        const double mu2 = div(sub(mu, mul(q1, mu1)), q2);
+        const double d = sub(mu1, mu2);
+        const double sigma = mul(mul(mul(q1, q2), d), d);
+        if (sigma > max_sigma) {
+            max_sigma = sigma;
+            level = i;
+        }
+    }
+    return level;
+}
+
+// otsu_level_of on the host, compiled where products are never fused.
+int otsu_level(const std::uint32_t (&hist)[kOtsuBins], double pixels);
+
+// The node an Otsu node runs as once its level is known: the same TYPE at
+// T = level.
+ThresholdFilter at_otsu_level(const ThresholdFilter& f, int level);
+
 // The op's threshold, maxval and trunc value for a depth, as cv::threshold
 // derives them (thresh.cpp: cvFloor(T), saturate_cast(cvRound(MAXVAL))).
 template <class T>
@@ -62,12 +143,13 @@ struct FilterKind<ThresholdFilter> {
     static constexpr std::string_view name = "threshold", form = "threshold:T[:MAXVAL[:TYPE]]",
                                       params = "thresh maxval type";
     static constexpr std::string_view help =
-        "src > T ? MAXVAL : 0 per sample; TYPE binary (default), binary_inv, trunc, tozero, tozero_inv; "
+        "src > T ? MAXVAL : 0 per sample; TYPE binary (default), binary_inv, trunc, tozero, tozero_inv, "
+        "otsu or otsu_inv (T from the image's histogram; 8-bit 1-channel); "
         "MAXVAL absent or empty: the depth's maximum (1 for float)";
-    static constexpr std::string_view opencv = "cv::threshold(src, dst, T, MAXVAL, TYPE)";
+    static constexpr std::string_view opencv = "cv::threshold(src, dst, T, MAXVAL, TYPE[|THRESH_OTSU])";
     static constexpr Category category = Category::pointwise;
-    static constexpr std::string_view examples[] = {"100.5", "0.25:200:binary_inv", "127::trunc", "40000::tozero",
-                                                    "0.5:7:tozero_inv"};
+    static constexpr std::string_view examples[] = {"100.5",         "0.25:200:binary_inv", "127::trunc",
+                                                    "40000::tozero", "0.5:7:tozero_inv",    "0:200:otsu"};
     static constexpr KindDefault defaults[] = {
         // Not measured. One thread a pixel: the CUDA vec:N kernels take the
         // colour matrix and blend only (cuda/backend.cu launch_vec).
@@ -78,6 +160,8 @@ struct FilterKind<ThresholdFilter> {
     static ThresholdFilter parse(std::string_view a);
     static std::string print(const ThresholdFilter& f);
     static Footprint footprint(const ThresholdFilter&) { return {}; }
+    // otsu: 8-bit 1-channel images only (as OpenCV's THRESH_OTSU).
+    static std::string refuses_input(const ThresholdFilter& f, Depth depth, int channels);
     template <class T>
     static ThresholdOp<T> op(const ThresholdFilter& f, const ImageView& src, const ImageView& dst) {
         return threshold_op<T>(f, src, dst);
