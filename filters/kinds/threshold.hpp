@@ -11,7 +11,8 @@
 // 8-bit 1-channel images (others are refused, cbi::Error), T ignored: the
 // level is Otsu's, from the histogram of the whole input, computed before
 // any pixel is written (the CPU backend on the host, the CUDA backend in two
-// kernels on the node's stream: filters/cpu/backend.cpp, cuda/backend.cu).
+// kernels on the node's stream before the threshold's: filters/cpu/backend.cpp,
+// cuda/backend.cu).
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -151,9 +152,9 @@ struct FilterKind<ThresholdFilter> {
     static constexpr std::string_view examples[] = {"100.5",         "0.25:200:binary_inv", "127::trunc",
                                                     "40000::tozero", "0.5:7:tozero_inv",    "0:200:otsu"};
     static constexpr KindDefault defaults[] = {
-        // Not measured. One thread a pixel: the CUDA vec:N kernels take the
-        // colour matrix and blend only (cuda/backend.cu launch_vec).
-        {true, 0, kAnyDepth, 0, "naive tile:32x8 column:32"},
+        // Runs of N pixels as whole words (cuda/backend.cu vec_samples), as colour.
+        {true, 0, static_cast<int>(Depth::u8), 0, "vec:8 vec:4 vec:16"},
+        {true, 0, kAnyDepth, 0, "vec:4 vec:2 vec:8"},
         {false, 0, kAnyDepth, 0, "naive"},
     };
 
