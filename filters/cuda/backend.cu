@@ -798,9 +798,19 @@ void launch_vec(const VecSchedule& vec, const BlendOp<T>& op, cudaStream_t strea
 // vec:N for the kinds that map samples one by one (threshold, scale,
 // gamma): a thread's N pixels are N*C samples, loaded and stored as whole
 // words and mapped by the op's sample(), the function the per-pixel path calls.
+// 8-bit ops that carry their 256 results (gamma's double pow, scale) look
+// them up from shared memory, as the CPU does: the same values by construction.
 template <int N, int C, class Op>
 __global__ void vec_samples(const __grid_constant__ Op op) {
     using T = typename Op::Sample;
+    constexpr bool kTable = std::is_same_v<T, std::uint8_t> && requires(const Op& o) {
+        o.table[255];
+    };
+    __shared__ std::uint8_t table[kTable ? 256 : 1];
+    if constexpr (kTable) {
+        for (int i = threadIdx.x; i < 256; i += blockDim.x) table[i] = op.table[i];
+        __syncthreads();
+    }
     const int width = op.dst.width, height = op.dst.height;
     const int x0 = (blockIdx.x * blockDim.x + threadIdx.x) * N;
     if (x0 >= width) return;
@@ -809,7 +819,12 @@ __global__ void vec_samples(const __grid_constant__ Op op) {
         T v[N * C];
         load_run(op.src.template row<const T>(y) + x0 * C, v, count);
 #pragma unroll
-        for (int i = 0; i < N * C; ++i) v[i] = op.sample(v[i]);
+        for (int i = 0; i < N * C; ++i) {
+            if constexpr (kTable)
+                v[i] = table[v[i]];
+            else
+                v[i] = op.sample(v[i]);
+        }
         store_run(op.dst.template row<T>(y) + x0 * C, v, count);
     }
 }
