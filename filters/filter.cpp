@@ -249,6 +249,15 @@ std::string refuses_input(const Filter& f, Depth depth, int channels) {
     });
 }
 
+bool whole_image(const Filter& f) {
+    return visit_kind(f, [&](auto kind, const auto& params) {
+        if constexpr (requires { kind.whole_image(params); })
+            return kind.whole_image(params);
+        else
+            return false;
+    });
+}
+
 int output_channels(const Filter& f, int channels) {
     return visit_kind(f, [&](auto kind, const auto& params) {
         if constexpr (requires { kind.output_channels(params, channels); })

@@ -143,6 +143,10 @@ void check_supports(const ScheduleSpec& schedule, const BlendFilter& blend);
 // refuses_input: adaptive takes 8-bit 1-channel images only), or "".
 std::string refuses_input(const Filter& f, Depth depth, int channels);
 
+// Whether each output pixel depends on the whole input (the kind's
+// whole_image: otsu's level), so that a pipeline cannot run tiled.
+bool whole_image(const Filter& f);
+
 // Channels of the node's output for an input with `channels` channels
 // (the kind's output_channels; the input's count for kinds without one).
 // Throws cbi::Error when the filter cannot take such an input.

@@ -699,6 +699,10 @@ public:
         std::vector<int> reach(nodes.size(), 0);
         int most = 0;
         for (std::size_t i = 1; i < nodes.size(); ++i) {
+            if (const auto* f = std::get_if<cbi::Filter>(&nodes[i].op); f && cbi::whole_image(*f))
+                throw cbi::Unsupported("halo", nodes[i].op_string() +
+                                                   " depends on the whole image: tiles of it would not give the "
+                                                   "whole image's result; call the pipeline on the whole image");
             int in = 0;
             for (cbi::NodeId j : nodes[i].inputs) in = std::max(in, reach[j]);
             reach[i] = in + radius(nodes[i].op);

@@ -28,8 +28,9 @@ struct GammaFilter {
 template <class T>
 struct GammaOp : PerSampleOp<GammaOp<T>, T> {
     double exponent;  // 1 / G
-    // 8-bit on the host: the 256 results of compute() (a double pow per
-    // sample costs ~20 ns). Not read on the GPU, which computes.
+    // 8-bit: the 256 results of compute(), which the CPU reads per sample
+    // and the GPU's vec:N kernel stages in shared memory (a double pow per
+    // sample costs more than the lookup on both); per-pixel GPU kernels compute.
     std::uint8_t table[std::is_same_v<T, std::uint8_t> ? 256 : 1];
 
     CBI_HOST_DEVICE T compute(T v) const {

@@ -87,6 +87,8 @@ struct Footprint {
 //   static Expansion expand(const F&);        // compound kinds: the steps; no steps: the kind's own op runs
 //   (or expand(const F&, bool cuda): steps that depend on the backend)
 //   static std::string refuses_input(const F&, Depth, int channels);   // why it cannot take such an image ("" if it can)
+//   static bool whole_image(const F&);   // each output pixel depends on the whole input (otsu's level):
+//                                        // tiles of an image would not give the whole image's result
 template <class F>
 struct FilterKind;
 

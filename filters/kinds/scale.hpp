@@ -31,9 +31,9 @@ struct ScaleOp : PerSampleOp<ScaleOp<T>, T> {
     // convertTo copies when |ALPHA - 1| and |BETA| are below DBL_EPSILON
     // (float -0 stays -0, which -0 * 1 + 0 would not).
     bool copy;
-    // 8-bit on the host: the 256 results, computed by the same expression
-    // (a std::fma call per sample costs more than the lookup). Not read on
-    // the GPU, where fma_rn is one instruction.
+    // 8-bit: the 256 results, computed by the same expression, which the
+    // CPU reads per sample (a std::fma call costs more than the lookup) and
+    // the GPU's vec:N kernel stages in shared memory; per-pixel GPU kernels compute.
     std::uint8_t table[std::is_same_v<T, std::uint8_t> ? 256 : 1];
 
     CBI_HOST_DEVICE T compute(T v) const { return copy ? v : saturate_round<T>(fma_rn(to_float(v), alpha, beta)); }

@@ -163,6 +163,7 @@ struct FilterKind<ThresholdFilter> {
     static Footprint footprint(const ThresholdFilter&) { return {}; }
     // otsu: 8-bit 1-channel images only (as OpenCV's THRESH_OTSU).
     static std::string refuses_input(const ThresholdFilter& f, Depth depth, int channels);
+    static bool whole_image(const ThresholdFilter& f) { return f.otsu; }
     template <class T>
     static ThresholdOp<T> op(const ThresholdFilter& f, const ImageView& src, const ImageView& dst) {
         return threshold_op<T>(f, src, dst);

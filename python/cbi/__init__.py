@@ -448,7 +448,8 @@ class Pipeline:
         """Pixels beyond a tile that its outputs depend on (the sum of the
         stencils' radii along the longest path): tiles overlapped by this
         much give the whole-image result (``dask.array.map_overlap(p,
-        depth=p.halo, boundary="none")``)."""
+        depth=p.halo, boundary="none")``). Raises cbi.Unsupported when a
+        node depends on the whole image (``threshold`` with ``otsu``)."""
         return self._p.halo
 
     @property

@@ -57,6 +57,9 @@ def test_halo():
     assert cbi.Pipeline("color:gray | gaussian:5 | sobel:mag").halo == 3
     assert cbi.Pipeline("blur:9 | laplacian").halo == 5
     assert cbi.Pipeline.from_json(SAMPLES / "pipelines" / "dog.json").halo == 4
+    # Otsu's level comes from the whole image: no halo makes tiles equal it.
+    with pytest.raises(cbi.Unsupported, match="whole image"):
+        cbi.Pipeline("color:gray | gaussian:5 | threshold:0:255:otsu").halo
 
 
 @pytest.mark.skipif(not have("dask"), reason="needs dask (python3-dask)")
