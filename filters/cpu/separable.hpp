@@ -406,7 +406,7 @@ public:
         pad_len_ = (tile_w + max_kw - 1) * channels_;
         if constexpr (kIsSepFilter8<Op>) {
             const IntTaps taps = int_sepfilter_taps(op.kx, op.nx, op.ky, op.ny, int_wx_, int_wy_, int_shift_);
-            if (taps != IntTaps::none && has_int16_columns()) {
+            if (taps != IntTaps::none && sobel8_vectorised()) {
                 int32_columns_ = taps == IntTaps::int32;
                 int_buffer_.reset(new std::int16_t[pad_len_ + static_cast<std::size_t>(rows) * n_max_]);
                 int_pad_ = int_buffer_.get();
@@ -471,14 +471,6 @@ private:
     template <class R>
     R* slot_in(R* sums, int p, int r) const {
         return sums + static_cast<std::size_t>((r - first_row_[p]) % buffer_rows_[p]) * n_max_;
-    }
-
-    // Whether int16_columns_u8 runs here (AVX2), the integer path's condition.
-    static bool has_int16_columns() {
-        std::uint8_t out[16];
-        const std::int16_t rows[16] = {};
-        const int w = 1;
-        return int16_columns_u8(out, rows, 16, &w, 1, 0, 16) == 16;
     }
 
     // The 8-bit sepfilter2d with integer sums (int_sepfilter_taps): the

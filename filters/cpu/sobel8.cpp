@@ -193,6 +193,14 @@ CBI_AVX2 int magnitude_columns_avx2(std::uint8_t* out, const std::int16_t* rows_
 
 }  // namespace
 
+bool sobel8_vectorised() {
+#if CBI_OPENCV_AVX2
+    return has_avx2();
+#else
+    return false;
+#endif
+}
+
 int sobel8_row_sums(std::int16_t* out, const std::int16_t* in, std::ptrdiff_t tap_stride, const int* w, int k, int n) {
 #if CBI_OPENCV_AVX2
     if (has_avx2()) return row_sums_avx2(out, in, tap_stride, w, k, n);

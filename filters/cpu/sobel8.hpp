@@ -39,6 +39,10 @@ int sobel8_abs_columns(std::uint8_t* out, const std::int16_t* rows, std::ptrdiff
 int sobel8_magnitude_columns(std::uint8_t* out, const std::int16_t* rows_x, const int* wx, int kx,
                              const std::int16_t* rows_y, const int* wy, int ky, std::ptrdiff_t pitch, int n);
 
+// Whether the passes above run vectorised on this CPU (AVX2) rather than
+// writing nothing: the 8-bit sepfilter2d takes its integer path only then.
+bool sobel8_vectorised();
+
 // Column pass and finish of an 8-bit sepfilter2d whose taps are small
 // multiples of powers of two (TileWorker's integer path): g = sum over j < k
 // of w[j] * rows[i + j * pitch] in int16, out[i] = g / 2^shift rounded to
