@@ -64,6 +64,11 @@ constexpr int kExitUsage = 2;
 std::atomic<int> g_interrupted{0};  // the first signal taken, or 0
 std::atomic<bool> g_cancel{false};  // tells the batch runner to stop
 std::atomic<bool> g_batch_running{false};
+bool g_batch_used_cuda = false;  // a batch ran on a CUDA device
+
+double seconds_since_start() {
+    return seconds_before_main() + std::chrono::duration<double>(Clock::now() - g_main_start).count();
+}
 
 void start_signal_thread() {
     sigset_t set;
@@ -242,8 +247,13 @@ int run_batch_mode(const CLI::App& app, const Options& o, const cbi::WriteOption
     }
     // One executor per image in flight, its buffers reused image after image.
     g_batch_running = true;
-    const cbi::BatchSummary summary =
-        cbi::run_batch(plan, cbi::batch_devices(graph, run_options, device_specs, host_rank()), batch);
+    const double before_batch = seconds_since_start();
+    const cbi::BatchSummary summary = cbi::run_batch(
+        plan, cbi::batch_devices(graph, run_options, device_specs, host_rank(), cbi::jpeg_on_device(plan, batch.jpeg)),
+        batch);
+    const double in_run_batch = seconds_since_start() - before_batch;
+    g_batch_used_cuda = std::any_of(summary.devices.begin(), summary.devices.end(),
+                                    [](const cbi::DeviceStats& d) { return d.name.starts_with("cuda"); });
     const int signal = g_interrupted.load();
     reporter.clear_bar();
 
@@ -265,7 +275,10 @@ int run_batch_mode(const CLI::App& app, const Options& o, const cbi::WriteOption
         write_message(line.str());
     }
     if (o.stats && !g_ranks) {
-        std::cout << format_stats(summary);
+        // Where a whole process's time goes besides the batch's wall.
+        std::cout << format_stats(summary) << std::fixed << std::setprecision(3) << "process: " << before_batch
+                  << " s before the batch (loading, plan, devices), " << in_run_batch - summary.wall_s
+                  << " s around its wall (processors made and freed)\n";
     } else if (o.stats && signal == 0) {  // every rank's block, printed by rank 0
         const std::vector<std::string> blocks = g_ranks->gather(format_stats(summary));
         for (std::size_t r = 0; r < blocks.size(); ++r)
@@ -418,10 +431,11 @@ int main(int argc, char** argv) {
         const int rc = run(app, o);
         // Ended while nvJPEG is still starting (a batch of a few JPEGs): the
         // exit would wait for that start (about 0.8 s on the H100 host), so
-        // that CUDA is not torn down under it. Every output is written and
-        // renamed by now; MPI is finalised, the streams flushed, and _exit
-        // skips the teardown.
-        if (cbi::gpu_codec_starting()) {
+        // that CUDA is not torn down under it; after a batch on a GPU the
+        // teardown of CUDA and nvJPEG does nothing the outputs need. Every
+        // output is written and renamed by now; MPI is finalised, the
+        // streams flushed, and _exit skips the teardown.
+        if (cbi::gpu_codec_starting() || g_batch_used_cuda) {
             ranks.reset();
             std::cout.flush();
             std::fflush(nullptr);

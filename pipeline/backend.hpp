@@ -65,7 +65,8 @@ struct KernelShape {
 // (unless `wait`, the first call starts it in the background);
 // decoder_ready: whether its decoder has too (it starts later). parse: the
 // input format a JPEG decodes to (a view without data), or nullopt when the
-// decoder does not take it or, unless `wait`, has not started yet.
+// decoder does not take it or, unless `wait`, has not started yet; without
+// `hardware`, not the hardware decoder (Processor::process_jpeg).
 // decode_input, after the backend's allocate for that format: decodes the
 // JPEG last parsed into the input buffer and returns the view nodes read it
 // through, or nullopt when the decoder refused the data; the bytes must live
@@ -75,7 +76,7 @@ class DeviceJpeg {
 public:
     virtual bool codec_ready(bool wait) = 0;
     virtual bool decoder_ready() = 0;
-    virtual std::optional<ImageView> parse(std::span<const std::uint8_t> jpeg, bool wait) = 0;
+    virtual std::optional<ImageView> parse(std::span<const std::uint8_t> jpeg, bool wait, bool hardware = true) = 0;
     virtual std::optional<ImageView> decode_input(std::span<const std::uint8_t> jpeg) = 0;
     virtual std::vector<std::uint8_t> encode(const ImageView& result, int quality) = 0;
 

@@ -185,9 +185,9 @@ private:
             return true;
         }
         bool decoder_ready() override { return codec_ready(false) && GpuJpegCodec::decoder_started(b_.device_); }
-        std::optional<ImageView> parse(std::span<const std::uint8_t> jpeg, bool wait) override {
+        std::optional<ImageView> parse(std::span<const std::uint8_t> jpeg, bool wait, bool hardware) override {
             if (!codec_ready(wait)) return std::nullopt;
-            const auto info = codec_->parse(jpeg, wait);
+            const auto info = codec_->parse(jpeg, wait, hardware);
             if (!info) return std::nullopt;
             return contiguous_view(nullptr, info->width, info->height, info->channels, Depth::u8);
         }

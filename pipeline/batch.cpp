@@ -719,10 +719,11 @@ private:
     // device's at once (nvJPEG is not started for a batch without JPEG).
     const bool mixed_codecs_;
     // auto: whether the devices' codecs (encoders) and decoders have started,
-    // and how many JPEGs wait for their decoders. A few per device keep its
-    // hardware decoders busy (two states); more would hold worker threads
-    // that the CPU's decoders can use (docs/performance.md#device-jpegs).
-    static constexpr int kDeviceJpegs = 6;
+    // and how many JPEGs wait for their decoders. Enough per device to fill
+    // its hardware decoder's batches (its processors, kGpuJpegBatchProcessors,
+    // decode together); more would hold worker threads that the CPU's
+    // decoders can use (docs/performance.md#device-jpegs).
+    static constexpr int kDeviceJpegs = 24;
     std::atomic<bool> device_codec_ready_{false}, device_decoder_ready_{false};
     std::atomic<int> device_jpegs_{0};
     std::atomic<std::size_t> jpeg_on_devices_{0}, jpeg_on_cpu_{0}, jpeg_on_cpu_after_device_{0};  // for --stats
@@ -800,6 +801,12 @@ BatchSummary run_batch(const BatchPlan& plan, const std::vector<BatchDevice>& de
     const int k = !options.overlap ? 1 : options.in_flight > 0 ? options.in_flight : 2 * jobs;
     const auto locks = lock_outputs(plan, options.lock_output_roots);
     return BatchRun(plan, devices, options, jobs, k).run();
+}
+
+bool jpeg_on_device(const BatchPlan& plan, BatchOptions::JpegCodec codec) {
+    return codec != BatchOptions::JpegCodec::cpu &&
+           std::any_of(plan.jobs.begin(), plan.jobs.end(),
+                       [](const BatchJob& job) { return output_format(job.input) == "JPEG"; });
 }
 
 }  // namespace cbi

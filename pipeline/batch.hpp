@@ -175,6 +175,10 @@ struct BatchDevice {
 // more images at once than keep its copies and kernels busy
 // (docs/performance.md#gpu-processors).
 inline constexpr int kGpuBatchProcessors = 4;
+// Where its JPEG inputs decode on the GPU: the processors that decode at
+// the same time share the hardware decoder's batches, which decode faster
+// the larger they are (docs/performance.md#hardware-jpeg-batches).
+inline constexpr int kGpuJpegBatchProcessors = 8;
 
 struct DeviceStats {
     std::string name;
@@ -213,5 +217,10 @@ BatchSummary run_batch(const BatchPlan& plan, const ProcessorFactory& factory, c
 // error. The same device may be listed twice (cuda:0,0): two sets of
 // processors on one device.
 BatchSummary run_batch(const BatchPlan& plan, const std::vector<BatchDevice>& devices, const BatchOptions& options);
+
+// Whether the plan's JPEG inputs are for the devices' decoders (a codec
+// other than the CPU's and a JPEG input): their GPUs then get
+// kGpuJpegBatchProcessors each.
+bool jpeg_on_device(const BatchPlan& plan, BatchOptions::JpegCodec codec);
 
 }  // namespace cbi

@@ -81,17 +81,22 @@ DeviceSpec choose_device(const DeviceSpec& spec, const Graph& graph, const std::
     return {DeviceSpec::Kind::cpu, 0};
 }
 
+int gpu_batch_processors(bool jpeg_on_device) {
+    return jpeg_on_device && built_with_nvjpeg() ? kGpuJpegBatchProcessors : kGpuBatchProcessors;
+}
+
 std::vector<BatchDevice> batch_devices(const Graph& graph, const RunOptions& options,
-                                       const std::vector<DeviceSpec>& specs, int host_rank) {
+                                       const std::vector<DeviceSpec>& specs, int host_rank, bool jpeg_on_device) {
     std::vector<ResolvedDevice> resolved{options.device};
     if (specs.size() > 1 || (!specs.empty() && specs.front().index == kAllDevices))
         resolved = resolve_devices(specs, host_rank);
+    const int gpu_processors = gpu_batch_processors(jpeg_on_device);
     std::vector<BatchDevice> devices;
     for (const ResolvedDevice& d : resolved) {
         RunOptions per_device = options;
         per_device.device = d;
         devices.push_back({d.cuda ? "cuda:" + std::to_string(d.index) : "cpu",
-                           graph_processor_factory(graph, per_device), d.cuda ? kGpuBatchProcessors : 0});
+                           graph_processor_factory(graph, per_device), d.cuda ? gpu_processors : 0});
     }
     return devices;
 }

@@ -84,8 +84,13 @@ DeviceSpec choose_device(const DeviceSpec& spec, const Graph& graph, const std::
 // The devices a batch feeds (run_batch), each with its own processors
 // (GraphExecutors over `graph` with `options`, their device replaced):
 // options.device alone, or for a list (several specs, or cuda:all) every
-// device resolve_devices gives for it (throws as it does).
+// device resolve_devices gives for it (throws as it does); a GPU's
+// processors: gpu_batch_processors(jpeg_on_device).
 std::vector<BatchDevice> batch_devices(const Graph& graph, const RunOptions& options,
-                                       const std::vector<DeviceSpec>& specs, int host_rank = 0);
+                                       const std::vector<DeviceSpec>& specs, int host_rank = 0,
+                                       bool jpeg_on_device = false);
+// The processors of a GPU in a batch whose JPEG inputs do or do not decode
+// on the devices (cbi::jpeg_on_device).
+int gpu_batch_processors(bool jpeg_on_device);
 
 }  // namespace cbi

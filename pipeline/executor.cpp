@@ -578,10 +578,10 @@ bool GraphExecutor::decodes_jpeg() const {
 }
 
 std::optional<Processor::FileResult> GraphExecutor::process_jpeg(std::span<const std::uint8_t> jpeg, int jpeg_quality,
-                                                                 bool wait) {
+                                                                 bool wait, bool hardware) {
     DeviceJpeg* codec = backend_->jpeg();
     if (!codec) return std::nullopt;
-    const std::optional<ImageView> format = codec->parse(jpeg, wait);
+    const std::optional<ImageView> format = codec->parse(jpeg, wait, hardware);
     if (!format) return std::nullopt;
     prepare_for(*format);
     const std::optional<ImageView> input = codec->decode_input(jpeg);

@@ -108,7 +108,8 @@ public:
     // Processor: JPEG decoded (and the output encoded) on the device, where
     // the backend can (CUDA with nvJPEG).
     bool decodes_jpeg() const override;
-    std::optional<FileResult> process_jpeg(std::span<const std::uint8_t> jpeg, int jpeg_quality, bool wait) override;
+    std::optional<FileResult> process_jpeg(std::span<const std::uint8_t> jpeg, int jpeg_quality, bool wait,
+                                           bool hardware = true) override;
     bool jpeg_codec_ready() override;
     bool jpeg_decoder_ready() override;
     FileResult process_file(const ImageView& input, int jpeg_quality) override;

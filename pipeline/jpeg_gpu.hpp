@@ -49,8 +49,9 @@ public:
 
     // Parses the stream's headers: nullopt when no nvJPEG decoder takes it
     // or, unless `wait`, the hardware decoder has not started yet (the
-    // caller decodes on the CPU).
-    std::optional<GpuJpegInfo> parse(std::span<const std::uint8_t> jpeg, bool wait = true);
+    // caller decodes on the CPU). Without `hardware`, only nvJPEG's CUDA
+    // decoders, without waiting for the hardware decoder's start.
+    std::optional<GpuJpegInfo> parse(std::span<const std::uint8_t> jpeg, bool wait = true, bool hardware = true);
     // Decodes the stream last parsed into `dst` (device memory of
     // info.width x info.height x info.channels, 8u) on `stream`. False when
     // nvJPEG fails on the data (the caller decodes on the CPU); throws

@@ -126,7 +126,9 @@ FileReport run_file(const fs::path& input, const fs::path& output, const Graph& 
             check_outputs(static_cast<int>(header.width), static_cast<int>(header.height), header.channels == 1 ? 1 : 3,
                           Depth::u8, CV_8U);
             const int quality = output_format(output) == "JPEG" ? jpeg_quality(options.write) : 0;
-            if (auto r = executor->process_jpeg(bytes, quality, true)) {
+            // Not the hardware decoder: its start costs more than nvJPEG's
+            // CUDA decoder takes for one image (docs/performance.md#codec-start).
+            if (auto r = executor->process_jpeg(bytes, quality, true, false)) {
                 step("GPU codec+run");
                 const ImageMetadata metadata = read_metadata();
                 clear_temporaries();

@@ -893,13 +893,16 @@ public:
         batch.jpeg = codec == "cpu"   ? cbi::BatchOptions::JpegCodec::cpu
                      : codec == "gpu" ? cbi::BatchOptions::JpegCodec::device
                                       : cbi::BatchOptions::JpegCodec::automatic;
+        cbi::BatchPlan plan = cbi::plan_folder(folder);
+        if (!plan.conflicts.empty()) throw std::invalid_argument(plan.conflicts.front());
+        const int gpu_processors = cbi::gpu_batch_processors(cbi::jpeg_on_device(plan, batch.jpeg));
         std::vector<cbi::BatchDevice> devices;
         for (const cbi::ResolvedDevice& d : cbi::resolve_devices(cbi::parse_devices(device))) {
             cbi::RunOptions options;
             options.device = d;
             options.tuning = tuning_;
             devices.push_back({d.cuda ? "cuda:" + std::to_string(d.index) : "cpu",
-                               cbi::graph_processor_factory(graph_, options), d.cuda ? cbi::kGpuBatchProcessors : 0});
+                               cbi::graph_processor_factory(graph_, options), d.cuda ? gpu_processors : 0});
         }
         if (codec == "gpu" && (!cbi::built_with_nvjpeg() || !devices.front().name.starts_with("cuda")))
             throw cbi::Unsupported("codec='gpu'",
@@ -928,9 +931,6 @@ public:
                 }
             };
         }
-        cbi::BatchPlan plan = cbi::plan_folder(folder);
-        if (!plan.conflicts.empty()) throw std::invalid_argument(plan.conflicts.front());
-
         // The batch runs on a thread of its own; this one waits with the GIL
         // released and looks for signals (Ctrl-C) every 50 ms: one cancels
         // the batch cleanly (no new image read, those in flight end as

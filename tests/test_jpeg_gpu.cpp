@@ -7,10 +7,13 @@
 #include <stdlib.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
+#include <optional>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -105,6 +108,28 @@ TEST(JpegGpu, RealPhotosDecodeCloseToOpenCV) {
         expect_close_to_cpu(codec, read_file(test::samples_dir() + "/" + name), name);
 }
 
+// One image skips the hardware decoder (and its start): nvJPEG's CUDA
+// decoder takes the same streams, as close to OpenCV.
+TEST(JpegGpu, WithoutTheHardwareDecoderTheCudaDecoderTakesIt) {
+    REQUIRE_GPU();
+    GpuJpegCodec codec(0);
+    for (const char* name : {"butterfly.jpg", "HappyFish.jpg"}) {
+        SCOPED_TRACE(name);
+        const auto jpeg = read_file(test::samples_dir() + "/" + name);
+        const auto info = codec.parse(jpeg, true, false);
+        ASSERT_TRUE(info);
+        EXPECT_STRNE(info->decoder, "hardware");
+        DeviceImage dev(info->width, info->height, info->channels, Depth::u8);
+        Stream stream;
+        ASSERT_TRUE(codec.decode(jpeg, dev.view, stream.get()));
+        cv::Mat host(info->height, info->width, CV_8UC(info->channels));
+        download(dev.view, view_of(host), stream.get());
+        stream.synchronize("decode");
+        const cv::Mat cpu = decode_image(jpeg, name);
+        EXPECT_LE(cv::norm(host, cpu, cv::NORM_INF), tolerance(cpu).max);
+    }
+}
+
 // The encoder for the test streams: OpenCV 4.6 writes colour as 4:2:0 only
 // (baseline or progressive); nvJPEG's encoder writes 4:2:2 and 4:4:4.
 std::vector<std::uint8_t> encode_gpu(GpuJpegCodec& codec, const cv::Mat& img, GpuJpegCodec::Chroma chroma) {
@@ -190,6 +215,56 @@ TEST(JpegGpu, BrokenStreamsAreLeftToTheCpuDecoder) {
     }
     // The codec still works afterwards.
     expect_close_to_cpu(codec, good, "butterfly.jpg after the broken ones");
+}
+
+// Threads that decode at the same time share the hardware decoder's
+// batches: every image comes out as it does when decoded alone, whatever
+// its size, channels or neighbours in the batch; a stream the hardware
+// decoder fails on fails alone, and the others in its batch still decode.
+TEST(JpegGpu, ConcurrentDecodesBatchedAsDecodedAlone) {
+    REQUIRE_GPU();
+    std::vector<std::vector<std::uint8_t>> jpegs;
+    for (int i = 0; i < 12; ++i)
+        jpegs.push_back(encode_cpu(noisy_gradient(300 + 37 * i, 200 + 53 * (i % 5), i % 4 == 3 ? 1 : 3, 100 + i),
+                                   {cv::IMWRITE_JPEG_QUALITY, 85 + i}));
+    auto garbage = jpegs[5];  // headers intact, markers in the scan
+    for (std::size_t i = garbage.size() / 3; i < garbage.size() - 2; i += 61) garbage[i] = 0xFF;
+    jpegs.push_back(garbage);
+    std::vector<cv::Mat> alone;
+    {
+        GpuJpegCodec codec(0);
+        for (const auto& j : jpegs) alone.push_back(decode_gpu(codec, j));
+    }
+    for (std::size_t i = 0; i + 1 < jpegs.size(); ++i) ASSERT_FALSE(alone[i].empty()) << "image " << i;
+    for (int round = 0; round < 4; ++round) {
+        std::vector<cv::Mat> together(jpegs.size());
+        std::atomic<int> arrived{0};
+        std::vector<std::thread> threads;
+        for (std::size_t i = 0; i < jpegs.size(); ++i)
+            threads.emplace_back([&, i] {
+                GpuJpegCodec codec(0);
+                const auto info = codec.parse(jpegs[i]);
+                std::optional<DeviceImage> dev;
+                if (info) dev.emplace(info->width, info->height, info->channels, Depth::u8);
+                Stream stream;
+                ++arrived;  // every thread, so that none waits for one that left
+                while (arrived < static_cast<int>(jpegs.size())) std::this_thread::yield();
+                if (!info || !codec.decode(jpegs[i], dev->view, stream.get())) return;
+                cv::Mat host(info->height, info->width, CV_8UC(info->channels));
+                download(dev->view, view_of(host), stream.get());
+                stream.synchronize("decode");
+                together[i] = host;
+            });
+        for (std::thread& t : threads) t.join();
+        for (std::size_t i = 0; i < jpegs.size(); ++i) {
+            SCOPED_TRACE("round " + std::to_string(round) + ", image " + std::to_string(i));
+            ASSERT_EQ(together[i].empty(), alone[i].empty());
+            if (alone[i].empty()) continue;
+            ASSERT_EQ(together[i].size(), alone[i].size());
+            ASSERT_EQ(together[i].type(), alone[i].type());
+            EXPECT_EQ(cv::norm(together[i], alone[i], cv::NORM_INF), 0);
+        }
+    }
 }
 
 // A batch with the GPU codec on as many workers as a 16-core host has:
