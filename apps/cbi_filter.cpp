@@ -277,7 +277,7 @@ int run_batch_mode(const CLI::App& app, const Options& o, const cbi::WriteOption
     if (o.stats && !g_ranks) {
         // Where a whole process's time goes besides the batch's wall.
         std::cout << format_stats(summary) << std::fixed << std::setprecision(3) << "process: " << before_batch
-                  << " s before the batch (loading, plan, devices), " << in_run_batch - summary.wall_s
+                  << " s before the batch (loading, plan, devices), " << std::max(0.0, in_run_batch - summary.wall_s)
                   << " s around its wall (processors made and freed)\n";
     } else if (o.stats && signal == 0) {  // every rank's block, printed by rank 0
         const std::vector<std::string> blocks = g_ranks->gather(format_stats(summary));
