@@ -38,7 +38,8 @@
 #                     the default (fused) against --no-fuse, byte for byte, and
 #                     OpenCV (Python) doing the same; whole process, 3 runs each
 #   run.sh codecs     cbi-codec-bench on 400 generated 2048x2048 JPEGs: OpenCV's
-#                     and nvJPEG's decode and encode alone, and start-up costs
+#                     and nvJPEG's decode and encode alone, and start-up costs;
+#                     then the hardware decoder alone by batch size (--batches)
 #   run.sh hostile    scripts/hostile-sweep.sh with --device cuda (from the
 #                     repository the bundle sits in)
 #   run.sh all        tests, cli, sanitize, bench
@@ -609,6 +610,7 @@ run_codecs() {
   rm -rf "$dir"
   make_images "$dir/in" "$n" jpg || { echo "codecs: cannot generate the images"; status=1; return; }
   "$bin/cbi-codec-bench" "$dir/in" --threads "$(nproc)" || status=1
+  "$bin/cbi-codec-bench" "$dir/in" --batches || status=1
   rm -rf "$dir"
 }
 

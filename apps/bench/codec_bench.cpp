@@ -9,6 +9,7 @@
 //   cbi-codec-bench DIR [--threads 16] [--rounds 2] [--device 0]
 //   cbi-codec-bench . --start serial|parallel    nvJPEG's start-up, call by call
 //   cbi-codec-bench . --copies BYTES             allocations and copies of one large image
+//   cbi-codec-bench DIR --batches                 the hardware decoder alone by batch size
 // Builds with nvJPEG only (CBI_WITH_NVJPEG).
 #include <CLI/CLI.hpp>
 #include <opencv2/core.hpp>
@@ -169,6 +170,69 @@ void copies(int device, std::size_t bytes) {
     }
 }
 
+// The hardware decoder alone, one state on one thread, by batch size: its
+// engines decode a batch's images in parallel
+// (docs/performance.md#hardware-jpeg-batches). Every file must be a
+// colour JPEG the hardware decoder takes.
+void hardware_batches(int device, const std::vector<std::vector<std::uint8_t>>& files, std::size_t n) {
+    cbi::use_device(device);
+    CBI_CUDA_CHECK(cudaFree(nullptr), "cudaFree");
+    nvjpegHandle_t hw = nullptr;
+    nv(nvjpegCreateEx(NVJPEG_BACKEND_HARDWARE, nullptr, nullptr, NVJPEG_FLAGS_UPSAMPLING_WITH_INTERPOLATION, &hw),
+       "nvjpegCreateEx hardware");
+    unsigned engines = 0, cores = 0;
+    if (nvjpegGetHardwareDecoderInfo(hw, &engines, &cores) == NVJPEG_STATUS_SUCCESS)
+        std::printf("hardware decoder: %u engines, %u cores each\n", engines, cores);
+    nvjpegJpegStream_t parsed = nullptr;
+    nv(nvjpegJpegStreamCreate(hw, &parsed), "nvjpegJpegStreamCreate");
+    unsigned w = 0, h = 0;
+    for (const auto& f : files) {
+        nv(nvjpegJpegStreamParseHeader(hw, f.data(), f.size(), parsed), "nvjpegJpegStreamParseHeader");
+        unsigned fw = 0, fh = 0;
+        nv(nvjpegJpegStreamGetFrameDimensions(parsed, &fw, &fh), "nvjpegJpegStreamGetFrameDimensions");
+        w = std::max(w, fw);
+        h = std::max(h, fh);
+    }
+    cbi::Stream stream;
+    for (const int batch : {1, 2, 4, 8, 16, 32, 64}) {
+        nvjpegJpegState_t state = nullptr;
+        nv(nvjpegJpegStateCreate(hw, &state), "nvjpegJpegStateCreate");
+        nv(nvjpegDecodeBatchedInitialize(hw, state, batch, 1, NVJPEG_OUTPUT_BGRI), "nvjpegDecodeBatchedInitialize");
+        nv(nvjpegDecodeBatchedPreAllocate(hw, state, batch, static_cast<int>(w), static_cast<int>(h), NVJPEG_CSS_444,
+                                          NVJPEG_OUTPUT_BGRI),
+           "nvjpegDecodeBatchedPreAllocate");
+        std::vector<cbi::DeviceImage> out;
+        std::vector<nvjpegImage_t> images(batch);
+        for (int i = 0; i < batch; ++i) {
+            out.emplace_back(static_cast<int>(w), static_cast<int>(h), 3, cbi::Depth::u8);
+            images[i].channel[0] = reinterpret_cast<unsigned char*>(out.back().view.data);
+            images[i].pitch[0] = out.back().view.stride;
+        }
+        std::vector<const unsigned char*> data(batch);
+        std::vector<std::size_t> lengths(batch);
+        const auto decode = [&](std::size_t count) {
+            for (std::size_t first = 0; first < count; first += batch) {
+                for (int i = 0; i < batch; ++i) {
+                    const auto& f = files[(first + i) % files.size()];
+                    data[i] = f.data();
+                    lengths[i] = f.size();
+                }
+                nv(nvjpegDecodeBatched(hw, state, data.data(), lengths.data(), images.data(), stream.get()),
+                   "nvjpegDecodeBatched");
+                stream.synchronize("nvjpegDecodeBatched");
+            }
+        };
+        decode(static_cast<std::size_t>(batch));  // warm
+        const std::size_t count = (n + batch - 1) / batch * batch;
+        const Clock::time_point t0 = Clock::now();
+        decode(count);
+        const std::string what = "hardware decoder, batches of " + std::to_string(batch);
+        report(what.c_str(), count, since(t0));
+        nvjpegJpegStateDestroy(state);
+    }
+    nvjpegJpegStreamDestroy(parsed);
+    nvjpegDestroy(hw);
+}
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -177,6 +241,7 @@ int main(int argc, char** argv) {
     int threads = static_cast<int>(std::thread::hardware_concurrency()), rounds = 2, device = 0;
     std::string start;
     std::size_t copy_bytes = 0;
+    bool batches = false;
     app.add_option("dir", dir, "a folder of JPEGs")->required();
     app.add_option("--threads", threads, "threads of each codec")->check(CLI::Range(1, 4096));
     app.add_option("--rounds", rounds, "passes over the folder")->check(CLI::Range(1, 1000));
@@ -185,6 +250,7 @@ int main(int argc, char** argv) {
                    "only time nvJPEG's start-up call by call: serial or parallel (two handles on two threads)")
         ->check(CLI::IsMember({"serial", "parallel"}));
     app.add_option("--copies", copy_bytes, "only time allocations and copies of this many bytes");
+    app.add_flag("--batches", batches, "only time the hardware decoder alone by batch size (1 to 64 images a call)");
     CLI11_PARSE(app, argc, argv);
     try {
         if (copy_bytes > 0) {
@@ -203,6 +269,10 @@ int main(int argc, char** argv) {
         if (files.empty()) throw cbi::Error(dir, "holds no .jpg files");
         const std::size_t n = files.size() * static_cast<std::size_t>(rounds);
         std::printf("%zu JPEGs x %d rounds, %d threads\n", files.size(), rounds, threads);
+        if (batches) {
+            hardware_batches(device, files, n);
+            return 0;
+        }
 
         // Start-up, as one image meets it.
         Clock::time_point t0 = Clock::now();
