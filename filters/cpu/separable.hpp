@@ -299,12 +299,18 @@ constexpr bool is_gauss8() {
     }
 }
 
-// The 8-bit Sobel (SobelOp<uint8_t>, any source): its passes have vector
-// forms in cpu_sobel8.
+// The 8-bit Sobel and Laplacian (SobelOp<uint8_t>, LaplacianOp<uint8_t>,
+// any source): their passes have vector forms in cpu_sobel8.
 template <class Op>
 constexpr bool kIsSobel8 = false;
 template <BorderMode B, class Src>
 constexpr bool kIsSobel8<SobelOp<std::uint8_t, B, Src>> = true;
+template <BorderMode B, class Src>
+constexpr bool kIsSobel8<LaplacianOp<std::uint8_t, B, Src>> = true;
+template <class Op>
+constexpr bool kIsLaplacian8 = false;
+template <BorderMode B, class Src>
+constexpr bool kIsLaplacian8<LaplacianOp<std::uint8_t, B, Src>> = true;
 
 // Ops whose finish() returns their one pass's sum unchanged (the float
 // Gaussian): the sums can go straight to the output row.
@@ -400,6 +406,9 @@ public:
                 int16_gradients_ =
                     int16_gradients_ && sobel8_gradients_fit_int16(op.wx(p), op.kw(p), op.wy(p), op.kh(p));
             buffer_rows_[p] = (slides_down(p) ? 1 : kBufferWindows) * (op.kh(p) + 1);
+            if constexpr (kIsLaplacian8<Op>)  // its two passes' gradients are summed in int16
+                int16_gradients_ = sobel8_gradient_sum_fits_int16(op.wx(0), op.kw(0), op.wy(0), op.kh(0), op.wx(1),
+                                                                  op.kw(1), op.wy(1), op.kh(1));
             rows += buffer_rows_[p];
         }
         n_max_ = tile_w * channels_;
@@ -525,6 +534,9 @@ private:
             return gauss8_columns(out, slot(0, r0), n_max_, op_.wy(0), op_.kh(0), n);
         } else if constexpr (kIsSobel8<Op>) {
             if (!int16_gradients_) return 0;  // KSIZE 7: the generic int32 sums
+            if constexpr (kIsLaplacian8<Op>)
+                return sobel8_sum_abs_columns(out, slot(0, r0), op_.wy(0), op_.kh(0), slot(1, r0), op_.wy(1), op_.kh(1),
+                                              n_max_, n);
             if (op_.passes() == 1) return sobel8_abs_columns(out, slot(0, r0), n_max_, op_.wy(0), op_.kh(0), n);
             return sobel8_magnitude_columns(out, slot(0, r0), op_.wy(0), op_.kh(0), slot(1, r0), op_.wy(1), op_.kh(1),
                                             n_max_, n);

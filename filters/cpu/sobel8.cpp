@@ -174,6 +174,25 @@ CBI_AVX2_INLINE v_int16x16 magnitudes(const v_int16x16& gx, const v_int16x16& gy
     return v_int16x16(_mm256_packs_epi32(ml.val, mh.val));  // saturates above 32767: still above 255
 }
 
+CBI_AVX2 int sum_abs_columns_avx2(std::uint8_t* out, const std::int16_t* rows_x, const int* wx, int kx,
+                                  const std::int16_t* rows_y, const int* wy, int ky, std::ptrdiff_t pitch, int n) {
+    int i = 0;
+    for (; i + 2 * kLanes <= n; i += 2 * kLanes) {
+        const int j = i + kLanes;
+        const v_uint16x16 a0 =
+            v_abs(v_add_wrap(gradients(rows_x + i, pitch, wx, kx), gradients(rows_y + i, pitch, wy, ky)));
+        const v_uint16x16 a1 =
+            v_abs(v_add_wrap(gradients(rows_x + j, pitch, wx, kx), gradients(rows_y + j, pitch, wy, ky)));
+        v_store(out + i, v_pack(a0, a1));  // saturates to 255
+    }
+    for (; i + kLanes <= n; i += kLanes) {
+        const v_uint16x16 a =
+            v_abs(v_add_wrap(gradients(rows_x + i, pitch, wx, kx), gradients(rows_y + i, pitch, wy, ky)));
+        v_store_low(out + i, v_pack(a, a));
+    }
+    return i;
+}
+
 CBI_AVX2 int magnitude_columns_avx2(std::uint8_t* out, const std::int16_t* rows_x, const int* wx, int kx,
                                     const std::int16_t* rows_y, const int* wy, int ky, std::ptrdiff_t pitch, int n) {
     int i = 0;
@@ -227,6 +246,14 @@ int int32_columns_u8(std::uint8_t* out, const std::int16_t* rows, std::ptrdiff_t
                      int n) {
 #if CBI_OPENCV_AVX2
     if (has_avx2()) return int32_columns_u8_avx2(out, rows, pitch, w, k, shift, n);
+#endif
+    return 0;
+}
+
+int sobel8_sum_abs_columns(std::uint8_t* out, const std::int16_t* rows_x, const int* wx, int kx,
+                           const std::int16_t* rows_y, const int* wy, int ky, std::ptrdiff_t pitch, int n) {
+#if CBI_OPENCV_AVX2
+    if (has_avx2()) return sum_abs_columns_avx2(out, rows_x, wx, kx, rows_y, wy, ky, pitch, n);
 #endif
     return 0;
 }

@@ -39,6 +39,26 @@ int sobel8_abs_columns(std::uint8_t* out, const std::int16_t* rows, std::ptrdiff
 int sobel8_magnitude_columns(std::uint8_t* out, const std::int16_t* rows_x, const int* wx, int kx,
                              const std::int16_t* rows_y, const int* wy, int ky, std::ptrdiff_t pitch, int n);
 
+// Whether the sum of two passes' gradients (the Laplacian's d2x + d2y)
+// fits the int16 lanes of sobel8_sum_abs_columns: 255 * (sum|wx0| *
+// sum|wy0| + sum|wx1| * sum|wy1|), 8160 for KSIZE 3 and 32640 for KSIZE 5.
+inline bool sobel8_gradient_sum_fits_int16(const int* wx0, int kx0, const int* wy0, int ky0, const int* wx1, int kx1,
+                                           const int* wy1, int ky1) {
+    const auto total = [](const int* w, int k) {
+        int s = 0;
+        for (int t = 0; t < k; ++t) s += w[t] < 0 ? -w[t] : w[t];
+        return s;
+    };
+    return 255 * (total(wx0, kx0) * total(wy0, ky0) + total(wx1, kx1) * total(wy1, ky1)) <= 32767;
+}
+
+// Column passes and finish of the 8-bit Laplacian: g = gx + gy (gx from
+// rows_x and wx, gy from rows_y and wy, as sobel8_magnitude_columns);
+// out[i] = min(|g|, 255), which is saturate_round(|float(g)|) for an
+// integer g. Needs sobel8_gradient_sum_fits_int16.
+int sobel8_sum_abs_columns(std::uint8_t* out, const std::int16_t* rows_x, const int* wx, int kx,
+                           const std::int16_t* rows_y, const int* wy, int ky, std::ptrdiff_t pitch, int n);
+
 // Whether the passes above run vectorised on this CPU (AVX2) rather than
 // writing nothing: the 8-bit sepfilter2d takes its integer path only then.
 bool sobel8_vectorised();
