@@ -12,6 +12,22 @@
 // validated Gaussian. NPP has no Sobel magnitude: "npp-2pass" times the
 // vertical and horizontal Sobel passes (magnitude left out, so a lower bound)
 // and validates sqrt(gx^2 + gy^2) computed on the host.
+// median:K: nppiFilterMedian has no border handling (it reads outside its
+// ROI), so "npp-interior" runs it, as NPP users do, on the interior only
+// (K/2 pixels in from every edge) and is validated there, bit-exact against
+// cbi; its bytes are still the whole image's, a favourable bound for NPP.
+// bilateral:D:SC:SS: nppiFilterBilateralGaussBorder, radius D/2, the sigmas
+// squared: its weights are not OpenCV's (colour-distance table, L1 over
+// channels), so it is timed and its difference printed, not comparable.
+// filter2d:ROWS: nppiFilterBorder(32f) with the taps uploaded reversed (NPP
+// convolves), so it computes cv::filter2D's correlation: validated within 1
+// (8-bit) or 1e-4 of sum|taps| (float). sepfilter2d:KX;KY: NPP's row pass
+// then column pass (taps reversed) through a full-size intermediate of the
+// image's depth: float validated within 1e-4 of sum|KX| * sum|KY|; 8-bit
+// rounds and saturates the intermediate to 8 bits, so it is not comparable.
+// A variant whose validation run takes over 1 s (NPP's median at large K)
+// gets about 10 s of runs; over 10 s, that run is its one sample (the CSV's
+// runs column says how many).
 #include <cuda_runtime.h>
 #include <nppi.h>
 
@@ -25,6 +41,7 @@
 #include <iostream>
 #include <map>
 #include <sstream>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -122,6 +139,132 @@ double max_diff(const std::vector<unsigned char>& got, const std::vector<unsigne
     return worst;
 }
 
+// The fields of `text` between `sep`s (empty fields kept).
+std::vector<std::string> split(const std::string& text, char sep) {
+    std::vector<std::string> out;
+    std::size_t start = 0;
+    for (;;) {
+        const std::size_t end = text.find(sep, start);
+        out.push_back(text.substr(start, end == std::string::npos ? std::string::npos : end - start));
+        if (end == std::string::npos) return out;
+        start = end + 1;
+    }
+}
+
+// Comma-separated taps; throws std::invalid_argument / std::out_of_range on a bad one.
+std::vector<float> parse_taps(const std::string& list) {
+    std::vector<float> taps;
+    for (const std::string& t : split(list, ',')) {
+        std::size_t used = 0;
+        taps.push_back(std::stof(t, &used));
+        if (used != t.size()) throw std::invalid_argument("tap '" + t + "'");
+    }
+    return taps;
+}
+
+// A whole decimal integer; throws on anything else.
+int parse_int(const std::string& text) {
+    std::size_t used = 0;
+    const int v = std::stoi(text, &used);
+    if (used != text.size()) throw std::invalid_argument("'" + text + "' is not an integer");
+    return v;
+}
+float parse_float(const std::string& text) {
+    std::size_t used = 0;
+    const float v = std::stof(text, &used);
+    if (used != text.size()) throw std::invalid_argument("'" + text + "' is not a number");
+    return v;
+}
+
+// median:K -> K (odd, >= 1).
+int parse_median(const std::string& filter) {
+    const int k = parse_int(filter.substr(filter.find(':') + 1));
+    if (k < 1 || k % 2 == 0) throw std::invalid_argument("median size must be odd and positive");
+    return k;
+}
+
+// bilateral:D:SIGMA_COLOR:SIGMA_SPACE, the radius as cbi takes it (D/2, or
+// cvRound(1.5 SIGMA_SPACE) when D <= 0; at least 1).
+struct Bilateral {
+    int radius;
+    float sigma_color, sigma_space;
+};
+Bilateral parse_bilateral(const std::string& filter) {
+    const auto f = split(filter, ':');
+    if (f.size() != 4) throw std::invalid_argument("bilateral:D:SIGMA_COLOR:SIGMA_SPACE wants three fields");
+    const int d = parse_int(f[1]);
+    Bilateral b{0, parse_float(f[2]), parse_float(f[3])};
+    if (b.sigma_color <= 0) b.sigma_color = 1;  // as cbi (OpenCV 4.6)
+    if (b.sigma_space <= 0) b.sigma_space = 1;
+    b.radius = std::max(1, d > 0 ? d / 2 : static_cast<int>(std::lround(1.5 * b.sigma_space)));
+    return b;
+}
+
+// filter2d:ROWS -> a w x h kernel, row-major (rows ';', taps ',').
+struct Kernel2D {
+    int w = 0, h = 0;
+    std::vector<float> taps;
+};
+Kernel2D parse_filter2d(const std::string& filter) {
+    Kernel2D k;
+    for (const std::string& row : split(filter.substr(filter.find(':') + 1), ';')) {
+        const auto taps = parse_taps(row);
+        if (k.h > 0 && static_cast<int>(taps.size()) != k.w)
+            throw std::invalid_argument("filter2d rows differ in length");
+        k.w = static_cast<int>(taps.size());
+        ++k.h;
+        k.taps.insert(k.taps.end(), taps.begin(), taps.end());
+    }
+    return k;
+}
+
+// sepfilter2d:KX;KY -> {KX, KY}.
+std::pair<std::vector<float>, std::vector<float>> parse_sepfilter2d(const std::string& filter) {
+    const auto lists = split(filter.substr(filter.find(':') + 1), ';');
+    if (lists.size() != 2) throw std::invalid_argument("sepfilter2d:KX;KY wants two lists");
+    return {parse_taps(lists[0]), parse_taps(lists[1])};
+}
+
+// Parses the filters whose arguments the peer reads itself; throws for a
+// malformed one (the case is then reported and skipped).
+void check_args(const std::string& filter) {
+    if (filter.rfind("median:", 0) == 0) parse_median(filter);
+    if (filter.rfind("bilateral:", 0) == 0) parse_bilateral(filter);
+    if (filter.rfind("filter2d:", 0) == 0) parse_filter2d(filter);
+    if (filter.rfind("sepfilter2d:", 0) == 0) parse_sepfilter2d(filter);
+}
+
+double sum_abs(const std::vector<float>& taps) {
+    double s = 0;
+    for (float t : taps) s += std::fabs(t);
+    return s;
+}
+
+// The samples of rows [inset, h - inset), columns [inset, w - inset) of a
+// w x h image of `channels` samples of `sample` bytes.
+std::vector<unsigned char> interior(const std::vector<unsigned char>& img, int w, int h, int channels,
+                                    std::size_t sample, int inset) {
+    std::vector<unsigned char> out;
+    if (2 * inset >= w || 2 * inset >= h) return out;
+    const std::size_t row = static_cast<std::size_t>(w) * channels * sample;
+    const std::size_t skip = static_cast<std::size_t>(inset) * channels * sample;
+    for (int y = inset; y < h - inset; ++y) {
+        const unsigned char* p = img.data() + static_cast<std::size_t>(y) * row;
+        out.insert(out.end(), p + skip, p + row - skip);
+    }
+    return out;
+}
+
+// Byte offset `off` into a device image.
+template <class T>
+const T* at_byte(const void* base, std::size_t off) {
+    return reinterpret_cast<const T*>(static_cast<const unsigned char*>(base) + off);
+}
+template <class T>
+T* at_byte(void* base, std::size_t off) {
+    return reinterpret_cast<T*>(static_cast<unsigned char*>(base) + off);
+}
+
 struct Timer {
     cudaStream_t stream;
     cudaEvent_t start, stop;
@@ -179,6 +322,13 @@ int main(int argc, char** argv) {
     CUDA_OK(cudaMemcpy(d_gauss, meta.gaussian9.data(), sizeof(float) * 9, cudaMemcpyHostToDevice));
 
     for (const Case& c : meta.cases) {
+        try {
+            check_args(c.filter);
+        } catch (const std::exception& e) {
+            std::printf("%-12s cannot parse: %s\n", c.filter.c_str(), e.what());
+            ++failures;
+            continue;
+        }
         const bool f32 = c.depth == "32f";
         const std::size_t sample = f32 ? 4 : 1;
         const std::size_t in_bytes = static_cast<std::size_t>(c.w) * c.h * c.channels * sample;
@@ -200,7 +350,22 @@ int main(int argc, char** argv) {
         const NppiSize size{c.w, c.h};
         const NppiPoint origin{0, 0};
         const std::string kind = c.depth + "_c" + std::to_string(c.channels);
-        Npp8u* d_mask = nullptr;  // morphology: the structuring element, in device memory
+        Npp8u* d_mask = nullptr;     // morphology: the structuring element, in device memory
+        std::vector<void*> scratch;  // median's buffer, kernels' taps: freed after the case
+        const auto upload = [&](const std::vector<float>& v) {
+            void* p = nullptr;
+            CUDA_OK(cudaMalloc(&p, sizeof(float) * v.size()));
+            CUDA_OK(cudaMemcpy(p, v.data(), sizeof(float) * v.size(), cudaMemcpyHostToDevice));
+            scratch.push_back(p);
+            return static_cast<const Npp32f*>(p);
+        };
+        // NPP convolves (its taps "stored in reverse order"): reversed taps give cbi's correlation.
+        const auto reversed = [](std::vector<float> v) {
+            std::reverse(v.begin(), v.end());
+            return v;
+        };
+        // Float tolerance: 1e-4 of this (the data's scale through the filter).
+        double f32_scale = c.filter.rfind("sobel", 0) == 0 ? 6.0 : 1.0;
 
         // variant name -> (launch on input i, how to validate)
         struct Variant {
@@ -209,6 +374,7 @@ int main(int argc, char** argv) {
             bool comparable = true;
             bool two_pass_mag = false;
             bool abs_values = false;
+            int inset = 0;  // validated on the interior, this many pixels in from every edge
         };
         std::vector<Variant> variants;
         if (c.filter.rfind("blur:", 0) == 0) {  // blur:K, any odd K (the benchmark set has blur:31)
@@ -380,14 +546,218 @@ int main(int argc, char** argv) {
                                                                           twist, ctx),
                                                "twist 32f C3");
                                     }});
+        } else if (c.filter.rfind("median:", 0) == 0) {
+            // nppiFilterMedian reads outside its ROI (no border): the interior, K/2 pixels in from every edge.
+            const int k = parse_median(c.filter), r = k / 2;
+            const NppiSize mask{k, k}, roi{c.w - 2 * r, c.h - 2 * r};
+            const NppiPoint anchor{r, r};
+            const std::size_t in_off =
+                static_cast<std::size_t>(r) * in_step + static_cast<std::size_t>(r) * c.channels * sample;
+            const std::size_t out_off =
+                static_cast<std::size_t>(r) * out_step + static_cast<std::size_t>(r) * c.out_channels * sample;
+            NppStatus (*buffer_size)(NppiSize, NppiSize, Npp32u*, NppStreamContext) = nullptr;
+            if (kind == "8u_c1") buffer_size = nppiFilterMedianGetBufferSize_8u_C1R_Ctx;
+            if (kind == "8u_c3") buffer_size = nppiFilterMedianGetBufferSize_8u_C3R_Ctx;
+            if (kind == "32f_c1") buffer_size = nppiFilterMedianGetBufferSize_32f_C1R_Ctx;
+            if (kind == "32f_c3") buffer_size = nppiFilterMedianGetBufferSize_32f_C3R_Ctx;
+            if (buffer_size && (roi.width <= 0 || roi.height <= 0)) {
+                std::printf("%-12s %-7s npp-interior   image smaller than the window: skipped\n", c.filter.c_str(),
+                            kind.c_str());
+                buffer_size = nullptr;
+            }
+            // The scratch buffer, once per case, before any run; a failure here fails the variant when it runs.
+            Npp8u* d_buf = nullptr;
+            std::string setup_error;
+            if (buffer_size) {
+                Npp32u buf_bytes = 0;
+                const NppStatus st = buffer_size(roi, mask, &buf_bytes, ctx);
+                if (st != NPP_SUCCESS) {
+                    setup_error = "median buffer size: NppStatus " + std::to_string(static_cast<int>(st));
+                } else {
+                    void* p = nullptr;
+                    const cudaError_t e = cudaMalloc(&p, std::max<std::size_t>(buf_bytes, 1));
+                    if (e != cudaSuccess) {
+                        (void)cudaGetLastError();
+                        setup_error = "cudaMalloc of the median buffer (" + std::to_string(buf_bytes) +
+                                      " bytes): " + cudaGetErrorName(e);
+                    } else {
+                        scratch.push_back(p);
+                        d_buf = static_cast<Npp8u*>(p);
+                    }
+                }
+            }
+            Variant v{"npp-interior", nullptr};
+            v.inset = r;
+            if (buffer_size && kind == "8u_c1")
+                v.run = [&, roi, mask, anchor, in_off, out_off, d_buf, setup_error](const void* s) {
+                    if (!setup_error.empty()) throw NppFailure{setup_error};
+                    npp_ok(nppiFilterMedian_8u_C1R_Ctx(at_byte<Npp8u>(s, in_off), in_step, at_byte<Npp8u>(out, out_off),
+                                                       out_step, roi, mask, anchor, d_buf, ctx),
+                           "median 8u C1");
+                };
+            else if (buffer_size && kind == "8u_c3")
+                v.run = [&, roi, mask, anchor, in_off, out_off, d_buf, setup_error](const void* s) {
+                    if (!setup_error.empty()) throw NppFailure{setup_error};
+                    npp_ok(nppiFilterMedian_8u_C3R_Ctx(at_byte<Npp8u>(s, in_off), in_step, at_byte<Npp8u>(out, out_off),
+                                                       out_step, roi, mask, anchor, d_buf, ctx),
+                           "median 8u C3");
+                };
+            else if (buffer_size && kind == "32f_c1")
+                v.run = [&, roi, mask, anchor, in_off, out_off, d_buf, setup_error](const void* s) {
+                    if (!setup_error.empty()) throw NppFailure{setup_error};
+                    npp_ok(
+                        nppiFilterMedian_32f_C1R_Ctx(at_byte<Npp32f>(s, in_off), in_step, at_byte<Npp32f>(out, out_off),
+                                                     out_step, roi, mask, anchor, d_buf, ctx),
+                        "median 32f C1");
+                };
+            else if (buffer_size && kind == "32f_c3")
+                v.run = [&, roi, mask, anchor, in_off, out_off, d_buf, setup_error](const void* s) {
+                    if (!setup_error.empty()) throw NppFailure{setup_error};
+                    npp_ok(
+                        nppiFilterMedian_32f_C3R_Ctx(at_byte<Npp32f>(s, in_off), in_step, at_byte<Npp32f>(out, out_off),
+                                                     out_step, roi, mask, anchor, d_buf, ctx),
+                        "median 32f C3");
+                };
+            if (v.run) variants.push_back(v);
+        } else if (c.filter.rfind("bilateral:", 0) == 0) {
+            // NPP's weights are its own (not OpenCV's tables or L1 colour distance): timed, not comparable.
+            const Bilateral b = parse_bilateral(c.filter);
+            const int radius = b.radius;
+            const Npp32f val_sq = b.sigma_color * b.sigma_color, pos_sq = b.sigma_space * b.sigma_space;
+            Variant v{"npp", nullptr, false};
+            if (kind == "8u_c1")
+                v.run = [&, radius, val_sq, pos_sq](const void* s) {
+                    npp_ok(nppiFilterBilateralGaussBorder_8u_C1R_Ctx(
+                               static_cast<const Npp8u*>(s), in_step, size, origin, static_cast<Npp8u*>(out), out_step,
+                               size, radius, 1, val_sq, pos_sq, NPP_BORDER_REPLICATE, ctx),
+                           "bilateral 8u C1");
+                };
+            else if (kind == "8u_c3")
+                v.run = [&, radius, val_sq, pos_sq](const void* s) {
+                    npp_ok(nppiFilterBilateralGaussBorder_8u_C3R_Ctx(
+                               static_cast<const Npp8u*>(s), in_step, size, origin, static_cast<Npp8u*>(out), out_step,
+                               size, radius, 1, val_sq, pos_sq, NPP_BORDER_REPLICATE, ctx),
+                           "bilateral 8u C3");
+                };
+            else if (kind == "32f_c1")
+                v.run = [&, radius, val_sq, pos_sq](const void* s) {
+                    npp_ok(nppiFilterBilateralGaussBorder_32f_C1R_Ctx(
+                               static_cast<const Npp32f*>(s), in_step, size, origin, static_cast<Npp32f*>(out),
+                               out_step, size, radius, 1, val_sq, pos_sq, NPP_BORDER_REPLICATE, ctx),
+                           "bilateral 32f C1");
+                };
+            else if (kind == "32f_c3")
+                v.run = [&, radius, val_sq, pos_sq](const void* s) {
+                    npp_ok(nppiFilterBilateralGaussBorder_32f_C3R_Ctx(
+                               static_cast<const Npp32f*>(s), in_step, size, origin, static_cast<Npp32f*>(out),
+                               out_step, size, radius, 1, val_sq, pos_sq, NPP_BORDER_REPLICATE, ctx),
+                           "bilateral 32f C3");
+                };
+            if (v.run) variants.push_back(v);
+        } else if (c.filter.rfind("filter2d:", 0) == 0 &&
+                   (kind == "8u_c1" || kind == "8u_c3" || kind == "32f_c1" || kind == "32f_c3")) {
+            const Kernel2D k = parse_filter2d(c.filter);
+            f32_scale = sum_abs(k.taps);
+            const Npp32f* d_k = upload(reversed(k.taps));
+            const NppiSize ksize{k.w, k.h};
+            const NppiPoint anchor{k.w / 2, k.h / 2};
+            Variant v{"npp", nullptr};
+            if (kind == "8u_c1")
+                v.run = [&, d_k, ksize, anchor](const void* s) {
+                    npp_ok(nppiFilterBorder32f_8u_C1R_Ctx(static_cast<const Npp8u*>(s), in_step, size, origin,
+                                                          static_cast<Npp8u*>(out), out_step, size, d_k, ksize, anchor,
+                                                          NPP_BORDER_REPLICATE, ctx),
+                           "filter 8u C1");
+                };
+            else if (kind == "8u_c3")
+                v.run = [&, d_k, ksize, anchor](const void* s) {
+                    npp_ok(nppiFilterBorder32f_8u_C3R_Ctx(static_cast<const Npp8u*>(s), in_step, size, origin,
+                                                          static_cast<Npp8u*>(out), out_step, size, d_k, ksize, anchor,
+                                                          NPP_BORDER_REPLICATE, ctx),
+                           "filter 8u C3");
+                };
+            else if (kind == "32f_c1")
+                v.run = [&, d_k, ksize, anchor](const void* s) {
+                    npp_ok(nppiFilterBorder_32f_C1R_Ctx(static_cast<const Npp32f*>(s), in_step, size, origin,
+                                                        static_cast<Npp32f*>(out), out_step, size, d_k, ksize, anchor,
+                                                        NPP_BORDER_REPLICATE, ctx),
+                           "filter 32f C1");
+                };
+            else
+                v.run = [&, d_k, ksize, anchor](const void* s) {
+                    npp_ok(nppiFilterBorder_32f_C3R_Ctx(static_cast<const Npp32f*>(s), in_step, size, origin,
+                                                        static_cast<Npp32f*>(out), out_step, size, d_k, ksize, anchor,
+                                                        NPP_BORDER_REPLICATE, ctx),
+                           "filter 32f C3");
+                };
+            variants.push_back(v);
+        } else if (c.filter.rfind("sepfilter2d:", 0) == 0 &&
+                   (kind == "8u_c1" || kind == "8u_c3" || kind == "32f_c1" || kind == "32f_c3")) {
+            // Row pass into out2 (the image's depth), column pass into out. 8-bit: the intermediate is
+            // rounded and saturated to 8 bits (NPP has no 8u -> 32f row filter), so not comparable.
+            const auto taps = parse_sepfilter2d(c.filter);
+            f32_scale = sum_abs(taps.first) * sum_abs(taps.second);
+            const Npp32f* d_kx = upload(reversed(taps.first));
+            const Npp32f* d_ky = upload(reversed(taps.second));
+            const int nx = static_cast<int>(taps.first.size()), ny = static_cast<int>(taps.second.size());
+            Variant v{"npp-2pass", nullptr, f32};
+            if (kind == "8u_c1")
+                v.run = [&, d_kx, d_ky, nx, ny](const void* s) {
+                    npp_ok(nppiFilterRowBorder32f_8u_C1R_Ctx(static_cast<const Npp8u*>(s), in_step, size, origin,
+                                                             static_cast<Npp8u*>(out2), out_step, size, d_kx, nx,
+                                                             nx / 2, NPP_BORDER_REPLICATE, ctx),
+                           "row 8u C1");
+                    npp_ok(nppiFilterColumnBorder32f_8u_C1R_Ctx(static_cast<const Npp8u*>(out2), out_step, size, origin,
+                                                                static_cast<Npp8u*>(out), out_step, size, d_ky, ny,
+                                                                ny / 2, NPP_BORDER_REPLICATE, ctx),
+                           "column 8u C1");
+                };
+            else if (kind == "8u_c3")
+                v.run = [&, d_kx, d_ky, nx, ny](const void* s) {
+                    npp_ok(nppiFilterRowBorder32f_8u_C3R_Ctx(static_cast<const Npp8u*>(s), in_step, size, origin,
+                                                             static_cast<Npp8u*>(out2), out_step, size, d_kx, nx,
+                                                             nx / 2, NPP_BORDER_REPLICATE, ctx),
+                           "row 8u C3");
+                    npp_ok(nppiFilterColumnBorder32f_8u_C3R_Ctx(static_cast<const Npp8u*>(out2), out_step, size, origin,
+                                                                static_cast<Npp8u*>(out), out_step, size, d_ky, ny,
+                                                                ny / 2, NPP_BORDER_REPLICATE, ctx),
+                           "column 8u C3");
+                };
+            else if (kind == "32f_c1")
+                v.run = [&, d_kx, d_ky, nx, ny](const void* s) {
+                    npp_ok(nppiFilterRowBorder_32f_C1R_Ctx(static_cast<const Npp32f*>(s), in_step, size, origin,
+                                                           static_cast<Npp32f*>(out2), out_step, size, d_kx, nx, nx / 2,
+                                                           NPP_BORDER_REPLICATE, ctx),
+                           "row 32f C1");
+                    npp_ok(nppiFilterColumnBorder_32f_C1R_Ctx(static_cast<const Npp32f*>(out2), out_step, size, origin,
+                                                              static_cast<Npp32f*>(out), out_step, size, d_ky, ny,
+                                                              ny / 2, NPP_BORDER_REPLICATE, ctx),
+                           "column 32f C1");
+                };
+            else
+                v.run = [&, d_kx, d_ky, nx, ny](const void* s) {
+                    npp_ok(nppiFilterRowBorder_32f_C3R_Ctx(static_cast<const Npp32f*>(s), in_step, size, origin,
+                                                           static_cast<Npp32f*>(out2), out_step, size, d_kx, nx, nx / 2,
+                                                           NPP_BORDER_REPLICATE, ctx),
+                           "row 32f C3");
+                    npp_ok(nppiFilterColumnBorder_32f_C3R_Ctx(static_cast<const Npp32f*>(out2), out_step, size, origin,
+                                                              static_cast<Npp32f*>(out), out_step, size, d_ky, ny,
+                                                              ny / 2, NPP_BORDER_REPLICATE, ctx),
+                           "column 32f C3");
+                };
+            variants.push_back(v);
         }
 
         for (const Variant& v : variants) {
             try {
                 CUDA_OK(cudaMemset(out, 0xFF, out_bytes));
                 CUDA_OK(cudaMemset(out2, 0xFF, out_bytes));
+                CUDA_OK(cudaEventRecord(timer.start, timer.stream));
                 v.run(ins[0]);
+                CUDA_OK(cudaEventRecord(timer.stop, timer.stream));
                 CUDA_OK(cudaStreamSynchronize(timer.stream));
+                float first_ms = 0;
+                CUDA_OK(cudaEventElapsedTime(&first_ms, timer.start, timer.stop));
                 std::vector<unsigned char> got(out_bytes);
                 CUDA_OK(cudaMemcpy(got.data(), out, out_bytes, cudaMemcpyDeviceToHost));
                 if (v.two_pass_mag) {
@@ -401,9 +771,13 @@ int main(int argc, char** argv) {
                         std::memcpy(&got[4 * i], &mag, 4);
                     }
                 }
-                const double diff = max_diff(got, ref, f32, v.abs_values);
-                // Float: 1e-4 of the data's scale (peaks: 1 for box/Gaussian, 4*sqrt(2) for Sobel); 8-bit: within 1.
-                const double tol = f32 ? 1e-4 * (c.filter.rfind("sobel", 0) == 0 ? 6.0 : 1.0) : 1.0;
+                const double diff =
+                    v.inset ? max_diff(interior(got, c.w, c.h, c.out_channels, sample, v.inset),
+                                       interior(ref, c.w, c.h, c.out_channels, sample, v.inset), f32, v.abs_values)
+                            : max_diff(got, ref, f32, v.abs_values);
+                // Float: 1e-4 of the data's scale (peaks: 1 for box/Gaussian, 4*sqrt(2) for Sobel, sum|taps|
+                // for filter2d/sepfilter2d); 8-bit: within 1; median (a sample of the window): exact.
+                const double tol = c.filter.rfind("median:", 0) == 0 ? 0.0 : f32 ? 1e-4 * f32_scale : 1.0;
                 const bool ok = diff <= tol;
                 std::printf("%-12s %-7s %-14s max |npp - cbi| = %.3g %s\n", c.filter.c_str(), kind.c_str(),
                             v.name.c_str(), diff,
@@ -414,7 +788,16 @@ int main(int argc, char** argv) {
                     ++failures;
                     continue;
                 }
-                const auto ms = timer.time([&](int i) { v.run(ins[i % rotations]); });
+                // A variant of seconds a run (NPP's median at large K: 28 s a run at 8u:1 4096^2, K = 101)
+                // gets about 10 s of runs and no warm-up (the validation run was one); over 10 s, the
+                // validation run is the one sample. Everything under a second a run is timed as always.
+                Timer t = timer;
+                if (first_ms > 1000) {
+                    t.warmup = 0;
+                    t.runs = std::max(1, std::min(timer.runs, static_cast<int>(10000 / first_ms)));
+                }
+                const auto ms =
+                    first_ms > 10000 ? std::vector<float>{first_ms} : t.time([&](int i) { v.run(ins[i % rotations]); });
                 const double median =
                     ms.size() % 2 ? ms[ms.size() / 2] : 0.5 * (ms[ms.size() / 2 - 1] + ms[ms.size() / 2]);
                 const double bytes = static_cast<double>(in_bytes + out_bytes);
@@ -434,6 +817,7 @@ int main(int argc, char** argv) {
         }
         for (auto* p : ins) CUDA_OK(cudaFree(p));
         if (d_mask) CUDA_OK(cudaFree(d_mask));
+        for (void* p : scratch) CUDA_OK(cudaFree(p));
         d_mask = nullptr;
         CUDA_OK(cudaFree(out));
         CUDA_OK(cudaFree(out2));
