@@ -22,6 +22,9 @@ const char* to_string(KernelPath path) {
         case KernelPath::cuda_chain: return "cuda fused pair";
         case KernelPath::cuda_chain_stream: return "cuda fused pair, streamed";
         case KernelPath::cuda_blend_stream8: return "cuda fused blend, stream 8-bit";
+        case KernelPath::cuda_morph: return "cuda morphology van Herk";
+        case KernelPath::cuda_median: return "cuda median words";
+        case KernelPath::cuda_staged_window: return "cuda staged window";
         case KernelPath::none: break;
     }
     return "none";

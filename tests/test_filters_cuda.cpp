@@ -17,6 +17,7 @@
 
 #include "filters/cpu/backend.hpp"
 #include "filters/cuda/backend.hpp"
+#include "filters/kernel_path.hpp"
 #include "gpu.hpp"
 #include "pipeline/cuda_runtime.hpp"
 #include "pipeline/error.hpp"
@@ -680,6 +681,115 @@ TEST(CudaOtsu, RefusesImagesOtherThan8Bit1Channel) {
         }
     }
     stream.synchronize("after the refusals");
+}
+
+// Rectangles' row and column passes on the naive schedule run the van Herk
+// kernels (cuda/morph.cuh): narrow windows fold directly, wider ones split
+// runs of outputs at one sample. Every width and height class, windows wider
+// and taller than the image, iterations folded into one rectangle, every
+// border, ROIs whose 8-bit rows are not word-aligned (the single-sample
+// columns), against the CPU bit for bit (float: min and max are exact too).
+TEST(CudaMorphology, RectanglesOfEverySizeEqualCpuOnTheVanHerkKernels) {
+    REQUIRE_GPU();
+    RunOptions gpu;
+    gpu.device = resolve_device(parse_device("cuda"));
+    const char* filters[] = {"erode:2x1",   "dilate:1x5", "erode:3",     "dilate:4",       "erode:5x9",
+                             "dilate:33x1", "erode:1x61", "dilate:61",   "erode:151x7",    "dilate:9x151",
+                             "erode:255",   "open:15x31", "gradient:23", "erode:5:rect:40"};
+    const cv::Size sizes[] = {{1, 1}, {1, 17}, {19, 1}, {31, 7}, {257, 129}, {1000, 3}, {333, 301}};
+    const char* borders[] = {"", "reflect101", "reflect", "replicate", "constant:7", "wrap"};
+    unsigned seed = 40;
+    for (const Depth depth : kDepths)
+        for (const int channels : {1, 3, 4})
+            for (const char* text : filters)
+                for (const cv::Size size : sizes) {
+                    const cv::Mat big = random_image(size.width + 3, size.height + 1, channels, depth, seed++);
+                    // An odd ROI: 8-bit rows start off a word.
+                    const cv::Mat src = big(cv::Rect(seed % 2, 1, size.width, size.height));
+                    for (const char* border : borders) {
+                        if ((size.width > 40 || size.height > 40) && border != borders[0] && border != borders[4] &&
+                            std::string_view(text) != "dilate:61")
+                            continue;  // the large images: two borders, all borders for one window
+                        const FilterRun nodes[] = {
+                            {parse_filter(text), *border ? parse_border(border) : Border{}, parse_schedule("naive")}};
+                        const Image g = run_sequence(nodes, view_of(src), gpu);
+                        const Image c = run_sequence(nodes, view_of(src), RunOptions{});
+                        const cv::Mat a = as_mat(g.view()), b = as_mat(c.view());
+                        ASSERT_TRUE(a.size() == b.size() && a.type() == b.type());
+                        ASSERT_EQ(cv::norm(a, b, cv::NORM_INF), 0.0)
+                            << text << " " << border << " " << depth_name(depth) << " c" << channels << " "
+                            << size.width << "x" << size.height;
+                    }
+                }
+    // One pass alone records its kernel.
+    const cv::Mat src = random_image(64, 48, 3, Depth::u8, 3);
+    DeviceImage device_src(64, 48, 3, Depth::u8);
+    const Stream stream;
+    upload(view_of(src), device_src.view, stream.get());
+    for (const char* text : {"erode:9x1", "dilate:1x9", "erode:1x3"}) {
+        note_kernel_path(KernelPath::none);
+        run_gpu_poisoned({parse_filter(text), Border{}, parse_schedule("naive")}, device_src, 3, stream, 256);
+        EXPECT_EQ(last_kernel_path(), KernelPath::cuda_morph) << text;
+    }
+    note_kernel_path(KernelPath::none);
+    run_gpu_poisoned({parse_filter("erode:3:ellipse"), Border{}, parse_schedule("naive")}, device_src, 3, stream, 256);
+    EXPECT_EQ(last_kernel_path(), KernelPath::cuda_index_map);
+}
+
+// median:3 and median:5 on the naive schedule run a word of samples per
+// thread (cuda/median.cuh); rows near their ends, and images whose rows do
+// not start on a word, select per sample. Floats with NaN, infinities and
+// both zeros order by the IEEE total order on both backends.
+TEST(CudaMedian, ThreeAndFiveOnWordsEqualCpu) {
+    REQUIRE_GPU();
+    RunOptions gpu;
+    gpu.device = resolve_device(parse_device("cuda"));
+    const cv::Size sizes[] = {{2, 3}, {5, 4}, {7, 9}, {13, 2}, {64, 33}, {301, 77}};
+    unsigned seed = 70;
+    for (const Depth depth : kDepths)
+        for (const int channels : {1, 3, 4})
+            for (const char* text : {"median:3", "median:5"})
+                for (const cv::Size size : sizes)
+                    for (const int offset : {0, 1, 4}) {
+                        cv::Mat big = random_image(size.width + 5, size.height + 2, channels, depth, seed++);
+                        if (depth == Depth::f32) {
+                            const float specials[] = {std::numeric_limits<float>::quiet_NaN(),
+                                                      -std::numeric_limits<float>::quiet_NaN(),
+                                                      std::numeric_limits<float>::infinity(),
+                                                      -std::numeric_limits<float>::infinity(),
+                                                      0.0f,
+                                                      -0.0f};
+                            auto* p = big.ptr<float>();
+                            for (std::size_t k = 0; k < big.total() * channels; k += 7) p[k] = specials[k % 6];
+                        }
+                        const cv::Mat src = big(cv::Rect(offset, 1, size.width, size.height));
+                        for (const char* border : {"", "constant:7", "reflect101", "wrap"}) {
+                            const FilterRun nodes[] = {{parse_filter(text), *border ? parse_border(border) : Border{},
+                                                        parse_schedule("naive")}};
+                            const Image g = run_sequence(nodes, view_of(src), gpu);
+                            const Image c = run_sequence(nodes, view_of(src), RunOptions{});
+                            const cv::Mat a = as_mat(g.view()), b = as_mat(c.view());
+                            ASSERT_EQ(a.total() * a.elemSize(), b.total() * b.elemSize());
+                            bool same = true;
+                            for (int y = 0; y < a.rows && same; ++y)
+                                same = std::memcmp(a.ptr(y), b.ptr(y), a.cols * a.elemSize()) == 0;
+                            ASSERT_TRUE(same) << text << " " << border << " " << depth_name(depth) << " c" << channels
+                                              << " " << size.width << "x" << size.height << " offset " << offset;
+                        }
+                    }
+    const cv::Mat src = random_image(64, 48, 3, Depth::u8, 3);
+    DeviceImage device_src(64, 48, 3, Depth::u8);
+    const Stream stream;
+    upload(view_of(src), device_src.view, stream.get());
+    for (const char* text : {"median:3", "median:5"}) {
+        note_kernel_path(KernelPath::none);
+        run_gpu_poisoned({parse_filter(text), Border{}, parse_schedule("naive")}, device_src, 3, stream, 256);
+        EXPECT_EQ(last_kernel_path(), KernelPath::cuda_median) << text;
+    }
+    note_kernel_path(KernelPath::none);
+    run_gpu_poisoned({parse_filter("bilateral:9:75:75"), Border{}, parse_schedule("naive")}, device_src, 3, stream,
+                     256);
+    EXPECT_EQ(last_kernel_path(), KernelPath::cuda_staged_window);
 }
 
 }  // namespace

@@ -192,7 +192,7 @@ void rows8(const Op8& op, int y0, int y1) {
         for (int dx = -h; dx <= h; ++dx) {
             tdy.push_back(dy);
             tdx.push_back(dx);
-            space.push_back(op.space_w(dx * dx + dy * dy));
+            space.push_back(op.space_w(dx * dx + dy * dy, op.space_weight));
         }
     }
     const int taps = static_cast<int>(space.size());

@@ -1,8 +1,12 @@
 // Window kinds on CUDA (dispatch_window): the kind's op, one thread per
-// pixel through the schedule's map. A translation unit of its own, so adding
+// pixel through the schedule's map; on the naive schedule a rectangle's
+// morphology passes run their van Herk kernels (cuda/morph.cuh). A translation unit of its own, so adding
 // a window kind does not rebuild the stencil kernels.
 #include "filters/cuda/backend.hpp"
+#include "filters/cuda/bilateral.cuh"
 #include "filters/cuda/launch.cuh"
+#include "filters/cuda/median.cuh"
+#include "filters/cuda/morph.cuh"
 #include "filters/dispatch.hpp"
 
 namespace cbi {
@@ -15,6 +19,13 @@ struct WindowLaunch {
 
     template <class Schedule, class Op>
     void operator()(Schedule schedule, const Op& op) const {
+        // The naive schedule runs an op's own row form where it has one (as on the CPU).
+        if constexpr (std::is_same_v<Schedule, NaiveSchedule> && requires { cuda::morphology_pass(op, stream); })
+            if (cuda::morphology_pass(op, stream)) return;
+        if constexpr (std::is_same_v<Schedule, NaiveSchedule> && requires { cuda::median_pass(op, stream); })
+            if (cuda::median_pass(op, stream)) return;
+        if constexpr (std::is_same_v<Schedule, NaiveSchedule> && requires { cuda::bilateral_pass(op, stream); })
+            if (cuda::bilateral_pass(op, stream)) return;
         cuda::launch_per_pixel(schedule, op, width, height, stream, block, "window kernel");
     }
 };

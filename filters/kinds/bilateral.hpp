@@ -102,32 +102,36 @@ struct BilateralOp : BilateralArgs {
     AnyBorderSource<T> src;
     ImageView dst;
 
-    CBI_HOST_DEVICE void operator()(int x, int y) const {
+    CBI_HOST_DEVICE void operator()(int x, int y) const { at(x, y, color_weight, space_weight); }
+    // With the weight tables read from `colors` and `spaces` (the GPU's naive
+    // schedule stages them in shared memory: the kernel parameter indexed by
+    // each thread's own colour distance serialises a warp's reads).
+    CBI_HOST_DEVICE void at(int x, int y, const float* colors, const float* spaces) const {
         switch (src.view.channels) {
-            case 1: pixel<1>(x, y); return;
-            case 3: pixel<3>(x, y); return;
-            default: pixel<4>(x, y); return;
+            case 1: pixel<1>(x, y, colors, spaces); return;
+            case 3: pixel<3>(x, y, colors, spaces); return;
+            default: pixel<4>(x, y, colors, spaces); return;
         }
     }
 
-    CBI_HOST_DEVICE float space_w(int n) const {
-        return n < kBilateralSpaceTable ? space_weight[n] : exp_nonpositive(mul_rn(small_int_to_float(n), space_coeff));
+    CBI_HOST_DEVICE float space_w(int n, const float* spaces) const {
+        return n < kBilateralSpaceTable ? spaces[n] : exp_nonpositive(mul_rn(small_int_to_float(n), space_coeff));
     }
     // Integer depths: d is an exact integer below 2^22.
     template <int CN>
-    CBI_HOST_DEVICE float color_w(int d) const {
+    CBI_HOST_DEVICE float color_w(int d, const float* colors) const {
         if constexpr (std::is_same_v<T, std::uint8_t>)
-            if (CN <= 3 || d < kBilateralColorTable) return color_weight[d];  // 1 and 3 channels: always
+            if (CN <= 3 || d < kBilateralColorTable) return colors[d];  // 1 and 3 channels: always
         const float f = small_int_to_float(d);
         return exp_nonpositive(mul_rn(mul_rn(f, f), color_coeff));
     }
     template <int CN>
-    CBI_HOST_DEVICE float color_w(float d) const {
+    CBI_HOST_DEVICE float color_w(float d, const float*) const {
         return exp_nonpositive(mul_rn(mul_rn(d, d), color_coeff));
     }
 
     template <int CN>
-    CBI_HOST_DEVICE void pixel(int x, int y) const {
+    CBI_HOST_DEVICE void pixel(int x, int y, const float* colors, const float* spaces) const {
         using V = std::conditional_t<kFloat, float, int>;  // samples as the differences take them
         const T* centre_row = src.row(y);
         V v0[CN];
@@ -164,7 +168,7 @@ struct BilateralOp : BilateralArgs {
                         d += v[c] < v0[c] ? v0[c] - v[c] : v[c] - v0[c];
                     }
                 }
-                const float w = mul_rn(space_w(dx * dx + dy * dy), color_w<CN>(d));
+                const float w = mul_rn(space_w(dx * dx + dy * dy, spaces), color_w<CN>(d, colors));
                 CBI_UNROLL
                 for (int c = 0; c < CN; ++c) sum[c] = add_rn(sum[c], mul_rn(static_cast<float>(v[c]), w));
                 wsum = add_rn(wsum, w);
@@ -188,8 +192,8 @@ struct FilterKind<BilateralFilter> {
     static constexpr Category category = Category::window;
     static constexpr std::string_view examples[] = {"5:30:5", "9:0.5:3", "0:75:2"};
     static constexpr KindDefault defaults[] = {
-        // Not measured on a GPU yet: per-pixel schedules are the only ones that run window kinds.
-        {true, 0, kAnyDepth, 0, "tile:32x8 tile:16x16 column:32"},
+        // naive: the weight tables staged in shared memory (cuda/bilateral.cuh)
+        {true, 0, kAnyDepth, 0, "naive tile:32x8 tile:16x16"},
         {false, 0, kAnyDepth, 0, "naive"},
     };
 

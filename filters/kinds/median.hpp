@@ -15,6 +15,8 @@
 // (1 pass over the window for 8u, 2 for 16u, 4 for 32f), on the GPU 1-bit
 // digits (O(1) memory per thread: 8, 16 or 32 passes, fewer when the
 // window's smallest and largest keys share top bits). O(K^2) per pixel.
+// The GPU's naive schedule runs K 3 and 5 a word of samples per thread
+// (cuda/median.cuh): the same networks in SIMD lanes.
 // The CPU's naive schedule runs whole rows instead (MedianOp::rows): K 3
 // and 5 through the same networks on vectors of a row's samples, 8u at
 // larger K through a histogram sliding along the row (cpu/rank.hpp).
@@ -219,7 +221,8 @@ struct FilterKind<MedianFilter> {
     static constexpr Category category = Category::window;
     static constexpr std::string_view examples[] = {"3", "5", "9"};
     static constexpr KindDefault defaults[] = {
-        // Not measured on a GPU yet: per-pixel schedules are the only ones that run window kinds.
+        // naive: K 3 and 5 on their word kernel (cuda/median.cuh); larger K per pixel
+        {true, 5, kAnyDepth, 0, "naive tile:32x8"},
         {true, 0, kAnyDepth, 0, "tile:32x8 tile:16x16 column:32"},
         {false, 0, kAnyDepth, 0, "naive"},
     };

@@ -1,0 +1,297 @@
+#pragma once
+// The passes of a rectangular erosion or dilation on CUDA (what the naive
+// schedule runs for them): a window of K rows or K columns in O(1) per
+// sample whatever K, by van Herk / Gil-Werman. A thread's run of S <= K
+// outputs all hold the window's sample at one split point m; each output is
+// the minimum of a suffix run (samples s .. m - 1, scanned backwards once)
+// and a prefix run (m .. s + K - 1, scanned forwards once), so S outputs
+// read S + K - 1 samples. Narrow windows fold their samples directly.
+// Columns: each thread a word of samples (four 8-bit or two 16-bit lanes
+// through the SIMD video minimum) down a run of rows, coalesced across the
+// warp; rows: a block stages its rows plus halo in shared memory. Min and max
+// are exact, so the results equal the per-pixel op's bit for bit.
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <type_traits>
+
+#include "filters/border.hpp"
+#include "filters/cuda/check.hpp"
+#include "filters/cuda/launch.cuh"
+#include "filters/kinds/morphology.hpp"
+
+namespace cbi::cuda {
+
+namespace morph {
+
+// Windows up to this many samples are folded directly.
+inline constexpr int kDirect = 4;
+// Threads per block of both passes.
+inline constexpr int kThreads = 256;
+// The shared memory a row pass block uses at most.
+inline constexpr std::size_t kRowShared = 48 * 1024;
+
+// A word of samples: packs of 8-bit and 16-bit lanes fold lane-wise.
+template <class P, class T, bool kMin>
+__device__ __forceinline__ P fold(P acc, P v) {
+    if constexpr (std::is_same_v<P, std::uint32_t> && std::is_same_v<T, std::uint8_t>)
+        return kMin ? __vminu4(acc, v) : __vmaxu4(acc, v);
+    else if constexpr (std::is_same_v<P, std::uint32_t> && std::is_same_v<T, std::uint16_t>)
+        return kMin ? __vminu2(acc, v) : __vmaxu2(acc, v);
+    else
+        return MorphPassOp<T, kMin>::fold(acc, v);  // the per-pixel op's own rule (floats: which zero wins)
+}
+
+// A constant border's sample repeated over a word.
+template <class P, class T>
+P splat(T v) {
+    if constexpr (std::is_same_v<P, T>) {
+        return v;
+    } else {
+        P p = 0;
+        for (unsigned i = 0; i < sizeof(P) / sizeof(T); ++i) p |= static_cast<P>(v) << (8 * sizeof(T) * i);
+        return p;
+    }
+}
+
+struct Rows {
+    const std::byte* data;
+    std::size_t stride;
+    int height;
+    BorderMode mode;
+
+    // Row y after the border rule; null: a constant border's row.
+    __device__ __forceinline__ const std::byte* row(int y) const {
+        if (static_cast<unsigned>(y) < static_cast<unsigned>(height))
+            return data + static_cast<std::size_t>(y) * stride;
+        const int yy = border_index(mode, y, height);
+        return yy < 0 ? nullptr : data + static_cast<std::size_t>(yy) * stride;
+    }
+};
+
+// Outputs y0 .. y0 + count - 1 of a window of k rows starting `a` rows above
+// (the split at the last output's window start): for k > kDirect.
+// load(y) reads window row y, out(i) is output i's word (the suffix minima
+// are kept there until the prefix pass).
+template <class P, class T, bool kMin, class Load, class Out>
+__device__ __forceinline__ void van_herk(int s0, int count, int k, Load&& load, Out&& out) {
+    const int m = s0 + count - 1;
+    if (count > 1) {
+        P r = load(m - 1);
+        out(count - 2) = r;
+        for (int s = m - 2; s >= s0; --s) {
+            r = fold<P, T, kMin>(load(s), r);
+            out(s - s0) = r;
+        }
+    }
+    P p = load(m);
+#pragma unroll 4
+    for (int t = m + 1; t <= s0 + k - 1; ++t) p = fold<P, T, kMin>(p, load(t));
+    for (int i = 0; i < count; ++i) {
+        if (i > 0) p = fold<P, T, kMin>(p, load(s0 + i + k - 1));
+        out(i) = i < count - 1 ? fold<P, T, kMin>(out(i), p) : p;
+    }
+}
+
+// Longest run of outputs a column-pass thread computes by van Herk: its
+// suffix minima stay in registers.
+inline constexpr int kColumnStrip = 32;
+
+// The column pass: words g of every row (P holds the samples of a word), each
+// thread `strip` output rows (at most kColumnStrip for windows over kDirect).
+// Source words load through the read-only path, so that a thread's loads
+// are not held behind its stores.
+template <class P, class T, bool kMin>
+__global__ void columns(Rows src, std::byte* dst, std::size_t dst_stride, int height, int words, int k, int a,
+                        int strip, P constant) {
+    const int g = blockIdx.x * blockDim.x + threadIdx.x;
+    const int y0 = blockIdx.y * strip;
+    if (g >= words || y0 >= height) return;
+    const int count = min(strip, height - y0);
+    const auto load = [&](int y) -> P {
+        const std::byte* row = src.row(y);
+        return row == nullptr ? constant : __ldg(reinterpret_cast<const P*>(row) + g);
+    };
+    const auto store = [&](int i, P v) {
+        reinterpret_cast<P*>(dst + static_cast<std::size_t>(y0 + i) * dst_stride)[g] = v;
+    };
+    if (k <= kDirect) {
+        for (int i = 0; i < count; ++i) {
+            P acc = load(y0 + i - a);
+#pragma unroll
+            for (int j = 1; j < kDirect; ++j)
+                if (j < k) acc = fold<P, T, kMin>(acc, load(y0 + i - a + j));
+            store(i, acc);
+        }
+        return;
+    }
+    // Window starts s0 .. s0 + count - 1, split at m = the last one.
+    const int s0 = y0 - a, m = s0 + count - 1;
+    P part[kColumnStrip];  // part[i]: rows s0 + i .. m - 1
+    P r = constant;
+#pragma unroll
+    for (int i = kColumnStrip - 2; i >= 0; --i)
+        if (i < count - 1) {
+            const P v = load(s0 + i);
+            r = i == count - 2 ? v : fold<P, T, kMin>(v, r);
+            part[i] = r;
+        }
+    P p = load(m);  // rows m .. s0 + k - 1 + i for output i
+#pragma unroll 4
+    for (int t = m + 1; t <= s0 + k - 1; ++t) p = fold<P, T, kMin>(p, load(t));
+#pragma unroll
+    for (int i = 0; i < kColumnStrip; ++i)
+        if (i < count) {
+            if (i > 0) p = fold<P, T, kMin>(p, load(s0 + i + k - 1));
+            store(i, i < count - 1 ? fold<P, T, kMin>(part[i], p) : p);
+        }
+}
+
+// The row pass: a block's rows, its tile of `tile` outputs plus the window's
+// halo staged in shared memory (the border resolved there), each work item a
+// channel of a run of `strip` outputs of a row; then stored coalesced.
+template <class T, int C, bool kMin>
+__global__ void rows(const T* __restrict__ src_data, std::size_t src_stride, int width, int height, T* dst_data,
+                     std::size_t dst_stride, int k, int a, BorderMode mode, T constant, int tile, int block_rows,
+                     int strip, int in_pitch, int out_pitch) {
+    extern __shared__ unsigned char shared_bytes[];
+    T* in = reinterpret_cast<T*>(shared_bytes);
+    T* out = in + static_cast<std::size_t>(block_rows) * in_pitch;
+    const int x0 = blockIdx.x * tile, y0 = blockIdx.y * block_rows;
+    const int tw = min(tile, width - x0), nrows = min(block_rows, height - y0);
+    const int in_len = (tw + k - 1) * C, out_len = tw * C;
+    const int lane = threadIdx.x % 32, warp = threadIdx.x / 32, warps = blockDim.x / 32;
+    const int first = x0 - a;  // the first staged pixel
+    const bool inside = first >= 0 && first + tw + k - 1 <= width;
+    for (int r = warp; r < nrows; r += warps) {
+        const T* row = reinterpret_cast<const T*>(reinterpret_cast<const std::byte*>(src_data) +
+                                                  static_cast<std::size_t>(y0 + r) * src_stride);
+        T* to = in + static_cast<std::size_t>(r) * in_pitch;
+        if (inside) {
+            for (int j = lane; j < in_len; j += 32) to[j] = row[first * C + j];
+        } else {
+            for (int j = lane; j < in_len; j += 32) {
+                const int xx = border_index(mode, first + j / C, width);
+                to[j] = xx < 0 ? constant : row[xx * C + j % C];
+            }
+        }
+    }
+    __syncthreads();
+    if (k <= kDirect) {
+        // Narrow windows: each output folds its samples from the stage, stored at once.
+        for (int r = warp; r < nrows; r += warps) {
+            const T* from = in + static_cast<std::size_t>(r) * in_pitch;
+            T* row = reinterpret_cast<T*>(reinterpret_cast<std::byte*>(dst_data) +
+                                          static_cast<std::size_t>(y0 + r) * dst_stride) +
+                     x0 * C;
+            for (int j = lane; j < out_len; j += 32) {
+                T acc = from[j];
+#pragma unroll
+                for (int t = 1; t < kDirect; ++t)
+                    if (t < k) acc = fold<T, T, kMin>(acc, from[j + t * C]);
+                row[j] = acc;
+            }
+        }
+        return;
+    } else {
+        const int strips = (tw + strip - 1) / strip, items = nrows * C * strips;
+        for (int i = threadIdx.x; i < items; i += blockDim.x) {
+            // Neighbouring threads take neighbouring rows (odd pitches: different banks).
+            const int r = i % nrows, rest = i / nrows, c = rest % C, st = rest / C;
+            const int i0 = st * strip, count = min(strip, tw - i0);
+            const T* from = in + static_cast<std::size_t>(r) * in_pitch + c;
+            T* to = out + static_cast<std::size_t>(r) * out_pitch + c;
+            van_herk<T, T, kMin>(
+                i0, count, k, [&](int t) { return from[t * C]; }, [&](int o) -> T& { return to[(i0 + o) * C]; });
+        }
+    }
+    __syncthreads();
+    for (int r = warp; r < nrows; r += warps) {
+        T* row = reinterpret_cast<T*>(reinterpret_cast<std::byte*>(dst_data) +
+                                      static_cast<std::size_t>(y0 + r) * dst_stride) +
+                 x0 * C;
+        const T* from = out + static_cast<std::size_t>(r) * out_pitch;
+        for (int j = lane; j < out_len; j += 32) row[j] = from[j];
+    }
+}
+
+// An odd number of words at least `samples` samples long.
+template <class T>
+int odd_pitch(int samples) {
+    const int per_word = 4 / static_cast<int>(sizeof(T));
+    int words = (samples + per_word - 1) / per_word;
+    words |= 1;
+    return words * per_word;
+}
+
+template <class T, bool kMin, int C>
+bool launch_rows(const MorphPassOp<T, kMin>& op, cudaStream_t stream) {
+    const ImageView& dst = op.dst;
+    const int k = op.se.width, a = op.se.ax;
+    const int tile = std::max(128, 2 * k), strip = std::min(k, 32);
+    const int in_pitch = odd_pitch<T>((tile + k - 1) * C), out_pitch = odd_pitch<T>(tile * C);
+    const std::size_t row_bytes = sizeof(T) * static_cast<std::size_t>(in_pitch + out_pitch);
+    if (row_bytes > kRowShared) return false;  // a window this wide runs per pixel
+    const int block_rows = static_cast<int>(std::min<std::size_t>(std::min(64, dst.height), kRowShared / row_bytes));
+    const std::size_t shared = row_bytes * block_rows;
+    const dim3 grid((dst.width + tile - 1) / tile, (dst.height + block_rows - 1) / block_rows);
+    if (grid.y > 65535) return false;
+    note_kernel_path(KernelPath::cuda_morph);
+    rows<T, C, kMin><<<grid, kThreads, shared, stream>>>(
+        op.src.view.template row<const T>(0), op.src.view.stride, dst.width, dst.height, dst.template row<T>(0),
+        dst.stride, k, a, op.src.mode, op.src.constant, tile, block_rows, strip, in_pitch, out_pitch);
+    CBI_CUDA_CHECK(cudaGetLastError(), "launch morphology row pass");
+    return true;
+}
+
+template <class P, class T, bool kMin>
+void launch_columns(const MorphPassOp<T, kMin>& op, std::size_t offset, int words, cudaStream_t stream) {
+    const ImageView& dst = op.dst;
+    const int k = op.se.height, a = op.se.ay;
+    // Runs of up to 32 outputs (count + k - 1 rows read for count outputs).
+    const int strip = k <= kDirect ? 16 : std::min(k, kColumnStrip);
+    const dim3 grid((words + kThreads - 1) / kThreads, (dst.height + strip - 1) / strip);
+    if (grid.y > 65535) throw Error("launch", "image too tall for the morphology column pass");
+    columns<P, T, kMin><<<grid, kThreads, 0, stream>>>(
+        Rows{op.src.view.data + offset, op.src.view.stride, op.src.view.height, op.src.mode}, dst.data + offset,
+        dst.stride, dst.height, words, k, a, strip, splat<P>(op.src.constant));
+    CBI_CUDA_CHECK(cudaGetLastError(), "launch morphology column pass");
+}
+
+}  // namespace morph
+
+// Runs a rectangle's row or column pass (an element one sample tall or
+// wide) on its van Herk kernel; false for other elements, which run per
+// pixel.
+template <class T, bool kMin>
+bool morphology_pass(const MorphPassOp<T, kMin>& op, cudaStream_t stream) {
+    const StructuringElement& se = op.se;
+    const ImageView& dst = op.dst;
+    if (!se.rect || dst.empty() || (se.width > 1 && se.height > 1)) return false;
+    if (se.height == 1) {
+        if (se.width == 1) return false;  // a copy: the per-pixel op
+        switch (dst.channels) {
+            case 1: return morph::launch_rows<T, kMin, 1>(op, stream);
+            case 3: return morph::launch_rows<T, kMin, 3>(op, stream);
+            case 4: return morph::launch_rows<T, kMin, 4>(op, stream);
+            default: return false;
+        }
+    }
+    note_kernel_path(KernelPath::cuda_morph);
+    const int samples = dst.width * dst.channels;
+    // Words of four bytes where both images' rows allow them; the rest of a
+    // row (and every sample of rows that do not) as single samples.
+    const bool aligned = reinterpret_cast<std::uintptr_t>(op.src.view.data) % 4 == 0 &&
+                         reinterpret_cast<std::uintptr_t>(dst.data) % 4 == 0 && op.src.view.stride % 4 == 0 &&
+                         dst.stride % 4 == 0;
+    using Word = std::conditional_t<std::is_same_v<T, float>, float, std::uint32_t>;
+    constexpr int kPerWord = sizeof(Word) / sizeof(T);
+    const int words = aligned ? samples / kPerWord : 0;
+    if (words > 0) morph::launch_columns<Word, T, kMin>(op, 0, words, stream);
+    if (const int rest = samples - words * kPerWord; rest > 0)
+        morph::launch_columns<T, T, kMin>(op, static_cast<std::size_t>(words) * sizeof(Word), rest, stream);
+    return true;
+}
+
+}  // namespace cbi::cuda
