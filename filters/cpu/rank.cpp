@@ -154,12 +154,16 @@ CBI_CPU_CLONES void median3_row(const Key* const* rows, int cn, T* out, int n) {
 template <class T, bool kMin>
 CBI_CPU_CLONES void fold_rows_impl(T* out, const T* const* rows, int count, int n) {
     constexpr int L = kLanes<T>;
-    int s = 0;
-    for (; s + L <= n; s += L) {
+    const auto vector = [&](int s) {
         V<T> acc = load(rows[0] + s);
         for (int j = 1; j < count; ++j) acc = fold<kMin>(acc, load(rows[j] + s));
         store(out + s, acc);
-    }
+    };
+    int s = 0;
+    for (; s + L <= n; s += L) vector(s);
+    // The rest as one vector ending at n, over outputs already made: min and
+    // max are idempotent, and `out` is never a row shifted against another.
+    if (s < n && n >= L) return vector(n - L);
     for (; s < n; ++s) {
         T acc = rows[0][s];
         for (int j = 1; j < count; ++j) acc = fold<kMin>(acc, rows[j][s]);
@@ -170,13 +174,15 @@ CBI_CPU_CLONES void fold_rows_impl(T* out, const T* const* rows, int count, int 
 template <class T, bool kMin>
 CBI_CPU_CLONES void fold_rows_pair_impl(T* out0, T* out1, const T* const* rows, int count, int n) {
     constexpr int L = kLanes<T>;
-    int s = 0;
-    for (; s + L <= n; s += L) {
+    const auto vector = [&](int s) {
         V<T> common = load(rows[1] + s);
         for (int j = 2; j < count; ++j) common = fold<kMin>(common, load(rows[j] + s));
         store(out0 + s, fold<kMin>(load(rows[0] + s), common));
         store(out1 + s, fold<kMin>(common, load(rows[count] + s)));
-    }
+    };
+    int s = 0;
+    for (; s + L <= n; s += L) vector(s);
+    if (s < n && n >= L) return vector(n - L);  // as fold_rows_impl
     for (; s < n; ++s) {
         T common = rows[1][s];
         for (int j = 2; j < count; ++j) common = fold<kMin>(common, rows[j][s]);
