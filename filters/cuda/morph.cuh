@@ -245,14 +245,18 @@ bool launch_rows(const MorphPassOp<T, kMin>& op, cudaStream_t stream) {
     return true;
 }
 
+// Output rows a column-pass thread computes: runs of up to 32 outputs read
+// count + k - 1 rows for count outputs.
+inline int column_strip(int k) {
+    return k <= kDirect ? 16 : std::min(k, kColumnStrip);
+}
+
 template <class P, class T, bool kMin>
 void launch_columns(const MorphPassOp<T, kMin>& op, std::size_t offset, int words, cudaStream_t stream) {
     const ImageView& dst = op.dst;
     const int k = op.se.height, a = op.se.ay;
-    // Runs of up to 32 outputs (count + k - 1 rows read for count outputs).
-    const int strip = k <= kDirect ? 16 : std::min(k, kColumnStrip);
+    const int strip = column_strip(k);
     const dim3 grid((words + kThreads - 1) / kThreads, (dst.height + strip - 1) / strip);
-    if (grid.y > 65535) throw Error("launch", "image too tall for the morphology column pass");
     columns<P, T, kMin><<<grid, kThreads, 0, stream>>>(
         Rows{op.src.view.data + offset, op.src.view.stride, op.src.view.height, op.src.mode}, dst.data + offset,
         dst.stride, dst.height, words, k, a, strip, splat<P>(op.src.constant));
@@ -278,6 +282,8 @@ bool morphology_pass(const MorphPassOp<T, kMin>& op, cudaStream_t stream) {
             default: return false;
         }
     }
+    if ((dst.height + morph::column_strip(se.height) - 1) / morph::column_strip(se.height) > 65535)
+        return false;  // taller than a grid's rows of runs: per pixel
     note_kernel_path(KernelPath::cuda_morph);
     const int samples = dst.width * dst.channels;
     // Words of four bytes where both images' rows allow them; the rest of a
