@@ -70,10 +70,11 @@ struct Rows {
     }
 };
 
-// Outputs y0 .. y0 + count - 1 of a window of k rows starting `a` rows above
-// (the split at the last output's window start): for k > kDirect.
-// load(y) reads window row y, out(i) is output i's word (the suffix minima
-// are kept there until the prefix pass).
+// The row pass's run: outputs i < count whose windows of k samples start
+// at s0 + i (split at the last one's start), for k > kDirect. load(t) reads
+// staged sample t, out(i) is output i's slot in the output stage (the
+// suffix minima are kept there until the prefix pass). The column pass
+// keeps them in registers instead (columns below).
 template <class P, class T, bool kMin, class Load, class Out>
 __device__ __forceinline__ void van_herk(int s0, int count, int k, Load&& load, Out&& out) {
     const int m = s0 + count - 1;
