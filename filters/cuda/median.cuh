@@ -14,6 +14,7 @@
 #include <utility>
 
 #include "filters/cuda/check.hpp"
+#include "filters/cuda/lanes.cuh"
 #include "filters/kernel_path.hpp"
 #include "filters/kinds/median.hpp"
 
@@ -21,33 +22,14 @@ namespace cbi::cuda {
 
 namespace median {
 
-template <class T>
-__device__ __forceinline__ std::uint32_t lanes_min(std::uint32_t a, std::uint32_t b) {
-    if constexpr (sizeof(T) == 1)
-        return __vminu4(a, b);
-    else if constexpr (sizeof(T) == 2)
-        return __vminu2(a, b);
-    else
-        return min(a, b);
-}
-template <class T>
-__device__ __forceinline__ std::uint32_t lanes_max(std::uint32_t a, std::uint32_t b) {
-    if constexpr (sizeof(T) == 1)
-        return __vmaxu4(a, b);
-    else if constexpr (sizeof(T) == 2)
-        return __vmaxu2(a, b);
-    else
-        return max(a, b);
-}
-
 template <class T, int N, int... I>
 __device__ __forceinline__ void network(std::uint32_t* v, std::integer_sequence<int, I...>) {
     (
         [&] {
             constexpr int a = kMedianNetworkA<N, I>, b = kMedianNetworkB<N, I>;
             const std::uint32_t x = v[a], y = v[b];
-            v[a] = lanes_min<T>(x, y);
-            v[b] = lanes_max<T>(x, y);
+            v[a] = lanes_fold<T, true>(x, y);
+            v[b] = lanes_fold<T, false>(x, y);
         }(),
         ...);
 }
@@ -80,13 +62,11 @@ __global__ void median_words(const __grid_constant__ MedianOp<T> op, int words) 
             std::uint32_t w[2 * kD + 1];
             if (row == nullptr) {
                 // A constant border's row: its value in every lane.
-                std::uint32_t c = 0;
-                if constexpr (std::is_same_v<T, float>) {
+                std::uint32_t c;
+                if constexpr (std::is_same_v<T, float>)
                     c = __float_as_uint(op.src.constant);
-                } else {
-#pragma unroll
-                    for (int l = 0; l < kPerWord; ++l) c |= std::uint32_t(op.src.constant) << (8 * sizeof(T) * l);
-                }
+                else
+                    c = splat<std::uint32_t>(op.src.constant);
 #pragma unroll
                 for (int q = 0; q < 2 * kD + 1; ++q) w[q] = c;
             } else {

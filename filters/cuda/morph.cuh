@@ -18,6 +18,7 @@
 
 #include "filters/border.hpp"
 #include "filters/cuda/check.hpp"
+#include "filters/cuda/lanes.cuh"
 #include "filters/cuda/launch.cuh"
 #include "filters/kinds/morphology.hpp"
 
@@ -35,118 +36,71 @@ inline constexpr std::size_t kRowShared = 48 * 1024;
 // A word of samples: packs of 8-bit and 16-bit lanes fold lane-wise.
 template <class P, class T, bool kMin>
 __device__ __forceinline__ P fold(P acc, P v) {
-    if constexpr (std::is_same_v<P, std::uint32_t> && std::is_same_v<T, std::uint8_t>)
-        return kMin ? __vminu4(acc, v) : __vmaxu4(acc, v);
-    else if constexpr (std::is_same_v<P, std::uint32_t> && std::is_same_v<T, std::uint16_t>)
-        return kMin ? __vminu2(acc, v) : __vmaxu2(acc, v);
+    if constexpr (std::is_same_v<P, std::uint32_t> && sizeof(T) < 4)
+        return lanes_fold<T, kMin>(acc, v);
     else
         return MorphPassOp<T, kMin>::fold(acc, v);  // the per-pixel op's own rule (floats: which zero wins)
 }
 
-// A constant border's sample repeated over a word.
-template <class P, class T>
-P splat(T v) {
-    if constexpr (std::is_same_v<P, T>) {
-        return v;
-    } else {
-        P p = 0;
-        for (unsigned i = 0; i < sizeof(P) / sizeof(T); ++i) p |= static_cast<P>(v) << (8 * sizeof(T) * i);
-        return p;
-    }
-}
+// Longest run of outputs a thread computes by van Herk: its suffix minima
+// stay in registers.
+inline constexpr int kRun = 32;
 
-struct Rows {
-    const std::byte* data;
-    std::size_t stride;
-    int height;
-    BorderMode mode;
-
-    // Row y after the border rule; null: a constant border's row.
-    __device__ __forceinline__ const std::byte* row(int y) const {
-        if (static_cast<unsigned>(y) < static_cast<unsigned>(height))
-            return data + static_cast<std::size_t>(y) * stride;
-        const int yy = border_index(mode, y, height);
-        return yy < 0 ? nullptr : data + static_cast<std::size_t>(yy) * stride;
-    }
-};
-
-// The row pass's run: outputs i < count whose windows of k samples start
-// at s0 + i (split at the last one's start), for k > kDirect. load(t) reads
-// staged sample t, out(i) is output i's slot in the output stage (the
-// suffix minima are kept there until the prefix pass). The column pass
-// keeps them in registers instead (columns below).
-template <class P, class T, bool kMin, class Load, class Out>
-__device__ __forceinline__ void van_herk(int s0, int count, int k, Load&& load, Out&& out) {
+// Outputs i < count (count <= kRun) whose windows of k samples start at
+// s0 + i, split at the last one's start m: each the fold of a suffix
+// (s0 + i .. m - 1, backwards once) and a prefix (m .. s0 + i + k - 1,
+// forwards once); count + k - 1 loads. load(t) reads sample t, store(i, v)
+// writes output i. For k > kDirect.
+template <class P, class T, bool kMin, class Load, class Store>
+__device__ __forceinline__ void van_herk(int s0, int count, int k, Load&& load, Store&& store) {
     const int m = s0 + count - 1;
-    if (count > 1) {
-        P r = load(m - 1);
-        out(count - 2) = r;
-        for (int s = m - 2; s >= s0; --s) {
-            r = fold<P, T, kMin>(load(s), r);
-            out(s - s0) = r;
-        }
-    }
-    P p = load(m);
-#pragma unroll 4
-    for (int t = m + 1; t <= s0 + k - 1; ++t) p = fold<P, T, kMin>(p, load(t));
-    for (int i = 0; i < count; ++i) {
-        if (i > 0) p = fold<P, T, kMin>(p, load(s0 + i + k - 1));
-        out(i) = i < count - 1 ? fold<P, T, kMin>(out(i), p) : p;
-    }
-}
-
-// Longest run of outputs a column-pass thread computes by van Herk: its
-// suffix minima stay in registers.
-inline constexpr int kColumnStrip = 32;
-
-// The column pass: words g of every row (P holds the samples of a word), each
-// thread `strip` output rows (at most kColumnStrip for windows over kDirect).
-// Source words load through the read-only path, so that a thread's loads
-// are not held behind its stores.
-template <class P, class T, bool kMin>
-__global__ void columns(Rows src, std::byte* dst, std::size_t dst_stride, int height, int words, int k, int a,
-                        int strip, P constant) {
-    const int g = blockIdx.x * blockDim.x + threadIdx.x;
-    const int y0 = blockIdx.y * strip;
-    if (g >= words || y0 >= height) return;
-    const int count = min(strip, height - y0);
-    const auto load = [&](int y) -> P {
-        const std::byte* row = src.row(y);
-        return row == nullptr ? constant : __ldg(reinterpret_cast<const P*>(row) + g);
-    };
-    const auto store = [&](int i, P v) {
-        reinterpret_cast<P*>(dst + static_cast<std::size_t>(y0 + i) * dst_stride)[g] = v;
-    };
-    if (k <= kDirect) {
-        for (int i = 0; i < count; ++i) {
-            P acc = load(y0 + i - a);
+    P part[kRun];  // part[i]: samples s0 + i .. m - 1
+    P r{};
 #pragma unroll
-            for (int j = 1; j < kDirect; ++j)
-                if (j < k) acc = fold<P, T, kMin>(acc, load(y0 + i - a + j));
-            store(i, acc);
-        }
-        return;
-    }
-    // Window starts s0 .. s0 + count - 1, split at m = the last one.
-    const int s0 = y0 - a, m = s0 + count - 1;
-    P part[kColumnStrip];  // part[i]: rows s0 + i .. m - 1
-    P r = constant;
-#pragma unroll
-    for (int i = kColumnStrip - 2; i >= 0; --i)
+    for (int i = kRun - 2; i >= 0; --i)
         if (i < count - 1) {
             const P v = load(s0 + i);
             r = i == count - 2 ? v : fold<P, T, kMin>(v, r);
             part[i] = r;
         }
-    P p = load(m);  // rows m .. s0 + k - 1 + i for output i
+    P p = load(m);  // samples m .. s0 + i + k - 1 for output i
 #pragma unroll 4
     for (int t = m + 1; t <= s0 + k - 1; ++t) p = fold<P, T, kMin>(p, load(t));
 #pragma unroll
-    for (int i = 0; i < kColumnStrip; ++i)
+    for (int i = 0; i < kRun; ++i)
         if (i < count) {
             if (i > 0) p = fold<P, T, kMin>(p, load(s0 + i + k - 1));
             store(i, i < count - 1 ? fold<P, T, kMin>(part[i], p) : p);
         }
+}
+
+// The column pass: words g of every row from byte `offset` (P holds the
+// samples of a word), each thread `strip` output rows (at most kRun for
+// windows over kDirect). Source words load through the read-only path, so
+// that a thread's loads are not held behind its stores.
+template <class P, class T, bool kMin>
+__global__ void columns(AnyBorderSource<T> src, std::size_t offset, std::byte* dst, std::size_t dst_stride, int words,
+                        int k, int a, int strip, P constant) {
+    const int g = blockIdx.x * blockDim.x + threadIdx.x;
+    const int y0 = blockIdx.y * strip, height = src.view.height;
+    if (g >= words || y0 >= height) return;
+    const int count = min(strip, height - y0);
+    const auto load = [&](int y) -> P {
+        const T* row = src.row(y);
+        return row == nullptr ? constant
+                              : __ldg(reinterpret_cast<const P*>(reinterpret_cast<const std::byte*>(row) + offset) + g);
+    };
+    const auto store = [&](int i, P v) {
+        reinterpret_cast<P*>(dst + static_cast<std::size_t>(y0 + i) * dst_stride + offset)[g] = v;
+    };
+    if (k > kDirect) return van_herk<P, T, kMin>(y0 - a, count, k, load, store);
+    for (int i = 0; i < count; ++i) {
+        P acc = load(y0 + i - a);
+#pragma unroll
+        for (int j = 1; j < kDirect; ++j)
+            if (j < k) acc = fold<P, T, kMin>(acc, load(y0 + i - a + j));
+        store(i, acc);
+    }
 }
 
 // The row pass: a block's rows, its tile of `tile` outputs plus the window's
@@ -204,7 +158,7 @@ __global__ void rows(const T* __restrict__ src_data, std::size_t src_stride, int
             const T* from = in + static_cast<std::size_t>(r) * in_pitch + c;
             T* to = out + static_cast<std::size_t>(r) * out_pitch + c;
             van_herk<T, T, kMin>(
-                i0, count, k, [&](int t) { return from[t * C]; }, [&](int o) -> T& { return to[(i0 + o) * C]; });
+                i0, count, k, [&](int t) { return from[t * C]; }, [&](int o, T v) { to[(i0 + o) * C] = v; });
         }
     }
     __syncthreads();
@@ -230,7 +184,7 @@ template <class T, bool kMin, int C>
 bool launch_rows(const MorphPassOp<T, kMin>& op, cudaStream_t stream) {
     const ImageView& dst = op.dst;
     const int k = op.se.width, a = op.se.ax;
-    const int tile = std::max(128, 2 * k), strip = std::min(k, 32);
+    const int tile = std::max(128, 2 * k), strip = std::min(k, kRun);
     const int in_pitch = odd_pitch<T>((tile + k - 1) * C), out_pitch = odd_pitch<T>(tile * C);
     const std::size_t row_bytes = sizeof(T) * static_cast<std::size_t>(in_pitch + out_pitch);
     if (row_bytes > kRowShared) return false;  // a window this wide runs per pixel
@@ -249,7 +203,7 @@ bool launch_rows(const MorphPassOp<T, kMin>& op, cudaStream_t stream) {
 // Output rows a column-pass thread computes: runs of up to 32 outputs read
 // count + k - 1 rows for count outputs.
 inline int column_strip(int k) {
-    return k <= kDirect ? 16 : std::min(k, kColumnStrip);
+    return k <= kDirect ? 16 : std::min(k, kRun);
 }
 
 template <class P, class T, bool kMin>
@@ -258,9 +212,8 @@ void launch_columns(const MorphPassOp<T, kMin>& op, std::size_t offset, int word
     const int k = op.se.height, a = op.se.ay;
     const int strip = column_strip(k);
     const dim3 grid((words + kThreads - 1) / kThreads, (dst.height + strip - 1) / strip);
-    columns<P, T, kMin><<<grid, kThreads, 0, stream>>>(
-        Rows{op.src.view.data + offset, op.src.view.stride, op.src.view.height, op.src.mode}, dst.data + offset,
-        dst.stride, dst.height, words, k, a, strip, splat<P>(op.src.constant));
+    columns<P, T, kMin><<<grid, kThreads, 0, stream>>>(op.src, offset, dst.data, dst.stride, words, k, a, strip,
+                                                       splat<P>(op.src.constant));
     CBI_CUDA_CHECK(cudaGetLastError(), "launch morphology column pass");
 }
 
