@@ -165,23 +165,26 @@ class _Torch(_Kind):
         if x.requires_grad:
             x = x.detach()
         if x.is_cuda:
-            # On torch's current stream of the current device, __dlpack__
-            # orders nothing (its stream is the consumer's) and returns
-            # _to_dlpack's capsule: ask for that directly, without the
-            # stream objects __dlpack__ makes on every call.
+            # On the current stream of the tensor's device, __dlpack__ orders
+            # nothing (its stream is the consumer's) and returns _to_dlpack's
+            # capsule: ask for that directly, without the stream objects
+            # __dlpack__ makes on every call.
+            device = x.get_device()
             raw = _torch_raw()
-            if raw is not None:
-                get_device, get_stream, to_dlpack = raw
-                device = x.get_device()
-                if device == get_device() and stream_ptr == get_stream(device):
-                    return to_dlpack(x)
+            if raw is not None and stream_ptr == raw[0](device):
+                return raw[1](x)
+            cuda = sys.modules["torch"].cuda
+            if device != cuda.current_device():
+                # torch exports a tensor only from its own current device (BufferError otherwise).
+                with cuda.device(device):
+                    return x.__dlpack__(stream=_dlpack_stream(stream_ptr))
             return x.__dlpack__(stream=_dlpack_stream(stream_ptr))
         return x.__dlpack__()
 
     def current_stream(self, device):
         raw = _torch_raw()
         if raw is not None:
-            return raw[1](device)
+            return raw[0](device)
         return sys.modules["torch"].cuda.current_stream(device).cuda_stream
 
     def swap_rb(self, x):
@@ -276,12 +279,12 @@ _torch_raw_calls: list = []
 
 
 def _torch_raw():
-    """(current device, current raw stream of a device, _to_dlpack) from
+    """(current raw stream of a device, _to_dlpack) from
     torch._C, or None where this torch lacks them (then the public, slower
     calls)."""
     if not _torch_raw_calls:
         C = getattr(sys.modules["torch"], "_C", None)
-        names = ("_cuda_getDevice", "_cuda_getCurrentRawStream", "_to_dlpack")
+        names = ("_cuda_getCurrentRawStream", "_to_dlpack")
         calls = tuple(getattr(C, n, None) for n in names)
         _torch_raw_calls.append(None if None in calls else calls)
     return _torch_raw_calls[0]
