@@ -248,6 +248,7 @@ int run_batch_mode(const CLI::App& app, const Options& o, const cbi::WriteOption
     // One executor per image in flight, its buffers reused image after image.
     g_batch_running = true;
     const double before_batch = seconds_since_start();
+    const double before_batch_in_main = std::chrono::duration<double>(Clock::now() - g_main_start).count();
     const cbi::BatchSummary summary = cbi::run_batch(
         plan, cbi::batch_devices(graph, run_options, device_specs, host_rank(), cbi::jpeg_on_device(plan, batch.jpeg)),
         batch);
@@ -277,7 +278,8 @@ int run_batch_mode(const CLI::App& app, const Options& o, const cbi::WriteOption
     if (o.stats && !g_ranks) {
         // Where a whole process's time goes besides the batch's wall.
         std::cout << format_stats(summary) << std::fixed << std::setprecision(3) << "process: " << before_batch
-                  << " s before the batch (loading, plan, devices), " << std::max(0.0, in_run_batch - summary.wall_s)
+                  << " s before the batch (" << before_batch - before_batch_in_main << " loading, "
+                  << before_batch_in_main << " plan and devices), " << std::max(0.0, in_run_batch - summary.wall_s)
                   << " s around its wall (processors made and freed)\n";
     } else if (o.stats && signal == 0) {  // every rank's block, printed by rank 0
         const std::vector<std::string> blocks = g_ranks->gather(format_stats(summary));

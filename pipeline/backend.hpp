@@ -12,6 +12,7 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "filters/filter.hpp"
@@ -79,6 +80,8 @@ public:
     virtual std::optional<ImageView> parse(std::span<const std::uint8_t> jpeg, bool wait, bool hardware = true) = 0;
     virtual std::optional<ImageView> decode_input(std::span<const std::uint8_t> jpeg) = 0;
     virtual std::vector<std::uint8_t> encode(const ImageView& result, int quality) = 0;
+    // The hardware decoder's batches this codec's thread led, and their images.
+    virtual std::pair<std::size_t, std::size_t> hardware_batches() const = 0;
 
 protected:
     ~DeviceJpeg() = default;

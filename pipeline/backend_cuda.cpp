@@ -201,6 +201,9 @@ private:
         std::vector<std::uint8_t> encode(const ImageView& result, int quality) override {
             return codec_->encode(result, quality, b_.stream());
         }
+        std::pair<std::size_t, std::size_t> hardware_batches() const override {
+            return codec_ ? codec_->hardware_batches() : std::pair<std::size_t, std::size_t>{};
+        }
 
     private:
         CudaBackend& b_;

@@ -334,7 +334,10 @@ public:
     std::vector<DeviceStats> stats() const {
         std::lock_guard lock(mutex_);
         std::vector<DeviceStats> s;
-        for (const auto& d : devices_) s.push_back(d.stats);
+        for (const auto& d : devices_) {
+            s.push_back(d.stats);
+            for (const auto& p : d.free) s.back().path += p->path_times();
+        }
         return s;
     }
 
@@ -723,7 +726,7 @@ private:
     // its hardware decoder's batches (its processors, kGpuJpegBatchProcessors,
     // decode together); more would hold worker threads that the CPU's
     // decoders can use (docs/performance.md#device-jpegs).
-    static constexpr int kDeviceJpegs = 24;
+    static constexpr int kDeviceJpegs = 48;
     std::atomic<bool> device_codec_ready_{false}, device_decoder_ready_{false};
     std::atomic<int> device_jpegs_{0};
     std::atomic<std::size_t> jpeg_on_devices_{0}, jpeg_on_cpu_{0}, jpeg_on_cpu_after_device_{0};  // for --stats

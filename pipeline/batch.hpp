@@ -184,6 +184,7 @@ struct DeviceStats {
     std::string name;
     std::size_t images = 0;  // processed on this device
     double busy_s = 0;       // summed over its images
+    PathTimes path;          // its processors' (at the end of the batch)
     std::string lost;        // why it was taken out (cbi::DeviceLost), empty if it was not
 };
 

@@ -2,10 +2,13 @@
 
 #include <algorithm>
 #include <array>
+#include <chrono>
 #include <iomanip>
 #include <optional>
 #include <sstream>
 #include <stdexcept>
+#include <tuple>
+#include <utility>
 
 #include <oneapi/tbb/task.h>
 #include <oneapi/tbb/task_group.h>
@@ -17,6 +20,18 @@
 namespace cbi {
 
 namespace {
+
+// Seconds between calls of next (PathTimes).
+class Lap {
+public:
+    double next() {
+        const auto now = std::chrono::steady_clock::now();
+        return std::chrono::duration<double>(now - std::exchange(t_, now)).count();
+    }
+
+private:
+    std::chrono::steady_clock::time_point t_ = std::chrono::steady_clock::now();
+};
 
 // How a node's schedule was chosen: given (the node's or the graph's), from
 // the default table (table_sized: with the strip height the backend picked
@@ -581,15 +596,26 @@ std::optional<Processor::FileResult> GraphExecutor::process_jpeg(std::span<const
                                                                  bool wait, bool hardware) {
     DeviceJpeg* codec = backend_->jpeg();
     if (!codec) return std::nullopt;
+    Lap lap;
     const std::optional<ImageView> format = codec->parse(jpeg, wait, hardware);
     if (!format) return std::nullopt;
     prepare_for(*format);
     const std::optional<ImageView> input = codec->decode_input(jpeg);
+    times_.decode_s += lap.next();
     if (!input) return std::nullopt;
     input_ = *input;
     run_nodes();
     ran_ = true;
-    return file_result(jpeg_quality);
+    times_.filter_s += lap.next();
+    FileResult r = file_result(jpeg_quality);
+    times_.result_s += lap.next();
+    return r;
+}
+
+PathTimes GraphExecutor::path_times() const {
+    PathTimes t = times_;
+    if (const DeviceJpeg* codec = backend_->jpeg()) std::tie(t.hw_batches, t.hw_images) = codec->hardware_batches();
+    return t;
 }
 
 bool GraphExecutor::jpeg_codec_ready() {
@@ -604,11 +630,15 @@ bool GraphExecutor::jpeg_decoder_ready() {
 
 Processor::FileResult GraphExecutor::process_file(const ImageView& input, int jpeg_quality) {
     if (jpeg_quality <= 0 || !jpeg_codec_ready()) return Processor::process_file(input, jpeg_quality);
+    Lap lap;
     prepare_for(input);
     input_ = backend_->upload(input);
     run_nodes();
     ran_ = true;
-    return file_result(jpeg_quality);
+    times_.filter_s += lap.next();
+    FileResult r = file_result(jpeg_quality);
+    times_.result_s += lap.next();
+    return r;
 }
 
 Processor::FileResult GraphExecutor::file_result(int jpeg_quality) {

@@ -113,6 +113,7 @@ public:
     bool jpeg_codec_ready() override;
     bool jpeg_decoder_ready() override;
     FileResult process_file(const ImageView& input, int jpeg_quality) override;
+    PathTimes path_times() const override;
 
     // Output channels of node `id` for the planned format.
     int channels_of(NodeId id) const;
@@ -160,6 +161,7 @@ private:
     std::vector<ImageView> outputs_;
     std::span<const ImageView> direct_outputs_;
     std::size_t allocations_ = 0;
+    PathTimes times_;        // process_jpeg and process_file
     bool prepared_ = false;  // buffers allocated for plan_
     bool ran_ = false;       // the backend holds an input (time_kernels_ms)
     bool replan_ = false;    // auto nodes were tuned: plan again (fusion) before the next run

@@ -100,6 +100,7 @@ struct HwRequest {
     cudaEvent_t ready = nullptr;  // recorded on the caller's stream: its buffer may be written from there on
     bool alone = false;           // a batch with it failed: it goes in a batch of its own
     bool done = false;
+    std::size_t led = 0, led_images = 0;  // the batches the caller led while it waited, and their images
     nvjpegStatus_t status = NVJPEG_STATUS_SUCCESS;
     cudaError_t cuda = cudaSuccess;
 };
@@ -233,21 +234,27 @@ public:
     // Decodes r on the hardware decoder, in one batch with the requests
     // other threads have made meanwhile: a thread whose request waits leads
     // the next batch of what waits (on its own stream) as soon as a state is
-    // free, else waits for a batch to finish its request. Blocks (a few ms)
+    // free and no batch decodes, or kFullBatch wait; else waits for a batch
+    // to finish its request. Blocks (a few ms)
     // rather than suspending the task: a suspended task holding a state
     // could need a worker thread to resume while every worker waits here, a
     // deadlock. The caller reads r.status and r.cuda.
     void decode_hardware(HwRequest& r, cudaStream_t stream) {
         std::unique_lock lock(mutex_);
         queue_.push_back(&r);
+        if (queue_.size() == kFullBatch) freed_.notify_all();
         while (!r.done) {
             auto free = std::find_if(hw_states_.begin(), hw_states_.end(), [](const HwState& s) { return !s.busy; });
-            if (free == hw_states_.end() || queue_.empty()) {
+            const bool decoding =
+                std::any_of(hw_states_.begin(), hw_states_.end(), [](const HwState& s) { return s.busy; });
+            if (free == hw_states_.end() || queue_.empty() || (decoding && queue_.size() < kFullBatch)) {
                 freed_.wait(lock);
                 continue;
             }
             HwState& state = *free;
             std::vector<HwRequest*> batch = take_batch();
+            ++r.led;
+            r.led_images += batch.size();
             state.busy = true;
             lock.unlock();
             cudaError_t cuda = cudaSuccess;
@@ -277,6 +284,11 @@ private:
     bool hardware_started_ = false;
     // Two let one batch's set-up overlap another's decoding.
     static constexpr std::size_t kHwStates = 2;
+    // While a batch decodes, the next starts only with this many waiting:
+    // a free state taking each request as it came made batches of 2 or 3
+    // images, and the engines decode a batch's images in parallel
+    // (docs/performance.md#hardware-jpeg-batches).
+    static constexpr std::size_t kFullBatch = 4;
     // A batch's images and pixels at most: the state's buffers hold the
     // largest batch it has decoded (16 2048x2048 images: 2.3 times the
     // rate of one at a time).
@@ -391,6 +403,7 @@ struct GpuJpegCodec::State {
     bool use_hw = false;
     nvjpegOutputFormat_t format = NVJPEG_OUTPUT_BGRI;
     cudaEvent_t ready = nullptr;  // for the hardware decoder: where this codec's stream stands
+    std::size_t hw_batches = 0, hw_images = 0;  // led by this codec's decode calls
 
     ~State() {
         if (ready) cudaEventDestroy(ready);
@@ -417,6 +430,10 @@ GpuJpegCodec::~GpuJpegCodec() = default;
 
 bool GpuJpegCodec::hardware_decoder() const {
     return s_->context->hardware_started(true) && s_->context->hw;
+}
+
+std::pair<std::size_t, std::size_t> GpuJpegCodec::hardware_batches() const {
+    return {s_->hw_batches, s_->hw_images};
 }
 
 bool GpuJpegCodec::started(int device) {
@@ -504,6 +521,8 @@ bool GpuJpegCodec::decode(std::span<const std::uint8_t> jpeg, const ImageView& d
         r.format = s.format;
         r.ready = s.ready;
         s.context->decode_hardware(r, stream);
+        s.hw_batches += r.led;
+        s.hw_images += r.led_images;
         CBI_CUDA_CHECK(r.cuda, "nvjpegDecodeBatched");
         // Some hosts' hardware decoder fails to allocate where the others
         // would not: the CPU decodes the image.

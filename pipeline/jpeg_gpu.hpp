@@ -9,10 +9,12 @@
 // state); a batch gives each processor its own.
 #include <cuda_runtime_api.h>
 
+#include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <optional>
 #include <span>
+#include <utility>
 #include <vector>
 
 #include "filters/image_view.hpp"
@@ -69,6 +71,10 @@ public:
     // Whether this GPU has hardware JPEG decoders nvJPEG uses (waits until
     // they have started).
     bool hardware_decoder() const;
+    // The hardware decoder's batches that calls of decode on this codec led
+    // (a thread whose image waits decodes the next batch of what waits), and
+    // the images in them.
+    std::pair<std::size_t, std::size_t> hardware_batches() const;
 
 private:
     struct State;

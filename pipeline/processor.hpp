@@ -4,6 +4,7 @@
 // a CUDA processor owns its stream and staging buffers, so K processors
 // give K images in flight. Implemented by GraphExecutor
 // (pipeline/executor.hpp).
+#include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -14,6 +15,24 @@
 #include "pipeline/image.hpp"
 
 namespace cbi {
+
+// Where a device processor's time went (--stats): decoding JPEGs on the
+// device (parsing, waiting for and running the hardware decoder's batch),
+// the filters (upload and launches), the result (encode or download, which
+// waits for the kernels); the hardware decoder's batches this processor's
+// thread led and the images in them.
+struct PathTimes {
+    double decode_s = 0, filter_s = 0, result_s = 0;
+    std::size_t hw_batches = 0, hw_images = 0;
+    PathTimes& operator+=(const PathTimes& o) {
+        decode_s += o.decode_s;
+        filter_s += o.filter_s;
+        result_s += o.result_s;
+        hw_batches += o.hw_batches;
+        hw_images += o.hw_images;
+        return *this;
+    }
+};
 
 class Processor {
 public:
@@ -60,6 +79,9 @@ public:
         r.image = process(input);
         return r;
     }
+    // The times of process_jpeg and process_file so far (zero where the
+    // processor does not keep them).
+    virtual PathTimes path_times() const { return {}; }
 };
 
 using ProcessorFactory = std::function<std::unique_ptr<Processor>()>;

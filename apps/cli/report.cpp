@@ -135,6 +135,15 @@ std::string format_stats(const cbi::BatchSummary& s) {
             << s.jpeg_on_cpu_after_device << " after the device's decoder refused or was starting)\n";
     for (const auto& d : s.devices) {
         out << "device " << d.name << ": " << d.images << " images, busy " << d.busy_s << " s";
+        const cbi::PathTimes& p = d.path;
+        if (d.images > 0 && p.decode_s + p.filter_s + p.result_s > 0) {
+            const double ms = 1e3 / static_cast<double>(d.images);
+            out << std::setprecision(2) << "; per image " << p.decode_s * ms << " ms JPEG decode, " << p.filter_s * ms
+                << " filters, " << p.result_s * ms << " encode or download" << std::setprecision(3);
+        }
+        if (p.hw_batches > 0)
+            out << "; hardware decoder " << p.hw_batches << " batches of " << std::setprecision(1)
+                << static_cast<double>(p.hw_images) / p.hw_batches << std::setprecision(3);
         if (!d.lost.empty()) out << ", taken out: " << terminal_safe(d.lost);
         out << "\n";
     }
