@@ -259,8 +259,18 @@ int applicable_channels(const Filter& filter, int channels) {
     }
 }
 
+// A file name for a filter's text: a filter2d's taps can run past a file
+// name's 255 bytes, so long texts are cut and keep a hash of the whole
+// (meta.txt names each file).
 std::string file_tag(std::string s) {
-    std::replace(s.begin(), s.end(), ':', '-');
+    constexpr std::size_t kMax = 64;
+    if (s.size() > kMax) {
+        std::ostringstream hash;
+        hash << std::hex << std::hash<std::string>{}(s);
+        s = s.substr(0, kMax) + "-" + hash.str();
+    }
+    std::replace_if(
+        s.begin(), s.end(), [](char c) { return c == ':' || c == '/' || c == ';'; }, '-');
     return s;
 }
 

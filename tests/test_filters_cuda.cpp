@@ -736,6 +736,18 @@ TEST(CudaMorphology, RectanglesOfEverySizeEqualCpuOnTheVanHerkKernels) {
     EXPECT_EQ(last_kernel_path(), KernelPath::cuda_index_map);
 }
 
+// Runs `node` on the GPU (`gpu`) and on the CPU: whether the outputs are the same bytes.
+bool gpu_equals_cpu(const FilterRun& node, const cv::Mat& src, const RunOptions& gpu) {
+    const FilterRun nodes[] = {node};
+    const Image g = run_sequence(nodes, view_of(src), gpu);
+    const Image c = run_sequence(nodes, view_of(src), RunOptions{});
+    const cv::Mat a = as_mat(g.view()), b = as_mat(c.view());
+    if (a.total() * a.elemSize() != b.total() * b.elemSize()) return false;
+    for (int y = 0; y < a.rows; ++y)
+        if (std::memcmp(a.ptr(y), b.ptr(y), a.cols * a.elemSize()) != 0) return false;
+    return true;
+}
+
 // median:3 and median:5 on the naive schedule run a word of samples per
 // thread (cuda/median.cuh); rows near their ends, and images whose rows do
 // not start on a word, select per sample. Floats with NaN, infinities and
@@ -764,17 +776,11 @@ TEST(CudaMedian, ThreeAndFiveOnWordsEqualCpu) {
                         }
                         const cv::Mat src = big(cv::Rect(offset, 1, size.width, size.height));
                         for (const char* border : {"", "constant:7", "reflect101", "wrap"}) {
-                            const FilterRun nodes[] = {{parse_filter(text), *border ? parse_border(border) : Border{},
-                                                        parse_schedule("naive")}};
-                            const Image g = run_sequence(nodes, view_of(src), gpu);
-                            const Image c = run_sequence(nodes, view_of(src), RunOptions{});
-                            const cv::Mat a = as_mat(g.view()), b = as_mat(c.view());
-                            ASSERT_EQ(a.total() * a.elemSize(), b.total() * b.elemSize());
-                            bool same = true;
-                            for (int y = 0; y < a.rows && same; ++y)
-                                same = std::memcmp(a.ptr(y), b.ptr(y), a.cols * a.elemSize()) == 0;
-                            ASSERT_TRUE(same) << text << " " << border << " " << depth_name(depth) << " c" << channels
-                                              << " " << size.width << "x" << size.height << " offset " << offset;
+                            const FilterRun node{parse_filter(text), *border ? parse_border(border) : Border{},
+                                                 parse_schedule("naive")};
+                            ASSERT_TRUE(gpu_equals_cpu(node, src, gpu))
+                                << text << " " << border << " " << depth_name(depth) << " c" << channels << " "
+                                << size.width << "x" << size.height << " offset " << offset;
                         }
                     }
     const cv::Mat src = random_image(64, 48, 3, Depth::u8, 3);
@@ -790,6 +796,67 @@ TEST(CudaMedian, ThreeAndFiveOnWordsEqualCpu) {
     run_gpu_poisoned({parse_filter("bilateral:9:75:75"), Border{}, parse_schedule("naive")}, device_src, 3, stream,
                      256);
     EXPECT_EQ(last_kernel_path(), KernelPath::cuda_staged_window);
+}
+
+// filter2d on a tile:WxH schedule stages each block's tile in shared memory
+// (cuda/filter2d.cuh): CPU = GPU bit for bit at every depth, for kernels of
+// odd and even sides with zero taps, on images smaller than a tile and ROIs;
+// a stage over the shared-memory limit (255 x 4 on 4 channels) and a column
+// schedule run the per-pixel kernel.
+TEST(CudaFilter2d, StagedTilesEqualCpu) {
+    REQUIRE_GPU();
+    RunOptions gpu;
+    gpu.device = resolve_device(parse_device("cuda"));
+    std::string k7, k15, wide;
+    for (int j = 0; j < 15; ++j)
+        for (int i = 0; i < 15; ++i) {
+            const std::string tap = std::to_string(((j * 7 + i * 3 + i * j) % 11 - 5) / 50.0);
+            if (j < 7 && i < 7) k7 += tap + (i == 6 ? (j == 6 ? "" : ";") : ",");
+            k15 += tap + (i == 14 ? (j == 14 ? "" : ";") : ",");
+        }
+    for (int j = 0; j < 4; ++j)
+        for (int i = 0; i < 255; ++i)
+            wide += std::to_string((i * 5 + j) % 7 - 3) + (i == 254 ? (j == 3 ? "" : ";") : ",");
+    const std::string kernels[] = {"filter2d:0,-1,0;-1,5,-1;0,-1,0",
+                                   "filter2d:1,0;0,-1",
+                                   "filter2d:0.5,-0.25,0.125,1,2;0,0,1,-1,0.3",
+                                   "filter2d:" + k7,
+                                   "filter2d:" + k15,
+                                   "filter2d:" + wide};
+    const cv::Size sizes[] = {{1, 1}, {5, 3}, {33, 9}, {64, 33}, {301, 77}};
+    unsigned seed = 90;
+    for (const Depth depth : kDepths)
+        for (const int channels : {1, 3, 4})
+            for (const std::string& text : kernels)
+                for (const cv::Size size : sizes)
+                    for (const char* schedule : {"tile:32x8", "tile:16x16"}) {
+                        const cv::Mat big = random_image(size.width + 3, size.height + 2, channels, depth, seed++);
+                        const cv::Mat src = big(cv::Rect(seed % 3, 1, size.width, size.height));
+                        for (const char* border : {"", "constant:7", "replicate", "wrap"}) {
+                            const FilterRun node{parse_filter(text), *border ? parse_border(border) : Border{},
+                                                 parse_schedule(schedule)};
+                            ASSERT_TRUE(gpu_equals_cpu(node, src, gpu))
+                                << text.substr(0, 40) << " " << schedule << " " << border << " " << depth_name(depth)
+                                << " c" << channels << " " << size.width << "x" << size.height;
+                        }
+                    }
+    for (const int channels : {1, 4}) {
+        const cv::Mat src = random_image(64, 48, channels, Depth::u8, 3);
+        DeviceImage device_src(64, 48, channels, Depth::u8);
+        const Stream stream;
+        upload(view_of(src), device_src.view, stream.get());
+        const auto path = [&](const std::string& text, const char* schedule) {
+            note_kernel_path(KernelPath::none);
+            run_gpu_poisoned({parse_filter(text), Border{}, parse_schedule(schedule)}, device_src, channels, stream,
+                             256);
+            return last_kernel_path();
+        };
+        EXPECT_EQ(path(kernels[0], "tile:32x8"), KernelPath::cuda_staged_window);
+        EXPECT_EQ(path(kernels[4], "tile:16x16"), KernelPath::cuda_staged_window);
+        EXPECT_EQ(path(kernels[0], "column:32"), KernelPath::cuda_index_map);
+        EXPECT_EQ(path(kernels[5], "tile:32x8"),
+                  channels == 1 ? KernelPath::cuda_staged_window : KernelPath::cuda_index_map);
+    }
 }
 
 }  // namespace

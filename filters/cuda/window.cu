@@ -1,9 +1,12 @@
 // Window kinds on CUDA (dispatch_window): the kind's op, one thread per
 // pixel through the schedule's map; on the naive schedule a rectangle's
-// morphology passes run their van Herk kernels (cuda/morph.cuh). A translation unit of its own, so adding
-// a window kind does not rebuild the stencil kernels.
+// morphology passes run their van Herk kernels (cuda/morph.cuh), on a tile
+// schedule filter2d stages its blocks' tiles (cuda/filter2d.cuh). A
+// translation unit of its own, so adding a window kind does not rebuild the
+// stencil kernels.
 #include "filters/cuda/backend.hpp"
 #include "filters/cuda/bilateral.cuh"
+#include "filters/cuda/filter2d.cuh"
 #include "filters/cuda/launch.cuh"
 #include "filters/cuda/median.cuh"
 #include "filters/cuda/morph.cuh"
@@ -26,6 +29,9 @@ struct WindowLaunch {
             if (cuda::median_pass(op, stream)) return;
         if constexpr (std::is_same_v<Schedule, NaiveSchedule> && requires { cuda::bilateral_pass(op, stream); })
             if (cuda::bilateral_pass(op, stream)) return;
+        if constexpr (std::is_same_v<Schedule, TileSchedule> &&
+                      requires { cuda::filter2d_pass(schedule, op, block, stream); })
+            if (cuda::filter2d_pass(schedule, op, block, stream)) return;
         cuda::launch_per_pixel(schedule, op, width, height, stream, block, "window kernel");
     }
 };
