@@ -235,10 +235,10 @@ public:
     // other threads have made meanwhile: a thread whose request waits leads
     // the next batch of what waits (on its own stream) as soon as a state is
     // free and no batch decodes, or kFullBatch wait; else waits for a batch
-    // to finish its request. Blocks (a few ms)
-    // rather than suspending the task: a suspended task holding a state
-    // could need a worker thread to resume while every worker waits here, a
-    // deadlock. The caller reads r.status and r.cuda.
+    // to finish its request. Blocks (a few ms) rather than suspending the
+    // task: a suspended task holding a state could need a worker thread to
+    // resume while every worker waits here, a deadlock. The caller reads
+    // r.status and r.cuda.
     void decode_hardware(HwRequest& r, cudaStream_t stream) {
         std::unique_lock lock(mutex_);
         queue_.push_back(&r);
