@@ -98,7 +98,8 @@ bool filter2d_pass(const TileSchedule& schedule, const Filter2DOp<T>& op, int bl
          2 * static_cast<std::size_t>(op.k.width) * op.k.height) *
         sizeof(float);
     const unsigned gx = (op.dst.width + tw - 1) / tw, gy = (op.dst.height + th - 1) / th;
-    if (bytes > static_cast<std::size_t>(filter2d::kMaxSharedBytes) || gy > 65535) return false;
+    // The limit counts the kernel's static shared int too.
+    if (bytes + sizeof(int) > static_cast<std::size_t>(filter2d::kMaxSharedBytes) || gy > 65535) return false;
     filter2d::staged<T><<<dim3(gx, gy), dim3(tw, th), bytes, stream>>>(op);
     CBI_CUDA_CHECK(cudaGetLastError(), "launch filter2d");
     note_kernel_path(KernelPath::cuda_staged_window);
