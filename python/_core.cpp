@@ -895,15 +895,12 @@ public:
                                       : cbi::BatchOptions::JpegCodec::automatic;
         cbi::BatchPlan plan = cbi::plan_folder(folder);
         if (!plan.conflicts.empty()) throw std::invalid_argument(plan.conflicts.front());
-        const int gpu_processors = cbi::gpu_batch_processors(cbi::jpeg_on_device(plan, batch.jpeg));
-        std::vector<cbi::BatchDevice> devices;
-        for (const cbi::ResolvedDevice& d : cbi::resolve_devices(cbi::parse_devices(device))) {
-            cbi::RunOptions options;
-            options.device = d;
-            options.tuning = tuning_;
-            devices.push_back({d.cuda ? "cuda:" + std::to_string(d.index) : "cpu",
-                               cbi::graph_processor_factory(graph_, options), d.cuda ? gpu_processors : 0});
-        }
+        const std::vector<cbi::DeviceSpec> specs = cbi::parse_devices(device);
+        cbi::RunOptions options;
+        options.device = cbi::resolve_devices(specs).front();  // the device of a single spec
+        options.tuning = tuning_;
+        const std::vector<cbi::BatchDevice> devices =
+            cbi::batch_devices(graph_, options, specs, 0, cbi::jpeg_on_device(plan, batch.jpeg));
         if (codec == "gpu" && (!cbi::built_with_nvjpeg() || !devices.front().name.starts_with("cuda")))
             throw cbi::Unsupported("codec='gpu'",
                                    "needs a build with nvJPEG and a CUDA device; use codec='auto' or 'cpu'");
