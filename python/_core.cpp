@@ -1017,6 +1017,12 @@ public:
             x["name"] = dev.name;
             x["images"] = dev.images;
             x["busy_s"] = dev.busy_s;
+            // Where a GPU processor's time went (--stats' device line): seconds summed over images.
+            x["decode_s"] = dev.path.decode_s;
+            x["filter_s"] = dev.path.filter_s;
+            x["result_s"] = dev.path.result_s;
+            x["hardware_batches"] = dev.path.hw_batches;
+            x["hardware_images"] = dev.path.hw_images;
             x["lost"] = dev.lost;
             devices.append(x);
         }

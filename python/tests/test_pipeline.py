@@ -105,6 +105,9 @@ def test_run_folder(tmp_path):
     x = cv2.imread(str(src / "img0.png"))
     np.testing.assert_array_equal(cv2.imread(str(out / "img0.png")), p(x))
     assert sorted(os.listdir(out)) == [f"img{i}.png" for i in range(6)]
+    (cpu,) = r.devices  # a CPU keeps no device-path times: zeros, as --stats prints none
+    assert cpu["name"] == "cpu" and cpu["images"] == 6 and cpu["busy_s"] > 0
+    assert (cpu["decode_s"], cpu["filter_s"], cpu["result_s"], cpu["hardware_batches"]) == (0, 0, 0, 0)
     again = p.run_folder(src, out, device="cpu", skip_existing=True)
     assert again.skipped == 6 and again.processed == 0
 
