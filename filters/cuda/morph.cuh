@@ -9,7 +9,9 @@
 // Columns: each thread a word of samples (four 8-bit or two 16-bit lanes
 // through the SIMD video minimum) down a run of rows, coalesced across the
 // warp; rows: a block stages its rows plus halo in shared memory. Min and max
-// are exact, so the results equal the per-pixel op's bit for bit.
+// are exact, so the results equal the per-pixel op's bit for bit. Other
+// elements (ellipse, cross) fold two runs of 2^l samples per element row
+// from levels a block builds in shared memory for each source row (runs).
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -217,16 +219,143 @@ void launch_columns(const MorphPassOp<T, kMin>& op, std::size_t offset, int word
     CBI_CUDA_CHECK(cudaGetLastError(), "launch morphology column pass");
 }
 
+// Elements that are not rectangles (ellipse, cross) in O(K) per output, as MorphPassOp::runs on the CPU:
+// each source row bordered once in shared memory with its runs of 2^l samples, two of them per element row.
+// Output rows a block of the run kernel computes (their minima in registers).
+inline constexpr int kRunRows = 16;
+
+// Element row j's run as the two overlapping level entries that cover it:
+// their offsets in shared memory, in samples (an empty row: the neutral
+// samples after the levels, twice).
+struct RunTaps {
+    int2 run[StructuringElement::kMaxRows];
+};
+
+// A block: `tile` pixels (a thread per sample) by kRunRows output rows. Each
+// source row the block reads is staged from pixel x0 - ax on (tile + w - 1
+// pixels, the border resolved as the per-pixel op does): level 0; level l
+// at s folds level l - 1 at s and s + 2^(l-1) pixels. Output row t folds the
+// entries of element row j = r - t, r the source row's index from y0 - ay.
+template <class T, int C, bool kMin>
+__global__ void __launch_bounds__(kThreads)
+    runs(const __grid_constant__ AnyBorderSource<T> src, std::byte* dst_data, std::size_t dst_stride, int w, int h,
+         int ax, int ay, int levels, int tile, int pitch, const __grid_constant__ RunTaps taps) {
+    extern __shared__ unsigned char shared_bytes[];
+    T* level = reinterpret_cast<T*>(shared_bytes);
+    const ImageView& view = src.view;
+    const int width = view.width, height = view.height;
+    const int x0 = blockIdx.x * tile, y0 = blockIdx.y * kRunRows;
+    const int tw = min(tile, width - x0), nrows = min(kRunRows, height - y0);
+    const int first = x0 - ax, n = (tw + w - 1) * C, i = threadIdx.x;
+    const bool active = i < tw * C;
+    if (active) level[(levels + 1) * pitch + i] = MorphPassOp<T, kMin>::neutral();
+    // Integer minima in 32-bit registers: exact either way, and 8- and 16-bit ones made ptxas spill.
+    using A = std::conditional_t<std::is_same_v<T, float>, float, unsigned>;
+    A acc[kRunRows];
+#pragma unroll
+    for (int t = 0; t < kRunRows; ++t) acc[t] = MorphPassOp<T, kMin>::neutral();
+    const T* mine = level + i;
+    for (int r = 0; r < nrows + h - 1; ++r) {
+        if (r > 0) __syncthreads();  // the last row's levels read by all
+        // Source row y0 - ay + r resolved as AnyBorderSource::row and at do (null: a constant border's row).
+        const int y = y0 - ay + r;
+        const int yy = static_cast<unsigned>(y) < static_cast<unsigned>(height) ? y : border_index(src.mode, y, height);
+        const T* row = yy < 0 ? nullptr : view.row<const T>(yy);
+        if (row != nullptr && first >= 0 && first + n / C <= width) {
+            for (int k = i; k < n; k += kThreads) level[k] = row[first * C + k];
+        } else {
+            for (int k = i; k < n; k += kThreads) {
+                const int xx = border_index(src.mode, first + k / C, width);
+                level[k] = row == nullptr || xx < 0 ? src.constant : row[xx * C + k % C];
+            }
+        }
+        for (int l = 1, p = C; l <= levels; ++l, p *= 2) {
+            __syncthreads();
+            const T* from = level + (l - 1) * pitch;
+            T* to = level + l * pitch;
+            for (int k = i; k < n - 2 * p + C; k += kThreads) to[k] = fold<T, T, kMin>(from[k], from[k + p]);
+        }
+        __syncthreads();
+        if (!active) continue;
+        const auto add = [&](A& a, int j) {
+            const int2 e = taps.run[j];
+            const A u = mine[e.x], v = mine[e.y];
+            if constexpr (std::is_same_v<T, float>)
+                a = fold<T, T, kMin>(a, fold<T, T, kMin>(u, v));
+            else
+                a = kMin ? min(a, min(u, v)) : max(a, max(u, v));
+        };
+        if (r >= kRunRows - 1 && r < h) {
+#pragma unroll
+            for (int t = 0; t < kRunRows; ++t) add(acc[t], r - t);  // every output row reads this row
+        } else {
+#pragma unroll
+            for (int t = 0; t < kRunRows; ++t)
+                if (r - t >= 0 && r - t < h) add(acc[t], r - t);
+        }
+    }
+    if (!active) return;
+#pragma unroll
+    for (int t = 0; t < kRunRows; ++t)
+        if (t < nrows)
+            reinterpret_cast<T*>(dst_data + static_cast<std::size_t>(y0 + t) * dst_stride)[x0 * C + i] =
+                static_cast<T>(acc[t]);
+}
+
+// A non-rectangular element on the run kernel; false where its levels
+// outgrow a block's shared memory or its rows a grid (per pixel then).
+template <class T, bool kMin, int C>
+bool launch_runs(const MorphPassOp<T, kMin>& op, cudaStream_t stream) {
+    const StructuringElement& se = op.se;
+    const ImageView& dst = op.dst;
+    if (se.height > StructuringElement::kMaxRows) return false;
+    const int tile = kThreads / C, pitch = (tile + se.width - 1) * C;
+    int widest = 1;
+    for (int j = 0; j < se.height; ++j) widest = std::max(widest, se.end[j] - se.begin[j]);
+    int levels = 0;  // the top level: runs of the largest power of two <= widest
+    while ((2 << levels) <= widest) ++levels;
+    // The levels, then a tile's row of neutral samples for empty element rows.
+    const std::size_t shared = sizeof(T) * (static_cast<std::size_t>(levels + 1) * pitch + tile * C);
+    const dim3 grid((dst.width + tile - 1) / tile, (dst.height + kRunRows - 1) / kRunRows);
+    if (shared > kRowShared || grid.y > 65535) return false;
+    RunTaps taps{};
+    for (int j = 0; j < se.height; ++j) {
+        const int begin = se.begin[j], end = se.end[j];
+        if (begin >= end) {
+            taps.run[j] = {(levels + 1) * pitch, (levels + 1) * pitch};
+            continue;
+        }
+        int l = 0;
+        while ((2 << l) <= end - begin) ++l;
+        taps.run[j] = {l * pitch + begin * C, l * pitch + (end - (1 << l)) * C};
+    }
+    note_kernel_path(KernelPath::cuda_morph);
+    runs<T, C, kMin><<<grid, kThreads, shared, stream>>>(op.src, dst.data, dst.stride, se.width, se.height, se.ax,
+                                                         se.ay, levels, tile, pitch, taps);
+    CBI_CUDA_CHECK(cudaGetLastError(), "launch morphology runs");
+    return true;
+}
+
 }  // namespace morph
 
 // Runs a rectangle's row or column pass (an element one sample tall or
-// wide) on its van Herk kernel; false for other elements, which run per
-// pixel.
+// wide) on its van Herk kernel and any other shape on the run kernel; false
+// for rectangles of both sides > 1 (and what those kernels refuse), which
+// run per pixel.
 template <class T, bool kMin>
 bool morphology_pass(const MorphPassOp<T, kMin>& op, cudaStream_t stream) {
     const StructuringElement& se = op.se;
     const ImageView& dst = op.dst;
-    if (!se.rect || dst.empty() || (se.width > 1 && se.height > 1)) return false;
+    if (dst.empty()) return false;
+    if (!se.rect) {
+        switch (dst.channels) {
+            case 1: return morph::launch_runs<T, kMin, 1>(op, stream);
+            case 3: return morph::launch_runs<T, kMin, 3>(op, stream);
+            case 4: return morph::launch_runs<T, kMin, 4>(op, stream);
+            default: return false;
+        }
+    }
+    if (se.width > 1 && se.height > 1) return false;
     if (se.height == 1) {
         if (se.width == 1) return false;  // a copy: the per-pixel op
         switch (dst.channels) {

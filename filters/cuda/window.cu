@@ -1,9 +1,8 @@
 // Window kinds on CUDA (dispatch_window): the kind's op, one thread per
-// pixel through the schedule's map; on the naive schedule a rectangle's
-// morphology passes run their van Herk kernels (cuda/morph.cuh), on a tile
-// schedule filter2d stages its blocks' tiles (cuda/filter2d.cuh). A
-// translation unit of its own, so adding a window kind does not rebuild the
-// stencil kernels.
+// pixel through the schedule's map; on the naive schedule morphology passes
+// run their own kernels (cuda/morph.cuh), on a tile schedule filter2d stages
+// its blocks' tiles (cuda/filter2d.cuh). A translation unit of its own, so
+// adding a window kind does not rebuild the stencil kernels.
 #include "filters/cuda/backend.hpp"
 #include "filters/cuda/bilateral.cuh"
 #include "filters/cuda/filter2d.cuh"
