@@ -849,10 +849,11 @@ TEST(CudaMedian, ThreeAndFiveOnWordsEqualCpu) {
 }
 
 // filter2d on a tile:WxH schedule stages each block's tile in shared memory
-// (cuda/filter2d.cuh): CPU = GPU bit for bit at every depth, for kernels of
-// odd and even sides with zero taps, on images smaller than a tile and ROIs;
-// a stage over the shared-memory limit (255 x 4 on 4 channels) and a column
-// schedule run the per-pixel kernel.
+// (cuda/filter2d.cuh), with 1, 4 or 8 outputs a thread and 3x3 kernels on
+// their own kernel: CPU = GPU bit for bit at every depth, for kernels of odd
+// and even sides with zero taps, on images smaller than a tile and ROIs; a
+// stage over 48 KiB (255 x 4 on 4 channels) opts in to more; a column
+// schedule and tiles of other sizes run the per-pixel kernel.
 TEST(CudaFilter2d, StagedTilesEqualCpu) {
     REQUIRE_GPU();
     RunOptions gpu;
@@ -872,14 +873,16 @@ TEST(CudaFilter2d, StagedTilesEqualCpu) {
                                    "filter2d:0.5,-0.25,0.125,1,2;0,0,1,-1,0.3",
                                    "filter2d:" + k7,
                                    "filter2d:" + k15,
-                                   "filter2d:" + wide};
+                                   "filter2d:" + wide,
+                                   "filter2d:0.3,-0.7,0;1.1,0,0.25;-0.5,0.9,0.01"};
     const cv::Size sizes[] = {{1, 1}, {5, 3}, {33, 9}, {64, 33}, {301, 77}};
     unsigned seed = 90;
     for (const Depth depth : kDepths)
         for (const int channels : {1, 3, 4})
             for (const std::string& text : kernels)
                 for (const cv::Size size : sizes)
-                    for (const char* schedule : {"tile:32x8", "tile:16x16"}) {
+                    for (const char* schedule :
+                         {"tile:32x8", "tile:16x16", "tile:64x16", "tile:64x32", "tile:128x16"}) {
                         const cv::Mat big = random_image(size.width + 3, size.height + 2, channels, depth, seed++);
                         const cv::Mat src = big(cv::Rect(seed % 3, 1, size.width, size.height));
                         for (const char* border : {"", "constant:7", "replicate", "wrap"}) {
@@ -904,8 +907,10 @@ TEST(CudaFilter2d, StagedTilesEqualCpu) {
         EXPECT_EQ(path(kernels[0], "tile:32x8"), KernelPath::cuda_staged_window);
         EXPECT_EQ(path(kernels[4], "tile:16x16"), KernelPath::cuda_staged_window);
         EXPECT_EQ(path(kernels[0], "column:32"), KernelPath::cuda_index_map);
-        EXPECT_EQ(path(kernels[5], "tile:32x8"),
-                  channels == 1 ? KernelPath::cuda_staged_window : KernelPath::cuda_index_map);
+        EXPECT_EQ(path(kernels[5], "tile:32x8"), KernelPath::cuda_staged_window);   // 4 channels: over 48 KiB
+        EXPECT_EQ(path(kernels[0], "tile:64x16"), KernelPath::cuda_staged_window);  // four outputs a thread
+        EXPECT_EQ(path(kernels[5], "tile:64x16"), KernelPath::cuda_staged_window);
+        EXPECT_EQ(path(kernels[0], "tile:64x8"), KernelPath::cuda_index_map);  // neither the block nor four
     }
 }
 

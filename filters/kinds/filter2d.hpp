@@ -126,7 +126,8 @@ struct FilterKind<Filter2DFilter> {
     static constexpr std::string_view examples[] = {"0,-1,0;-1,5,-1;0,-1,0", "1,0;0,-1", "1,2,1;2,4,2;1,2,1",
                                                     "0.5,-0.25,0.125,1,2;0,0,1,-1,0.3;-2,0.7,0,0,1"};
     static constexpr KindDefault defaults[] = {
-        {true, 0, kAnyDepth, 0, "tile:32x8 tile:16x16 column:32"},
+        // tile:128x16: blocks of 256 threads, 8 outputs each (cuda/filter2d.cuh)
+        {true, 0, kAnyDepth, 0, "tile:128x16 tile:64x32 tile:32x8 column:32"},
         {false, 0, kAnyDepth, 0, "naive"},
     };
 

@@ -365,7 +365,7 @@ struct FilterKind<Morphology<Op>> {
     static constexpr Category category = Category::window;
     static constexpr std::string_view examples[] = {"3", "5x3:cross", "7:ellipse", "4x6:ellipse:2", "3:rect:3"};
     static constexpr KindDefault defaults[] = {
-        // naive: a rectangle's passes on their van Herk kernels (cuda/morph.cuh), other elements per pixel
+        // naive: a rectangle's passes on their van Herk kernels, other elements on the run kernel (cuda/morph.cuh)
         {true, 0, kAnyDepth, 0, "naive tile:32x8 tile:16x16"},
         {false, 0, kAnyDepth, 0, "naive"},
     };
