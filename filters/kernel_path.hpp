@@ -22,7 +22,7 @@ enum class KernelPath {
     cuda_chain,          // a fused stencil pair, tile by tile (cuda/pair.cu)
     cuda_chain_stream,   // a fused stencil pair, strips through line buffers (cuda/pair_strip.cuh)
     cuda_blend_stream8,  // a blend with its stencils, on the 8-bit streaming kernel (cuda/blend.cu)
-    cuda_morph,          // a rectangle's row or column pass by van Herk / Gil-Werman (cuda/morph.cuh)
+    cuda_morph,          // morphology: van Herk / Gil-Werman passes, small rectangles in one, runs (cuda/morph.cuh)
     cuda_median,         // median 3 or 5, a word of samples per thread (cuda/median.cuh)
     cuda_staged_window,  // per pixel in 2-D blocks, the op's tables in shared memory (cuda/bilateral.cuh)
 };
