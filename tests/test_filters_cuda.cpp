@@ -693,7 +693,7 @@ TEST(CudaMorphology, RectanglesOfEverySizeEqualCpuOnTheVanHerkKernels) {
     REQUIRE_GPU();
     RunOptions gpu;
     gpu.device = resolve_device(parse_device("cuda"));
-    const char* filters[] = {"erode:2x1",   "dilate:1x5", "erode:3",     "dilate:4",       "erode:5x9",
+    const char* filters[] = {"erode:2x1",   "dilate:1x5", "erode:4x3",   "dilate:4",       "erode:5x9",
                              "dilate:33x1", "erode:1x61", "dilate:61",   "erode:151x7",    "dilate:9x151",
                              "erode:255",   "open:15x31", "gradient:23", "erode:5:rect:40"};
     const cv::Size sizes[] = {{1, 1}, {1, 17}, {19, 1}, {31, 7}, {257, 129}, {1000, 3}, {333, 301}};
@@ -731,6 +731,93 @@ TEST(CudaMorphology, RectanglesOfEverySizeEqualCpuOnTheVanHerkKernels) {
         run_gpu_poisoned({parse_filter(text), Border{}, parse_schedule("naive")}, device_src, 3, stream, 256);
         EXPECT_EQ(last_kernel_path(), KernelPath::cuda_morph) << text;
     }
+}
+
+// Rectangles of both sides up to kMorphOnePassSide run as one pass on CUDA
+// (cuda/morph.cuh, small): a word of samples per thread down a run of rows,
+// the taps from its neighbours' words through shuffles; words past a row's
+// whole words (its ends, the border, rows not on 4-byte words) sample by
+// sample. Every small size, two iterations of 2x2 (a 3x3 anchored at 2),
+// iterations that fold into a larger rectangle (split), open and gradient,
+// every border, depth and channel count, images narrower than a word and
+// wider than a warp's words, then views at odd addresses and strides into
+// a poisoned canvas, against the CPU bit for bit.
+TEST(CudaMorphology, SmallRectanglesInOnePassEqualCpu) {
+    REQUIRE_GPU();
+    EXPECT_TRUE(expansion_of(parse_filter("erode:3"), true).steps.empty());  // one step on CUDA
+    EXPECT_TRUE(expansion_of(parse_filter("dilate:2x3"), true).steps.empty());
+    EXPECT_EQ(expansion_of(parse_filter("erode:4x3"), true).steps.size(), 2u);
+    RunOptions gpu;
+    gpu.device = resolve_device(parse_device("cuda"));
+    const char* filters[] = {"erode:2",        "dilate:2",        "erode:3x2", "dilate:3x2",     "erode:2x3",
+                             "dilate:2x3",     "erode:3",         "dilate:3",  "erode:3:rect:2", "dilate:3:rect:2",
+                             "erode:2:rect:2", "dilate:2:rect:2", "open:3",    "gradient:3"};
+    // 700 wide: whole words in every warp (rows on 4 bytes); 37 and 130: 8-bit rows that are not.
+    const cv::Size sizes[] = {{1, 1}, {1, 5}, {5, 1}, {2, 2}, {3, 7}, {37, 29}, {130, 67}, {700, 40}};
+    const char* borders[] = {"", "replicate", "reflect101", "reflect", "wrap", "constant:7"};
+    unsigned seed = 70;
+    for (const Depth depth : kDepths)
+        for (const int channels : {1, 3, 4})
+            for (const char* text : filters)
+                for (const cv::Size size : sizes) {
+                    const cv::Mat src = random_image(size.width, size.height, channels, depth, seed++);
+                    for (const char* border : borders) {
+                        const FilterRun nodes[] = {
+                            {parse_filter(text), *border ? parse_border(border) : Border{}, parse_schedule("naive")}};
+                        const cv::Mat a = as_mat(run_sequence(nodes, view_of(src), gpu).view());
+                        const cv::Mat b = as_mat(run_sequence(nodes, view_of(src), RunOptions{}).view());
+                        ASSERT_TRUE(a.size() == b.size() && a.type() == b.type());
+                        ASSERT_EQ(cv::norm(a, b, cv::NORM_INF), 0.0)
+                            << text << " " << border << " " << depth_name(depth) << " c" << channels << " "
+                            << size.width << "x" << size.height;
+                    }
+                }
+    // One pass on device views: whole (704 wide: rows on 4 bytes), from pixel 1 (8- and 16-bit rows off a
+    // word), 701 wide (8- and 16-bit strides off a word); into a whole poisoned image and into a view at
+    // (1, 1) of a poisoned canvas, whose other bytes must stay.
+    const Stream stream;
+    const Filter passes[] = {parse_filter("erode:3"), parse_filter("dilate:2"), parse_filter("erode:2x3"),
+                             parse_filter("dilate:3x2"), Filter{DilateFilter{3, 3, MorphShape::rect, 1, 2, 2}}};
+    for (const Depth depth : kDepths)
+        for (const int channels : {1, 3, 4}) {
+            const cv::Mat big = random_image(704, 41, channels, depth, seed++);
+            DeviceImage device_big(704, 41, channels, depth), device_odd(701, 41, channels, depth);
+            upload(view_of(big), device_big.view, stream.get());
+            upload(view_of(big(cv::Rect(0, 0, 701, 41))), device_odd.view, stream.get());
+            const std::pair<ImageView, cv::Mat> inputs[] = {
+                {device_big.view, big},
+                {device_big.view.crop(1, 0, 703, 41), big(cv::Rect(1, 0, 703, 41))},
+                {device_odd.view, big(cv::Rect(0, 0, 701, 41))}};
+            for (const auto& [in, host] : inputs)
+                for (const Filter& filter : passes)
+                    for (const char* border : {"", "reflect101", "wrap"})
+                        for (const int pad : {0, 1}) {
+                            const FilterRun node{filter, *border ? parse_border(border) : default_border_of(filter),
+                                                 parse_schedule("naive")};
+                            SCOPED_TRACE(to_string(filter) + " " + border + " " + depth_name(depth) + " c" +
+                                         std::to_string(channels) + " " + std::to_string(in.width) + " wide, pad " +
+                                         std::to_string(pad));
+                            cv::Mat cpu(host.size(), host.type());
+                            run_node_cpu(node, view_of(host), view_of(cpu));
+                            DeviceImage canvas(in.width + 2 * pad, in.height + 2 * pad, channels, depth);
+                            CBI_CUDA_CHECK(cudaMemsetAsync(canvas.view.data, 0xA5,
+                                                           canvas.view.stride * canvas.view.height, stream.get()),
+                                           "poison");
+                            note_kernel_path(KernelPath::none);
+                            run_node_cuda(node, in, canvas.view.crop(pad, pad, in.width, in.height), stream.get(), 256);
+                            EXPECT_EQ(last_kernel_path(), KernelPath::cuda_morph);
+                            cv::Mat all(canvas.view.height, canvas.view.width, host.type());
+                            download(canvas.view, view_of(all), stream.get());
+                            stream.synchronize("test");
+                            const cv::Rect inner(pad, pad, in.width, in.height);
+                            ASSERT_EQ(cv::norm(all(inner), cpu, cv::NORM_INF), 0.0);
+                            for (int y = inner.y; y < inner.br().y; ++y)
+                                std::memset(all.ptr(y) + inner.x * all.elemSize(), 0xA5, inner.width * all.elemSize());
+                            ASSERT_EQ(
+                                std::count_if(all.datastart, all.dataend, [](unsigned char b) { return b != 0xA5; }), 0)
+                                << "a byte outside the output view was written";
+                        }
+        }
 }
 
 // Other elements (ellipse, cross) on the naive schedule run the run kernel

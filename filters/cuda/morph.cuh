@@ -336,12 +336,208 @@ bool launch_runs(const MorphPassOp<T, kMin>& op, cudaStream_t stream) {
     return true;
 }
 
+// Rectangles of both sides up to kMorphOnePassSide in one pass: a thread a
+// word of a row's samples (four 8-bit, two 16-bit or one float) down a run
+// of kOnePassRows output rows, each source row loaded once and the last h
+// words held, their vertical fold shifted by whole pixels from the
+// neighbouring lanes' words (shuffles, funnel shifts) for the row's taps. A
+// warp's outer lanes only supply words (warps overlap by the taps' reach).
+// Words that are not whole words of the row (its ends, the border beyond
+// them, rows not on 4-byte words) are built sample by sample through the
+// per-pixel op's border, so every output takes the same folds.
+inline constexpr int kOnePassRows = 16;
+
+template <class T>
+using OnePassWord = std::conditional_t<std::is_same_v<T, float>, float, std::uint32_t>;
+
+constexpr int floor4(int s) {
+    return s >= 0 ? s / 4 : -((3 - s) / 4);
+}
+
+// Words the samples `pixels` pixels away reach.
+template <class T, int C>
+constexpr int reach_words(int pixels) {
+    return (pixels * C * static_cast<int>(sizeof(T)) + 3) / 4;
+}
+
+// Lanes of a warp that store: all but the reach of L pixels left, R right.
+template <class T, int C, int L, int R>
+inline constexpr int kOnePassOut = 32 - reach_words<T, C>(L) - reach_words<T, C>(R);
+
+// Whether word q from the lane's holds samples of a tap -L .. R.
+template <class T, int C, int L, int R>
+constexpr bool tap_word(int q) {
+    for (int i = -L; i <= R; ++i) {
+        const int s = i * C * static_cast<int>(sizeof(T)), w = floor4(s);
+        if (q == w || (s != 4 * w && q == w + 1)) return true;
+    }
+    return false;
+}
+
+// Sample k of a word, and a word with sample k set (from zero).
+template <class T, class P>
+__device__ __forceinline__ T sample_of(P v, int k) {
+    if constexpr (std::is_same_v<P, float>)
+        return v;
+    else
+        return static_cast<T>(v >> (8 * sizeof(T) * k));
+}
+template <class T, class P>
+__device__ __forceinline__ P with_sample(P word, int k, T v) {
+    if constexpr (std::is_same_v<P, float>)
+        return v;
+    else
+        return word | static_cast<P>(v) << (8 * sizeof(T) * k);
+}
+
+// The fold of taps -L .. R pixels (C samples apart) of a row of words, v this lane's.
+template <class T, int C, bool kMin, int L, int R, class P>
+__device__ __forceinline__ P across(P v) {
+    constexpr int kL = reach_words<T, C>(L), kR = reach_words<T, C>(R);
+    P w[kL + kR + 1];
+#pragma unroll
+    for (int q = -kL; q <= kR; ++q)
+        if (q == 0)
+            w[kL] = v;
+        else if (tap_word<T, C, L, R>(q))
+            w[kL + q] = q < 0 ? __shfl_up_sync(~0u, v, -q) : __shfl_down_sync(~0u, v, q);
+    P acc = v;
+#pragma unroll
+    for (int i = -L; i <= R; ++i) {
+        const int s = i * C * static_cast<int>(sizeof(T)), q = floor4(s), r = s - 4 * q;
+        if (i == 0) continue;
+        if constexpr (std::is_same_v<P, float>)
+            acc = fold<P, T, kMin>(acc, w[kL + q]);  // whole words
+        else
+            acc = fold<P, T, kMin>(acc, r == 0 ? w[kL + q] : __funnelshift_r(w[kL + q], w[kL + q + 1], 8 * r));
+    }
+    return acc;
+}
+
+// Output words g < words of rows y0 .. y0 + kOnePassRows - 1, an element of
+// h <= 3 rows anchored at row ay and pixels -L .. R; `full`: the row's
+// whole words both images can load and store (0: rows not on 4 bytes).
+template <class T, int C, bool kMin, int L, int R>
+__global__ void __launch_bounds__(kThreads)
+    one_pass(const __grid_constant__ AnyBorderSource<T> src, std::byte* dst_data, std::size_t dst_stride, int h, int ay,
+             int full, int words) {
+    using P = OnePassWord<T>;
+    constexpr int kPer = sizeof(P) / sizeof(T), kL = reach_words<T, C>(L), kOut = kOnePassOut<T, C, L, R>;
+    const int lane = threadIdx.x % 32, warp = (blockIdx.x * blockDim.x + threadIdx.x) / 32;
+    const int base = warp * kOut - kL, g = base + lane;  // the warp's first word, this lane's
+    const int height = src.view.height, y0 = blockIdx.y * kOnePassRows, t0 = y0 - ay;
+    if (warp * kOut >= words || y0 >= height) return;  // whole warps
+    const int count = min(kOnePassRows, height - y0), n = src.view.width * C;
+    const bool owner = lane >= kL && lane < kL + kOut && g < words;
+    const bool needed = g >= -kL && g < words + reach_words<T, C>(R);
+    // Word g of source row y: a constant border's row is its value in every lane.
+    const auto load = [&](int y) -> P {
+        const T* row = src.row(y);
+        if (row == nullptr) return splat<P>(src.constant);
+        if (g >= 0 && g < full) return __ldg(reinterpret_cast<const P*>(row) + g);
+        P word{};
+        if (needed)
+            for (int k = 0; k < kPer; ++k) {
+                const int s = g * kPer + k, x = s >= 0 ? s / C : -((C - 1 - s) / C);
+                word = with_sample<T>(word, k, src.at(row, x, s - x * C));
+            }
+        return word;
+    };
+    P older{}, last{};  // the two source rows before the next (older: h == 3)
+    std::byte* to = dst_data + static_cast<std::size_t>(y0) * dst_stride;
+    // Folds the next source row into the next output row (inside: a whole word of the row).
+    const auto step = [&](P next, auto inside) {
+        const P v = fold<P, T, kMin>(fold<P, T, kMin>(h == 3 ? older : last, last), next);
+        older = last, last = next;
+        const P out = across<T, C, kMin, L, R>(v);
+        T* row = reinterpret_cast<T*>(to);
+        to += dst_stride;
+        if (!owner) return;
+        if (decltype(inside)::value || g < full) {
+            reinterpret_cast<P*>(row)[g] = out;
+        } else {
+            for (int k = 0; k < kPer; ++k)
+                if (g * kPer + k < n) row[g * kPer + k] = sample_of<T>(out, k);
+        }
+    };
+    if (base >= 0 && base + 32 <= full && t0 >= 0 && t0 + kOnePassRows + h - 1 <= height) {
+        // Inside the image: plain loads, the run unrolled so that they issue ahead.
+        const std::byte* from = reinterpret_cast<const std::byte*>(src.view.template row<const T>(t0) + g * kPer);
+        const std::size_t stride = src.view.stride;
+        const auto word = [&] {
+            const P v = __ldg(reinterpret_cast<const P*>(from));
+            from += stride;
+            return v;
+        };
+        if (h == 3) older = word();
+        last = word();
+#pragma unroll
+        for (int i = 0; i < kOnePassRows; ++i) step(word(), std::true_type{});
+    } else {
+        int t = t0;
+        if (h == 3) older = load(t++);
+        last = load(t++);
+        for (int i = 0; i < count; ++i) step(load(t++), std::false_type{});
+    }
+}
+
+template <class T, bool kMin, int C, int L, int R>
+void launch_words(const MorphPassOp<T, kMin>& op, cudaStream_t stream) {
+    const ImageView& dst = op.dst;
+    constexpr int kPer = sizeof(OnePassWord<T>) / sizeof(T), kOut = kOnePassOut<T, C, L, R>;
+    const int n = dst.width * C, words = (n + kPer - 1) / kPer;
+    // Whole words where both images' rows start on 4 bytes.
+    const bool aligned = reinterpret_cast<std::uintptr_t>(op.src.view.data) % 4 == 0 &&
+                         reinterpret_cast<std::uintptr_t>(dst.data) % 4 == 0 && op.src.view.stride % 4 == 0 &&
+                         dst.stride % 4 == 0;
+    const int full = aligned ? n / kPer : 0;
+    const int warps = (words + kOut - 1) / kOut;
+    const dim3 grid((warps * 32 + kThreads - 1) / kThreads, (dst.height + kOnePassRows - 1) / kOnePassRows);
+    one_pass<T, C, kMin, L, R>
+        <<<grid, kThreads, 0, stream>>>(op.src, dst.data, dst.stride, op.se.height, op.se.ay, full, words);
+    CBI_CUDA_CHECK(cudaGetLastError(), "launch morphology one pass");
+}
+
+// A rectangle of sides 2 or 3 in one pass, anchored at its centre or at 2
+// of 3 (two iterations of 2x2); false for anchors no expansion makes.
+template <class T, bool kMin, int C>
+bool launch_one_pass_anchor(const MorphPassOp<T, kMin>& op, cudaStream_t stream) {
+    const StructuringElement& se = op.se;
+    if (se.width == 2 && se.ax == 1)
+        launch_words<T, kMin, C, 1, 0>(op, stream);
+    else if (se.width == 3 && se.ax == 1)
+        launch_words<T, kMin, C, 1, 1>(op, stream);
+    else if (se.width == 3 && se.ax == 2)
+        launch_words<T, kMin, C, 2, 0>(op, stream);
+    else
+        return false;
+    return true;
+}
+
+template <class T, bool kMin>
+bool launch_one_pass(const MorphPassOp<T, kMin>& op, cudaStream_t stream) {
+    const StructuringElement& se = op.se;
+    static_assert(kMorphOnePassSide == 3, "one_pass holds two source rows and reaches two pixels");
+    if (se.height < 2 || se.height > kMorphOnePassSide || se.ay < 0 || se.ay >= se.height) return false;
+    if ((op.dst.height + kOnePassRows - 1) / kOnePassRows > 65535) return false;
+    bool launched = false;
+    switch (op.dst.channels) {
+        case 1: launched = launch_one_pass_anchor<T, kMin, 1>(op, stream); break;
+        case 3: launched = launch_one_pass_anchor<T, kMin, 3>(op, stream); break;
+        case 4: launched = launch_one_pass_anchor<T, kMin, 4>(op, stream); break;
+        default: break;
+    }
+    if (launched) note_kernel_path(KernelPath::cuda_morph);
+    return launched;
+}
+
 }  // namespace morph
 
 // Runs a rectangle's row or column pass (an element one sample tall or
-// wide) on its van Herk kernel and any other shape on the run kernel; false
-// for rectangles of both sides > 1 (and what those kernels refuse), which
-// run per pixel.
+// wide) on its van Herk kernel, a small rectangle on its one-pass kernel and
+// any other shape on the run kernel; false for larger rectangles of both
+// sides > 1 (expand splits them) and what those kernels refuse, which run
+// per pixel.
 template <class T, bool kMin>
 bool morphology_pass(const MorphPassOp<T, kMin>& op, cudaStream_t stream) {
     const StructuringElement& se = op.se;
@@ -355,7 +551,8 @@ bool morphology_pass(const MorphPassOp<T, kMin>& op, cudaStream_t stream) {
             default: return false;
         }
     }
-    if (se.width > 1 && se.height > 1) return false;
+    if (se.width > 1 && se.height > 1)
+        return se.width <= kMorphOnePassSide && se.height <= kMorphOnePassSide && morph::launch_one_pass(op, stream);
     if (se.height == 1) {
         if (se.width == 1) return false;  // a copy: the per-pixel op
         switch (dst.channels) {

@@ -124,8 +124,8 @@ void add_passes(std::vector<ExpansionStep>& steps, const Morphology<Op>& f, int 
         w += (passes - 1) * (w - 1), h += (passes - 1) * (h - 1), ax *= passes, ay *= passes, passes = 1;
     }
     for (int p = 0; p < passes; ++p) {
-        if (rect && w > 1 && h > 1 && cuda) {
-            // Separable: the row minimum, then the column minimum of those.
+        if (rect && w > 1 && h > 1 && cuda && (w > kMorphOnePassSide || h > kMorphOnePassSide)) {
+            // Separable: the row minimum, then the column minimum of those (small ones: one pass).
             add({w, 1, MorphShape::rect, 1, ax, 0});
             add({1, h, MorphShape::rect, 1, 0, ay});
         } else {
@@ -149,9 +149,10 @@ Expansion FilterKind<Morphology<Op>>::expand(const Morphology<Op>& f, bool cuda)
         case MorphOp::dilate: {
             const StructuringElement se = structuring_element(f.shape, f.width, f.height);
             // One pass of an element that is not a rectangle of both sides > 1 (the CPU: of a rectangle
-            // too): the op itself.
-            if (f.iterations == 1 &&
-                (!all_ones(se) || f.width == 1 || f.height == 1 || (!cuda && f.shape == MorphShape::rect)))
+            // too; CUDA: of a small rectangle): the op itself.
+            const bool one_pass = f.width <= kMorphOnePassSide && f.height <= kMorphOnePassSide;
+            if (f.iterations == 1 && (!all_ones(se) || f.width == 1 || f.height == 1 ||
+                                      (f.shape == MorphShape::rect && (!cuda || one_pass))))
                 return e;
             if constexpr (Op == MorphOp::erode) add_passes(s, erode, kExpansionInput, cuda);
             if constexpr (Op == MorphOp::dilate) add_passes(s, dilate, kExpansionInput, cuda);

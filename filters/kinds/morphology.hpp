@@ -10,9 +10,10 @@
 // Erosion and dilation with one iteration are the window op below (the
 // structuring element as a run of columns per row); the others expand to
 // them (FilterKind::expand): a rectangle to a row pass and a column pass
-// on the GPU, to one pass on the CPU (whose row hook does both passes with
-// the row pass's rows in cache; several iterations of a rectangle to one
-// larger rectangle, as OpenCV does), other
+// on the GPU (one pass where both sides are at most kMorphOnePassSide), to
+// one pass on the CPU (whose row hook does both passes with the row pass's
+// rows in cache; several iterations of a rectangle to one larger
+// rectangle, as OpenCV does), other
 // shapes to one pass per iteration, open/close to both operations in turn,
 // gradient/tophat/blackhat to a difference of two images (blend:1:-1).
 #include <algorithm>
@@ -54,6 +55,10 @@ using CloseFilter = Morphology<MorphOp::close>;
 using GradientFilter = Morphology<MorphOp::gradient>;
 using TophatFilter = Morphology<MorphOp::tophat>;
 using BlackhatFilter = Morphology<MorphOp::blackhat>;
+
+// The largest sides of a rectangle the GPU folds in one pass (cuda/morph.cuh):
+// up to this its taps cost less than a second pass over an intermediate image.
+inline constexpr int kMorphOnePassSide = 3;
 
 // OpenCV's morphologyDefaultBorderValue() (DBL_MAX): as a constant border's
 // value, a morphology pass reads the value that never wins.
@@ -365,7 +370,8 @@ struct FilterKind<Morphology<Op>> {
     static constexpr Category category = Category::window;
     static constexpr std::string_view examples[] = {"3", "5x3:cross", "7:ellipse", "4x6:ellipse:2", "3:rect:3"};
     static constexpr KindDefault defaults[] = {
-        // naive: a rectangle's passes on their van Herk kernels, other elements on the run kernel (cuda/morph.cuh)
+        // naive: a rectangle's passes on their van Herk kernels, small ones in one pass, other elements on
+        // the run kernel (cuda/morph.cuh)
         {true, 0, kAnyDepth, 0, "naive tile:32x8 tile:16x16"},
         {false, 0, kAnyDepth, 0, "naive"},
     };
