@@ -745,7 +745,7 @@ TEST(CudaMorphology, RectanglesOfEverySizeEqualCpuOnTheVanHerkKernels) {
 TEST(CudaMorphology, SmallRectanglesInOnePassEqualCpu) {
     REQUIRE_GPU();
     EXPECT_TRUE(expansion_of(parse_filter("erode:3"), true).steps.empty());  // one step on CUDA
-    EXPECT_TRUE(expansion_of(parse_filter("dilate:2x3"), true).steps.empty());
+    EXPECT_EQ(expansion_of(parse_filter("dilate:2x3"), true).steps.size(), 2u);  // not yet proven in one pass
     EXPECT_EQ(expansion_of(parse_filter("erode:4x3"), true).steps.size(), 2u);
     RunOptions gpu;
     gpu.device = resolve_device(parse_device("cuda"));
@@ -764,8 +764,8 @@ TEST(CudaMorphology, SmallRectanglesInOnePassEqualCpu) {
                     for (const char* border : borders) {
                         const FilterRun nodes[] = {
                             {parse_filter(text), *border ? parse_border(border) : Border{}, parse_schedule("naive")}};
-                        const cv::Mat a = as_mat(run_sequence(nodes, view_of(src), gpu).view());
-                        const cv::Mat b = as_mat(run_sequence(nodes, view_of(src), RunOptions{}).view());
+                        const cv::Mat a = as_mat(run_sequence(nodes, view_of(src), gpu).view()).clone();
+                        const cv::Mat b = as_mat(run_sequence(nodes, view_of(src), RunOptions{}).view()).clone();
                         ASSERT_TRUE(a.size() == b.size() && a.type() == b.type());
                         ASSERT_EQ(cv::norm(a, b, cv::NORM_INF), 0.0)
                             << text << " " << border << " " << depth_name(depth) << " c" << channels << " "

@@ -571,17 +571,18 @@ TEST(Graph, CompoundKindsExpandToTheirSteps) {
     const ExpandedGraph r = expand_compound(parse_pipeline("dilate:3:rect:3"));
     ASSERT_EQ(r.graph.nodes().size(), 3u);
     EXPECT_EQ(r.graph.nodes()[1].op_string(), "dilate:7x1");
-    // On CUDA rectangles of both sides up to kMorphOnePassSide stay one pass, as on the CPU: two
-    // iterations of 2x2 are a 3x3 anchored at (2, 2); larger ones (iterations folded) split.
+    // On CUDA the centred 3x3 rectangle stays one pass, as on the CPU; 2x3 and two iterations of 2x2
+    // (a 3x3 anchored at (2, 2)) split, as larger ones (iterations folded) do.
     const ExpandedGraph small =
         expand_compound(parse_pipeline("erode:3 | dilate:2x3 | erode:2:rect:2 | open:3 | erode:3:rect:2"));
     ops.clear();
     for (const auto& n : small.graph.nodes()) ops.push_back(n.name + "=" + n.op_string());
-    const std::vector<std::string> small_want = {"input=input",  "n1=erode:3",  "n2=dilate:2x3",  "n3=erode:3",
-                                                 "n4.1=erode:3", "n4=dilate:3", "n5.1=erode:5x1", "n5=erode:1x5"};
+    const std::vector<std::string> small_want = {"input=input",    "n1=erode:3",   "n2.1=dilate:2x1", "n2=dilate:1x3",
+                                                 "n3.1=erode:3x1", "n3=erode:1x3", "n4.1=erode:3",    "n4=dilate:3",
+                                                 "n5.1=erode:5x1", "n5=erode:1x5"};
     EXPECT_EQ(ops, small_want);
-    EXPECT_EQ(std::get<ErodeFilter>(std::get<Filter>(small.graph.nodes()[3].op)),
-              (ErodeFilter{3, 3, MorphShape::rect, 1, 2, 2}));
+    EXPECT_EQ(std::get<ErodeFilter>(std::get<Filter>(small.graph.nodes()[4].op)),
+              (ErodeFilter{3, 1, MorphShape::rect, 1, 2, 0}));
     EXPECT_EQ(expand_compound(parse_pipeline("erode:3"), false).graph.nodes().size(), 2u);
 }
 

@@ -10,7 +10,7 @@
 // Erosion and dilation with one iteration are the window op below (the
 // structuring element as a run of columns per row); the others expand to
 // them (FilterKind::expand): a rectangle to a row pass and a column pass
-// on the GPU (one pass where both sides are at most kMorphOnePassSide), to
+// on the GPU (the centred kMorphOnePassSide square: one pass), to
 // one pass on the CPU (whose row hook does both passes with the row pass's
 // rows in cache; several iterations of a rectangle to one larger
 // rectangle, as OpenCV does), other
@@ -56,8 +56,10 @@ using GradientFilter = Morphology<MorphOp::gradient>;
 using TophatFilter = Morphology<MorphOp::tophat>;
 using BlackhatFilter = Morphology<MorphOp::blackhat>;
 
-// The largest sides of a rectangle the GPU folds in one pass (cuda/morph.cuh):
-// up to this its taps cost less than a second pass over an intermediate image.
+// The largest sides of a rectangle the GPU's one-pass kernel folds
+// (cuda/morph.cuh): up to this its taps cost less than a second pass over an
+// intermediate image. The expansion sends it the centred square only
+// (morphology.cpp, cuda_one_pass).
 inline constexpr int kMorphOnePassSide = 3;
 
 // OpenCV's morphologyDefaultBorderValue() (DBL_MAX): as a constant border's
@@ -370,7 +372,7 @@ struct FilterKind<Morphology<Op>> {
     static constexpr Category category = Category::window;
     static constexpr std::string_view examples[] = {"3", "5x3:cross", "7:ellipse", "4x6:ellipse:2", "3:rect:3"};
     static constexpr KindDefault defaults[] = {
-        // naive: a rectangle's passes on their van Herk kernels, small ones in one pass, other elements on
+        // naive: a rectangle's passes on their van Herk kernels, 3x3 in one pass, other elements on
         // the run kernel (cuda/morph.cuh)
         {true, 0, kAnyDepth, 0, "naive tile:32x8 tile:16x16"},
         {false, 0, kAnyDepth, 0, "naive"},
