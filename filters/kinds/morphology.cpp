@@ -156,7 +156,7 @@ Expansion FilterKind<Morphology<Op>>::expand(const Morphology<Op>& f, bool cuda)
         case MorphOp::dilate: {
             const StructuringElement se = structuring_element(f.shape, f.width, f.height);
             // One pass of an element that is not a rectangle of both sides > 1 (the CPU: of a rectangle
-            // too; CUDA: of a small rectangle): the op itself.
+            // too; CUDA: of the centred 3x3): the op itself.
             const bool one_pass = cuda_one_pass(f.width, f.height, f.width / 2, f.height / 2);
             if (f.iterations == 1 && (!all_ones(se) || f.width == 1 || f.height == 1 ||
                                       (f.shape == MorphShape::rect && (!cuda || one_pass))))
