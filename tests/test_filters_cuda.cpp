@@ -733,15 +733,17 @@ TEST(CudaMorphology, RectanglesOfEverySizeEqualCpuOnTheVanHerkKernels) {
     }
 }
 
-// Rectangles of both sides up to kMorphOnePassSide run as one pass on CUDA
-// (cuda/morph.cuh, small): a word of samples per thread down a run of rows,
-// the taps from its neighbours' words through shuffles; words past a row's
-// whole words (its ends, the border, rows not on 4-byte words) sample by
-// sample. Every small size, two iterations of 2x2 (a 3x3 anchored at 2),
+// The one-pass kernel for rectangles of both sides up to kMorphOnePassSide
+// (cuda/morph.cuh, one_pass; the expansion sends it the centred 3x3 only): a
+// word of samples per thread down a run of rows, the taps from its
+// neighbours' words through shuffles; words past a row's whole words (its
+// ends, the border, rows not on 4-byte words) sample by sample. Through the
+// pipeline: every small size, two iterations of 2x2 (a 3x3 anchored at 2),
 // iterations that fold into a larger rectangle (split), open and gradient,
 // every border, depth and channel count, images narrower than a word and
-// wider than a warp's words, then views at odd addresses and strides into
-// a poisoned canvas, against the CPU bit for bit.
+// wider than a warp's words; then each form on the kernel directly, on views
+// at odd addresses and strides into a poisoned canvas; against the CPU bit
+// for bit.
 TEST(CudaMorphology, SmallRectanglesInOnePassEqualCpu) {
     REQUIRE_GPU();
     EXPECT_TRUE(expansion_of(parse_filter("erode:3"), true).steps.empty());  // one step on CUDA
