@@ -43,6 +43,28 @@ cv::Mat run_gpu_poisoned(const FilterRun& node, const DeviceImage& src, int out_
     return out;
 }
 
+// Runs one node on the GPU into the view `inner` of a canvas poisoned with
+// 0xA5 and returns the whole downloaded canvas; bytes_outside tells whether
+// anything beyond the view was written.
+cv::Mat run_gpu_in_canvas(const FilterRun& node, const ImageView& src, cv::Size canvas_size, const cv::Rect& inner,
+                          int out_channels, const Stream& stream, int block) {
+    DeviceImage canvas(canvas_size.width, canvas_size.height, out_channels, src.depth);
+    CBI_CUDA_CHECK(cudaMemsetAsync(canvas.view.data, 0xA5, canvas.view.stride * canvas.view.height, stream.get()),
+                   "poison");
+    run_node_cuda(node, src, canvas.view.crop(inner.x, inner.y, inner.width, inner.height), stream.get(), block);
+    cv::Mat all(canvas_size, cv_type(src.depth, out_channels));
+    download(canvas.view, view_of(all), stream.get());
+    stream.synchronize("test");
+    return all;
+}
+
+// The bytes of `all` outside `inner` that are not the 0xA5 poison (clears `inner` to it).
+std::ptrdiff_t bytes_outside(cv::Mat& all, const cv::Rect& inner) {
+    for (int y = inner.y; y < inner.br().y; ++y)
+        std::memset(all.ptr(y) + inner.x * all.elemSize(), 0xA5, inner.width * all.elemSize());
+    return std::count_if(all.datastart, all.dataend, [](unsigned char b) { return b != 0xA5; });
+}
+
 // Integer outputs bit-exact; float within 1e-5 of the data's scale.
 test::Comparison compare_with_cpu(const cv::Mat& gpu, const cv::Mat& cpu, double scale) {
     if (gpu.depth() != CV_32F) {
@@ -251,23 +273,12 @@ TEST(Cuda, ColourOnGrayImagesEqualsCpu) {
                                          std::to_string(size.width) + "x" + std::to_string(size.height) +
                                          (roi ? " view " : " whole ") + schedule.to_string() + " block " +
                                          std::to_string(block));
-                            DeviceImage canvas(size.width + 3, size.height + 4, out_channels, depth);
-                            CBI_CUDA_CHECK(cudaMemsetAsync(canvas.view.data, 0xA5,
-                                                           canvas.view.stride * canvas.view.height, stream.get()),
-                                           "poison");
-                            run_node_cuda(node, in, canvas.view.crop(1, 2, size.width, size.height), stream.get(),
-                                          block);
-                            cv::Mat all(canvas.view.height, canvas.view.width, cv_type(depth, out_channels));
-                            download(canvas.view, view_of(all), stream.get());
-                            stream.synchronize("test");
                             const cv::Rect inner(1, 2, size.width, size.height);
+                            cv::Mat all = run_gpu_in_canvas(node, in, {size.width + 3, size.height + 4}, inner,
+                                                            out_channels, stream, block);
                             const cv::Mat got = all(inner).clone();
                             ASSERT_TRUE(same(got, want, gray)) << "max diff " << cv::norm(got, want, cv::NORM_INF);
-                            for (int y = inner.y; y < inner.br().y; ++y)
-                                std::memset(all.ptr(y) + inner.x * all.elemSize(), 0xA5, inner.width * all.elemSize());
-                            ASSERT_EQ(
-                                std::count_if(all.datastart, all.dataend, [](unsigned char b) { return b != 0xA5; }), 0)
-                                << "a byte outside the output view was written";
+                            ASSERT_EQ(bytes_outside(all, inner), 0) << "a byte outside the output view was written";
                         }
                     }
                 }
@@ -801,23 +812,13 @@ TEST(CudaMorphology, SmallRectanglesInOnePassEqualCpu) {
                                          std::to_string(pad));
                             cv::Mat cpu(host.size(), host.type());
                             run_node_cpu(node, view_of(host), view_of(cpu));
-                            DeviceImage canvas(in.width + 2 * pad, in.height + 2 * pad, channels, depth);
-                            CBI_CUDA_CHECK(cudaMemsetAsync(canvas.view.data, 0xA5,
-                                                           canvas.view.stride * canvas.view.height, stream.get()),
-                                           "poison");
-                            note_kernel_path(KernelPath::none);
-                            run_node_cuda(node, in, canvas.view.crop(pad, pad, in.width, in.height), stream.get(), 256);
-                            EXPECT_EQ(last_kernel_path(), KernelPath::cuda_morph);
-                            cv::Mat all(canvas.view.height, canvas.view.width, host.type());
-                            download(canvas.view, view_of(all), stream.get());
-                            stream.synchronize("test");
                             const cv::Rect inner(pad, pad, in.width, in.height);
+                            note_kernel_path(KernelPath::none);
+                            cv::Mat all = run_gpu_in_canvas(node, in, {in.width + 2 * pad, in.height + 2 * pad}, inner,
+                                                            channels, stream, 256);
+                            EXPECT_EQ(last_kernel_path(), KernelPath::cuda_morph);
                             ASSERT_EQ(cv::norm(all(inner), cpu, cv::NORM_INF), 0.0);
-                            for (int y = inner.y; y < inner.br().y; ++y)
-                                std::memset(all.ptr(y) + inner.x * all.elemSize(), 0xA5, inner.width * all.elemSize());
-                            ASSERT_EQ(
-                                std::count_if(all.datastart, all.dataend, [](unsigned char b) { return b != 0xA5; }), 0)
-                                << "a byte outside the output view was written";
+                            ASSERT_EQ(bytes_outside(all, inner), 0) << "a byte outside the output view was written";
                         }
         }
 }
