@@ -158,11 +158,18 @@ ImageHeader probe_tiff(Bytes b) {
         malformed("TIFF first IFD offset is outside the file");
     const std::uint64_t n = big ? u64(ifd) : u16(ifd);
     if (n > (b.size() - ifd - count_size) / entry_size) malformed("TIFF first IFD is truncated");
-    // The first value of an entry (SHORT, LONG or LONG8): inline when it
-    // fits, else at its offset; nullopt for other types or an offset outside.
+    // The first value of an entry: inline when it fits, else at its offset;
+    // nullopt for a non-integer type or an offset outside. libtiff reads a
+    // size tag stored as any integer type (a TileLength as SSHORT too) and
+    // refuses a negative one, so the probe reads them all alike.
     auto first_value = [&](std::uint64_t e) -> std::optional<std::uint64_t> {
         const unsigned type = u16(e + 2);
-        const unsigned size = type == 3 ? 2 : type == 4 ? 4 : (type == 16 && big) ? 8 : 0;
+        const bool is_signed = type == 6 || type == 8 || type == 9 || type == 17;
+        const unsigned size = (type == 1 || type == 6)                   ? 1
+                              : (type == 3 || type == 8)                 ? 2
+                              : (type == 4 || type == 9 || type == 13)   ? 4
+                              : (type == 16 || type == 17 || type == 18) ? 8
+                                                                         : 0;
         const std::uint64_t count = big ? u64(e + 4) : u32(e + 4);
         if (size == 0 || count == 0) return std::nullopt;
         std::uint64_t at = e + (big ? 12 : 8);
@@ -170,7 +177,10 @@ ImageHeader probe_tiff(Bytes b) {
             at = big ? u64(at) : u32(at);
             if (at > b.size() || b.size() - at < size) return std::nullopt;
         }
-        return size == 2 ? u16(at) : size == 4 ? u32(at) : u64(at);
+        const std::uint64_t v = size == 1 ? b[at] : size == 2 ? u16(at) : size == 4 ? u32(at) : u64(at);
+        const std::uint64_t sign_bit = std::uint64_t{1} << (8 * size - 1);
+        if (is_signed && (v & sign_bit)) malformed("TIFF tag " + std::to_string(u16(e)) + " is negative");
+        return v;
     };
     std::optional<std::uint64_t> width, height, bits, photometric, samples, rows_per_strip, tile_width, tile_length;
     std::set<const std::optional<std::uint64_t>*> seen;
