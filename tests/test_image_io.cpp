@@ -601,6 +601,16 @@ TEST(ImageIo, HostileTiffTilesAndStripsAreRefusedFromTheHeader) {
     const auto start = std::chrono::steady_clock::now();
     EXPECT_EQ(error_of([&] { cbi::decode_image(tiles, "t.tif", 1); }).rfind(tile_error, 0), 0u);
     EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::milliseconds(500));
+    // libtiff reads a size tag of any integer type: the same tile length as
+    // SSHORT is the same bomb (a fuzzer's find), and a negative one is refused.
+    auto signed_length = tiles;
+    for (std::size_t e = 10; e + 12 <= signed_length.size(); e += 12)
+        if (signed_length[e] == (323 & 0xFF) && signed_length[e + 1] == (323 >> 8)) signed_length[e + 2] = 8;
+    EXPECT_EQ(error_of([&] { cbi::decode_image(signed_length, "t.tif", 1); }).rfind(tile_error, 0), 0u);
+    for (std::size_t e = 10; e + 12 <= signed_length.size(); e += 12)
+        if (signed_length[e] == (323 & 0xFF) && signed_length[e + 1] == (323 >> 8)) signed_length[e + 9] = 0xFF;
+    EXPECT_EQ(error_of([&] { cbi::probe_image(signed_length, "t.tif"); }).rfind("t.tif: TIFF tag 323 is negative", 0),
+              0u);
     // Tall thin tiles, and strips (RowsPerStrip) far past the image's height.
     const auto thin = tiny_tiff({{256, 16}, {257, 16}, {258, 8}, {262, 1}, {322, 16}, {323, 1u << 20}}, true);
     EXPECT_EQ(error_of([&] {

@@ -272,6 +272,62 @@ void median_histogram_row(int k, const std::uint8_t* const* rows, int cn, std::u
     }
 }
 
+void median_histogram_row(int k, const std::uint16_t* const* rows, int cn, std::uint16_t* out, int width) {
+    const int rank = k * k / 2;
+    // Counts of values and of blocks of 256 values; a window's k * k <= 65025 samples fit 16 bits. The
+    // tables are zero between calls: each row takes its last window out again.
+    static thread_local std::vector<std::uint16_t> values(65536);
+    static thread_local std::vector<std::uint16_t> blocks(256);
+    std::uint16_t* const fine = values.data();
+    std::uint16_t* const coarse = blocks.data();
+    for (int c = 0; c < cn; ++c) {
+        for (int j = 0; j < k; ++j)
+            for (int i = 0; i < k; ++i) {
+                const unsigned v = rows[j][i * cn + c];
+                ++fine[v], ++coarse[v >> 8];
+            }
+        // m: the median; below: the samples under m (as the 8-bit row), moving by whole blocks while the
+        // rank stays past (before) the block.
+        unsigned m = 0;
+        int below = 0;
+        const auto settle = [&] {
+            while (below > rank) {
+                if ((m & 255u) == 0 && below - coarse[(m >> 8) - 1] > rank) {
+                    below -= coarse[(m >> 8) - 1], m -= 256;
+                    continue;
+                }
+                below -= fine[--m];
+            }
+            for (;;) {
+                if ((m & 255u) == 0 && below + coarse[m >> 8] <= rank) {
+                    below += coarse[m >> 8], m += 256;
+                    continue;
+                }
+                if (below + fine[m] > rank) break;
+                below += fine[m++];
+            }
+        };
+        settle();
+        out[c] = static_cast<std::uint16_t>(m);
+        for (int x = 1; x < width; ++x) {
+            const int gone = (x - 1) * cn + c, come = (x - 1 + k) * cn + c;
+            for (int j = 0; j < k; ++j) {
+                const unsigned a = rows[j][gone], b = rows[j][come];
+                --fine[a], --coarse[a >> 8];
+                ++fine[b], ++coarse[b >> 8];
+                below += static_cast<int>(b < m) - static_cast<int>(a < m);
+            }
+            settle();
+            out[x * cn + c] = static_cast<std::uint16_t>(m);
+        }
+        for (int j = 0; j < k; ++j)
+            for (int i = 0; i < k; ++i) {
+                const unsigned v = rows[j][(width - 1 + i) * cn + c];
+                --fine[v], --coarse[v >> 8];
+            }
+    }
+}
+
 template <class T, bool kMin>
 void fold_rows(T* out, const T* const* rows, int count, int n) {
     fold_rows_impl<T, kMin>(out, rows, count, n);

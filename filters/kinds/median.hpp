@@ -18,8 +18,9 @@
 // The GPU's naive schedule runs K 3 and 5 a word of samples per thread
 // (cuda/median.cuh): the same networks in SIMD lanes.
 // The CPU's naive schedule runs whole rows instead (MedianOp::rows): K 3
-// and 5 through the same networks on vectors of a row's samples, 8u at
-// larger K through a histogram sliding along the row (cpu/rank.hpp).
+// and 5 through the same networks on vectors of a row's samples, 8u and 16u
+// at larger K through a histogram sliding along the row (cpu/rank.hpp; 16u
+// in two levels): O(K) per pixel. 32f keeps the radix selection.
 //
 // Floats are ordered by the IEEE total order (filters/select.hpp): NaN
 // samples sort above +inf (-NaN below -inf) and -0 below +0. OpenCV's
@@ -138,7 +139,7 @@ struct MedianOp {
     // path selects the same sample.
     void rows(int y0, int y1, Scratch* scratch) const {
         const int k = ksize, r = k / 2, cn = dst.channels;
-        if (!(k == 3 || k == 5 || (k > 5 && std::is_same_v<T, std::uint8_t>))) {
+        if (!(k == 3 || k == 5 || (k > 5 && sizeof(Scratch) <= 2))) {
             for (int y = y0; y < y1; ++y)
                 for (int x = 0; x < dst.width; ++x) (*this)(x, y);
             return;
@@ -152,7 +153,7 @@ struct MedianOp {
             extend(y + r, slot(y - y0 + k - 1));
             for (int j = 0; j < k; ++j) rows[j] = slot(y - y0 + j);
             T* out = dst.row<T>(y);
-            if constexpr (std::is_same_v<T, std::uint8_t>)
+            if constexpr (sizeof(Scratch) <= 2)
                 if (k > 5) {
                     cpu::median_histogram_row(k, rows, cn, out, dst.width);
                     continue;
