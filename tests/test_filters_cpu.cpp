@@ -130,6 +130,34 @@ TEST(CpuSchedules, EveryScheduleGivesTheNaiveResultBitExactly) {
             }
 }
 
+// Integer box sizes the row kernels have no case for (the mean by a
+// run-time multiplier, cpu/separable.hpp) equal the naive schedule's exact
+// mean and OpenCV (8-bit bit for bit), also at the sums' extremes (all
+// samples at the maximum, and a few one below).
+TEST(CpuSchedules, BoxOfAnySizeRoundsItsMeanAsOpenCV) {
+    unsigned seed = 700;
+    for (const int k : {11, 13, 17, 57, 101, 255})
+        for (const Depth depth : {Depth::u8, Depth::u16})
+            for (const int fill : {-1, 0, 1})  // random, all maximum, all maximum but a few
+                for (const char* border_text : {"reflect101", "replicate", "constant:3"}) {
+                    cv::Mat src = random_image(67, 45, 3, depth, seed++);
+                    const double top = depth == Depth::u8 ? 255 : 65535;
+                    if (fill >= 0) src.setTo(cv::Scalar::all(top));
+                    if (fill == 1) src(cv::Rect(20, 10, 3, 2)).setTo(cv::Scalar::all(top - 1));
+                    FilterRun node{BoxFilter{k}, parse_border(border_text), parse_schedule("sep:256x256")};
+                    SCOPED_TRACE("blur:" + std::to_string(k) + " " + depth_name(depth) + " fill " +
+                                 std::to_string(fill) + " " + border_text);
+                    const cv::Mat got = run_cpu(node, src);
+                    if (k <= 17) {  // the naive schedule's exact mean, a division a sample: slow at large K
+                        node.schedule = parse_schedule("naive");
+                        ASSERT_EQ(cv::norm(got, run_cpu(node, src), cv::NORM_INF), 0);
+                    }
+                    // OpenCV's 16-bit box scales its sums in float: 1 off where the mean is near a half.
+                    const auto r = compare(got, opencv_reference(node, src), depth == Depth::u8 ? 0 : 1, 0);
+                    ASSERT_TRUE(r.ok) << r.where << "; max diff " << r.max_diff;
+                }
+}
+
 // Tile strategies with a traversal order over their tiles (+ORDER): every
 // order gives the row-major result bit for bit, on sizes with many tiles,
 // clipped edge tiles, orders wider or taller than the grid of tiles.

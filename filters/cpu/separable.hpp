@@ -242,6 +242,32 @@ CBI_CPU_CLONES void finish_box_row(const Op& op_ref, const typename Op::Acc* s0,
     finish_samples(op, s0, s0, out, n);
 }
 
+// Integer box of any other K: the rounded mean (s + n/2) / n, n = K*K,
+// without the division, which did not vectorise (those sizes ran 2.5x
+// slower than OpenCV). 8-bit: x = s + n/2 < 256 n <= 2^24, times
+// m = floor(2^S / n) + 1 < 2^32 with S = 31 + floor(log2 n), shifted by S:
+// x m / 2^S exceeds x / n by under x / 2^S < 1 / n, so the floor is exact
+// (quotient_magic's argument with a 32-bit multiplier). 16-bit (s < 2^32):
+// floor(s / n + 1/2) in double; s / n + 1/2 is never an integer (n is odd)
+// and lies at least 1 / (2n) from one, far above double's error.
+template <class Op>
+CBI_CPU_CLONES void finish_box_any_row(const Op& op, const typename Op::Acc* __restrict s0,
+                                       typename Op::Sample* __restrict out, int n) {
+    const std::uint32_t d = static_cast<std::uint32_t>(op.ksize * op.ksize);
+    if constexpr (std::is_same_v<typename Op::Sample, std::uint8_t>) {
+        const int shift = 31 + std::bit_width(d) - 1;
+        const std::uint64_t m = (std::uint64_t{1} << shift) / d + 1;
+        const std::uint32_t half = d / 2;
+        for (int i = 0; i < n; ++i)
+            out[i] = static_cast<std::uint8_t>((static_cast<std::uint64_t>(s0[i] + half) * m) >> shift);
+    } else {
+        const double inv = 1.0 / d;
+        for (int i = 0; i < n; ++i)
+            out[i] = static_cast<typename Op::Sample>(
+                static_cast<std::int64_t>(static_cast<double>(static_cast<std::uint32_t>(s0[i])) * inv + 0.5));
+    }
+}
+
 template <class Op>
 CBI_CPU_CLONES void finish_any_row(const Op& op, const typename Op::Acc* s0, const typename Op::Acc* s1,
                                    typename Op::Sample* out, int n) {
@@ -275,7 +301,7 @@ void finish_row(const Op& op, const typename Op::Acc* s0, const typename Op::Acc
             case 9: return finish_box_row<9>(op, s0, out, n);
             case 15: return finish_box_row<15>(op, s0, out, n);
             case 31: return finish_box_row<31>(op, s0, out, n);
-            default: break;
+            default: return finish_box_any_row(op, s0, out, n);
         }
     }
     finish_any_row(op, s0, s1, out, n);
