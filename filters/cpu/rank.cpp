@@ -328,6 +328,83 @@ void median_histogram_row(int k, const std::uint16_t* const* rows, int cn, std::
     }
 }
 
+void median_key_rows(int k, const std::uint32_t* keys, std::size_t pitch, int cn, int width, int rows,
+                     std::uint32_t* out, std::size_t out_pitch) {
+    const int rank = k * k / 2, in_rows = rows + k - 1, in_width = width + k - 1;
+    const std::size_t n = static_cast<std::size_t>(in_rows) * in_width;
+    static thread_local std::vector<std::uint64_t> order;
+    static thread_local std::vector<std::uint32_t> ranks, distinct;
+    static thread_local std::vector<std::uint16_t> fine, mid, coarse;
+    order.resize(n), ranks.resize(n);
+    for (int c = 0; c < cn; ++c) {
+        // The channel's keys in order, each with its place: ranks[place] = its rank among the distinct keys.
+        for (int y = 0; y < in_rows; ++y)
+            for (int x = 0; x < in_width; ++x) {
+                const std::size_t place = static_cast<std::size_t>(y) * in_width + x;
+                order[place] = static_cast<std::uint64_t>(keys[y * pitch + x * cn + c]) << 32 | place;
+            }
+        std::sort(order.begin(), order.end());
+        distinct.clear();
+        for (const std::uint64_t o : order) {
+            const auto key = static_cast<std::uint32_t>(o >> 32);
+            if (distinct.empty() || distinct.back() != key) distinct.push_back(key);
+            ranks[static_cast<std::uint32_t>(o)] = static_cast<std::uint32_t>(distinct.size() - 1);
+        }
+        // Counts of ranks, of blocks of 256 and of 65536 ranks (a window's k * k <= 65025 fit 16 bits); zero
+        // between rows: each row takes its last window out again.
+        const std::size_t d = distinct.size();
+        fine.assign(d + 1, 0), mid.assign(d / 256 + 1, 0), coarse.assign(d / 65536 + 1, 0);
+        const auto add = [&](std::uint32_t v, int by) {
+            fine[v] = static_cast<std::uint16_t>(fine[v] + by);
+            mid[v >> 8] = static_cast<std::uint16_t>(mid[v >> 8] + by);
+            coarse[v >> 16] = static_cast<std::uint16_t>(coarse[v >> 16] + by);
+        };
+        for (int y = 0; y < rows; ++y) {
+            const auto at = [&](int j, int x) { return ranks[static_cast<std::size_t>(y + j) * in_width + x]; };
+            for (int j = 0; j < k; ++j)
+                for (int i = 0; i < k; ++i) add(at(j, i), 1);
+            // m: the median's rank; below: the samples under it. It moves by whole blocks where their
+            // counts leave the median past (before) them, as the 16-bit rows do with one level less.
+            std::uint32_t m = 0;
+            int below = 0;
+            const auto settle = [&] {
+                while (below > rank) {
+                    if ((m & 0xFFFFu) == 0 && below - coarse[(m >> 16) - 1] > rank)
+                        below -= coarse[(m >> 16) - 1], m -= 65536;
+                    else if ((m & 0xFFu) == 0 && below - mid[(m >> 8) - 1] > rank)
+                        below -= mid[(m >> 8) - 1], m -= 256;
+                    else
+                        below -= fine[--m];
+                }
+                for (;;) {
+                    if ((m & 0xFFFFu) == 0 && below + coarse[m >> 16] <= rank)
+                        below += coarse[m >> 16], m += 65536;
+                    else if ((m & 0xFFu) == 0 && below + mid[m >> 8] <= rank)
+                        below += mid[m >> 8], m += 256;
+                    else if (below + fine[m] <= rank)
+                        below += fine[m++];
+                    else
+                        break;
+                }
+            };
+            std::uint32_t* o = out + y * out_pitch + c;
+            settle();
+            o[0] = distinct[m];
+            for (int x = 1; x < width; ++x) {
+                for (int j = 0; j < k; ++j) {
+                    const std::uint32_t a = at(j, x - 1), b = at(j, x - 1 + k);
+                    add(a, -1), add(b, 1);
+                    below += static_cast<int>(b < m) - static_cast<int>(a < m);
+                }
+                settle();
+                o[x * cn] = distinct[m];
+            }
+            for (int j = 0; j < k; ++j)
+                for (int i = 0; i < k; ++i) add(at(j, width - 1 + i), -1);
+        }
+    }
+}
+
 template <class T, bool kMin>
 void fold_rows(T* out, const T* const* rows, int count, int n) {
     fold_rows_impl<T, kMin>(out, rows, count, n);

@@ -24,6 +24,14 @@ void median_histogram_row(int k, const std::uint8_t* const* rows, int cn, std::u
 // 256 values), the median moving a block at a time where a block's count
 // lets it; 2k updates of each level per sample.
 void median_histogram_row(int k, const std::uint16_t* const* rows, int cn, std::uint16_t* out, int width);
+// 32-bit keys (floats' rank keys): `rows` + k - 1 rows of bordered keys
+// ((width + k - 1) * cn each, `pitch` apart) give `rows` rows of medians
+// (width * cn keys, `out_pitch` apart). Each channel's keys are replaced by
+// their ranks among the band's distinct keys (one sort), and a histogram of
+// ranks in three levels (blocks of 256 and 65536) slides along each row:
+// O(K) per sample plus the sort's share.
+void median_key_rows(int k, const std::uint32_t* keys, std::size_t pitch, int cn, int width, int rows,
+                     std::uint32_t* out, std::size_t out_pitch);
 
 // out[s] = min (kMin) or max over j < count of rows[j][s], s < n.
 template <class T, bool kMin>

@@ -20,17 +20,20 @@
 // The CPU's naive schedule runs whole rows instead (MedianOp::rows): K 3
 // and 5 through the same networks on vectors of a row's samples, 8u and 16u
 // at larger K through a histogram sliding along the row (cpu/rank.hpp; 16u
-// in two levels): O(K) per pixel. 32f keeps the radix selection.
+// in two levels), 32f the same over the samples' ranks among a band's
+// distinct values (three levels): O(K) per pixel.
 //
 // Floats are ordered by the IEEE total order (filters/select.hpp): NaN
 // samples sort above +inf (-NaN below -inf) and -0 below +0. OpenCV's
 // min/max networks give NaN results that depend on the position in the
 // row; cbi's do not.
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
 #include <string>
 #include <string_view>
 #include <type_traits>
+#include <vector>
 
 #include "filters/cpu/rank.hpp"
 #include "filters/kinds/args.hpp"
@@ -139,6 +142,8 @@ struct MedianOp {
     // path selects the same sample.
     void rows(int y0, int y1, Scratch* scratch) const {
         const int k = ksize, r = k / 2, cn = dst.channels;
+        if constexpr (std::is_same_v<T, float>)
+            if (k > 5) return rows_by_rank(y0, y1);
         if (!(k == 3 || k == 5 || (k > 5 && sizeof(Scratch) <= 2))) {
             for (int y = y0; y < y1; ++y)
                 for (int x = 0; x < dst.width; ++x) (*this)(x, y);
@@ -161,12 +166,36 @@ struct MedianOp {
             cpu::median_network_row(k, rows, cn, out, dst.width * cn);
         }
     }
+    // Float rows at K > 5: a band's keys bordered at once, their medians
+    // through ranks (cpu::median_key_rows), then the floats back.
+    void rows_by_rank(int y0, int y1) const {
+        const int k = ksize, r = k / 2;
+        const std::size_t pitch = row_pitch(), out_pitch = static_cast<std::size_t>(dst.width) * dst.channels;
+        static thread_local std::vector<std::uint32_t> keys, medians;
+        for (int ya = y0; ya < y1; ya += row_grain()) {
+            const int rows = std::min(row_grain(), y1 - ya);
+            keys.resize((rows + k - 1) * pitch);
+            for (int j = 0; j < rows + k - 1; ++j) extend(ya - r + j, keys.data() + j * pitch);
+            medians.resize(rows * out_pitch);
+            cpu::median_key_rows(k, keys.data(), pitch, dst.channels, dst.width, rows, medians.data(), out_pitch);
+            for (int y = 0; y < rows; ++y) {
+                float* out = dst.row<float>(ya + y);
+                for (std::size_t s = 0; s < out_pitch; ++s) out[s] = from_rank_key<float>(medians[y * out_pitch + s]);
+            }
+        }
+    }
+    // Rows a task takes at once: a float band sorts its K - 1 rows of
+    // border too, so it takes at least K rows.
+    int row_grain() const {
+        return std::is_same_v<T, float> && ksize > 5 ? std::max(32, ksize) : 8;
+    }
     // Samples of a bordered row of keys (K - 1 pixels more than the image,
     // 32 bytes of padding that vector loads may read).
     std::size_t row_pitch() const {
         return static_cast<std::size_t>(dst.width + ksize - 1) * dst.channels + 32 / sizeof(Scratch);
     }
     std::size_t scratch_samples() const {
+        if (std::is_same_v<T, float> && ksize > 5) return 0;  // rows_by_rank keeps its own band
         return ksize * row_pitch();
     }
     // Source row y's keys from pixel -K/2 to width + K/2 - 1, into e.
