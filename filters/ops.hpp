@@ -214,6 +214,11 @@ struct StorageMatrix {
     bool copy = false;
 };
 
+// The offset of the 8-bit `gray` preset's matrix (storage_matrix): half of
+// its weights' last bit (2^-15), so that its ties round up as cv::cvtColor's
+// fixed point does.
+inline constexpr float kGrayHalfUp = 0x1p-16f;
+
 // StorageMatrix::step for an input of `channels` channels.
 CBI_HOST_DEVICE constexpr int color_step(int channels) {
     return channels == 1 ? 0 : 1;

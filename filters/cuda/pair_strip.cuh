@@ -229,10 +229,10 @@ struct ChainGray {
 
 // The gray conversion the kernel computes in its exact form
 // (chain_gray_pairs), or none: one row of weights that are multiples of
-// 2^-15, non-negative, summing to at most 1, and no offset (the `gray`
-// preset's cv::cvtColor weights).
+// 2^-15, non-negative, summing to at most 1, and the offset kGrayHalfUp
+// (the 8-bit `gray` preset: cv::cvtColor's weights and rounding).
 inline std::optional<ChainGray> chain_gray(const StorageMatrix& m) {
-    if (m.rows != 1 || m.step != 1 || m.copy || m.m[0][3] != 0.f) return std::nullopt;
+    if (m.rows != 1 || m.step != 1 || m.copy || m.m[0][3] != kGrayHalfUp) return std::nullopt;
     std::uint32_t q[3];
     double sum = 0;
     for (int c = 0; c < 3; ++c) {
@@ -251,13 +251,12 @@ inline std::optional<ChainGray> chain_gray(const StorageMatrix& m) {
 // exact (multiples of 2^-15 below 256), so the integer sum s of bytes times
 // weights in 2^-15 is the same value. Two dot-product instructions a pixel
 // (each two bytes times two 16-bit weights), where floats took three
-// conversions and three multiplies. They add s to 2^23 as float bits
-// (s < 2^23: no carry), and one fused multiply-add rounds s / 2^15 to
-// nearest even as saturate_round does: (2^23 + s) * 2^-15 + (2^23 - 2^8) =
-// 2^23 + s / 2^15 exactly, rounded once to float, whose unit is 1 there.
+// conversions and three multiplies. They start from 2^14, and a shift
+// gives (s + 2^14) >> 15: s / 2^15 + 2^-16 (the matrix's kGrayHalfUp)
+// rounded to nearest, which is never a tie, as saturate_round gives it.
 __device__ __forceinline__ void chain_gray_pairs(const ChainGray& g, const unsigned long long (&w)[3],
                                                  std::uint32_t (&out)[4]) {
-    constexpr std::uint32_t k2p23 = 0x4b000000u;  // 2^23 as float bits
+    constexpr std::uint32_t kHalf = 1u << 14;  // half of the result's unit, in 2^-15
     std::uint32_t s[8];
 #pragma unroll
     for (int h = 0; h < 2; ++h) {  // pixels 4h .. 4h + 3: bytes 12h .. 12h + 11, words a, b, c
@@ -265,14 +264,13 @@ __device__ __forceinline__ void chain_gray_pairs(const ChainGray& g, const unsig
         const std::uint32_t a = static_cast<std::uint32_t>(h == 0 ? lo : lo >> 32);
         const std::uint32_t b = static_cast<std::uint32_t>(h == 0 ? lo >> 32 : hi);
         const std::uint32_t c = static_cast<std::uint32_t>(h == 0 ? hi : hi >> 32);
-        s[4 * h + 0] = __dp2a_hi(g.q2_, a, __dp2a_lo(g.q01, a, k2p23));  // bytes 0 1 | 2
-        s[4 * h + 1] = __dp2a_lo(g.q12, b, __dp2a_hi(g.q_0, a, k2p23));  // 3 | 4 5
-        s[4 * h + 2] = __dp2a_lo(g.q2_, c, __dp2a_hi(g.q01, b, k2p23));  // 6 7 | 8
-        s[4 * h + 3] = __dp2a_hi(g.q12, c, __dp2a_lo(g.q_0, c, k2p23));  // 9 | 10 11
+        s[4 * h + 0] = __dp2a_hi(g.q2_, a, __dp2a_lo(g.q01, a, kHalf));  // bytes 0 1 | 2
+        s[4 * h + 1] = __dp2a_lo(g.q12, b, __dp2a_hi(g.q_0, a, kHalf));  // 3 | 4 5
+        s[4 * h + 2] = __dp2a_lo(g.q2_, c, __dp2a_hi(g.q01, b, kHalf));  // 6 7 | 8
+        s[4 * h + 3] = __dp2a_hi(g.q12, c, __dp2a_lo(g.q_0, c, kHalf));  // 9 | 10 11
     }
 #pragma unroll
-    for (int i = 0; i < 8; ++i)
-        s[i] = __float_as_uint(__fmaf_rn(__uint_as_float(s[i]), 0x1p-15f, 8388352.f));  // 2^23 + gray
+    for (int i = 0; i < 8; ++i) s[i] >>= 15;  // gray
 #pragma unroll
     for (int j = 0; j < 4; ++j) out[j] = __byte_perm(s[2 * j], s[2 * j + 1], 0x5410);  // gray < 256: bytes 1 are zero
 }

@@ -70,6 +70,10 @@ StorageMatrix storage_matrix(const ColorFilter& f, Depth depth, int input_channe
         case ColorPreset::gray:  // cv::cvtColor COLOR_BGR2GRAY
             s.rows = 1;
             for (int c = 0; c < 3; ++c) s.m[0][c] = static_cast<float>(gray[c]);
+            // OpenCV's 8-bit gray rounds half up ((sum + 2^14) >> 15), floats round halves to even: an
+            // offset of half the weights' last bit lifts the ties and nothing else, exactly (a sum below 256
+            // in multiples of 2^-15 plus 2^-16 fits a float's 24 bits). kGrayHalfUp.
+            if (depth == Depth::u8) s.m[0][3] = kGrayHalfUp;
             return s;
         case ColorPreset::sepia: {
             const float m[3][4] = {{.131f, .534f, .272f, 0}, {.168f, .686f, .349f, 0}, {.189f, .769f, .393f, 0}};
