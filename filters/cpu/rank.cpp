@@ -332,10 +332,11 @@ void median_key_rows(int k, const std::uint32_t* keys, std::size_t pitch, int cn
                      std::uint32_t* out, std::size_t out_pitch) {
     const int rank = k * k / 2, in_rows = rows + k - 1, in_width = width + k - 1;
     const std::size_t n = static_cast<std::size_t>(in_rows) * in_width;
-    static thread_local std::vector<std::uint64_t> order;
-    static thread_local std::vector<std::uint32_t> ranks, distinct;
-    static thread_local std::vector<std::uint16_t> fine, mid, coarse;
-    order.resize(n), ranks.resize(n);
+    // Per call, not per thread: a band at large K holds megabytes, which a long-lived process (Python)
+    // would otherwise keep per worker thread.
+    std::vector<std::uint64_t> order(n);
+    std::vector<std::uint32_t> ranks(n), distinct;
+    std::vector<std::uint16_t> fine, mid, coarse;
     for (int c = 0; c < cn; ++c) {
         // The channel's keys in order, each with its place: ranks[place] = its rank among the distinct keys.
         for (int y = 0; y < in_rows; ++y)

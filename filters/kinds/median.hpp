@@ -171,7 +171,7 @@ struct MedianOp {
     void rows_by_rank(int y0, int y1) const {
         const int k = ksize, r = k / 2;
         const std::size_t pitch = row_pitch(), out_pitch = static_cast<std::size_t>(dst.width) * dst.channels;
-        static thread_local std::vector<std::uint32_t> keys, medians;
+        std::vector<std::uint32_t> keys, medians;  // the task's, reused by its bands
         for (int ya = y0; ya < y1; ya += row_grain()) {
             const int rows = std::min(row_grain(), y1 - ya);
             keys.resize((rows + k - 1) * pitch);
