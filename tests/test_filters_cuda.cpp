@@ -1002,6 +1002,21 @@ TEST(CudaFilter2d, StagedTilesEqualCpu) {
         EXPECT_EQ(path(kernels[5], "tile:64x16"), KernelPath::cuda_staged_window);
         EXPECT_EQ(path(kernels[0], "tile:64x8"), KernelPath::cuda_index_map);  // neither the block nor four
     }
+    // A 3x3 kernel on a stage over 48 KiB (blocks of 1024, eight outputs a thread): the 3x3 kernel opts in
+    // to the shared memory it launches with.
+    for (const int channels : {1, 4}) {
+        const cv::Mat src = random_image(301, 77, channels, Depth::u8, 5);
+        DeviceImage device_src(301, 77, channels, Depth::u8);
+        const Stream stream;
+        upload(view_of(src), device_src.view, stream.get());
+        const FilterRun node{parse_filter(kernels[0]), Border{}, parse_schedule("tile:256x32")};
+        note_kernel_path(KernelPath::none);
+        const cv::Mat got = run_gpu_poisoned(node, device_src, channels, stream, 1024);
+        EXPECT_EQ(last_kernel_path(), KernelPath::cuda_staged_window);
+        const FilterRun nodes[] = {node};
+        const Image cpu = run_sequence(nodes, view_of(src), RunOptions{});
+        EXPECT_EQ(cv::norm(got, as_mat(cpu.view()), cv::NORM_INF), 0) << channels;
+    }
 }
 
 }  // namespace

@@ -198,21 +198,23 @@ bool launch(const TileSchedule& schedule, const Filter2DOp<T>& op, cudaStream_t 
                 a.taps.off[a.taps.count++] = j * pitch + i * C;
             }
     bytes += static_cast<std::size_t>(a.taps.count) * (sizeof(float) + sizeof(int));
-    if (bytes > 48 * 1024) {  // above the default a kernel opts in, up to the device's limit
+    // The default tiles on 8- and 16-bit images (float ones gained nothing from it: each tap also needs a select).
+    constexpr bool kHas3x3 = R == 8 && !std::is_same_v<T, float>;
+    const bool three = kHas3x3 && kw == 3 && kh == 3;
+    if (bytes > 48 * 1024) {  // above the default the kernel that launches opts in, up to the device's limit
         const int device = current_device();
         if (bytes > static_cast<std::size_t>(shared_memory_limit(device))) return false;
-        allow_shared_memory<kernel>(device);
+        if constexpr (kHas3x3)
+            if (three) allow_shared_memory<staged3x3<T, C, R>>(device);
+        if (!three) allow_shared_memory<kernel>(device);
     }
-    bool done = false;
-    // The default tiles on 8- and 16-bit images (float ones gained nothing from it: each tap also needs a select).
-    if constexpr (R == 8 && !std::is_same_v<T, float>)
-        if (kw == 3 && kh == 3) {
+    if constexpr (kHas3x3)
+        if (three) {
             Taps3x3 k{};
             for (int t = 0; t < 9; ++t) k.w[t] = op.k.w[t];
             staged3x3<T, C, R><<<dim3(gx, gy), dim3(tw, th / R), bytes, stream>>>(a, k);
-            done = true;
         }
-    if (!done) kernel<<<dim3(gx, gy), dim3(tw, th / R), bytes, stream>>>(a);
+    if (!three) kernel<<<dim3(gx, gy), dim3(tw, th / R), bytes, stream>>>(a);
     CBI_CUDA_CHECK(cudaGetLastError(), "launch filter2d");
     note_kernel_path(KernelPath::cuda_staged_window);
     return true;
