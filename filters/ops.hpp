@@ -212,6 +212,10 @@ struct StorageMatrix {
     // Gray of a 1-channel image is that image, bit for bit: a copy, since no
     // matrix is an identity on floats (0 * Inf is NaN, -0 + 0 is +0).
     bool copy = false;
+    // 16-bit gray in cv::cvtColor's fixed point, (B q0 + G q1 + R q2 +
+    // 2^14) >> 15 in 32 bits: floats cannot hold those sums exactly.
+    bool fixed15 = false;
+    std::uint32_t q15[3] = {};
 };
 
 // The offset of the 8-bit `gray` preset's matrix (storage_matrix): half of
@@ -238,6 +242,11 @@ struct ColorOp {
     // would move the array to local memory, and step 1 drops the copy test.
     static CBI_HOST_DEVICE T sample(const StorageMatrix& matrix, const T* in, int r, int step) {
         if (step == 0 && matrix.copy) return in[0];
+        if constexpr (std::is_same_v<T, std::uint16_t>)
+            if (matrix.fixed15)
+                return static_cast<T>(
+                    (in[0] * matrix.q15[0] + in[step] * matrix.q15[1] + in[2 * step] * matrix.q15[2] + (1u << 14)) >>
+                    15);
         const float c0 = to_float(in[0]), c1 = to_float(in[step]), c2 = to_float(in[2 * step]);
         const float* m = matrix.m[r];
         return saturate_round<T>(add_rn(add_rn(add_rn(mul_rn(m[0], c0), mul_rn(m[1], c1)), mul_rn(m[2], c2)), m[3]));

@@ -160,9 +160,9 @@ std::vector<std::tuple<const char*, Depth, int>> filter_matrix(const std::vector
 // (docs/filters.md#gaussian); 0 for the median, which is exact.
 inline double int_tolerance(const FilterRun& node, Depth depth) {
     if (std::holds_alternative<MedianFilter>(node.filter)) return 0.0;
-    // 8-bit gray rounds as cv::cvtColor's fixed point: bit for bit.
+    // 8- and 16-bit gray compute cv::cvtColor's fixed point: bit for bit.
     const auto* color = std::get_if<ColorFilter>(&node.filter);
-    if (color && color->preset == ColorPreset::gray && depth == Depth::u8) return 0.0;
+    if (color && color->preset == ColorPreset::gray) return 0.0;
     const auto* g = std::get_if<GaussianFilter>(&node.filter);
     return g && depth == Depth::u16 && g->ksize > 9 ? 2.0 : 1.0;
 }

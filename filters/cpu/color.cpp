@@ -93,10 +93,28 @@ CBI_AVX2 int color_row_avx2(const StorageMatrix& matrix, const T* in, T* out, in
     constexpr int N = V::nlanes;                // pixels per step
     constexpr int K = N / v_float32x8::nlanes;  // float vectors per channel
     constexpr int R = CO < 3 ? CO : 3;          // matrix rows used
+    int x = 0;
+    if constexpr (std::is_same_v<T, std::uint16_t> && CO == 1 && CI != 1)
+        if (matrix.fixed15) {  // sample()'s integer form, 16 pixels a step
+            const v_uint32x8 q0 = v256_setall_u32(matrix.q15[0]), q1 = v256_setall_u32(matrix.q15[1]),
+                             q2 = v256_setall_u32(matrix.q15[2]), half = v256_setall_u32(1u << 14);
+            for (; x + N <= width; x += N) {
+                V c[4];
+                if constexpr (CI == 3)
+                    v_load_deinterleave(in + x * CI, c[0], c[1], c[2]);
+                else
+                    v_load_deinterleave(in + x * CI, c[0], c[1], c[2], c[3]);
+                v_uint32x8 lo[3], hi[3];
+                for (int i = 0; i < 3; ++i) v_expand(c[i], lo[i], hi[i]);
+                const v_uint32x8 a = (lo[0] * q0 + lo[1] * q1 + lo[2] * q2 + half) >> 15,
+                                 b = (hi[0] * q0 + hi[1] * q1 + hi[2] * q2 + half) >> 15;
+                v_store(out + x, v_pack(a, b));  // <= 65535 each: the pack keeps them
+            }
+            return x;
+        }
     v_float32x8 m[R][4];
     for (int r = 0; r < R; ++r)
         for (int i = 0; i < 4; ++i) m[r][i] = v256_setall_f32(matrix.m[r][i]);
-    int x = 0;
     for (; x + N <= width; x += N) {
         V c[4];
         if constexpr (CI == 1)

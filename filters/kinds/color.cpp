@@ -74,6 +74,10 @@ StorageMatrix storage_matrix(const ColorFilter& f, Depth depth, int input_channe
             // offset of half the weights' last bit lifts the ties and nothing else, exactly (a sum below 256
             // in multiples of 2^-15 plus 2^-16 fits a float's 24 bits). kGrayHalfUp.
             if (depth == Depth::u8) s.m[0][3] = kGrayHalfUp;
+            if (depth == Depth::u16) {  // sums up to 2^31: in integers (StorageMatrix::fixed15)
+                s.fixed15 = true;
+                s.q15[0] = 3735, s.q15[1] = 19235, s.q15[2] = 9798;
+            }
             return s;
         case ColorPreset::sepia: {
             const float m[3][4] = {{.131f, .534f, .272f, 0}, {.168f, .686f, .349f, 0}, {.189f, .769f, .393f, 0}};
