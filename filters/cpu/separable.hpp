@@ -243,8 +243,7 @@ CBI_CPU_CLONES void finish_box_row(const Op& op_ref, const typename Op::Acc* s0,
 }
 
 // Integer box of any other K: the rounded mean (s + n/2) / n, n = K*K,
-// without the division, which did not vectorise (those sizes ran 2.5x
-// slower than OpenCV). 8-bit: x = s + n/2 < 256 n <= 2^24, times
+// without the division, which did not vectorise. 8-bit: x = s + n/2 < 256 n <= 2^24, times
 // m = floor(2^S / n) + 1 < 2^32 with S = 31 + floor(log2 n), shifted by S:
 // x m / 2^S exceeds x / n by under x / 2^S < 1 / n, so the floor is exact
 // (quotient_magic's argument with a 32-bit multiplier). 16-bit (s < 2^32):
