@@ -81,6 +81,17 @@ CBI_AVX2 void from_f32(const v_float32x8* s, v_float32x8& out) {
     out = s[0];
 }  // float: no rounding
 
+// One step's pixels as a vector per channel (CN 1, 3 or 4: deinterleaved).
+template <int CN, class T, class V>
+CBI_AVX2 void load_channels(const T* p, V* c) {
+    if constexpr (CN == 1)
+        c[0] = v256_load(p);
+    else if constexpr (CN == 3)
+        v_load_deinterleave(p, c[0], c[1], c[2]);
+    else
+        v_load_deinterleave(p, c[0], c[1], c[2], c[3]);
+}
+
 // Pixels [0, returned x) of one row: per step, one vector of T per channel
 // (32 pixels for 8-bit, 16 for 16-bit, 8 for float), deinterleaved,
 // widened to floats, the matrix applied in sample()'s order
@@ -100,10 +111,7 @@ CBI_AVX2 int color_row_avx2(const StorageMatrix& matrix, const T* in, T* out, in
                              q2 = v256_setall_u32(matrix.q15[2]), half = v256_setall_u32(1u << 14);
             for (; x + N <= width; x += N) {
                 V c[4];
-                if constexpr (CI == 3)
-                    v_load_deinterleave(in + x * CI, c[0], c[1], c[2]);
-                else
-                    v_load_deinterleave(in + x * CI, c[0], c[1], c[2], c[3]);
+                load_channels<CI>(in + x * CI, c);
                 v_uint32x8 lo[3], hi[3];
                 for (int i = 0; i < 3; ++i) v_expand(c[i], lo[i], hi[i]);
                 const v_uint32x8 a = (lo[0] * q0 + lo[1] * q1 + lo[2] * q2 + half) >> 15,
@@ -117,12 +125,7 @@ CBI_AVX2 int color_row_avx2(const StorageMatrix& matrix, const T* in, T* out, in
         for (int i = 0; i < 4; ++i) m[r][i] = v256_setall_f32(matrix.m[r][i]);
     for (; x + N <= width; x += N) {
         V c[4];
-        if constexpr (CI == 1)
-            c[0] = v256_load(in + x);
-        else if constexpr (CI == 3)
-            v_load_deinterleave(in + x * CI, c[0], c[1], c[2]);
-        else
-            v_load_deinterleave(in + x * CI, c[0], c[1], c[2], c[3]);
+        load_channels<CI>(in + x * CI, c);
         v_float32x8 f[3][K];
         for (int i = 0; i < (CI == 1 ? 1 : 3); ++i) to_f32(c[i], f[i]);
         if constexpr (CI == 1)
@@ -241,10 +244,7 @@ CBI_AVX2_FMA int hsv_row_avx2(const HsvOp<std::uint8_t>& op, const std::uint8_t*
     int x = 0;
     for (; x + N <= width; x += N) {
         v_uint8x32 c[4];
-        if constexpr (CN == 3)
-            v_load_deinterleave(in + x * CN, c[0], c[1], c[2]);
-        else
-            v_load_deinterleave(in + x * CN, c[0], c[1], c[2], c[3]);
+        load_channels<CN>(in + x * CN, c);
         __m256i b[4], g[4], r[4], o[3][4];
         widen_s32(c[0], b);
         widen_s32(c[1], g);

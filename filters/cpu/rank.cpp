@@ -237,6 +237,74 @@ CBI_CPU_CLONES void window_impl(T* out, T* prefix, const T* prefix_in, const T* 
     }
 }
 
+// Huang's histogram for values below `size`, sliding along a row: counts of
+// each value and of blocks of 256 values (kCoarse: and of 65536, for sizes
+// past 16 bits; a window's k * k <= 65025 samples fit 16 bits), the median
+// m and the samples below it. The median moves by whole blocks where their
+// counts leave it past (before) them. Taking out every sample put in leaves
+// it ready for the next row.
+template <bool kCoarse>
+class SlidingMedian {
+public:
+    explicit SlidingMedian(std::size_t size)
+        : fine_(size + 1), mid_(size / 256 + 1), coarse_(kCoarse ? size / 65536 + 1 : 0) {}
+    void add(std::uint32_t v) {
+        count(v, 1);
+        below_ += static_cast<int>(v < m_);
+    }
+    void remove(std::uint32_t v) {
+        count(v, -1);
+        below_ -= static_cast<int>(v < m_);
+    }
+    // The sample of rank `rank` (from 0) among those in.
+    std::uint32_t median(int rank) {
+        while (below_ > rank) {
+            if (kCoarse && (m_ & 0xFFFFu) == 0 && below_ - coarse_[(m_ >> 16) - 1] > rank)
+                below_ -= coarse_[(m_ >> 16) - 1], m_ -= 65536;
+            else if ((m_ & 0xFFu) == 0 && below_ - mid_[(m_ >> 8) - 1] > rank)
+                below_ -= mid_[(m_ >> 8) - 1], m_ -= 256;
+            else
+                below_ -= fine_[--m_];
+        }
+        for (;;) {
+            if (kCoarse && (m_ & 0xFFFFu) == 0 && below_ + coarse_[m_ >> 16] <= rank)
+                below_ += coarse_[m_ >> 16], m_ += 65536;
+            else if ((m_ & 0xFFu) == 0 && below_ + mid_[m_ >> 8] <= rank)
+                below_ += mid_[m_ >> 8], m_ += 256;
+            else if (below_ + fine_[m_] <= rank)
+                below_ += fine_[m_++];
+            else
+                return m_;
+        }
+    }
+
+private:
+    void count(std::uint32_t v, int by) {
+        fine_[v] = static_cast<std::uint16_t>(fine_[v] + by);
+        mid_[v >> 8] = static_cast<std::uint16_t>(mid_[v >> 8] + by);
+        if constexpr (kCoarse) coarse_[v >> 16] = static_cast<std::uint16_t>(coarse_[v >> 16] + by);
+    }
+    std::vector<std::uint16_t> fine_, mid_, coarse_;
+    std::uint32_t m_ = 0;
+    int below_ = 0;
+};
+
+// Medians of one channel of a row, k x k windows slid along x: at(j, x) is
+// the value of window row j at column x (x < width + k - 1).
+template <class Histogram, class At, class Out>
+void slide_median_row(Histogram& h, int k, int width, const At& at, const Out& out) {
+    const int rank = k * k / 2;
+    for (int j = 0; j < k; ++j)
+        for (int i = 0; i < k; ++i) h.add(at(j, i));
+    out(0, h.median(rank));
+    for (int x = 1; x < width; ++x) {
+        for (int j = 0; j < k; ++j) h.remove(at(j, x - 1)), h.add(at(j, x - 1 + k));
+        out(x, h.median(rank));
+    }
+    for (int j = 0; j < k; ++j)
+        for (int i = 0; i < k; ++i) h.remove(at(j, width - 1 + i));
+}
+
 }  // namespace
 
 template <class Key, class T>
@@ -273,70 +341,21 @@ void median_histogram_row(int k, const std::uint8_t* const* rows, int cn, std::u
 }
 
 void median_histogram_row(int k, const std::uint16_t* const* rows, int cn, std::uint16_t* out, int width) {
-    const int rank = k * k / 2;
-    // Counts of values and of blocks of 256 values; a window's k * k <= 65025 samples fit 16 bits. The
-    // tables are zero between calls: each row takes its last window out again.
-    static thread_local std::vector<std::uint16_t> values(65536);
-    static thread_local std::vector<std::uint16_t> blocks(256);
-    std::uint16_t* const fine = values.data();
-    std::uint16_t* const coarse = blocks.data();
-    for (int c = 0; c < cn; ++c) {
-        for (int j = 0; j < k; ++j)
-            for (int i = 0; i < k; ++i) {
-                const unsigned v = rows[j][i * cn + c];
-                ++fine[v], ++coarse[v >> 8];
-            }
-        // m: the median; below: the samples under m (as the 8-bit row), moving by whole blocks while the
-        // rank stays past (before) the block.
-        unsigned m = 0;
-        int below = 0;
-        const auto settle = [&] {
-            while (below > rank) {
-                if ((m & 255u) == 0 && below - coarse[(m >> 8) - 1] > rank) {
-                    below -= coarse[(m >> 8) - 1], m -= 256;
-                    continue;
-                }
-                below -= fine[--m];
-            }
-            for (;;) {
-                if ((m & 255u) == 0 && below + coarse[m >> 8] <= rank) {
-                    below += coarse[m >> 8], m += 256;
-                    continue;
-                }
-                if (below + fine[m] > rank) break;
-                below += fine[m++];
-            }
-        };
-        settle();
-        out[c] = static_cast<std::uint16_t>(m);
-        for (int x = 1; x < width; ++x) {
-            const int gone = (x - 1) * cn + c, come = (x - 1 + k) * cn + c;
-            for (int j = 0; j < k; ++j) {
-                const unsigned a = rows[j][gone], b = rows[j][come];
-                --fine[a], --coarse[a >> 8];
-                ++fine[b], ++coarse[b >> 8];
-                below += static_cast<int>(b < m) - static_cast<int>(a < m);
-            }
-            settle();
-            out[x * cn + c] = static_cast<std::uint16_t>(m);
-        }
-        for (int j = 0; j < k; ++j)
-            for (int i = 0; i < k; ++i) {
-                const unsigned v = rows[j][(width - 1 + i) * cn + c];
-                --fine[v], --coarse[v >> 8];
-            }
-    }
+    static thread_local SlidingMedian<false> h(65536);  // per thread: every row would clear 128 KB again
+    for (int c = 0; c < cn; ++c)
+        slide_median_row(
+            h, k, width, [&](int j, int x) { return rows[j][x * cn + c]; },
+            [&](int x, std::uint32_t m) { out[x * cn + c] = static_cast<std::uint16_t>(m); });
 }
 
 void median_key_rows(int k, const std::uint32_t* keys, std::size_t pitch, int cn, int width, int rows,
                      std::uint32_t* out, std::size_t out_pitch) {
-    const int rank = k * k / 2, in_rows = rows + k - 1, in_width = width + k - 1;
+    const int in_rows = rows + k - 1, in_width = width + k - 1;
     const std::size_t n = static_cast<std::size_t>(in_rows) * in_width;
     // Per call, not per thread: a band at large K holds megabytes, which a long-lived process (Python)
     // would otherwise keep per worker thread.
     std::vector<std::uint64_t> order(n);
     std::vector<std::uint32_t> ranks(n), distinct;
-    std::vector<std::uint16_t> fine, mid, coarse;
     for (int c = 0; c < cn; ++c) {
         // The channel's keys in order, each with its place: ranks[place] = its rank among the distinct keys.
         for (int y = 0; y < in_rows; ++y)
@@ -351,58 +370,11 @@ void median_key_rows(int k, const std::uint32_t* keys, std::size_t pitch, int cn
             if (distinct.empty() || distinct.back() != key) distinct.push_back(key);
             ranks[static_cast<std::uint32_t>(o)] = static_cast<std::uint32_t>(distinct.size() - 1);
         }
-        // Counts of ranks, of blocks of 256 and of 65536 ranks (a window's k * k <= 65025 fit 16 bits); zero
-        // between rows: each row takes its last window out again.
-        const std::size_t d = distinct.size();
-        fine.assign(d + 1, 0), mid.assign(d / 256 + 1, 0), coarse.assign(d / 65536 + 1, 0);
-        const auto add = [&](std::uint32_t v, int by) {
-            fine[v] = static_cast<std::uint16_t>(fine[v] + by);
-            mid[v >> 8] = static_cast<std::uint16_t>(mid[v >> 8] + by);
-            coarse[v >> 16] = static_cast<std::uint16_t>(coarse[v >> 16] + by);
-        };
-        for (int y = 0; y < rows; ++y) {
-            const auto at = [&](int j, int x) { return ranks[static_cast<std::size_t>(y + j) * in_width + x]; };
-            for (int j = 0; j < k; ++j)
-                for (int i = 0; i < k; ++i) add(at(j, i), 1);
-            // m: the median's rank; below: the samples under it. It moves by whole blocks where their
-            // counts leave the median past (before) them, as the 16-bit rows do with one level less.
-            std::uint32_t m = 0;
-            int below = 0;
-            const auto settle = [&] {
-                while (below > rank) {
-                    if ((m & 0xFFFFu) == 0 && below - coarse[(m >> 16) - 1] > rank)
-                        below -= coarse[(m >> 16) - 1], m -= 65536;
-                    else if ((m & 0xFFu) == 0 && below - mid[(m >> 8) - 1] > rank)
-                        below -= mid[(m >> 8) - 1], m -= 256;
-                    else
-                        below -= fine[--m];
-                }
-                for (;;) {
-                    if ((m & 0xFFFFu) == 0 && below + coarse[m >> 16] <= rank)
-                        below += coarse[m >> 16], m += 65536;
-                    else if ((m & 0xFFu) == 0 && below + mid[m >> 8] <= rank)
-                        below += mid[m >> 8], m += 256;
-                    else if (below + fine[m] <= rank)
-                        below += fine[m++];
-                    else
-                        break;
-                }
-            };
-            std::uint32_t* o = out + y * out_pitch + c;
-            settle();
-            o[0] = distinct[m];
-            for (int x = 1; x < width; ++x) {
-                for (int j = 0; j < k; ++j) {
-                    const std::uint32_t a = at(j, x - 1), b = at(j, x - 1 + k);
-                    add(a, -1), add(b, 1);
-                    below += static_cast<int>(b < m) - static_cast<int>(a < m);
-                }
-                settle();
-                o[x * cn] = distinct[m];
-            }
-            for (int j = 0; j < k; ++j)
-                for (int i = 0; i < k; ++i) add(at(j, width - 1 + i), -1);
-        }
+        SlidingMedian<true> h(distinct.size());
+        for (int y = 0; y < rows; ++y)
+            slide_median_row(
+                h, k, width, [&](int j, int x) { return ranks[static_cast<std::size_t>(y + j) * in_width + x]; },
+                [&](int x, std::uint32_t m) { out[y * out_pitch + x * cn + c] = distinct[m]; });
     }
 }
 

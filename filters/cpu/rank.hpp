@@ -20,8 +20,8 @@ void median_network_row(int k, const Key* const* rows, int cn, T* out, int n);
 // rows[j][(x + i) * cn + c] (any odd k), from a 256-bin histogram that
 // slides along the row (Huang): 2k updates per sample.
 void median_histogram_row(int k, const std::uint8_t* const* rows, int cn, std::uint8_t* out, int width);
-// The same for 16-bit samples: the histogram in two levels (256 blocks of
-// 256 values), the median moving a block at a time where a block's count
+// The same for 16-bit samples: the histogram with counts of blocks of 256
+// values too, the median moving a block at a time where a block's count
 // lets it; 2k updates of each level per sample.
 void median_histogram_row(int k, const std::uint16_t* const* rows, int cn, std::uint16_t* out, int width);
 // 32-bit keys (floats' rank keys): `rows` + k - 1 rows of bordered keys
