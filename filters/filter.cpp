@@ -258,6 +258,15 @@ bool whole_image(const Filter& f) {
     });
 }
 
+bool is_per_sample(const Filter& f) {
+    return !whole_image(f) && visit_kind(f, [&]<class Kind, class F>(Kind, const F& params) {
+        if constexpr (Kind::category == Category::pointwise)
+            return PerSampleOpType<decltype(Kind::template op<std::uint8_t>(params, ImageView{}, ImageView{}))>;
+        else
+            return false;
+    });
+}
+
 int output_channels(const Filter& f, int channels) {
     return visit_kind(f, [&](auto kind, const auto& params) {
         if constexpr (requires { kind.output_channels(params, channels); })

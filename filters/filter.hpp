@@ -54,6 +54,9 @@ struct FilterRun {
     // that stencil's input (through fused_color when set). CUDA only; the
     // schedule is this node's.
     std::optional<FusedStencil> fused_stencil{};
+    // A per-sample node (is_per_sample) applied to each sample as this node
+    // stores it: the pipeline's next node, not stored on its own.
+    std::optional<Filter> then{};
 };
 
 // A blend computed in one kernel with the stencils it reads (fusion, CUDA
@@ -66,6 +69,7 @@ struct BlendRun {
     std::optional<Filter> a, b;
     Border border;
     ScheduleSpec schedule;
+    std::optional<Filter> then{};  // as FilterRun::then
 };
 
 // A compound kind's steps (FilterKind<F>::expand): nodes over the compound
@@ -142,6 +146,11 @@ void check_supports(const ScheduleSpec& schedule, const BlendFilter& blend);
 // Why `f` cannot take an input of `depth` and `channels` (the kind's
 // refuses_input: adaptive takes 8-bit 1-channel images only), or "".
 std::string refuses_input(const Filter& f, Depth depth, int channels);
+
+// Whether `f` maps every sample on its own, all channels alike, with the
+// same result wherever it runs (threshold except otsu, scale, gamma): the
+// kinds a node can apply as it stores (FilterRun::then).
+bool is_per_sample(const Filter& f);
 
 // Whether each output pixel depends on the whole input (the kind's
 // whole_image: otsu's level), so that a pipeline cannot run tiled.

@@ -141,7 +141,10 @@ public:
     bool fuses() const override { return true; }
     // Every chain runs through line buffers; blends do not fuse here.
     KernelShape kernel_shape(const FilterRun&, const KernelFormat&) const override { return {}; }
-    KernelShape kernel_shape(const BlendRun&, const KernelFormat&) const override { return {.fits = false}; }
+    // Every node applies a `then` here (cpu/then.hpp); blends fuse with no stencil.
+    KernelShape kernel_shape(const BlendRun& node, const KernelFormat&) const override {
+        return {.fits = !node.a && !node.b};
+    }
 
     std::size_t allocate(const BufferPlan& plan) override {
         buffers_.clear();
@@ -156,8 +159,8 @@ public:
         run_node_cpu(node, src, dst);
     }
     void run_blend(const BlendFilter& blend, const ScheduleSpec& schedule, const ImageView& a, const ImageView& b,
-                   const ImageView& dst) override {
-        run_blend_cpu(blend, schedule, a, b, dst);
+                   const ImageView& dst, const std::optional<Filter>& then) override {
+        run_blend_cpu(blend, schedule, a, b, dst, then);
     }
     void run_fused_blend(const BlendRun&, const ImageView&, const ImageView&) override {
         throw std::logic_error("the CPU backend does not fuse blends");

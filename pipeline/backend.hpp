@@ -99,7 +99,9 @@ public:
     // The kernel a stencil node (with the nodes fused into it) or a blend
     // with the stencils it reads becomes here for `format`: whether one
     // kernel takes it (the executor fuses only then) and the strip height it
-    // runs fastest at on the default table's schedule.
+    // runs fastest at on the default table's schedule. A node of any kind
+    // with `then` set: whether its kernel applies that per-sample node as it
+    // stores; a BlendRun without stencils (a nor b): a plain blend's.
     virtual KernelShape kernel_shape(const FilterRun& node, const KernelFormat& format) const = 0;
     virtual KernelShape kernel_shape(const BlendRun& node, const KernelFormat& format) const = 0;
 
@@ -113,8 +115,9 @@ public:
     // Takes a run's input; returns the view nodes read it through.
     virtual ImageView upload(const ImageView& input) = 0;
     virtual void run_node(const FilterRun& node, const ImageView& src, const ImageView& dst) = 0;
+    // `then`: a per-sample filter applied as the blend stores (FilterRun::then).
     virtual void run_blend(const BlendFilter& blend, const ScheduleSpec& schedule, const ImageView& a,
-                           const ImageView& b, const ImageView& dst) = 0;
+                           const ImageView& b, const ImageView& dst, const std::optional<Filter>& then) = 0;
     // src: the input of the blend's stencils.
     virtual void run_fused_blend(const BlendRun& node, const ImageView& src, const ImageView& dst) = 0;
     // A host view that holds graph output `index`, computed into `result`,

@@ -3,6 +3,7 @@
 // and outputs go through pinned staging so the copies are asynchronous DMA;
 // finish() synchronises once.
 #include <optional>
+#include <stdexcept>
 #include <vector>
 
 #include "filters/cuda/backend.hpp"
@@ -32,11 +33,14 @@ public:
     bool fuses() const override { return true; }
     KernelShape kernel_shape(const FilterRun& node, const KernelFormat& f) const override {
         use_device(device_);
-        const bool fits = !node.fused_stencil || cuda_chain_fits(node, f.depth, f.src_channels, f.channels, device_);
+        const bool fits = (!node.then || cuda_applies_then(node)) &&
+                          (!node.fused_stencil || cuda_chain_fits(node, f.depth, f.src_channels, f.channels, device_));
         const int h = cuda_strip_height(node, f.depth, f.src_channels, f.channels, f.width, f.height, device_, block_);
         return {fits, h > 0 ? std::optional<int>(h) : std::nullopt};
     }
     KernelShape kernel_shape(const BlendRun& node, const KernelFormat& f) const override {
+        // A plain blend (neither side a stencil) with a `then`: vec_blend does not apply it.
+        if (!node.a && !node.b) return {.fits = false};
         use_device(device_);
         const int h = cuda_blend_strip_height(node, f.depth, f.src_channels, f.width, f.height, device_, block_);
         return {cuda_blend_fits(node, f.depth, f.src_channels), h > 0 ? std::optional<int>(h) : std::nullopt};
@@ -80,7 +84,8 @@ public:
         run_node_cuda(node, src, dst, stream(), block_, scratch);
     }
     void run_blend(const BlendFilter& blend, const ScheduleSpec& schedule, const ImageView& a, const ImageView& b,
-                   const ImageView& dst) override {
+                   const ImageView& dst, const std::optional<Filter>& then) override {
+        if (then) throw std::logic_error("the CUDA kernels do not apply a per-sample node as they store");
         run_blend_cuda(blend, schedule, a, b, dst, stream(), block_);
     }
     void run_fused_blend(const BlendRun& node, const ImageView& src, const ImageView& dst) override {

@@ -68,6 +68,7 @@ struct GraphExecutor::Plan {
     std::vector<NodeId> fused_into;                       // per fused node: the stencil that computes it, or -1
     std::vector<NodeId> fused_stencil;                    // per stencil node: the stencil fused into it, or -1
     std::vector<std::optional<BlendRun>> fused_blend;     // per blend node: run with its stencils in one kernel
+    std::vector<NodeId> applied_by;  // per per-sample node: the node whose kernel applies it, or -1
     std::vector<int> buffer_of;                           // per node; -1: the graph input
     std::vector<int> buffer_channels;                     // capacity of each buffer, in channels
 
@@ -86,6 +87,7 @@ private:
     void fuse_stencil_pairs(const Graph& graph, const std::vector<int>& readers, const Backend& backend, bool all,
                             bool colour, bool cuda);
     void fuse_blends(const Graph& graph, const std::vector<int>& readers, const Backend& backend);
+    void fuse_per_sample(const Graph& graph, const std::vector<int>& readers, const Backend& backend);
 };
 
 // Only nodes that feed an output run. Node ids are already topological:
@@ -150,6 +152,7 @@ void GraphExecutor::Plan::fuse(const Graph& graph, const RunOptions& options, co
     fused_into.assign(nodes.size(), -1);
     fused_stencil.assign(nodes.size(), -1);
     fused_blend.assign(nodes.size(), std::nullopt);
+    applied_by.assign(nodes.size(), -1);
     for (NodeId id : order) reads[id] = nodes[id].inputs;
     if (!options.fuse || !backend.fuses()) return;
     std::vector<int> readers(nodes.size(), 0);  // of each node's output
@@ -162,6 +165,7 @@ void GraphExecutor::Plan::fuse(const Graph& graph, const RunOptions& options, co
     if (options.stencil_pairs != RunOptions::StencilPairs::none)
         fuse_stencil_pairs(graph, readers, backend, all, colour, options.device.cuda);
     fuse_blends(graph, readers, backend);
+    fuse_per_sample(graph, readers, backend);
     std::erase_if(order, [&](NodeId id) { return fused_into[id] >= 0; });
 }
 
@@ -280,12 +284,53 @@ void GraphExecutor::Plan::fuse_blends(const Graph& graph, const std::vector<int>
     }
 }
 
+// A per-sample node (is_per_sample: threshold, scale, gamma) whose input is
+// read by it alone is applied by that node's kernel as it stores each
+// sample (FilterRun::then, BlendRun::then), where the backend's kernel takes
+// it (Backend::kernel_shape): one pass over memory instead of two, and no
+// buffer for the input. The per-sample node runs that kernel (with what is
+// fused into it) and keeps its own id, buffer and outputs; a kernel applies
+// one such node (the next per-sample node runs on its own).
+void GraphExecutor::Plan::fuse_per_sample(const Graph& graph, const std::vector<int>& readers, const Backend& backend) {
+    const auto& nodes = graph.nodes();
+    for (NodeId id : order) {
+        const auto* then = std::get_if<Filter>(&nodes[id].op);
+        if (!then || !is_per_sample(*then) || choice[id] == Choice::pending) continue;
+        const NodeId in = nodes[id].inputs[0];
+        if (in == Graph::input() || readers[in] != 1 || fused_into[in] >= 0 || applied_by[in] >= 0 ||
+            choice[in] == Choice::pending)
+            continue;
+        KernelFormat kernel{depth, channels_of[reads[in][0]], channels_of[in], width, height};
+        bool fits = false;
+        if (const auto* filter = std::get_if<Filter>(&nodes[in].op)) {
+            FilterRun run{*filter, graph.border_of(in), schedule[in], fused_color[in], std::nullopt, *then};
+            if (fused_stencil[in] >= 0) {
+                const NodeId first = fused_stencil[in];
+                run.fused_stencil = FusedStencil{std::get<Filter>(nodes[first].op), graph.border_of(first)};
+                kernel.channels = channels_of[first];
+            }
+            fits = backend.kernel_shape(run, kernel).fits;
+        } else {
+            BlendRun run = fused_blend[in] ? *fused_blend[in]
+                                           : BlendRun{std::get<BlendFilter>(nodes[in].op), std::nullopt, std::nullopt,
+                                                      Border{}, schedule[in]};
+            run.then = *then;
+            fits = backend.kernel_shape(run, kernel).fits;
+        }
+        if (!fits) continue;
+        applied_by[id] = in;
+        fused_into[in] = id;
+        reads[id] = reads[in];
+    }
+}
+
 // A stencil (or stencil pair) whose schedule came from the default table
 // takes the strip height the backend picks for this image
 // (Backend::kernel_shape: on the GPU, the 8-bit stream kernels' by waves).
 void GraphExecutor::Plan::size_strips(const Graph& graph, const Backend& backend) {
     const auto& nodes = graph.nodes();
-    for (NodeId id : order) {
+    for (NodeId node : order) {
+        const NodeId id = applied_by[node] >= 0 ? applied_by[node] : node;  // the node whose kernel runs
         if (!is_stencil(nodes[id].op) || choice[id] != Choice::table) continue;
         FilterRun run{std::get<Filter>(nodes[id].op), graph.border_of(id), schedule[id], fused_color[id], std::nullopt};
         int channels = channels_of[id];
@@ -412,18 +457,25 @@ void GraphExecutor::run_node(NodeId id, const ScheduleSpec& schedule, int first_
         v.height = rows;
         return v;
     };
-    const GraphNode& n = graph_.nodes()[id];
     const ImageView dst = band(view_of(id));
+    // A per-sample node applied by the node before it runs that node's kernel (Plan::fuse_per_sample).
+    const NodeId k = plan_->applied_by[id] >= 0 ? plan_->applied_by[id] : id;
+    std::optional<Filter> then;
+    if (k != id) then = std::get<Filter>(graph_.nodes()[id].op);
+    const ScheduleSpec& kernel_schedule = k != id ? plan_->schedule[k] : schedule;
+    const GraphNode& n = graph_.nodes()[k];
     if (const auto* filter = std::get_if<Filter>(&n.op)) {
-        FilterRun node{*filter, graph_.border_of(id), schedule, plan_->fused_color[id], std::nullopt};
-        if (const NodeId first = plan_->fused_stencil[id]; first >= 0)
+        FilterRun node{*filter, graph_.border_of(k), kernel_schedule, plan_->fused_color[k], std::nullopt, then};
+        if (const NodeId first = plan_->fused_stencil[k]; first >= 0)
             node.fused_stencil = FusedStencil{std::get<Filter>(graph_.nodes()[first].op), graph_.border_of(first)};
         backend_->run_node(node, band(view_of(plan_->reads[id][0])), dst);
-    } else if (const auto& fused = plan_->fused_blend[id]) {
-        backend_->run_fused_blend(*fused, band(view_of(plan_->reads[id][0])), dst);
+    } else if (const auto& fused = plan_->fused_blend[k]) {
+        BlendRun run = *fused;
+        run.then = then;
+        backend_->run_fused_blend(run, band(view_of(plan_->reads[id][0])), dst);
     } else {
-        backend_->run_blend(std::get<BlendFilter>(n.op), schedule, band(view_of(n.inputs[0])),
-                            band(view_of(n.inputs[1])), dst);
+        backend_->run_blend(std::get<BlendFilter>(n.op), kernel_schedule, band(view_of(n.inputs[0])),
+                            band(view_of(n.inputs[1])), dst, then);
     }
 }
 
@@ -681,6 +733,11 @@ std::string GraphExecutor::describe() const {
         // Nodes that do not run (not needed by any output) keep the text; fused ones show their kernel's schedule.
         if (!plan_ || (plan_->buffer_of[id] < 0 && plan_->fused_into[id] < 0)) return text;
         if (const auto& fused = plan_->fused_blend[id]) return fused->schedule.to_string() + " (its stencils' kernel)";
+        if (const NodeId k = plan_->applied_by[id]; k >= 0) {
+            if (const auto& fused = plan_->fused_blend[k])
+                return fused->schedule.to_string() + " (" + nodes[k].name + "'s kernel)";
+            return plan_->schedule[k].to_string() + " (" + nodes[k].name + "'s kernel)";
+        }
         const std::string spec = plan_->schedule[id].to_string();
         switch (plan_->choice[id]) {
             case Choice::given: return spec + " (given)";
@@ -738,6 +795,8 @@ std::string GraphExecutor::describe() const {
         } else if (plan_ && plan_->fused_color[id]) {
             s << "  (fused: reads " << nodes[plan_->reads[id][0]].name << " through "
               << to_string(Filter(*plan_->fused_color[id])) << ")";
+        } else if (plan_ && plan_->applied_by[id] >= 0) {
+            s << "  (fused: applied as " << nodes[plan_->applied_by[id]].name << " stores each sample)";
         }
         if (plan_) {
             if (plan_->fused_into[id] >= 0)
@@ -755,11 +814,13 @@ std::string GraphExecutor::describe() const {
         const std::size_t plane = static_cast<std::size_t>(plan_->width) * plan_->height * depth_bytes(plan_->depth);
         std::size_t bytes = 0;
         for (int ch : plan_->buffer_channels) bytes += plane * ch;
-        std::ptrdiff_t colours = 0, stencils = 0, blended = 0;  // fused nodes, by what they are fused into
+        std::ptrdiff_t colours = 0, stencils = 0, blended = 0, applied = 0;  // fused nodes, by what they are fused into
         for (NodeId id = 1; id < static_cast<NodeId>(nodes.size()); ++id) {
             const NodeId into = plan_->fused_into[id];
             if (into < 0) continue;
-            if (!is_stencil(nodes[id].op))
+            if (plan_->applied_by[into] == id)
+                ++applied;
+            else if (!is_stencil(nodes[id].op))
                 ++colours;
             else if (plan_->fused_blend[into])
                 ++blended;
@@ -770,6 +831,8 @@ std::string GraphExecutor::describe() const {
         if (colours > 0) s << " (" << colours << " colour node" << (colours > 1 ? "s" : "") << " fused)";
         if (stencils > 0) s << " (" << stencils << " stencil" << (stencils > 1 ? "s" : "") << " fused into the next)";
         if (blended > 0) s << " (" << blended << " stencil" << (blended > 1 ? "s" : "") << " fused into a blend)";
+        if (applied > 0)
+            s << " (" << applied << " per-sample node" << (applied > 1 ? "s" : "") << " applied by the kernel before)";
         s << ", " << plan_->buffer_channels.size() << " buffers (" << std::fixed << std::setprecision(1)
           << bytes / 1048576.0 << " MiB) reused by lifetime\n";
     } else {

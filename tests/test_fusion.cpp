@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include <barrier>
+#include <cstring>
 #include <thread>
 #include <vector>
 
@@ -227,6 +228,78 @@ TEST(Fusion, ATeamOfThreadsComputesTheSameTilesAsOneThread) {
             });
             EXPECT_EQ(cv::norm(got, want, cv::NORM_INF), 0.0);
         }
+}
+
+// Whether two images hold the same bytes (NaN included).
+bool same_bytes(const cv::Mat& a, const cv::Mat& b) {
+    if (a.size() != b.size() || a.type() != b.type()) return false;
+    for (int y = 0; y < a.rows; ++y)
+        if (std::memcmp(a.ptr(y), b.ptr(y), a.cols * a.elemSize()) != 0) return false;
+    return true;
+}
+
+// A per-sample node (threshold, scale, gamma) after a node of any kind is
+// applied by that node's kernel as it stores each sample (FilterRun::then):
+// equal to the two nodes run on their own, for every kind (an otsu threshold
+// too: its level is its input's), depth and channel count, on the row, tile
+// and per-pixel (index map) paths of the CPU.
+TEST(Fusion, PerSampleNodesAppliedByTheKernelBeforeEqualTheTwoNodesOnTheCpu) {
+    const auto tails = [](Depth d) -> std::vector<std::string> {
+        if (d == Depth::u8) return {"threshold:100:200:binary_inv", "scale:1.5:-20.25", "gamma:2.2"};
+        if (d == Depth::u16) return {"threshold:30000::trunc", "scale:0.7:100", "gamma:0.45"};
+        return {"threshold:0.5:1:tozero", "scale:-1:1", "gamma:2.2"};
+    };
+    int fused = 0;
+    for_each_kind([&]<class F>(std::type_identity<F>) {
+        using Kind = FilterKind<F>;
+        for (const std::string_view example : {Kind::examples[0], std::end(Kind::examples)[-1]}) {
+            const std::string head = std::string(Kind::name) + (example.empty() ? "" : ":" + std::string(example));
+            const Filter filter = parse_filter(head);
+            for (const char* schedule : {"", "@naive", "@column:8", "@sep:16x8"}) {
+                if (*schedule && !supports(parse_schedule(schedule + 1), filter)) continue;
+                for (const Depth depth : {Depth::u8, Depth::u16, Depth::f32})
+                    for (const int channels : {1, 3}) {
+                        if (!refuses_input(filter, depth, channels).empty()) continue;
+                        const cv::Mat src = random_image(37, 23, channels, depth, 5);
+                        for (const std::string& tail : tails(depth)) {
+                            const std::string text = head + schedule + " | " + tail;
+                            SCOPED_TRACE(text + " " + depth_name(depth) + "x" + std::to_string(channels));
+                            const Graph g = parse_pipeline(text);
+                            GraphExecutor one(g, options(true)), two(g, options(false));
+                            EXPECT_TRUE(same_bytes(first_output(one, src), first_output(two, src)));
+                            const bool applied = one.describe().find("stores each sample)") != std::string::npos;
+                            EXPECT_TRUE(applied) << one.describe();
+                            fused += applied;
+                        }
+                    }
+            }
+        }
+    });
+    EXPECT_GT(fused, 500);
+}
+
+// What stays two kernels: a node whose output is also read elsewhere (an
+// output, or a second reader), an otsu threshold (its level needs the whole
+// image), a second per-sample node after one already applied.
+TEST(Fusion, PerSampleNodesStayOnTheirOwnWhereTheNodeBeforeIsNeeded) {
+    const auto plan = [](const Graph& g) {
+        GraphExecutor ex(g, options(true));
+        ex.plan(40, 30, 1, Depth::u8);
+        return ex.describe();
+    };
+    Graph both;
+    const NodeId blurred = both.add_filter("blurred", parse_filter("blur:3"), Graph::input());
+    both.add_output(blurred);
+    both.add_output(both.add_filter("mask", parse_filter("threshold:100"), blurred));
+    EXPECT_EQ(plan(both).find("fused"), std::string::npos) << plan(both);
+    EXPECT_EQ(plan(parse_pipeline("blur:3 | threshold:0:255:otsu")).find("fused"), std::string::npos);
+    const std::string two = plan(parse_pipeline("blur:3 | scale:2 | gamma:2"));
+    EXPECT_NE(two.find("@sep:256x256 (n1's kernel)"), std::string::npos) << two;
+    EXPECT_NE(two.find("2 kernels run (1 per-sample node applied by the kernel before)"), std::string::npos) << two;
+    // --no-fuse: every node its own kernel.
+    GraphExecutor off(parse_pipeline("blur:3 | threshold:100"), options(false));
+    off.plan(40, 30, 1, Depth::u8);
+    EXPECT_EQ(off.describe().find("fused"), std::string::npos) << off.describe();
 }
 
 // A colour node on a gray image (read as R = G = B), fused into the

@@ -15,6 +15,7 @@
 #include "filters/cpu/lut8.hpp"
 #include "filters/cpu/pair_lines.hpp"
 #include "filters/cpu/separable.hpp"
+#include "filters/cpu/then.hpp"
 #include "filters/dispatch.hpp"
 #include "filters/error.hpp"
 #include "filters/kernel_path.hpp"
@@ -63,7 +64,7 @@ struct PixelMap {
 // rows of x, without mapping (a division) per pixel, so pointwise loops can
 // vectorise.
 template <class Op>
-void run_rows(const Op& op, int width, int height) {
+void run_rows(const Op& op, int width, int height, const cpu::Then& then) {
     note_kernel_path(kIsColorOp<Op>   ? KernelPath::cpu_color_rows
                      : kIsBlendOp<Op> ? KernelPath::cpu_blend_rows
                                       : KernelPath::cpu_rows);
@@ -91,6 +92,7 @@ void run_rows(const Op& op, int width, int height) {
                 for (int y = rows.begin(); y != rows.end(); ++y)
                     for (int x = 0; x < width; ++x) op(x, y);
             }
+            then(0, width, rows.begin(), rows.end());
         });
 }
 
@@ -98,7 +100,7 @@ void run_rows(const Op& op, int width, int height) {
 // run of schedule indices, so a column schedule keeps a task inside one
 // strip of the image.
 template <class Op>
-void run_mapped(const PixelMap& map, const Op& op, int width, int height) {
+void run_mapped(const PixelMap& map, const Op& op, int width, int height, const cpu::Then& then) {
     note_kernel_path(KernelPath::cpu_index_map);
     constexpr std::uint32_t grain = 4096;
     constexpr int kChunk = 256;
@@ -108,7 +110,10 @@ void run_mapped(const PixelMap& map, const Op& op, int width, int height) {
         for (std::uint32_t i = range.begin(); i < range.end(); i += kChunk) {
             const int k = static_cast<int>(std::min<std::uint32_t>(kChunk, range.end() - i));
             map.fill(map.schedule, i, k, width, height, pixels);
-            for (int j = 0; j < k; ++j) op(pixels[j].x, pixels[j].y);
+            for (int j = 0; j < k; ++j) {
+                op(pixels[j].x, pixels[j].y);
+                if (then) then(pixels[j].x, pixels[j].x + 1, pixels[j].y, pixels[j].y + 1);
+            }
         }
     });
 }
@@ -120,16 +125,17 @@ void run_mapped(const PixelMap& map, const Op& op, int width, int height) {
 struct CpuLaunch {
     int width, height;
     TileOrder order;  // the order smem, sep and stream tasks take tiles in
+    const cpu::Then& then;
 
     template <class Schedule, class Op>
     void operator()(Schedule schedule, const Op& op) const {
         if constexpr (kStagesTiles<Schedule> && cpu::SeparableStencilOp<Op>) {
             note_kernel_path(KernelPath::cpu_separable_tiles);
-            cpu::run_separable_tiles(schedule, op, width, height, order);
+            cpu::run_separable_tiles(schedule, op, width, height, order, then);
         } else if constexpr (std::is_same_v<Schedule, NaiveSchedule> || std::is_same_v<Schedule, VecSchedule>) {
-            run_rows(op, width, height);
+            run_rows(op, width, height, then);
         } else {
-            run_mapped(PixelMap::of(schedule), op, width, height);
+            run_mapped(PixelMap::of(schedule), op, width, height, then);
         }
     }
 };
@@ -207,10 +213,14 @@ void run_chain_cpu(const FilterRun& node, const ImageView& src, const ImageView&
             });
         }
         if (!plan.last) throw std::logic_error("a fused chain needs stencils");
+        const cpu::Then then(node.then, dst);
         cpu::for_each_tile(
             tiles, node.schedule.order, dst.width, dst.height,
             [&](int tile_w) { return std::make_unique<cpu::ChainStages<T>>(plan, src, matrix, tile_w); },
-            [](cpu::ChainStages<T>& stages, int x0, int x1, int y0, int y1) { stages.run(x0, x1, y0, y1); });
+            [&](cpu::ChainStages<T>& stages, int x0, int x1, int y0, int y1) {
+                stages.run(x0, x1, y0, y1);
+                then(x0, x1, y0, y1);
+            });
     });
 }
 
@@ -258,17 +268,19 @@ bool is_otsu(const Filter& f) {
 void run_node_cpu(const FilterRun& node, const ImageView& src, const ImageView& dst) {
     if (category_of(node.filter) == Category::window) return run_window_cpu(node, src, dst);
     if (node.fused_stencil || node.fused_color) return run_chain_cpu(node, src, dst);
+    const cpu::Then then(node.then, dst);
     if (is_otsu(node.filter)) {
         if (dst.empty()) return;
         return dispatch_node<BorderBinding::run_time>(at_otsu_level(node, src), src, dst,
-                                                      CpuLaunch{dst.width, dst.height, node.schedule.order});
+                                                      CpuLaunch{dst.width, dst.height, node.schedule.order, then});
     }
-    dispatch_node<BorderBinding::run_time>(node, src, dst, CpuLaunch{dst.width, dst.height, node.schedule.order});
+    dispatch_node<BorderBinding::run_time>(node, src, dst, CpuLaunch{dst.width, dst.height, node.schedule.order, then});
 }
 
 void run_blend_cpu(const BlendFilter& blend, const ScheduleSpec& schedule, const ImageView& a, const ImageView& b,
-                   const ImageView& dst) {
-    dispatch_blend(blend, schedule, a, b, dst, CpuLaunch{dst.width, dst.height, schedule.order});
+                   const ImageView& dst, const std::optional<Filter>& then) {
+    const cpu::Then apply(then, dst);
+    dispatch_blend(blend, schedule, a, b, dst, CpuLaunch{dst.width, dst.height, schedule.order, apply});
 }
 
 }  // namespace cbi

@@ -5,13 +5,15 @@
 
 namespace cbi {
 
-// src and dst must not overlap; dst has the node's output geometry.
+// src and dst must not overlap; dst has the node's output geometry. A
+// node's `then` is applied to each part of dst as its task stores it.
 void run_node_cpu(const FilterRun& node, const ImageView& src, const ImageView& dst);
 // A node of a window kind (cpu/window.cpp; run_node_cpu passes them there).
 void run_window_cpu(const FilterRun& node, const ImageView& src, const ImageView& dst);
 
-// dst = blend of a and b (same geometry; dst may alias neither).
+// dst = blend of a and b (same geometry; dst may alias neither), then
+// `then` (a per-sample filter) applied to each sample as it is stored.
 void run_blend_cpu(const BlendFilter& blend, const ScheduleSpec& schedule, const ImageView& a, const ImageView& b,
-                   const ImageView& dst);
+                   const ImageView& dst, const std::optional<Filter>& then = std::nullopt);
 
 }  // namespace cbi

@@ -701,12 +701,18 @@ void for_each_tile(const TileSchedule& schedule, const TileOrder& order, int wid
 }
 
 // Runs `op` over a width x height output in the tiles of `schedule`.
-template <SeparableStencilOp Op>
-void run_separable_tiles(const TileSchedule& schedule, const Op& op, int width, int height,
-                         const TileOrder& order = {}) {
+// `then(x0, x1, y0, y1)` after each tile (a per-sample node applied as
+// the tile is stored: cpu/then.hpp).
+template <SeparableStencilOp Op, class Then = void (*)(int, int, int, int)>
+void run_separable_tiles(
+    const TileSchedule& schedule, const Op& op, int width, int height, const TileOrder& order = {},
+    const Then& then = [](int, int, int, int) {}) {
     for_each_tile(
         schedule, order, width, height, [&](int tw) { return std::make_unique<TileWorker<Op>>(op, tw); },
-        [](TileWorker<Op>& worker, int x0, int x1, int y0, int y1) { worker.run(x0, x1, y0, y1); });
+        [&](TileWorker<Op>& worker, int x0, int x1, int y0, int y1) {
+            worker.run(x0, x1, y0, y1);
+            then(x0, x1, y0, y1);
+        });
 }
 
 }  // namespace cbi::cpu

@@ -11,6 +11,7 @@
 
 #include "filters/cpu/backend.hpp"
 #include "filters/cpu/bilateral.hpp"
+#include "filters/cpu/then.hpp"
 #include "filters/dispatch.hpp"
 #include "filters/kernel_path.hpp"
 
@@ -32,6 +33,7 @@ struct ScratchOf<Op> {
 
 struct WindowLaunch {
     int width, height;
+    const cpu::Then& then;  // applied to each task's rows as they are stored
 
     template <class Schedule, class Op>
     void operator()(Schedule schedule, const Op& op) const {
@@ -45,6 +47,7 @@ struct WindowLaunch {
             tbb::parallel_for(tbb::blocked_range<int>(0, height, grain), [&](const auto& rows) {
                 std::vector<T> scratch(op.scratch_samples());
                 op.rows(rows.begin(), rows.end(), scratch.data());
+                then(0, width, rows.begin(), rows.end());
             });
         } else if constexpr (std::is_same_v<Schedule, NaiveSchedule> && requires { op.band(0, 0, width, nullptr); }) {
             // Ops with a band form (filter2d): each task its rows with its scratch. Bands of 8 to 16
@@ -53,6 +56,7 @@ struct WindowLaunch {
             tbb::parallel_for(tbb::blocked_range<int>(0, height, 16), [&](const auto& rows) {
                 std::vector<float> scratch(static_cast<std::size_t>(op.band_scratch(width)));
                 op.band(rows.begin(), rows.end(), width, scratch.data());
+                then(0, width, rows.begin(), rows.end());
             });
         } else if constexpr (std::is_same_v<Schedule, NaiveSchedule> && requires { cpu::bilateral_rows(op, 0, 0); }) {
             // The bilateral filter: its row form (cpu/bilateral.cpp) where it has one, else per pixel.
@@ -61,6 +65,7 @@ struct WindowLaunch {
                 if (!cpu::bilateral_rows(op, rows.begin(), rows.end()))
                     for (int y = rows.begin(); y != rows.end(); ++y)
                         for (int x = 0; x < width; ++x) op(x, y);
+                then(0, width, rows.begin(), rows.end());
             });
         } else if constexpr (std::is_same_v<Schedule, NaiveSchedule>) {
             note_kernel_path(KernelPath::cpu_rows);
@@ -68,6 +73,7 @@ struct WindowLaunch {
             tbb::parallel_for(tbb::blocked_range<int>(0, height, 1), [&](const auto& rows) {
                 for (int y = rows.begin(); y != rows.end(); ++y)
                     for (int x = 0; x < width; ++x) op(x, y);
+                then(0, width, rows.begin(), rows.end());
             });
         } else {
             note_kernel_path(KernelPath::cpu_index_map);
@@ -76,6 +82,7 @@ struct WindowLaunch {
                 for (std::uint32_t i = range.begin(); i != range.end(); ++i) {
                     const Pixel p = schedule.map(i, width, height);
                     op(p.x, p.y);
+                    if (then) then(p.x, p.x + 1, p.y, p.y + 1);
                 }
             });
         }
@@ -86,7 +93,8 @@ struct WindowLaunch {
 
 void run_window_cpu(const FilterRun& node, const ImageView& src, const ImageView& dst) {
     if (dst.empty()) return;
-    dispatch_window(node, src, dst, WindowLaunch{dst.width, dst.height});
+    const cpu::Then then(node.then, dst);
+    dispatch_window(node, src, dst, WindowLaunch{dst.width, dst.height, then});
 }
 
 }  // namespace cbi

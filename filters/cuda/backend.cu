@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <optional>
+#include <stdexcept>
 #include <string>
 #include <type_traits>
 #include <utility>
@@ -14,6 +15,7 @@
 #include "filters/dispatch.hpp"
 #include "filters/error.hpp"
 #include "filters/kernel_path.hpp"
+#include "filters/then.hpp"
 
 namespace cbi {
 namespace {
@@ -475,7 +477,8 @@ __device__ __forceinline__ void sep_column_sums(const Op& op, const SepLayout& L
 template <class Op>
 __device__ __forceinline__ void sep_finish(const Op& op, const SepLayout& L, const SepStorage<Op>& st,
                                            const typename Op::Acc (&acc)[Op::kMaxPasses][kSepRun], int x0, int y0,
-                                           int tx, int c, int ty0, int outputs, int lead) {
+                                           int tx, int c, int ty0, int outputs, int lead,
+                                           const ThenSamples<typename Op::Sample>& then) {
     using T = typename Op::Sample;
     using Acc = typename Op::Acc;
     using W = typename Op::W;
@@ -502,7 +505,7 @@ __device__ __forceinline__ void sep_finish(const Op& op, const SepLayout& L, con
                 });
             }
         }
-        *reinterpret_cast<T*>(out) = op.finish(v);
+        *reinterpret_cast<T*>(out) = then(op.finish(v));
     }
 }
 
@@ -511,7 +514,7 @@ __device__ __forceinline__ void sep_finish(const Op& op, const SepLayout& L, con
 // columns and finishes.
 template <class Op>
 __device__ __forceinline__ void sep_column_pass(const Op& op, const SepLayout& L, const SepStorage<Op>& st, int x0,
-                                                int y0, int lead) {
+                                                int y0, int lead, const ThenSamples<typename Op::Sample>& then) {
     using Acc = typename Op::Acc;
     constexpr int R = kSepRun;
     const int C = op.src.view.channels;
@@ -527,7 +530,7 @@ __device__ __forceinline__ void sep_column_pass(const Op& op, const SepLayout& L
         if (tx >= L.tile_w || x0 + tx >= width || outputs <= 0) continue;
         Acc acc[Op::kMaxPasses][R];
         sep_column_sums(op, L, st, sc, ty0, acc);
-        sep_finish(op, L, st, acc, x0, y0, tx, c, ty0, outputs, lead);
+        sep_finish(op, L, st, acc, x0, y0, tx, c, ty0, outputs, lead, then);
     }
 }
 
@@ -537,7 +540,8 @@ __device__ __forceinline__ void sep_column_pass(const Op& op, const SepLayout& L
 // consecutive tiles of L.order from their linear index instead of tile
 // column blockIdx.x, tile rows blockIdx.y, + gridDim.y, ...
 template <class Op, bool kOrdered>
-__device__ __forceinline__ void sep_tiles(const Op& op, const SepLayout& L) {
+__device__ __forceinline__ void sep_tiles(const Op& op, const SepLayout& L,
+                                          const ThenSamples<typename Op::Sample>& then) {
     extern __shared__ __align__(16) unsigned char smem[];
     const SepStorage<Op> st = SepStorage<Op>::carve(smem, L.smem);
     if constexpr (!UnitWeightOp<Op>) sep_load_weights(op, L, st);
@@ -569,14 +573,16 @@ __device__ __forceinline__ void sep_tiles(const Op& op, const SepLayout& L) {
         __syncthreads();
         sep_row_pass(op, L, st, column.lead);
         __syncthreads();
-        sep_column_pass(op, L, st, x0, y0, column.lead);
+        sep_column_pass(op, L, st, x0, y0, column.lead, then);
         __syncthreads();  // the next tile reuses the stage and the sums
     }
 }
 
+// `then`: a per-sample node applied as each output is stored (FilterRun::then).
 template <class Op, bool kOrdered>
-__global__ void sep_stencil(const __grid_constant__ Op op, const SepLayout L) {
-    sep_tiles<Op, kOrdered>(op, L);
+__global__ void sep_stencil(const __grid_constant__ Op op, const SepLayout L,
+                            const __grid_constant__ ThenSamples<typename Op::Sample> then) {
+    sep_tiles<Op, kOrdered>(op, L, then);
 }
 
 // 8-bit box filters keep their running sums in 48 registers, room for five
@@ -585,8 +591,10 @@ __global__ void sep_stencil(const __grid_constant__ Op op, const SepLayout L) {
 // measurably slower (docs/performance.md#sep-registers). A bound
 // on every sep kernel would change the others' registers too.
 template <class Op, bool kOrdered>
-__global__ void __launch_bounds__(256, 5) sep_stencil_five_blocks(const __grid_constant__ Op op, const SepLayout L) {
-    sep_tiles<Op, kOrdered>(op, L);
+__global__ void __launch_bounds__(256, 5)
+    sep_stencil_five_blocks(const __grid_constant__ Op op, const SepLayout L,
+                            const __grid_constant__ ThenSamples<typename Op::Sample> then) {
+    sep_tiles<Op, kOrdered>(op, L, then);
 }
 
 template <class Op, bool kOrdered>
@@ -630,7 +638,8 @@ SepLayout sep_layout(const SepTileSchedule& tile, const TileOrder& order, const 
 }
 
 template <class Op>
-void launch_sep(const SepTileSchedule& tile, const TileOrder& order, const Op& op, cudaStream_t stream, int block) {
+void launch_sep(const SepTileSchedule& tile, const TileOrder& order, const Op& op, cudaStream_t stream, int block,
+                const ThenSamples<typename Op::Sample>& then) {
     if (op.dst.width <= 0 || op.dst.height <= 0) return;
     const SepLayout L = sep_layout(tile, order, op);
     const int device = cuda::current_device();
@@ -647,7 +656,7 @@ void launch_sep(const SepTileSchedule& tile, const TileOrder& order, const Op& o
             cuda::allow_shared_memory<row_major_kernel>(device);
     }
     const int threads = ordered ? block_threads<ordered_kernel>(block) : block_threads<row_major_kernel>(block);
-    kernel<<<L.grid(), threads, L.smem.bytes, stream>>>(op, L);
+    kernel<<<L.grid(), threads, L.smem.bytes, stream>>>(op, L, then);
 }
 
 // ------------------------------------------------------------------- vec:N
@@ -865,15 +874,22 @@ requires(!SeparableOp<Op> && !PerSampleOpType<Op>)  // stencils never take vec:N
     });
 }
 
+const std::optional<Filter> kNoThen{};
+
 struct CudaLaunch {
     int width, height;
     cudaStream_t stream;
     int block;
     const char* what;  // for error messages
     TileOrder order;   // the order smem, sep and stream blocks take tiles in
+    const std::optional<Filter>& then;  // applied as outputs are stored: sep and stream only (cuda_applies_then)
 
     template <class Schedule, class Op>
     void operator()(Schedule schedule, const Op& op) const {
+        constexpr bool kThen =
+            (std::is_same_v<Schedule, SepTileSchedule> || std::is_same_v<Schedule, StreamSchedule>)&&SeparableOp<Op>;
+        if constexpr (!kThen)
+            if (then) throw std::logic_error(std::string(what) + ": this kernel does not apply a per-sample node");
         // One kernel per (schedule family, op): the generic index-map kernel is
         // not instantiated for the tiled families' stencils.
         if constexpr (std::is_same_v<Schedule, SmemTileSchedule> && SeparableOp<Op>) {
@@ -882,15 +898,16 @@ struct CudaLaunch {
             CBI_CUDA_CHECK(cudaGetLastError(), std::string("launch ") + what + " (smem)");
         } else if constexpr (std::is_same_v<Schedule, SepTileSchedule> && SeparableOp<Op>) {
             note_kernel_path(KernelPath::cuda_sep);
-            launch_sep(schedule, order, op, stream, block);
+            launch_sep(schedule, order, op, stream, block, then_samples<typename Op::Sample>(then, op.dst));
             CBI_CUDA_CHECK(cudaGetLastError(), std::string("launch ") + what + " (sep)");
         } else if constexpr (std::is_same_v<Schedule, StreamSchedule> && SeparableOp<Op>) {
             // The executor fuses colour nodes into smem and sep only: stream reads stored images.
             if constexpr (std::remove_cvref_t<decltype(op.src)>::kStored) {
                 const auto any = cuda::any_border(op);
                 // The 8-bit kernel takes what it can (equal sizes up to 9, lanes that cannot overflow).
-                const bool eight_bit = cuda::launch_stream8(schedule, any, stream, block, order);
-                if (!eight_bit) cuda::launch_stream(schedule, any, stream, block, order);
+                const auto samples = then_samples<typename Op::Sample>(then, op.dst);
+                const bool eight_bit = cuda::launch_stream8(schedule, any, stream, block, order, samples);
+                if (!eight_bit) cuda::launch_stream(schedule, any, stream, block, order, samples);
                 note_kernel_path(eight_bit ? KernelPath::cuda_stream8 : KernelPath::cuda_stream);
             } else {
                 throw std::logic_error("stream:WxH does not take fused colour nodes");
@@ -1024,6 +1041,9 @@ void run_node_cuda(const FilterRun& node, const ImageView& src, const ImageView&
 void run_node_cuda(const FilterRun& node, const ImageView& src, const ImageView& dst, cudaStream_t stream, int block,
                    void* scratch) {
     check_block(block);
+    if (node.then && !cuda_applies_then(node))
+        throw std::logic_error(to_string(node.filter) + "@" + node.schedule.to_string() +
+                               ": this kernel does not apply a per-sample node as it stores");
     if (category_of(node.filter) == Category::window) return run_window_cuda(node, src, dst, stream, block);
     if (node.fused_stencil) return run_chain_cuda(node, src, dst, stream, block);
     const bool otsu = is_otsu(node.filter);
@@ -1034,8 +1054,9 @@ void run_node_cuda(const FilterRun& node, const ImageView& src, const ImageView&
         if (otsu)
             run_otsu_cuda(node, src, dst, stream, block, scratch);
         else
-            dispatch_node(node, src, dst,
-                          CudaLaunch{dst.width, dst.height, stream, block, "filter kernel", node.schedule.order});
+            dispatch_node(
+                node, src, dst,
+                CudaLaunch{dst.width, dst.height, stream, block, "filter kernel", node.schedule.order, node.then});
     } catch (const Unsupported& e) {  // name the node, keeping the kind of error; built only on this path
         throw Unsupported(to_string(node.filter) + "@" + node.schedule.to_string(), e.what());
     } catch (const DeviceLost& e) {
@@ -1043,6 +1064,11 @@ void run_node_cuda(const FilterRun& node, const ImageView& src, const ImageView&
     } catch (const Error& e) {
         throw Error(to_string(node.filter) + "@" + node.schedule.to_string(), e.what());
     }
+}
+
+bool cuda_applies_then(const FilterRun& node) {
+    const ScheduleFamily f = node.schedule.family;
+    return is_stencil(node.filter) && !node.fused_stencil && (f == ScheduleFamily::sep || f == ScheduleFamily::stream);
 }
 
 int cuda_strip_height(const FilterRun& node, Depth depth, int src_channels, int channels, int width, int height,
@@ -1061,7 +1087,7 @@ void run_blend_cuda(const BlendFilter& blend, const ScheduleSpec& schedule, cons
                     const ImageView& dst, cudaStream_t stream, int block) {
     check_block(block);
     dispatch_blend(blend, schedule, a, b, dst,
-                   CudaLaunch{dst.width, dst.height, stream, block, "blend kernel", schedule.order});
+                   CudaLaunch{dst.width, dst.height, stream, block, "blend kernel", schedule.order, kNoThen});
 }
 
 }  // namespace cbi

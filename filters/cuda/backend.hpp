@@ -11,6 +11,10 @@
 namespace cbi {
 
 void run_node_cuda(const FilterRun& node, const ImageView& src, const ImageView& dst, cudaStream_t stream, int block);
+// Whether the kernel that runs `node` applies its `then` (a per-sample node)
+// as it stores: a stencil (without a fused stencil) on sep:WxH or stream:WxH.
+// The fused blends (run_blend_fused_cuda) apply BlendRun::then too.
+bool cuda_applies_then(const FilterRun& node);
 // Device memory a node needs beyond its images, in bytes: 0, or for an otsu
 // threshold its histogram and level. The overload with `scratch` (at least
 // that many bytes, owned by the caller and used in stream order) is the

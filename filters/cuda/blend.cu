@@ -12,6 +12,7 @@
 #include "filters/cuda/check.hpp"
 #include "filters/cuda/strip8.cuh"
 #include "filters/dispatch.hpp"
+#include "filters/then.hpp"
 
 namespace cbi {
 namespace {
@@ -127,7 +128,8 @@ void run_blend_fused_cuda(const BlendRun& node, const ImageView& src, const Imag
                           int block) {
     const StreamSchedule strip = stream_schedule(node.schedule.width, node.schedule.height);
     const bool takes = with_blend_kernel(node, src, dst, [&](const auto& op, auto kc, auto cc, auto pc, auto kbc) {
-        cuda::launch_stream8_kernel<kc(), cc(), pc(), kbc()>(strip, op, stream, block, node.schedule.order);
+        cuda::launch_stream8_kernel<kc(), cc(), pc(), kbc()>(strip, op, stream, block, node.schedule.order,
+                                                             then_samples<std::uint8_t>(node.then, dst));
     });
     if (!takes) throw std::logic_error("the 8-bit stream kernel cannot compute this blend with its stencils");
     note_kernel_path(KernelPath::cuda_blend_stream8);

@@ -16,6 +16,7 @@
 #include "filters/cuda/order.cuh"
 #include "filters/kinds/all.hpp"
 #include "filters/ops.hpp"
+#include "filters/then.hpp"
 #include "schedules/schedule.hpp"
 
 namespace cbi::cuda {
@@ -247,7 +248,8 @@ inline StripLaunch strip_launch(const TileSchedule& strip, int width, int height
 template <class Op, int K, int C, int P, int R = kStreamRun<typename Op::Sample>, int D = kStreamAhead>
 __global__ void stream_stencil(const __grid_constant__ Op op,
                                const __grid_constant__ StreamTaps<typename Op::W, P, K> taps, int strip_w, int strip_h,
-                               int strips_y, const TileOrder order) {
+                               int strips_y, const TileOrder order,
+                               const __grid_constant__ ThenSamples<typename Op::Sample> then) {
     using T = typename Op::Sample;
     using Acc = typename Op::Acc;
     constexpr int halo = K / 2;
@@ -365,7 +367,7 @@ __global__ void stream_stencil(const __grid_constant__ Op op,
                             }
                             v[p] = sum;
                         }
-                        out[o] = op.finish(v);
+                        out[o] = then(op.finish(v));
                     }
                     store_run(op.dst.template row<T>(y) + s0, out, count);
                 }
@@ -388,7 +390,7 @@ auto any_border(const Op<T, B, BorderedSource<T, B>>& op) {
 // arguments for the probe that tunes them (apps/bench/stream_probe.cu).
 template <int RunArg = 0, int D = kStreamAhead, class Op>
 void launch_stream(const StreamSchedule& strip, const Op& op, cudaStream_t stream, int block,
-                   const TileOrder& order = {}) {
+                   const TileOrder& order = {}, const ThenSamples<typename Op::Sample>& then = {}) {
     using T = typename Op::Sample;
     using W = typename Op::W;
     if (op.dst.empty()) return;
@@ -419,7 +421,7 @@ void launch_stream(const StreamSchedule& strip, const Op& op, cudaStream_t strea
                 const StripLaunch l = strip_launch(strip, op.dst.width, op.dst.height, C, R, max_threads, block, order);
                 stream_stencil<Op, K, C, P, R, D>
                     <<<l.grid, l.threads, per_thread * l.threads.x * l.threads.y, stream>>>(
-                        op, taps, l.strip_w, l.strip_h, l.strips_y, order);
+                        op, taps, l.strip_w, l.strip_h, l.strips_y, order, then);
             };
             with_passes(op, go);
         });

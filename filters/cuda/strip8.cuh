@@ -45,6 +45,7 @@
 #include "filters/cuda/strip.cuh"  // with_one_of, with_channels
 #include "filters/kinds/all.hpp"
 #include "filters/ops.hpp"
+#include "filters/then.hpp"
 #include "schedules/schedule.hpp"
 
 namespace cbi::cuda {
@@ -135,6 +136,7 @@ struct Stream8Taps {
     std::uint32_t bias_out[P];              // what the bias adds to a row sum of column sums: bias * sum of x
     std::uint32_t x_pairs[P][(K + 1) / 2];  // pair rows: x weights 2m and 2m + 1 as bytes 0 and 1 (dp2a)
     Stream8IntBlend blend;                  // pair rows: the integer finish
+    ThenSamples<std::uint8_t> then{};       // a per-sample node applied as outputs are stored (FilterRun::then)
 };
 
 // Bytes 0 and 2 of w as 16-bit lanes, and bytes 1 and 3.
@@ -497,6 +499,13 @@ __device__ __forceinline__ void stream8_finish(const Op& op, const Stream8Taps<P
             out |= static_cast<unsigned long long>(v) << (8 * o);
         }
     }
+    if (taps.then.active()) {
+        unsigned long long applied = 0;
+#pragma unroll
+        for (int o = 0; o < G; ++o)
+            applied |= static_cast<unsigned long long>(taps.then(static_cast<std::uint8_t>(out >> (8 * o)))) << (8 * o);
+        out = applied;
+    }
     std::uint8_t* const dst = op.dst.template row<std::uint8_t>(y) + ln.b;
     if (ln.fast_store) {
         *reinterpret_cast<unsigned long long*>(dst) = out;
@@ -831,8 +840,9 @@ bool stream8_pair_weights_fit(const Op& op) {
 // Launches stream8_kernel<Op, K, C, P, KB>() for op over the strips of `strip`.
 template <int K, int C, int P, int KB = K, class Op>
 void launch_stream8_kernel(const StreamSchedule& strip, const Op& op, cudaStream_t stream, int block,
-                           const TileOrder& order) {
-    const auto taps = stream8_taps<P, K>(op);
+                           const TileOrder& order, const ThenSamples<std::uint8_t>& then = {}) {
+    auto taps = stream8_taps<P, K>(op);
+    taps.then = then;
     const auto s = Stream8Shape::of(strip, op.dst.width, op.dst.height, C, stream8_chunk_bytes(K, C),
                                     sizeof(Stream8Storage<Op, K, P>), 16, block, order);
     const auto kernel = stream8_kernel<Op, K, C, P, KB>();
@@ -880,10 +890,10 @@ bool with_stream8_kernel(const Op& op, F&& f) {
 // Runs op on this kernel when it takes it (with_stream8_kernel).
 template <class Op>
 bool launch_stream8(const StreamSchedule& strip, const Op& op, cudaStream_t stream, int block,
-                    const TileOrder& order = {}) {
+                    const TileOrder& order = {}, const ThenSamples<typename Op::Sample>& then = {}) {
     return with_stream8_kernel(op, [&](auto kc, auto cc, auto pc) {
         launch_stream8_kernel<decltype(kc)::value, decltype(cc)::value, decltype(pc)::value>(strip, op, stream, block,
-                                                                                             order);
+                                                                                             order, then);
     });
 }
 

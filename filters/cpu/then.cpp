@@ -1,0 +1,46 @@
+#include "filters/cpu/then.hpp"
+
+#include <cstdint>
+#include <stdexcept>
+#include <type_traits>
+
+#include "filters/cpu/lut8.hpp"
+#include "filters/cpu/rows.hpp"
+#include "filters/dispatch.hpp"
+
+namespace cbi::cpu {
+namespace {
+
+template <class Op, class T>
+CBI_CPU_CLONES void per_sample_in_place(const Op& op, T* samples, int n) {
+    for (int i = 0; i < n; ++i) samples[i] = op.sample(samples[i]);
+}
+
+}  // namespace
+
+Then::Then(const std::optional<Filter>& then, const ImageView& dst) {
+    if (!then) return;
+    if (!is_per_sample(*then)) throw std::logic_error(to_string(*then) + " is not a per-sample filter");
+    with_depth(dst.depth, [&](auto sample) {
+        using T = std::remove_cvref_t<decltype(sample)>;
+        visit_kind(*then, [&]<class Kind, class F>(Kind, const F& params) {
+            if constexpr (Kind::category == Category::pointwise) {
+                using Op = decltype(Kind::template op<T>(params, dst, dst));
+                if constexpr (PerSampleOpType<Op>) {
+                    apply_ = [op = Kind::template op<T>(params, dst, dst), dst](int x0, int x1, int y0, int y1) {
+                        const int n = (x1 - x0) * dst.channels;
+                        for (int y = y0; y < y1; ++y) {
+                            T* row = dst.row<T>(y) + static_cast<std::ptrdiff_t>(x0) * dst.channels;
+                            if constexpr (std::is_same_v<T, std::uint8_t> && requires { op.table[0]; })
+                                lut8_row(op.table, row, row, n);  // the 8-bit kinds that hold their results
+                            else
+                                per_sample_in_place(op, row, n);
+                        }
+                    };
+                }
+            }
+        });
+    });
+}
+
+}  // namespace cbi::cpu

@@ -1,0 +1,27 @@
+#pragma once
+// A per-sample node applied in place to the rectangles of a node's output as
+// the node's tasks finish them (FilterRun::then), while they are in cache:
+// the node and the one after it in one pass over memory.
+#include <functional>
+#include <optional>
+
+#include "filters/filter.hpp"
+
+namespace cbi::cpu {
+
+class Then {
+public:
+    Then() = default;  // applies nothing
+    // `then` must be empty or a per-sample filter (is_per_sample).
+    Then(const std::optional<Filter>& then, const ImageView& dst);
+    explicit operator bool() const { return static_cast<bool>(apply_); }
+    // Every sample of columns [x0, x1) of rows [y0, y1) of dst.
+    void operator()(int x0, int x1, int y0, int y1) const {
+        if (apply_) apply_(x0, x1, y0, y1);
+    }
+
+private:
+    std::function<void(int, int, int, int)> apply_;
+};
+
+}  // namespace cbi::cpu
