@@ -400,6 +400,59 @@ constexpr PairCase kStreamPairs[] = {
     {"gaussian:3 | sobel:mag", "reflect101", 3},  // no schedule given: the defaults
 };
 
+// On the GPU the stencil kernels on sep:WxH and stream:WxH (the 8-bit and
+// the generic stream kernel) and the fused 8-bit blends apply a per-sample
+// node as they store: equal to the GPU's two kernels and to the CPU. Other
+// kernels (a median's, a stencil pair's) leave it a kernel of its own.
+TEST(Fusion, PerSampleNodesAppliedByGpuStencilsEqualTheTwoKernels) {
+    std::string why;
+    if (!has_gpu(why)) GTEST_SKIP() << "no CUDA device: " << why;
+    struct ThenCase {
+        const char* pipeline;
+        bool applied;
+    };
+    const ThenCase cases[] = {
+        {"gaussian:5@sep:32x32 | threshold:100:200:binary_inv", true},
+        {"blur:3@stream:64x8 | scale:1.5:-20.25", true},
+        {"sobel:mag@stream:256x16 | gamma:2.2", true},
+        {"gaussian:9:2@stream:64x8 | threshold:0.5::trunc", true},
+        {"laplacian:3@sep:64x32 | scale:0.7:3", true},
+        {"sepfilter2d:1,2,1;-1,0,1@sep:32x8 | gamma:0.45", true},
+        {"color:gray | gaussian:5@sep:32x32 | threshold:100", true},
+        {"gaussian:5 | threshold:100", true},
+        {"blur:31 | scale:2", true},
+        {"median:5 | threshold:100", false},
+        {"gaussian:5@smem:16x16 | threshold:100", false},
+    };
+    const int sizes[][2] = {{301, 203}, {7, 3}, {1, 1}, {245, 9}};
+    for (const ThenCase& c : cases)
+        for (const Depth depth : {Depth::u8, Depth::u16, Depth::f32})
+            for (const int channels : {1, 3})
+                for (const auto& size : sizes) {
+                    SCOPED_TRACE(std::string(c.pipeline) + " " + depth_name(depth) + "x" + std::to_string(channels) +
+                                 " " + std::to_string(size[0]) + "x" + std::to_string(size[1]));
+                    const Graph g = parse_pipeline(c.pipeline);
+                    const cv::Mat src = random_image(size[0], size[1], channels, depth, 17);
+                    GraphExecutor fused(g, options(true, true)), plain(g, options(false, true));
+                    const cv::Mat a = first_output(fused, src), b = first_output(plain, src);
+                    EXPECT_EQ(fused.describe().find("stores each sample)") != std::string::npos, c.applied)
+                        << fused.describe();
+                    EXPECT_TRUE(same_bytes(a, b));
+                }
+    // The fused 8-bit blend (an unsharp mask on stream) applies it too.
+    Graph unsharp;
+    const NodeId blurred = unsharp.add_filter("blurred", parse_filter("gaussian:5"), Graph::input());
+    const NodeId sharp = unsharp.add_blend("sharp", parse_blend("1.5:-0.5"), Graph::input(), blurred);
+    unsharp.add_output(unsharp.add_filter("mask", parse_filter("threshold:128"), sharp));
+    const cv::Mat src = random_image(301, 203, 3, Depth::u8, 19);
+    GraphExecutor fused(unsharp, options(true, true)), plain(unsharp, options(false, true)),
+        cpu(unsharp, options(false));
+    const cv::Mat a = first_output(fused, src);
+    EXPECT_NE(fused.describe().find("1 kernels run"), std::string::npos) << fused.describe();
+    EXPECT_TRUE(same_bytes(a, first_output(plain, src)));
+    EXPECT_TRUE(same_bytes(a, first_output(cpu, src)));
+}
+
 TEST(Fusion, StencilPairsOnStreamFuseThroughLineBuffersOnTheGpu) {
     std::string why;
     if (!has_gpu(why)) GTEST_SKIP() << "no CUDA device: " << why;

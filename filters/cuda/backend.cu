@@ -1015,7 +1015,8 @@ void run_otsu_cuda(const FilterRun& node, const ImageView& src, const ImageView&
     const auto& f = std::get<ThresholdFilter>(node.filter);
     const ThresholdOp<std::uint8_t> at = threshold_op<std::uint8_t>(at_otsu_level(f, 0), src, dst);
     const OtsuApplyOp op{src, dst, &s->level, at.hi, at.lo};
-    const CudaLaunch launch{dst.width, dst.height, stream, block, "otsu threshold kernel", node.schedule.order};
+    const CudaLaunch launch{dst.width,           dst.height, stream, block, "otsu threshold kernel",
+                            node.schedule.order, kNoThen};
     with_schedule(node.schedule, [&](auto schedule) {
         if constexpr (kStagesTiles<decltype(schedule)>)
             launch(NaiveSchedule{}, op);  // tile-staging schedules take stencils only (cbi::supports)
