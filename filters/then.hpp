@@ -37,9 +37,12 @@ auto ops_of(std::type_identity<std::variant<Fs...>>)
     -> decltype(std::tuple_cat(std::declval<typename OpOf<T, Fs>::type>()...));
 
 // The ops one after another; apply(i, v): the i-th op's sample(v), v for i outside the list.
+// apply4(i, v): the same on the four 8-bit samples of v, with the op's
+// sample4 where it has one (a threshold's byte-wise SIMD).
 template <class... Ops>
 struct Chain {
     CBI_HOST_DEVICE auto apply(int, auto v) const { return v; }
+    CBI_HOST_DEVICE std::uint32_t apply4(int, std::uint32_t v) const { return v; }
 };
 template <class Op, class... Rest>
 struct Chain<Op, Rest...> {
@@ -48,6 +51,17 @@ struct Chain<Op, Rest...> {
     template <class T>
     CBI_HOST_DEVICE T apply(int i, T v) const {
         return i == 0 ? op.sample(v) : rest.apply(i - 1, v);
+    }
+    CBI_HOST_DEVICE std::uint32_t apply4(int i, std::uint32_t v) const {
+        if (i != 0) return rest.apply4(i - 1, v);
+        if constexpr (requires { op.sample4(v); }) {
+            return op.sample4(v);
+        } else {
+            std::uint32_t out = 0;
+            for (int k = 0; k < 4; ++k)
+                out |= static_cast<std::uint32_t>(op.sample(static_cast<std::uint8_t>(v >> (8 * k)))) << (8 * k);
+            return out;
+        }
     }
 };
 template <class Tuple>
@@ -88,7 +102,29 @@ struct ThenSamples {
 
     CBI_HOST_DEVICE bool active() const { return which >= 0; }
     CBI_HOST_DEVICE T operator()(T v) const { return which < 0 ? v : ops.apply(which, v); }
+    // The eight 8-bit samples of v (byte k: sample k).
+    CBI_HOST_DEVICE unsigned long long bytes8(unsigned long long v) const requires std::is_same_v<T, std::uint8_t> {
+        if (which < 0) return v;
+        return ops.apply4(which, static_cast<std::uint32_t>(v)) |
+               static_cast<unsigned long long>(ops.apply4(which, static_cast<std::uint32_t>(v >> 32))) << 32;
+    }
 };
+
+// Whether the 8-bit op of a per-sample filter holds its 256 results (scale,
+// gamma): the GPU's stencil kernels do not apply those (computed per sample
+// there, a gamma's pow costs more than their own pass over a staged table).
+inline bool looks_up_8bit(const Filter& f) {
+    return std::visit(
+        []<class F>(const F&) {
+            using Op = typename then_detail::OpOf<std::uint8_t, F>::type;
+            if constexpr (std::tuple_size_v<Op> == 1) return requires(const std::tuple_element_t<0, Op>& op) {
+                    op.table[255];
+                };
+            else
+                return false;
+        },
+        f);
+}
 
 // The ThenSamples of a node's `then` (empty: none) for outputs in dst.
 template <class T>

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "filters/cuda/backend.hpp"
+#include "filters/then.hpp"
 #include "pipeline/backend.hpp"
 #include "pipeline/cuda_runtime.hpp"
 #if CBI_HAVE_NVJPEG
@@ -33,17 +34,19 @@ public:
     bool fuses() const override { return true; }
     KernelShape kernel_shape(const FilterRun& node, const KernelFormat& f) const override {
         use_device(device_);
-        const bool fits = (!node.then || cuda_applies_then(node)) &&
+        const bool fits = (!node.then || cuda_applies_then(node, f.depth)) &&
                           (!node.fused_stencil || cuda_chain_fits(node, f.depth, f.src_channels, f.channels, device_));
         const int h = cuda_strip_height(node, f.depth, f.src_channels, f.channels, f.width, f.height, device_, block_);
         return {fits, h > 0 ? std::optional<int>(h) : std::nullopt};
     }
     KernelShape kernel_shape(const BlendRun& node, const KernelFormat& f) const override {
-        // A plain blend (neither side a stencil) with a `then`: vec_blend does not apply it.
-        if (!node.a && !node.b) return {.fits = false};
+        // A plain blend (neither side a stencil) with a `then`.
+        if (!node.a && !node.b)
+            return {.fits = node.then && cuda_blend_applies_then(node.schedule, f.depth, *node.then)};
         use_device(device_);
         const int h = cuda_blend_strip_height(node, f.depth, f.src_channels, f.width, f.height, device_, block_);
-        return {cuda_blend_fits(node, f.depth, f.src_channels), h > 0 ? std::optional<int>(h) : std::nullopt};
+        const bool then = !node.then || !looks_up_8bit(*node.then);  // as cuda_applies_then
+        return {then && cuda_blend_fits(node, f.depth, f.src_channels), h > 0 ? std::optional<int>(h) : std::nullopt};
     }
 
     std::size_t allocate(const BufferPlan& plan) override {
@@ -85,8 +88,7 @@ public:
     }
     void run_blend(const BlendFilter& blend, const ScheduleSpec& schedule, const ImageView& a, const ImageView& b,
                    const ImageView& dst, const std::optional<Filter>& then) override {
-        if (then) throw std::logic_error("the CUDA kernels do not apply a per-sample node as they store");
-        run_blend_cuda(blend, schedule, a, b, dst, stream(), block_);
+        run_blend_cuda(blend, schedule, a, b, dst, stream(), block_, then);
     }
     void run_fused_blend(const BlendRun& node, const ImageView& src, const ImageView& dst) override {
         run_blend_fused_cuda(node, src, dst, stream(), block_);

@@ -15,6 +15,7 @@
 #include "filters/cpu/backend.hpp"
 #include "filters/kernel_path.hpp"
 #include "filters/pair_tiles.hpp"
+#include "filters/then.hpp"
 #include "pipeline/defaults.hpp"
 #include "pipeline/executor.hpp"
 #include "pipeline/graph.hpp"
@@ -278,6 +279,29 @@ TEST(Fusion, PerSampleNodesAppliedByTheKernelBeforeEqualTheTwoNodesOnTheCpu) {
     EXPECT_GT(fused, 500);
 }
 
+// The 8-bit stream kernel applies a per-sample node eight samples at a time
+// (ThenSamples::bytes8: a threshold's byte-wise rule, the others sample by
+// sample): equal to sample() on every byte value, for every threshold type
+// and level, the edges (T < 0, T >= 255) included.
+TEST(Fusion, EightSamplesAtOnceEqualSampleBySample) {
+    for (const char* type : {"binary", "binary_inv", "trunc", "tozero", "tozero_inv"})
+        for (const char* level : {"-3", "0", "100.5", "254", "255", "300"})
+            for (const char* maxval : {"", "77"}) {
+                const Filter f = parse_filter(std::string("threshold:") + level + ":" + maxval + ":" + type);
+                SCOPED_TRACE(to_string(f));
+                const ThenSamples<std::uint8_t> then = then_samples<std::uint8_t>(f, ImageView{});
+                for (int v = 0; v < 256; v += 8) {
+                    unsigned long long word = 0, want = 0;
+                    for (int k = 0; k < 8; ++k) {
+                        const auto byte = static_cast<std::uint8_t>(v + k);
+                        word |= static_cast<unsigned long long>(byte) << (8 * k);
+                        want |= static_cast<unsigned long long>(then(byte)) << (8 * k);
+                    }
+                    ASSERT_EQ(then.bytes8(word), want) << v;
+                }
+            }
+}
+
 // What stays two kernels: a node whose output is also read elsewhere (an
 // output, or a second reader), an otsu threshold (its level needs the whole
 // image), a second per-sample node after one already applied.
@@ -435,10 +459,24 @@ TEST(Fusion, PerSampleNodesAppliedByGpuStencilsEqualTheTwoKernels) {
                     const cv::Mat src = random_image(size[0], size[1], channels, depth, 17);
                     GraphExecutor fused(g, options(true, true)), plain(g, options(false, true));
                     const cv::Mat a = first_output(fused, src), b = first_output(plain, src);
-                    EXPECT_EQ(fused.describe().find("stores each sample)") != std::string::npos, c.applied)
+                    // 8-bit scale and gamma look their results up in a pass of their own (looks_up_8bit).
+                    const std::string text = c.pipeline;
+                    const Filter then = parse_filter(text.substr(text.rfind('|') + 2));
+                    const bool applied = c.applied && !(depth == Depth::u8 && looks_up_8bit(then));
+                    EXPECT_EQ(fused.describe().find("stores each sample)") != std::string::npos, applied)
                         << fused.describe();
                     EXPECT_TRUE(same_bytes(a, b));
                 }
+    // An adaptive threshold's blend (vec:N) applies its threshold.
+    {
+        const Graph g = parse_pipeline("median:3 | adaptive:255:mean:11:2");
+        const cv::Mat src = random_image(301, 203, 1, Depth::u8, 23);
+        GraphExecutor fused(g, options(true, true)), cpu(g, options(false));
+        const cv::Mat a = first_output(fused, src);
+        EXPECT_NE(fused.describe().find("(fused: applied as n2.2 stores each sample)"), std::string::npos)
+            << fused.describe();
+        EXPECT_TRUE(same_bytes(a, first_output(cpu, src)));
+    }
     // The fused 8-bit blend (an unsharp mask on stream) applies it too.
     Graph unsharp;
     const NodeId blurred = unsharp.add_filter("blurred", parse_filter("gaussian:5"), Graph::input());

@@ -735,8 +735,9 @@ __global__ void vec_color_staged(const __grid_constant__ ColorOp<T> op) {
     }
 }
 
+// `then`: a per-sample node applied as each output is stored (FilterRun::then).
 template <int N, int C, class T>
-__global__ void vec_blend(const __grid_constant__ BlendOp<T> op) {
+__global__ void vec_blend(const __grid_constant__ BlendOp<T> op, const __grid_constant__ ThenSamples<T> then) {
     const int width = op.dst.width, height = op.dst.height;
     const int x0 = (blockIdx.x * blockDim.x + threadIdx.x) * N;
     if (x0 >= width) return;
@@ -746,7 +747,7 @@ __global__ void vec_blend(const __grid_constant__ BlendOp<T> op) {
         load_run(op.a.template row<const T>(y) + x0 * C, a, count * C);
         load_run(op.b.template row<const T>(y) + x0 * C, b, count * C);
 #pragma unroll
-        for (int i = 0; i < N * C; ++i) out[i] = op.sample(a[i], b[i]);
+        for (int i = 0; i < N * C; ++i) out[i] = then(op.sample(a[i], b[i]));
         store_run(op.dst.template row<T>(y) + x0 * C, out, count * C);
     }
 }
@@ -793,13 +794,14 @@ void launch_vec(const VecSchedule& vec, const ColorOp<T>& op, cudaStream_t strea
 }
 
 template <class T>
-void launch_vec(const VecSchedule& vec, const BlendOp<T>& op, cudaStream_t stream, int block) {
+void launch_vec(const VecSchedule& vec, const BlendOp<T>& op, cudaStream_t stream, int block,
+                const ThenSamples<T>& then = {}) {
     if (op.dst.empty()) return;
     with_vec_pixels(vec.pixels, [&](auto n) {
         with_channels(op.dst.channels, [&](auto c) {
             constexpr auto kernel = vec_blend<n(), c(), T>;
             const int threads = block_threads<kernel>(block);
-            kernel<<<vec_grid(op.dst.width, op.dst.height, n(), threads), threads, 0, stream>>>(op);
+            kernel<<<vec_grid(op.dst.width, op.dst.height, n(), threads), threads, 0, stream>>>(op, then);
         });
     });
 }
@@ -876,6 +878,11 @@ requires(!SeparableOp<Op> && !PerSampleOpType<Op>)  // stencils never take vec:N
 
 const std::optional<Filter> kNoThen{};
 
+template <class Op>
+constexpr bool kIsBlendOp = false;
+template <class T>
+constexpr bool kIsBlendOp<BlendOp<T>> = true;
+
 struct CudaLaunch {
     int width, height;
     cudaStream_t stream;
@@ -886,8 +893,9 @@ struct CudaLaunch {
 
     template <class Schedule, class Op>
     void operator()(Schedule schedule, const Op& op) const {
-        constexpr bool kThen =
-            (std::is_same_v<Schedule, SepTileSchedule> || std::is_same_v<Schedule, StreamSchedule>)&&SeparableOp<Op>;
+        constexpr bool kThen = ((std::is_same_v<Schedule, SepTileSchedule> ||
+                                 std::is_same_v<Schedule, StreamSchedule>)&&SeparableOp<Op>) ||
+                               (std::is_same_v<Schedule, VecSchedule> && kIsBlendOp<Op>);
         if constexpr (!kThen)
             if (then) throw std::logic_error(std::string(what) + ": this kernel does not apply a per-sample node");
         // One kernel per (schedule family, op): the generic index-map kernel is
@@ -915,7 +923,9 @@ struct CudaLaunch {
             CBI_CUDA_CHECK(cudaGetLastError(), std::string("launch ") + what + " (stream)");
         } else if constexpr (std::is_same_v<Schedule, VecSchedule>) {
             note_kernel_path(KernelPath::cuda_vec);
-            if constexpr (requires { launch_vec(schedule, op, stream, block); })
+            if constexpr (kIsBlendOp<Op>)
+                launch_vec(schedule, op, stream, block, then_samples<typename Op::Sample>(then, op.dst));
+            else if constexpr (requires { launch_vec(schedule, op, stream, block); })
                 launch_vec(schedule, op, stream, block);
             else
                 throw std::logic_error("vec:N runs pointwise filters only");
@@ -1042,7 +1052,7 @@ void run_node_cuda(const FilterRun& node, const ImageView& src, const ImageView&
 void run_node_cuda(const FilterRun& node, const ImageView& src, const ImageView& dst, cudaStream_t stream, int block,
                    void* scratch) {
     check_block(block);
-    if (node.then && !cuda_applies_then(node))
+    if (node.then && !cuda_applies_then(node, src.depth))
         throw std::logic_error(to_string(node.filter) + "@" + node.schedule.to_string() +
                                ": this kernel does not apply a per-sample node as it stores");
     if (category_of(node.filter) == Category::window) return run_window_cuda(node, src, dst, stream, block);
@@ -1067,9 +1077,11 @@ void run_node_cuda(const FilterRun& node, const ImageView& src, const ImageView&
     }
 }
 
-bool cuda_applies_then(const FilterRun& node) {
+bool cuda_applies_then(const FilterRun& node, Depth depth) {
     const ScheduleFamily f = node.schedule.family;
-    return is_stencil(node.filter) && !node.fused_stencil && (f == ScheduleFamily::sep || f == ScheduleFamily::stream);
+    return is_stencil(node.filter) && !node.fused_stencil &&
+           (f == ScheduleFamily::sep || f == ScheduleFamily::stream) &&
+           !(node.then && depth == Depth::u8 && looks_up_8bit(*node.then));
 }
 
 int cuda_strip_height(const FilterRun& node, Depth depth, int src_channels, int channels, int width, int height,
@@ -1084,11 +1096,17 @@ int cuda_strip_height(const FilterRun& node, Depth depth, int src_channels, int 
     return h;
 }
 
+bool cuda_blend_applies_then(const ScheduleSpec& schedule, Depth depth, const Filter& then) {
+    return schedule.family == ScheduleFamily::vec && !(depth == Depth::u8 && looks_up_8bit(then));
+}
+
 void run_blend_cuda(const BlendFilter& blend, const ScheduleSpec& schedule, const ImageView& a, const ImageView& b,
-                    const ImageView& dst, cudaStream_t stream, int block) {
+                    const ImageView& dst, cudaStream_t stream, int block, const std::optional<Filter>& then) {
+    if (then && !cuda_blend_applies_then(schedule, a.depth, *then))
+        throw std::logic_error("blend@" + schedule.to_string() + ": this kernel does not apply a per-sample node");
     check_block(block);
     dispatch_blend(blend, schedule, a, b, dst,
-                   CudaLaunch{dst.width, dst.height, stream, block, "blend kernel", schedule.order, kNoThen});
+                   CudaLaunch{dst.width, dst.height, stream, block, "blend kernel", schedule.order, then});
 }
 
 }  // namespace cbi

@@ -11,10 +11,12 @@
 namespace cbi {
 
 void run_node_cuda(const FilterRun& node, const ImageView& src, const ImageView& dst, cudaStream_t stream, int block);
-// Whether the kernel that runs `node` applies its `then` (a per-sample node)
-// as it stores: a stencil (without a fused stencil) on sep:WxH or stream:WxH.
-// The fused blends (run_blend_fused_cuda) apply BlendRun::then too.
-bool cuda_applies_then(const FilterRun& node);
+// Whether the kernel that runs `node` on images of `depth` applies its
+// `then` (a per-sample node) as it stores: a stencil (without a fused
+// stencil) on sep:WxH or stream:WxH, but not an 8-bit kind that looks its
+// results up (looks_up_8bit: scale, gamma). The fused blends
+// (run_blend_fused_cuda) apply BlendRun::then too, on the same terms.
+bool cuda_applies_then(const FilterRun& node, Depth depth);
 // Device memory a node needs beyond its images, in bytes: 0, or for an otsu
 // threshold its histogram and level. The overload with `scratch` (at least
 // that many bytes, owned by the caller and used in stream order) is the
@@ -46,8 +48,13 @@ int cuda_strip_height(const FilterRun& node, Depth depth, int src_channels, int 
 int cuda_chain_strip_height(const FilterRun& node, Depth depth, int src_channels, int channels, int width, int height,
                             int device, int block);
 
+// `then` (a per-sample filter) applied as each output is stored, where
+// cuda_blend_applies_then: on vec:N, but not an 8-bit kind that looks its
+// results up (looks_up_8bit).
 void run_blend_cuda(const BlendFilter& blend, const ScheduleSpec& schedule, const ImageView& a, const ImageView& b,
-                    const ImageView& dst, cudaStream_t stream, int block);
+                    const ImageView& dst, cudaStream_t stream, int block,
+                    const std::optional<Filter>& then = std::nullopt);
+bool cuda_blend_applies_then(const ScheduleSpec& schedule, Depth depth, const Filter& then);
 
 // A blend with the stencils it reads in one kernel (cuda/blend.cu): src is
 // the stencils' input. cuda_blend_fits: whether that kernel takes the node

@@ -499,13 +499,7 @@ __device__ __forceinline__ void stream8_finish(const Op& op, const Stream8Taps<P
             out |= static_cast<unsigned long long>(v) << (8 * o);
         }
     }
-    if (taps.then.active()) {
-        unsigned long long applied = 0;
-#pragma unroll
-        for (int o = 0; o < G; ++o)
-            applied |= static_cast<unsigned long long>(taps.then(static_cast<std::uint8_t>(out >> (8 * o)))) << (8 * o);
-        out = applied;
-    }
+    if (taps.then.active()) out = taps.then.bytes8(out);
     std::uint8_t* const dst = op.dst.template row<std::uint8_t>(y) + ln.b;
     if (ln.fast_store) {
         *reinterpret_cast<unsigned long long*>(dst) = out;
