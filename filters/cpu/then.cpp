@@ -11,9 +11,13 @@
 namespace cbi::cpu {
 namespace {
 
+// The op is copied: stores through `samples` (8-bit ones alias anything)
+// would otherwise make the loop reload its fields after each one, and not
+// vectorise.
 template <class Op, class T>
 CBI_CPU_CLONES void per_sample_in_place(const Op& op, T* samples, int n) {
-    for (int i = 0; i < n; ++i) samples[i] = op.sample(samples[i]);
+    const Op local = op;
+    for (int i = 0; i < n; ++i) samples[i] = local.sample(samples[i]);
 }
 
 }  // namespace

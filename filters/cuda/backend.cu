@@ -882,6 +882,10 @@ template <class Op>
 constexpr bool kIsBlendOp = false;
 template <class T>
 constexpr bool kIsBlendOp<BlendOp<T>> = true;
+template <class T>
+ThenSamples<T> then_of(const BlendOp<T>& op, const std::optional<Filter>& then) {
+    return then_samples<T>(then, op.dst);
+}
 
 struct CudaLaunch {
     int width, height;
@@ -924,7 +928,7 @@ struct CudaLaunch {
         } else if constexpr (std::is_same_v<Schedule, VecSchedule>) {
             note_kernel_path(KernelPath::cuda_vec);
             if constexpr (kIsBlendOp<Op>)
-                launch_vec(schedule, op, stream, block, then_samples<typename Op::Sample>(then, op.dst));
+                launch_vec(schedule, op, stream, block, then_of(op, then));
             else if constexpr (requires { launch_vec(schedule, op, stream, block); })
                 launch_vec(schedule, op, stream, block);
             else
