@@ -302,6 +302,27 @@ TEST(Fusion, EightSamplesAtOnceEqualSampleBySample) {
             }
 }
 
+// With --fuse-stencils the CPU runs a colour node and a stencil pair as one
+// chain through line buffers; a per-sample node after it is applied to each
+// tile the chain writes.
+TEST(Fusion, PerSampleNodesAfterACpuChainEqualTheUnfusedGraph) {
+    for (const char* text :
+         {"color:gray | gaussian:5@sep:32x8 | sobel:mag@sep:32x8 | threshold:100:255:binary_inv",
+          "gaussian:3@sep:16x16 | blur:5@sep:16x16 | scale:0.5:7", "color:sepia | blur:3@sep:32x8 | gamma:2.2"})
+        for (const Depth depth : {Depth::u8, Depth::u16, Depth::f32}) {
+            SCOPED_TRACE(std::string(text) + " " + depth_name(depth));
+            const Graph g = parse_pipeline(text);
+            const cv::Mat src = random_image(131, 77, 3, depth, 29);
+            GraphExecutor chain(g, options(true, false, true)), plain(g, options(false));
+            EXPECT_TRUE(same_bytes(first_output(chain, src), first_output(plain, src)));
+            const std::string plan = chain.describe();
+            EXPECT_TRUE(plan.find("through line buffers") != std::string::npos ||
+                        plan.find("(fused: reads input through") != std::string::npos)
+                << plan;
+            EXPECT_NE(chain.describe().find("stores each sample)"), std::string::npos) << chain.describe();
+        }
+}
+
 // What stays two kernels: a node whose output is also read elsewhere (an
 // output, or a second reader), an otsu threshold (its level needs the whole
 // image), a second per-sample node after one already applied.
