@@ -9,6 +9,7 @@
 
 #include "filters/error.hpp"
 #include "filters/kinds/args.hpp"
+#include "filters/then.hpp"
 
 namespace cbi {
 namespace {
@@ -259,12 +260,11 @@ bool whole_image(const Filter& f) {
 }
 
 bool is_per_sample(const Filter& f) {
-    return !whole_image(f) && visit_kind(f, [&]<class Kind, class F>(Kind, const F& params) {
-        if constexpr (Kind::category == Category::pointwise)
-            return PerSampleOpType<decltype(Kind::template op<std::uint8_t>(params, ImageView{}, ImageView{}))>;
-        else
-            return false;
-    });
+    // The kinds then.hpp lists (its one statement of which kinds map samples one by one).
+    const auto listed = []<class F>(const F&) {
+        return std::tuple_size_v<typename then_detail::OpOf<std::uint8_t, F>::type> == 1;
+    };
+    return std::visit(listed, f) && !whole_image(f);
 }
 
 int output_channels(const Filter& f, int channels) {
