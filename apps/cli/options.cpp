@@ -124,12 +124,12 @@ void add_options(CLI::App& app, Options& o) {
         ->type_name("FILE.json");
     app.add_flag("--no-fuse", o.no_fuse,
                  "run every node on its own, its output stored (no colour node or stencil fused into the stencil that "
-                 "reads it)");
+                 "reads it, no threshold, scale or gamma applied by the kernel before it)");
     app.add_flag(
            "--fuse-stencils", o.fuse_stencils,
            "fuse every stencil pair a kernel takes, and on the CPU colour nodes too (through line buffers; by default "
            "only what was measured faster fused: on the GPU 8-bit pairs on stream that end in a 3x3 Sobel, read a "
-           "gray conversion of a 3-channel image, or are a Gaussian before a Gaussian or a Sobel; on the CPU nothing)")
+           "gray conversion of a 3-channel image, or are a Gaussian before a Gaussian or a Sobel; on the CPU no pair)")
         ->excludes("--no-fuse");
     app.add_flag("--print-pipeline", o.print_pipeline,
                  "print the resolved graph (nodes, schedules, borders, buffer reuse for IN's size) and exit");
