@@ -827,13 +827,14 @@ std::string GraphExecutor::describe() const {
             else
                 ++stencils;
         }
-        s << "  " << plan_->order.size() << " kernels run";
+        const std::size_t kernels = plan_->order.size(), buffers = plan_->buffer_channels.size();
+        s << "  " << kernels << (kernels == 1 ? " kernel runs" : " kernels run");
         if (colours > 0) s << " (" << colours << " colour node" << (colours > 1 ? "s" : "") << " fused)";
         if (stencils > 0) s << " (" << stencils << " stencil" << (stencils > 1 ? "s" : "") << " fused into the next)";
         if (blended > 0) s << " (" << blended << " stencil" << (blended > 1 ? "s" : "") << " fused into a blend)";
         if (applied > 0)
             s << " (" << applied << " per-sample node" << (applied > 1 ? "s" : "") << " applied by the kernel before)";
-        s << ", " << plan_->buffer_channels.size() << " buffers (" << std::fixed << std::setprecision(1)
+        s << ", " << buffers << (buffers == 1 ? " buffer (" : " buffers (") << std::fixed << std::setprecision(1)
           << bytes / 1048576.0 << " MiB) reused by lifetime\n";
     } else {
         s << "  buffers are planned when the input's size is known\n";

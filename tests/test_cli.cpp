@@ -183,7 +183,7 @@ TEST(Cli, FuseStencilsOnTheCpuWritesTheSameFileThroughLineBuffers) {
     EXPECT_NE(plan.out.find("(fused: computes n2 through line buffers, reading input through color:gray)"),
               std::string::npos)
         << plan.out;
-    EXPECT_NE(plan.out.find("1 kernels run"), std::string::npos) << plan.out;
+    EXPECT_NE(plan.out.find("1 kernel runs"), std::string::npos) << plan.out;
     const auto fused = with({"--fuse-stencils", "-o", (dir / "fused.png").string()});
     ASSERT_EQ(fused.code, 0) << fused.err;
     const auto apart = with({"--no-fuse", "-o", (dir / "apart.png").string()});

@@ -283,7 +283,7 @@ TEST(DefaultTableCuda, APipelineWithoutSchedulesPlansLikeTheFastestHandWrittenPl
     EXPECT_EQ(ex.schedule_of(2).family, ScheduleFamily::stream);
     EXPECT_EQ(ex.schedule_of(3).family, ScheduleFamily::stream);
     const std::string d = ex.describe();
-    EXPECT_NE(d.find("1 kernels run (1 colour node fused) (1 stencil fused into the next)"), std::string::npos) << d;
+    EXPECT_NE(d.find("1 kernel runs (1 colour node fused) (1 stencil fused into the next)"), std::string::npos) << d;
     EXPECT_NE(d.find("through line buffers"), std::string::npos) << d;
     GraphExecutor cpu(parse_pipeline("color:gray | gaussian:5 | sobel:mag"), RunOptions{});
     EXPECT_EQ(cv::norm(got, as_mat(cpu.run(view_of(src)).front()), cv::NORM_INF), 0.0);

@@ -107,7 +107,7 @@ TEST(Fusion, TheCpuExecutorFusesOnlyWhenAsked) {
     GraphExecutor all(chain, options(true, false, true));  // --fuse-stencils
     all.plan(40, 30, 3, Depth::u8);
     EXPECT_NE(all.describe().find("reading input through color:gray)"), std::string::npos) << all.describe();
-    EXPECT_NE(all.describe().find("1 kernels run"), std::string::npos) << all.describe();
+    EXPECT_NE(all.describe().find("1 kernel runs"), std::string::npos) << all.describe();
     // A pair reading a stored image (the Sobel's naive schedule keeps the Gaussian's output stored).
     GraphExecutor pair_only(parse_pipeline("color:gray | gaussian:5@sep:32x8 | sobel:mag@naive | blur:3@smem:8x8"),
                             options(true, false, true));
@@ -507,7 +507,7 @@ TEST(Fusion, PerSampleNodesAppliedByGpuStencilsEqualTheTwoKernels) {
     GraphExecutor fused(unsharp, options(true, true)), plain(unsharp, options(false, true)),
         cpu(unsharp, options(false));
     const cv::Mat a = first_output(fused, src);
-    EXPECT_NE(fused.describe().find("1 kernels run"), std::string::npos) << fused.describe();
+    EXPECT_NE(fused.describe().find("1 kernel runs"), std::string::npos) << fused.describe();
     EXPECT_TRUE(same_bytes(a, first_output(plain, src)));
     EXPECT_TRUE(same_bytes(a, first_output(cpu, src)));
 }
