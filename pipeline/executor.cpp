@@ -78,6 +78,15 @@ struct GraphExecutor::Plan {
     void size_strips(const Graph& graph, const Backend& backend);
     void assign_buffers(const Graph& graph);
 
+    // The FilterRun node `id` (a filter) runs as: its colour and stencil
+    // fused in, with `schedule`.
+    FilterRun filter_run(const Graph& graph, NodeId id, const ScheduleSpec& schedule) const {
+        FilterRun run{std::get<Filter>(graph.nodes()[id].op), graph.border_of(id), schedule, fused_color[id]};
+        if (const NodeId first = fused_stencil[id]; first >= 0)
+            run.fused_stencil = FusedStencil{std::get<Filter>(graph.nodes()[first].op), graph.border_of(first)};
+        return run;
+    }
+
     ImageView view(std::byte* base, NodeId node) const {
         return contiguous_view(base, width, height, channels_of[node], depth);
     }
@@ -302,13 +311,10 @@ void GraphExecutor::Plan::fuse_per_sample(const Graph& graph, const std::vector<
             continue;
         KernelFormat kernel{depth, channels_of[reads[in][0]], channels_of[in], width, height};
         bool fits = false;
-        if (const auto* filter = std::get_if<Filter>(&nodes[in].op)) {
-            FilterRun run{*filter, graph.border_of(in), schedule[in], fused_color[in], std::nullopt, *then};
-            if (fused_stencil[in] >= 0) {
-                const NodeId first = fused_stencil[in];
-                run.fused_stencil = FusedStencil{std::get<Filter>(nodes[first].op), graph.border_of(first)};
-                kernel.channels = channels_of[first];
-            }
+        if (std::holds_alternative<Filter>(nodes[in].op)) {
+            FilterRun run = filter_run(graph, in, schedule[in]);
+            run.then = *then;
+            if (fused_stencil[in] >= 0) kernel.channels = channels_of[fused_stencil[in]];
             fits = backend.kernel_shape(run, kernel).fits;
         } else {
             BlendRun run = fused_blend[in] ? *fused_blend[in]
@@ -332,12 +338,8 @@ void GraphExecutor::Plan::size_strips(const Graph& graph, const Backend& backend
     for (NodeId node : order) {
         const NodeId id = applied_by[node] >= 0 ? applied_by[node] : node;  // the node whose kernel runs
         if (!is_stencil(nodes[id].op) || choice[id] != Choice::table) continue;
-        FilterRun run{std::get<Filter>(nodes[id].op), graph.border_of(id), schedule[id], fused_color[id], std::nullopt};
-        int channels = channels_of[id];
-        if (const NodeId first = fused_stencil[id]; first >= 0) {
-            run.fused_stencil = FusedStencil{std::get<Filter>(nodes[first].op), graph.border_of(first)};
-            channels = channels_of[first];
-        }
+        const FilterRun run = filter_run(graph, id, schedule[id]);
+        const int channels = fused_stencil[id] >= 0 ? channels_of[fused_stencil[id]] : channels_of[id];
         if (const auto h =
                 backend.kernel_shape(run, {depth, channels_of[reads[id][0]], channels, width, height}).strip_height) {
             schedule[id].height = *h;
@@ -464,10 +466,9 @@ void GraphExecutor::run_node(NodeId id, const ScheduleSpec& schedule, int first_
     if (k != id) then = std::get<Filter>(graph_.nodes()[id].op);
     const ScheduleSpec& kernel_schedule = k != id ? plan_->schedule[k] : schedule;
     const GraphNode& n = graph_.nodes()[k];
-    if (const auto* filter = std::get_if<Filter>(&n.op)) {
-        FilterRun node{*filter, graph_.border_of(k), kernel_schedule, plan_->fused_color[k], std::nullopt, then};
-        if (const NodeId first = plan_->fused_stencil[k]; first >= 0)
-            node.fused_stencil = FusedStencil{std::get<Filter>(graph_.nodes()[first].op), graph_.border_of(first)};
+    if (std::holds_alternative<Filter>(n.op)) {
+        FilterRun node = plan_->filter_run(graph_, k, kernel_schedule);
+        node.then = then;
         backend_->run_node(node, band(view_of(plan_->reads[id][0])), dst);
     } else if (const auto& fused = plan_->fused_blend[k]) {
         BlendRun run = *fused;

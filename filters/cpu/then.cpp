@@ -2,11 +2,13 @@
 
 #include <cstdint>
 #include <stdexcept>
+#include <tuple>
 #include <type_traits>
 
 #include "filters/cpu/lut8.hpp"
 #include "filters/cpu/rows.hpp"
 #include "filters/dispatch.hpp"
+#include "filters/then.hpp"
 
 namespace cbi::cpu {
 namespace {
@@ -27,11 +29,11 @@ Then::Then(const std::optional<Filter>& then, const ImageView& dst) {
     if (!is_per_sample(*then)) throw std::logic_error(to_string(*then) + " is not a per-sample filter");
     with_depth(dst.depth, [&](auto sample) {
         using T = std::remove_cvref_t<decltype(sample)>;
-        visit_kind(*then, [&]<class Kind, class F>(Kind, const F& params) {
-            if constexpr (Kind::category == Category::pointwise) {
-                using Op = decltype(Kind::template op<T>(params, dst, dst));
-                if constexpr (PerSampleOpType<Op>) {
-                    apply_ = [op = Kind::template op<T>(params, dst, dst), dst](int x0, int x1, int y0, int y1) {
+        std::visit(
+            [&]<class F>(const F& params) {
+                if constexpr (std::tuple_size_v<typename then_detail::OpOf<T, F>::type> == 1) {  // is_per_sample
+                    apply_ = [op = FilterKind<F>::template op<T>(params, dst, dst), dst](int x0, int x1, int y0,
+                                                                                         int y1) {
                         const int n = (x1 - x0) * dst.channels;
                         for (int y = y0; y < y1; ++y) {
                             T* row = dst.row<T>(y) + static_cast<std::ptrdiff_t>(x0) * dst.channels;
@@ -42,8 +44,8 @@ Then::Then(const std::optional<Filter>& then, const ImageView& dst) {
                         }
                     };
                 }
-            }
-        });
+            },
+            *then);
     });
 }
 
