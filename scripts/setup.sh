@@ -6,7 +6,7 @@
 #                           (what CI runs, .ci/run) the same suite built with
 #                           ASan+UBSan in build-asan, and each libFuzzer target
 #                           in build-fuzz: CBI_FUZZ_RUNS (default 200000)
-#                           and at most CBI_FUZZ_MAX_SECONDS (default 150)
+#                           and at most CBI_FUZZ_MAX_SECONDS (default 60)
 #                           inputs from a fixed seed, so a run is repeatable
 #                           for a commit and CI passes or fails the same on
 #                           every machine (a code change changes what it explores);
@@ -118,7 +118,7 @@ if has_part fuzz; then
   else
     # The inputs are fixed (repeatable for a commit); the time cap bounds a
     # slow target (fuzz_image) on a slow machine, so CI's time stays bounded.
-    runs=${CBI_FUZZ_RUNS:-200000} cap=${CBI_FUZZ_MAX_SECONDS:-150}
+    runs=${CBI_FUZZ_RUNS:-200000} cap=${CBI_FUZZ_MAX_SECONDS:-60}
     budget=(-runs="$runs" -seed=1 -max_total_time="$cap") what="$runs inputs per target, seed 1, at most $cap s each"
   fi
   targets=(fuzz_pipeline fuzz_json fuzz_schedule fuzz_filter_args fuzz_image)
