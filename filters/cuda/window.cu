@@ -3,6 +3,8 @@
 // run their own kernels (cuda/morph.cuh), on a tile schedule filter2d stages
 // its blocks' tiles (cuda/filter2d.cuh). A translation unit of its own, so
 // adding a window kind does not rebuild the stencil kernels.
+#include <stdexcept>
+
 #include "filters/cuda/backend.hpp"
 #include "filters/cuda/bilateral.cuh"
 #include "filters/cuda/filter2d.cuh"
@@ -21,6 +23,14 @@ struct WindowLaunch {
 
     template <class Schedule, class Op>
     void operator()(Schedule schedule, const Op& op) const {
+        // CPU-only ops (the one-pass gradient): CUDA's expansion never makes them; no kernels for them.
+        if constexpr (requires { Op::kCpuOnly; })
+            throw std::logic_error("a CPU-only window op on CUDA");
+        else
+            launch(schedule, op);
+    }
+    template <class Schedule, class Op>
+    void launch(Schedule schedule, const Op& op) const {
         // The naive schedule runs an op's own row form where it has one (as on the CPU).
         if constexpr (std::is_same_v<Schedule, NaiveSchedule> && requires { cuda::morphology_pass(op, stream); })
             if (cuda::morphology_pass(op, stream)) return;

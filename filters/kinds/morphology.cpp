@@ -143,6 +143,13 @@ void add_passes(std::vector<ExpansionStep>& steps, const Morphology<Op>& f, int 
 
 }  // namespace
 
+StructuringElement gradient_element(MorphShape shape, int w, int h, int iterations) {
+    if (!all_ones(structuring_element(shape, w, h))) return structuring_element(shape, w, h);
+    // As add_passes: k iterations of a rectangle are one rectangle of k(w-1)+1, anchor k times as far.
+    const int k = iterations;
+    return structuring_element(MorphShape::rect, w + (k - 1) * (w - 1), h + (k - 1) * (h - 1), w / 2 * k, h / 2 * k);
+}
+
 template <MorphOp Op>
 Expansion FilterKind<Morphology<Op>>::expand(const Morphology<Op>& f, bool cuda) {
     Expansion e;
@@ -174,6 +181,8 @@ Expansion FilterKind<Morphology<Op>>::expand(const Morphology<Op>& f, bool cuda)
             add_passes(s, erode, last(), cuda);
             return e;
         case MorphOp::gradient: {
+            // The CPU: one op (MorphGradientOp) where each operation is one pass.
+            if (!cuda && (f.iterations == 1 || all_ones(structuring_element(f.shape, f.width, f.height)))) return e;
             add_passes(s, dilate, kExpansionInput, cuda);
             const int d = last();
             add_passes(s, erode, kExpansionInput, cuda);

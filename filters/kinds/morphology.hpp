@@ -15,7 +15,9 @@
 // rows in cache; several iterations of a rectangle to one larger
 // rectangle, as OpenCV does), other
 // shapes to one pass per iteration, open/close to both operations in turn,
-// gradient/tophat/blackhat to a difference of two images (blend:1:-1).
+// gradient/tophat/blackhat to a difference of two images (blend:1:-1) --
+// except a gradient on the CPU whose operations are one pass each: one op
+// (MorphGradientOp).
 #include <algorithm>
 #include <cfloat>
 #include <cstddef>
@@ -88,6 +90,9 @@ struct MorphPassOp {
     AnyBorderSource<T> src;
     ImageView dst;
     StructuringElement se;
+    // rows() writes image row y to dst row y - out_y0 (a band of rows: the
+    // gradient's erosion, MorphGradientOp).
+    int out_y0 = 0;
 
     CBI_HOST_DEVICE void operator()(int x, int y) const {
         // The channel count as a constant keeps the minima in registers.
@@ -124,7 +129,7 @@ struct MorphPassOp {
         const int n = dst.width * dst.channels, h = se.height;
         if (!se.rect) return runs(y0, y1, scratch);
         if (h == 1) {
-            for (int y = y0; y < y1; ++y) row_pass(src.row(y), dst.row<T>(y), scratch);
+            for (int y = y0; y < y1; ++y) row_pass(src.row(y), out_row(y), scratch);
             return;
         }
         // Rectangles of height > 1: the row pass of each source row once
@@ -158,9 +163,9 @@ struct MorphPassOp {
                 if (pair) fill(y - y0 + h);
                 for (int j = 0; j < h + pair; ++j) taps[j] = at[(y - y0 + j) % slots];
                 if (pair)
-                    cpu::fold_rows_pair<T, kMin>(dst.row<T>(y), dst.row<T>(y + 1), taps, h, n);
+                    cpu::fold_rows_pair<T, kMin>(out_row(y), out_row(y + 1), taps, h, n);
                 else
-                    cpu::fold_rows<T, kMin>(dst.row<T>(y), taps, h, n);
+                    cpu::fold_rows<T, kMin>(out_row(y), taps, h, n);
             }
             return;
         }
@@ -188,13 +193,13 @@ struct MorphPassOp {
         };
         load_to(h);
         for (int b = 0; b < count; b += h) {
-            suffix[0] = dst.row<T>(y0 + b);  // the block's first window is its whole suffix
+            suffix[0] = out_row(y0 + b);  // the block's first window is its whole suffix
             cpu::fold_suffixes<T, kMin>(suffix.data(), next.data(), h, n);
             const T* p = nullptr;
             for (int j = 1; j < h && b + j < count; ++j) {
                 load_to(b + h + j);
                 const T* row = next[j - 1];
-                T* out = dst.row<T>(y0 + b + j);
+                T* out = out_row(y0 + b + j);
                 if (j == 1) {
                     const T* two[] = {suffix[1], row};
                     cpu::fold_rows<T, kMin>(out, two, 2, n);
@@ -278,7 +283,7 @@ struct MorphPassOp {
         if (pitch * levels * h > (std::size_t{1} << 22)) {
             // A ring too large for the caches: each element row's samples folded into the output one by one.
             for (int y = y0; y < y1; ++y) {
-                T* out = dst.row<T>(y);
+                T* out = out_row(y);
                 for (int s = 0; s < n; ++s) out[s] = neutral();
                 for (int j = 0; j < h; ++j) {
                     const int i0 = se.rect ? 0 : se.begin[j], i1 = se.rect ? se.width : se.end[j];
@@ -317,13 +322,15 @@ struct MorphPassOp {
                 taps[t++] = a + i0 * cn;
                 if (i1 - (1 << l) != i0) taps[t++] = a + (i1 - (1 << l)) * cn;
             }
-            T* out = dst.row<T>(y);
+            T* out = out_row(y);
             if (t == 0)
                 for (int s = 0; s < n; ++s) out[s] = neutral();
             else
                 cpu::fold_rows<T, kMin>(out, taps.data(), t, n);
         }
     }
+
+    T* out_row(int y) const { return dst.row<T>(y - out_y0); }
 
     static CBI_HOST_DEVICE T fold(T acc, T v) { return kMin ? (v < acc ? v : acc) : (acc < v ? v : acc); }
 
@@ -335,6 +342,72 @@ struct MorphPassOp {
             return kMin ? std::numeric_limits<T>::max() : T{0};
     }
 };
+
+// A gradient whose dilation and erosion are one pass each (one iteration,
+// or a rectangle's iterations folded into one), on the CPU: each task's rows
+// dilated into dst and eroded into a band the thread keeps, then dst minus
+// the band while both are in cache -- one pass over memory instead of three
+// (FilterKind::expand keeps the three nodes on CUDA, whose morphology
+// kernels run the passes). The difference is never negative: both read the
+// same samples.
+template <class T>
+struct MorphGradientOp {
+    using Sample = T;
+    MorphPassOp<T, false> dilate;  // writes dst
+    MorphPassOp<T, true> erode;    // the same image and element, its own border constant
+    static constexpr bool kCpuOnly = true;
+
+    // Per pixel (index-map schedules).
+    void operator()(int x, int y) const {
+        const StructuringElement& se = dilate.se;
+        const int cn = dilate.dst.channels;
+        T hi[4], lo[4];
+        for (int c = 0; c < cn; ++c) hi[c] = dilate.neutral(), lo[c] = erode.neutral();
+        for (int j = 0; j < se.height; ++j) {
+            const T* row = dilate.src.row(y + j - se.ay);
+            const int i0 = se.rect ? 0 : se.begin[j], i1 = se.rect ? se.width : se.end[j];
+            for (int i = i0; i < i1; ++i)
+                for (int c = 0; c < cn; ++c) {
+                    hi[c] = dilate.fold(hi[c], dilate.src.at(row, x + i - se.ax, c));
+                    lo[c] = erode.fold(lo[c], erode.src.at(row, x + i - se.ax, c));
+                }
+        }
+        T* out = dilate.dst.template row<T>(y) + x * cn;
+        for (int c = 0; c < cn; ++c) out[c] = difference(hi[c], lo[c]);
+    }
+    void rows(int y0, int y1, T* scratch) const {
+        dilate.rows(y0, y1, scratch);
+        const ImageView& dst = dilate.dst;
+        const std::size_t n = static_cast<std::size_t>(dst.width) * dst.channels;
+        static thread_local std::vector<T> band;
+        band.resize(n * (y1 - y0));
+        MorphPassOp<T, true> into_band = erode;
+        into_band.dst = {
+            reinterpret_cast<std::byte*>(band.data()), dst.width, y1 - y0, dst.channels, dst.depth, n * sizeof(T)};
+        into_band.out_y0 = y0;
+        into_band.rows(y0, y1, scratch);
+        for (int y = y0; y < y1; ++y) {
+            T* out = dst.template row<T>(y);
+            const T* lo = band.data() + n * (y - y0);
+            for (std::size_t s = 0; s < n; ++s) out[s] = difference(out[s], lo[s]);
+        }
+    }
+    int row_grain() const { return dilate.row_grain(); }
+    std::size_t scratch_samples() const { return dilate.scratch_samples(); }
+
+    // cv::morphologyEx's subtract: saturated for integers (hi >= lo here), exact for floats.
+    static T difference(T hi, T lo) {
+        if constexpr (std::is_floating_point_v<T>)
+            return hi - lo;
+        else
+            return hi > lo ? static_cast<T>(hi - lo) : T{0};
+    }
+};
+
+// The element of a gradient's one-pass op: a rectangle's iterations folded
+// into one rectangle as OpenCV folds them; other shapes as they are (one
+// iteration: expand leaves the op only those).
+StructuringElement gradient_element(MorphShape shape, int w, int h, int iterations);
 
 struct ExpansionStep;
 
@@ -389,17 +462,28 @@ struct FilterKind<Morphology<Op>> {
     static Border default_border(const Morphology<Op>&) { return {BorderMode::constant, kMorphologyDefaultBorder}; }
     static Expansion expand(const Morphology<Op>& f, bool cuda = true);
 
-    // Erosion and dilation of one pass (expand leaves only those).
+    // Erosion and dilation of one pass, and the CPU's one-pass gradient
+    // (expand leaves only those).
     template <class T>
     static auto op(const Morphology<Op>& f, const ImageView& src, const Border& border, const ImageView& dst) {
-        if (Op != MorphOp::erode && Op != MorphOp::dilate)
-            throw std::logic_error(std::string(name) + " runs as the steps it expands to (expand_compound)");
-        constexpr bool kMin = Op != MorphOp::dilate;
+        if constexpr (Op == MorphOp::gradient) {
+            const StructuringElement se = gradient_element(f.shape, f.width, f.height, f.iterations);
+            return MorphGradientOp<T>{pass<T, false>(se, src, border, dst), pass<T, true>(se, src, border, dst)};
+        } else {
+            if (Op != MorphOp::erode && Op != MorphOp::dilate)
+                throw std::logic_error(std::string(name) + " runs as the steps it expands to (expand_compound)");
+            return pass<T, Op != MorphOp::dilate>(structuring_element(f.shape, f.width, f.height, f.ax, f.ay), src,
+                                                  border, dst);
+        }
+    }
+    template <class T, bool kMin>
+    static MorphPassOp<T, kMin> pass(const StructuringElement& se, const ImageView& src, const Border& border,
+                                     const ImageView& dst) {
         using P = MorphPassOp<T, kMin>;
         const T constant = border.mode == BorderMode::constant && border.value == kMorphologyDefaultBorder
                                ? P::neutral()
                                : saturate_round<T>(static_cast<float>(border.value));
-        return P{{src, constant, border.mode}, dst, structuring_element(f.shape, f.width, f.height, f.ax, f.ay)};
+        return P{{src, constant, border.mode}, dst, se};
     }
 };
 
