@@ -139,11 +139,13 @@ public:
     // Fused colour nodes and stencil pairs run through line buffers
     // (cpu/pair_lines.hpp): any depth, channels and border but wrap.
     bool fuses() const override { return true; }
-    // Every chain runs through line buffers; blends do not fuse here.
+    // Every chain runs through line buffers.
     KernelShape kernel_shape(const FilterRun&, const KernelFormat&) const override { return {}; }
-    // Every node applies a `then` here (cpu/then.hpp); blends fuse with no stencil.
+    // Every node applies a `then` here (cpu/then.hpp); a blend fuses with one
+    // stencil of its other operand (the stencil's tasks blend what they store),
+    // not with two.
     KernelShape kernel_shape(const BlendRun& node, const KernelFormat&) const override {
-        return {.fits = !node.a && !node.b};
+        return {.fits = !(node.a && node.b)};
     }
 
     std::size_t allocate(const BufferPlan& plan) override {
@@ -162,8 +164,8 @@ public:
                    const ImageView& dst, const std::optional<Filter>& then) override {
         run_blend_cpu(blend, schedule, a, b, dst, then);
     }
-    void run_fused_blend(const BlendRun&, const ImageView&, const ImageView&) override {
-        throw std::logic_error("the CPU backend does not fuse blends");
+    void run_fused_blend(const BlendRun& run, const ImageView& src, const ImageView& dst) override {
+        run_blend_of_stencil_cpu(run, src, dst);
     }
     ImageView download(const ImageView& result, std::size_t) override { return result; }
     void finish() override {}

@@ -84,7 +84,8 @@ ScheduleSpec parse_vec(std::string_view p) {
 }
 
 constexpr Capabilities kPerPixel{.pointwise = true, .stencil = true, .window = true};
-constexpr Capabilities kStagedTile{.stencil = true, .fuses_color = true, .fuses_stencil = true, .takes_order = true};
+constexpr Capabilities kStagedTile{
+    .stencil = true, .fuses_color = true, .fuses_stencil = true, .fuses_blend = true, .takes_order = true};
 constexpr Capabilities kStrip{
     .stencil = true, .max_ksize = 9, .fuses_stencil = true, .fuses_blend = true, .takes_order = true};
 constexpr Capabilities kRun{.pointwise = true};

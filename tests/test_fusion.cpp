@@ -87,17 +87,21 @@ TEST(Fusion, FusedColourNodesEqualTheTwoNodesOnTheCpu) {
     });
 }
 
-// Capabilities::fuses_blend, as the planner asks it (cbi::supports).
-TEST(Fusion, OnlyStreamComputesABlendWithItsStencils) {
-    EXPECT_TRUE(supports(parse_schedule("stream:8x8"), parse_filter("gaussian:5"), {}, Fusion{.blend = true}));
+// Capabilities::fuses_blend, as the planner asks it (cbi::supports): the
+// staged and strip schedules (each backend's kernel_shape narrows it).
+TEST(Fusion, StagedAndStripSchedulesComputeABlendWithItsStencils) {
+    for (const char* s : {"stream:8x8", "sep:32x8", "smem:32x8"})
+        EXPECT_TRUE(supports(parse_schedule(s), parse_filter("gaussian:5"), {}, Fusion{.blend = true})) << s;
     const std::string why =
-        why_unsupported(parse_schedule("sep:32x8"), parse_filter("gaussian:5"), {}, Fusion{.blend = true});
-    EXPECT_NE(why.find("cannot compute the blend that reads it; use stream:WxH"), std::string::npos) << why;
+        why_unsupported(parse_schedule("tile:32x8"), parse_filter("gaussian:5"), {}, Fusion{.blend = true});
+    EXPECT_NE(why.find("cannot compute the blend that reads it; use smem:WxH, sep:WxH, stream:WxH"), std::string::npos)
+        << why;
 }
 
 // On the CPU stencil pairs and colour nodes fuse only with --fuse-stencils
 // (measured as fast or slower fused: fuses_pair_by_default,
-// fuses_color_by_default), through line buffers; blends never.
+// fuses_color_by_default), through line buffers; a blend of a stencil and
+// its source always (the stencil's tasks blend what they store).
 TEST(Fusion, TheCpuExecutorFusesOnlyWhenAsked) {
     const Graph chain = parse_pipeline("color:gray | gaussian:5@sep:32x8 | sobel:mag@sep:32x8");
     GraphExecutor ex(chain, options(true));
@@ -124,7 +128,11 @@ TEST(Fusion, TheCpuExecutorFusesOnlyWhenAsked) {
                                          unsharp.add_filter("blurred", parse_filter("gaussian:9"), Graph::input())));
     GraphExecutor blend(unsharp, options(true));
     blend.plan(40, 30, 3, Depth::u8);
-    EXPECT_NE(blend.describe().find("2 kernels run, 2 buffers"), std::string::npos) << blend.describe();
+    EXPECT_NE(blend.describe().find("1 kernel runs (1 stencil fused into a blend), 1 buffer"), std::string::npos)
+        << blend.describe();
+    EXPECT_NE(blend.describe().find("(fused: computes blurred and blends each tile it stores, reading input)"),
+              std::string::npos)
+        << blend.describe();
 }
 
 // Fused stencil pairs (filters/pair_tiles.hpp) run tile by tile on the CPU
@@ -277,6 +285,54 @@ TEST(Fusion, PerSampleNodesAppliedByTheKernelBeforeEqualTheTwoNodesOnTheCpu) {
         }
     });
     EXPECT_GT(fused, 500);
+}
+
+// On the CPU a blend of a stencil and the stencil's source (an unsharp mask,
+// an adaptive threshold's difference) is applied by the stencil's tasks to
+// what they store (cpu::Then), a per-sample node after it too: equal to the
+// nodes run on their own, for every stencil kind, the stencil as either
+// operand, every depth and 1 or 3 channels, on the default and staged
+// schedules, with and without a border that reads outside.
+TEST(Fusion, BlendsOfAStencilAndItsSourceEqualTheUnfusedNodesOnTheCpu) {
+    int fused = 0;
+    for_each_kind([&]<class F>(std::type_identity<F>) {
+        using Kind = FilterKind<F>;
+        if (Kind::category != Category::stencil) return;
+        for (const std::string_view example : {Kind::examples[0], std::end(Kind::examples)[-1]}) {
+            const Filter filter = parse_filter(std::string(Kind::name) + ":" + std::string(example));
+            for (const char* schedule : {"", "sep:16x8", "smem:8x8"})
+                for (const Depth depth : {Depth::u8, Depth::u16, Depth::f32})
+                    for (const int channels : {1, 3}) {
+                        if (!refuses_input(filter, depth, channels).empty()) continue;
+                        const cv::Mat src = random_image(37, 23, channels, depth, 9);
+                        for (const bool stencil_first : {false, true})
+                            for (const bool threshold : {false, true}) {
+                                SCOPED_TRACE(to_string(filter) + "@" + schedule + " " + depth_name(depth) + "x" +
+                                             std::to_string(channels) + (stencil_first ? " stencil first" : "") +
+                                             (threshold ? " | threshold" : ""));
+                                Graph g;
+                                NodeOptions o;
+                                if (*schedule) o.schedule = parse_schedule(schedule);
+                                if (depth == Depth::u16) o.border = Border{BorderMode::constant, 1000};
+                                const NodeId s = g.add_filter("s", filter, Graph::input(), o);
+                                const BlendFilter b = parse_blend(stencil_first ? "1.5:-0.5:3" : "1:-1:2");
+                                NodeId out = stencil_first ? g.add_blend("b", b, s, Graph::input())
+                                                           : g.add_blend("b", b, Graph::input(), s);
+                                if (threshold)
+                                    out = g.add_filter(
+                                        "t", parse_filter(depth == Depth::f32 ? "threshold:0.1" : "threshold:3"), out);
+                                g.add_output(out);
+                                GraphExecutor one(g, options(true)), two(g, options(false));
+                                EXPECT_TRUE(same_bytes(first_output(one, src), first_output(two, src)));
+                                const bool blended =
+                                    one.describe().find("blends each tile it stores") != std::string::npos;
+                                if (*schedule) EXPECT_TRUE(blended) << one.describe();
+                                fused += blended;
+                            }
+                    }
+        }
+    });
+    EXPECT_GT(fused, 300);
 }
 
 // The 8-bit stream kernel applies a per-sample node eight samples at a time

@@ -158,8 +158,10 @@ TEST(Schedules, StreamAndVecParseAndRefuseBadParameters) {
     EXPECT_EQ(parse_schedule("vec:8").to_string(), "vec:8");
     const auto& stream = schedule_entry(parse_schedule("stream:8x8"));
     EXPECT_TRUE(stream.can.stencil && !stream.can.pointwise && stream.can.max_ksize == 9);
-    // Only stream computes a blend with its stencils (the 8-bit stream kernel, cuda/blend.cu).
-    for (const ScheduleEntry& e : schedule_registry()) EXPECT_EQ(e.can.fuses_blend, e.name == "stream") << e.name;
+    // stream (the GPU's 8-bit stream kernel, cuda/blend.cu) and the staged tiles (the CPU's stencils blend what they
+    // store, cpu/then.hpp) compute a blend with their stencils.
+    for (const ScheduleEntry& e : schedule_registry())
+        EXPECT_EQ(e.can.fuses_blend, e.name == "stream" || e.name == "sep" || e.name == "smem") << e.name;
     const auto& vec = schedule_entry(parse_schedule("vec:4"));
     EXPECT_TRUE(vec.can.pointwise && !vec.can.stencil);
     // vec visits naive (row-major) order.

@@ -283,4 +283,12 @@ void run_blend_cpu(const BlendFilter& blend, const ScheduleSpec& schedule, const
     dispatch_blend(blend, schedule, a, b, dst, CpuLaunch{dst.width, dst.height, schedule.order, apply});
 }
 
+void run_blend_of_stencil_cpu(const BlendRun& run, const ImageView& src, const ImageView& dst) {
+    if (run.a.has_value() == run.b.has_value()) throw std::logic_error("a CPU fused blend takes one stencil");
+    const FilterRun node{run.a ? *run.a : *run.b, run.border, run.schedule};
+    if (category_of(node.filter) != Category::stencil) throw std::logic_error("a CPU fused blend takes a stencil");
+    const cpu::Then then(run.blend, src, run.a.has_value(), run.then, dst);
+    dispatch_node<BorderBinding::run_time>(node, src, dst, CpuLaunch{dst.width, dst.height, node.schedule.order, then});
+}
+
 }  // namespace cbi

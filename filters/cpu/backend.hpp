@@ -16,4 +16,8 @@ void run_window_cpu(const FilterRun& node, const ImageView& src, const ImageView
 void run_blend_cpu(const BlendFilter& blend, const ScheduleSpec& schedule, const ImageView& a, const ImageView& b,
                    const ImageView& dst, const std::optional<Filter>& then = std::nullopt);
 
+// A fused blend of one stencil (run.a or run.b) and its source `src`: the
+// stencil's tasks apply the blend (and run.then) to what they store.
+void run_blend_of_stencil_cpu(const BlendRun& run, const ImageView& src, const ImageView& dst);
+
 }  // namespace cbi

@@ -5,6 +5,7 @@
 #include <tuple>
 #include <type_traits>
 
+#include "filters/cpu/color.hpp"
 #include "filters/cpu/lut8.hpp"
 #include "filters/cpu/rows.hpp"
 #include "filters/dispatch.hpp"
@@ -46,6 +47,20 @@ Then::Then(const std::optional<Filter>& then, const ImageView& dst) {
                 }
             },
             *then);
+    });
+}
+
+Then::Then(const BlendFilter& blend, const ImageView& source, bool stencil_first, const std::optional<Filter>& then,
+           const ImageView& dst) {
+    with_depth(dst.depth, [&](auto sample) {
+        using T = std::remove_cvref_t<decltype(sample)>;
+        apply_ = [blend, source, stencil_first, dst, after = Then(then, dst)](int x0, int x1, int y0, int y1) {
+            const ImageView s = source.crop(x0, 0, x1 - x0, source.height), d = dst.crop(x0, 0, x1 - x0, dst.height);
+            blend_rows(BlendOp<T>{stencil_first ? d : s, stencil_first ? s : d, d, static_cast<float>(blend.alpha),
+                                  static_cast<float>(blend.beta), static_cast<float>(blend.gamma)},
+                       y0, y1);
+            after(x0, x1, y0, y1);
+        };
     });
 }
 
