@@ -139,8 +139,13 @@ public:
     // Fused colour nodes and stencil pairs run through line buffers
     // (cpu/pair_lines.hpp): any depth, channels and border but wrap.
     bool fuses() const override { return true; }
-    // Every chain runs through line buffers.
-    KernelShape kernel_shape(const FilterRun&, const KernelFormat&) const override { return {}; }
+    // Every chain runs through line buffers; a window kind reads through a
+    // colour node where its op converts the rows it loads.
+    KernelShape kernel_shape(const FilterRun& node, const KernelFormat&) const override {
+        if (node.fused_color && category_of(node.filter) == Category::window)
+            return {.fits = window_takes_colour_cpu(node)};
+        return {};
+    }
     // Every node applies a `then` here (cpu/then.hpp); a blend fuses with one
     // stencil of its other operand (the stencil's tasks blend what they store),
     // not with two.

@@ -34,7 +34,9 @@ public:
     bool fuses() const override { return true; }
     KernelShape kernel_shape(const FilterRun& node, const KernelFormat& f) const override {
         use_device(device_);
-        const bool fits = (!node.then || cuda_applies_then(node, f.depth)) &&
+        // Window kinds' kernels read stored images only.
+        const bool fits = !(node.fused_color && category_of(node.filter) == Category::window) &&
+                          (!node.then || cuda_applies_then(node, f.depth)) &&
                           (!node.fused_stencil || cuda_chain_fits(node, f.depth, f.src_channels, f.channels, device_));
         const int h = cuda_strip_height(node, f.depth, f.src_channels, f.channels, f.width, f.height, device_, block_);
         return {fits, h > 0 ? std::optional<int>(h) : std::nullopt};

@@ -93,6 +93,7 @@ struct GraphExecutor::Plan {
 
 private:
     void fuse_colour(const Graph& graph, const std::vector<int>& readers);
+    void fuse_colour_into_windows(const Graph& graph, const std::vector<int>& readers, const Backend& backend);
     void fuse_stencil_pairs(const Graph& graph, const std::vector<int>& readers, const Backend& backend, bool all,
                             bool colour, bool cuda);
     void fuse_blends(const Graph& graph, const std::vector<int>& readers, const Backend& backend);
@@ -171,6 +172,7 @@ void GraphExecutor::Plan::fuse(const Graph& graph, const RunOptions& options, co
     const bool all = options.stencil_pairs == RunOptions::StencilPairs::all;
     const bool colour = all || fuses_color_by_default(options.device.cuda);
     if (colour) fuse_colour(graph, readers);
+    fuse_colour_into_windows(graph, readers, backend);
     if (options.stencil_pairs != RunOptions::StencilPairs::none)
         fuse_stencil_pairs(graph, readers, backend, all, colour, options.device.cuda);
     fuse_blends(graph, readers, backend);
@@ -190,6 +192,32 @@ void GraphExecutor::Plan::fuse_colour(const Graph& graph, const std::vector<int>
         const auto* colour = pre && readers[in] == 1 ? std::get_if<ColorFilter>(pre) : nullptr;
         if (!colour ||
             !supports(schedule[id], std::get<Filter>(nodes[id].op), graph.border_of(id), Fusion{true, false}))
+            continue;
+        fused_color[id] = *colour;
+        fused_into[in] = id;
+        reads[id] = nodes[in].inputs;
+    }
+}
+
+// A colour node read only by a window kind's node (a median after
+// color:gray) is not stored where the backend's kernel converts each source
+// row as it loads it (Backend::kernel_shape: the CPU's median rows): the
+// window node reads the colour node's input.
+void GraphExecutor::Plan::fuse_colour_into_windows(const Graph& graph, const std::vector<int>& readers,
+                                                   const Backend& backend) {
+    const auto& nodes = graph.nodes();
+    for (NodeId id : order) {
+        const auto* f = std::get_if<Filter>(&nodes[id].op);
+        if (!f || category_of(*f) != Category::window || choice[id] == Choice::pending) continue;
+        const NodeId in = nodes[id].inputs[0];
+        const auto* pre = in == Graph::input() ? nullptr : std::get_if<Filter>(&nodes[in].op);
+        const auto* colour = pre && readers[in] == 1 && choice[in] != Choice::pending && fused_into[in] < 0
+                                 ? std::get_if<ColorFilter>(pre)
+                                 : nullptr;
+        if (!colour) continue;
+        FilterRun run = filter_run(graph, id, schedule[id]);
+        run.fused_color = *colour;
+        if (!backend.kernel_shape(run, {depth, channels_of[nodes[in].inputs[0]], channels_of[id], width, height}).fits)
             continue;
         fused_color[id] = *colour;
         fused_into[in] = id;

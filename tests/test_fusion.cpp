@@ -335,6 +335,36 @@ TEST(Fusion, BlendsOfAStencilAndItsSourceEqualTheUnfusedNodesOnTheCpu) {
     EXPECT_GT(fused, 300);
 }
 
+// On the CPU a colour node read only by a median is converted row by row as
+// the median's rows load their source (MedianOp::extend_coloured), never
+// stored: equal to the two nodes, for every preset, K, depth, 3- and
+// 4-channel input, border, and with a per-sample node after it; K = 1 and
+// kinds whose op does not take it (erode) keep the colour node.
+TEST(Fusion, AColourNodeBeforeAMedianIsConvertedAsItsRowsLoadOnTheCpu) {
+    int fused = 0;
+    for (const char* colour : {"gray", "ycrcb", "sepia", "0.2,0.3,0.5,1,0.5,0.25,0.125,-3,0,0,1,0"})
+        for (const char* median : {"median:1", "median:3", "median:5", "median:9", "erode:3"})
+            for (const char* border : {"", "reflect101", "reflect", "wrap", "constant:7"})
+                for (const Depth depth : {Depth::u8, Depth::u16, Depth::f32})
+                    for (const int channels : {3, 4}) {
+                        const std::string text = std::string("color:") + colour + " | " + median +
+                                                 (*border ? std::string("@naive") : "") +
+                                                 (depth == Depth::u8 ? " | threshold:100" : "");
+                        SCOPED_TRACE(text + " border " + border + " " + depth_name(depth) + "x" +
+                                     std::to_string(channels));
+                        Graph g = parse_pipeline(text);
+                        if (*border) g.set_default_border(parse_border(border));
+                        const cv::Mat src = random_image(41, 19, channels, depth, 13);
+                        GraphExecutor one(g, options(true)), two(g, options(false));
+                        EXPECT_TRUE(same_bytes(first_output(one, src), first_output(two, src)));
+                        const bool through = one.describe().find("through color:") != std::string::npos;
+                        const bool takes = std::string(median) != "median:1" && std::string(median) != "erode:3";
+                        EXPECT_EQ(through, takes) << one.describe();
+                        fused += through;
+                    }
+    EXPECT_EQ(fused, 4 * 3 * 5 * 3 * 2);
+}
+
 // The 8-bit stream kernel applies a per-sample node eight samples at a time
 // (ThenSamples::bytes8: a threshold's byte-wise rule, the others sample by
 // sample): equal to sample() on every byte value, for every threshold type

@@ -9,7 +9,11 @@ namespace cbi {
 // node's `then` is applied to each part of dst as its task stores it.
 void run_node_cpu(const FilterRun& node, const ImageView& src, const ImageView& dst);
 // A node of a window kind (cpu/window.cpp; run_node_cpu passes them there).
+// With a fused_color, src is the colour node's input.
 void run_window_cpu(const FilterRun& node, const ImageView& src, const ImageView& dst);
+// Whether a window node's op reads through a fused colour node on the CPU
+// (the median's row kernels convert each source row as they border it).
+bool window_takes_colour_cpu(const FilterRun& node);
 
 // dst = blend of a and b (same geometry; dst may alias neither), then
 // `then` (a per-sample filter) applied to each sample as it is stored.

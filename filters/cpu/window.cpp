@@ -6,6 +6,8 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <optional>
+#include <stdexcept>
 #include <type_traits>
 #include <vector>
 
@@ -34,9 +36,20 @@ struct ScratchOf<Op> {
 struct WindowLaunch {
     int width, height;
     const cpu::Then& then;  // applied to each task's rows as they are stored
+    const StorageMatrix* colour = nullptr;  // a colour node fused into the op's loads (window_takes_colour_cpu)
 
     template <class Schedule, class Op>
     void operator()(Schedule schedule, const Op& op) const {
+        if (colour) {
+            if constexpr (std::is_same_v<Schedule, NaiveSchedule> && requires { op.with_colour(*colour); })
+                return run(schedule, op.with_colour(*colour));
+            else
+                throw std::logic_error("this window op cannot read through a colour node");
+        }
+        run(schedule, op);
+    }
+    template <class Schedule, class Op>
+    void run(Schedule schedule, const Op& op) const {
         if constexpr (std::is_same_v<Schedule, NaiveSchedule> && requires { op.scratch_samples(); }) {
             // Ops that compute whole rows (morphology, median): rows of a task at once,
             // at least row_grain() rows where the op asks (a window of many rows per task).
@@ -94,7 +107,22 @@ struct WindowLaunch {
 void run_window_cpu(const FilterRun& node, const ImageView& src, const ImageView& dst) {
     if (dst.empty()) return;
     const cpu::Then then(node.then, dst);
-    dispatch_window(node, src, dst, WindowLaunch{dst.width, dst.height, then});
+    std::optional<StorageMatrix> colour;
+    if (node.fused_color) colour = storage_matrix(*node.fused_color, src.depth, src.channels);
+    dispatch_window(node, src, dst, WindowLaunch{dst.width, dst.height, then, colour ? &*colour : nullptr});
+}
+
+bool window_takes_colour_cpu(const FilterRun& node) {
+    if (node.schedule.family != ScheduleFamily::naive || category_of(node.filter) != Category::window) return false;
+    bool takes = false;
+    visit_kind(node.filter, [&](auto kind, const auto& params) {
+        using K = decltype(kind);
+        if constexpr (K::category == Category::window) {
+            const auto op = K::template op<std::uint8_t>(params, ImageView{}, node.border, ImageView{});
+            if constexpr (requires { op.takes_colour(); }) takes = op.takes_colour();
+        }
+    });
+    return takes;
 }
 
 }  // namespace cbi

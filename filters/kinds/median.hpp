@@ -35,6 +35,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "filters/cpu/color.hpp"
 #include "filters/cpu/rank.hpp"
 #include "filters/kinds/args.hpp"
 #include "filters/kinds/kind.hpp"
@@ -56,6 +57,20 @@ struct MedianOp {
     AnyBorderSource<T> src;
     ImageView dst;
     int ksize;
+    // A colour node fused into the loads (with_colour; the matrix in host
+    // memory, outliving the op): src is that node's input, and the CPU's rows
+    // convert each source row as they border it (extend), so the colour
+    // image is never stored. A pointer keeps the op small for CUDA kernels.
+    const StorageMatrix* colour = nullptr;
+
+    // Whether the CPU's rows can read through a colour node: every path of
+    // rows() but K = 1's copy borders its source rows in extend.
+    bool takes_colour() const { return ksize >= 3; }
+    MedianOp with_colour(const StorageMatrix& matrix) const {
+        MedianOp op = *this;
+        op.colour = &matrix;
+        return op;
+    }
 
     CBI_HOST_DEVICE void operator()(int x, int y) const {
         T* out = dst.row<T>(y) + x * dst.channels;
@@ -187,7 +202,8 @@ struct MedianOp {
     // Rows a task takes at once: a float band sorts its K - 1 rows of
     // border too, so it takes at least K rows.
     int row_grain() const {
-        return std::is_same_v<T, float> && ksize > 5 ? std::max(32, ksize) : 8;
+        // Through a colour node a task converts its K - 1 rows of halo again: more rows per task.
+        return (std::is_same_v<T, float> && ksize > 5) || colour != nullptr ? std::max(32, ksize) : 8;
     }
     // Samples of a bordered row of keys (K - 1 pixels more than the image,
     // 32 bytes of padding that vector loads may read).
@@ -200,6 +216,7 @@ struct MedianOp {
     }
     // Source row y's keys from pixel -K/2 to width + K/2 - 1, into e.
     void extend(int y, Scratch* e) const {
+        if (colour != nullptr) return extend_coloured(y, e);
         const int r = ksize / 2, cn = src.view.channels, w = src.view.width;
         const T* row = src.row(y);
         for (int x = -r; x < w + r; ++x) {
@@ -212,6 +229,34 @@ struct MedianOp {
                 continue;
             }
             for (int c = 0; c < cn; ++c) e[(x + r) * cn + c] = static_cast<Scratch>(rank_key(src.at(row, x, c)));
+        }
+        for (int s = (w + 2 * r) * cn; s < static_cast<int>(row_pitch()); ++s) e[s] = 0;
+    }
+
+    // extend through the fused colour node: source row y (its row border
+    // resolved on the source, as the stored colour image's would be)
+    // converted into a row of the colour node's output, then bordered at
+    // the ends as that image.
+    void extend_coloured(int y, Scratch* e) const {
+        const int r = ksize / 2, cn = dst.channels, w = src.view.width;
+        const T* row = src.row(y);
+        if (row == nullptr) {  // a constant border's row
+            for (int s = 0; s < (w + 2 * r) * cn; ++s) e[s] = static_cast<Scratch>(rank_key(src.constant));
+        } else {
+            // 8- and 16-bit keys are the samples: converted in place; floats through a row of samples.
+            static thread_local std::vector<T> floats;
+            if constexpr (!std::is_same_v<T, Scratch>) floats.resize(static_cast<std::size_t>(w) * cn);
+            T* converted = std::is_same_v<T, Scratch> ? reinterpret_cast<T*>(e + r * cn) : floats.data();
+            ImageView in = src.view, out{reinterpret_cast<std::byte*>(converted), w, 1, cn, dst.depth, 0};
+            in.data = reinterpret_cast<std::byte*>(const_cast<T*>(row)), in.height = 1;
+            cpu::color_rows(ColorOp<T>{in, out, *colour}, 0, 1);
+            if constexpr (!std::is_same_v<T, Scratch>)
+                for (int s = 0; s < w * cn; ++s) e[r * cn + s] = rank_key(converted[s]);
+            for (int x = -r; x < w + r; x += x == -1 ? w + 1 : 1) {  // the ends
+                const int xx = border_index(src.mode, x, w);
+                for (int c = 0; c < cn; ++c)
+                    e[(x + r) * cn + c] = xx < 0 ? static_cast<Scratch>(rank_key(src.constant)) : e[(xx + r) * cn + c];
+            }
         }
         for (int s = (w + 2 * r) * cn; s < static_cast<int>(row_pitch()); ++s) e[s] = 0;
     }
