@@ -150,9 +150,10 @@ void GraphExecutor::Plan::choose_schedules(const Graph& graph, const RunOptions&
 
 // Fusion, where the backend fuses (RunOptions::fuse), decided once the
 // schedules are chosen: a colour node into the stencil that reads it (where
-// fuses_color_by_default, or with every pair), then
+// fuses_color_by_default, or with every pair) or into the window node that
+// reads it (where the backend's kernel takes it), then
 // stencil pairs (RunOptions::stencil_pairs), then blends with the stencils
-// they read. Nodes still to be timed are not
+// they read, then per-sample nodes into the kernel before them. Nodes still to be timed are not
 // fused: auto times each node on its own, and the executor plans again once
 // they are tuned (run()).
 void GraphExecutor::Plan::fuse(const Graph& graph, const RunOptions& options, const Backend& backend) {

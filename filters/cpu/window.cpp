@@ -118,8 +118,9 @@ bool window_takes_colour_cpu(const FilterRun& node) {
     visit_kind(node.filter, [&](auto kind, const auto& params) {
         using K = decltype(kind);
         if constexpr (K::category == Category::window) {
-            const auto op = K::template op<std::uint8_t>(params, ImageView{}, node.border, ImageView{});
-            if constexpr (requires { op.takes_colour(); }) takes = op.takes_colour();
+            using Op = decltype(K::template op<std::uint8_t>(params, ImageView{}, node.border, ImageView{}));
+            if constexpr (requires(const Op& op) { op.takes_colour(); })  // only those ops are built here
+                takes = K::template op<std::uint8_t>(params, ImageView{}, node.border, ImageView{}).takes_colour();
         }
     });
     return takes;
