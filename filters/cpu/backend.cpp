@@ -68,32 +68,34 @@ void run_rows(const Op& op, int width, int height, const cpu::Then& then) {
     note_kernel_path(kIsColorOp<Op>   ? KernelPath::cpu_color_rows
                      : kIsBlendOp<Op> ? KernelPath::cpu_blend_rows
                                       : KernelPath::cpu_rows);
-    tbb::parallel_for(
-        tbb::blocked_range<int>(0, height, std::max(1, 4096 / std::max(width, 1))), [&](const auto& rows) {
-            if constexpr (kIsColorOp<Op>) {
-                cpu::color_rows(op, rows.begin(), rows.end());  // cpu/color.cpp
-            } else if constexpr (kIsHsvOp<Op>) {
-                cpu::hsv_rows(op, rows.begin(), rows.end());
-            } else if constexpr (kIsBlendOp<Op>) {
-                cpu::blend_rows(op, rows.begin(), rows.end());
-            } else if constexpr (PerSampleOpType<Op>) {
-                // A row is one run of samples (threshold, scale, gamma).
-                using T = typename Op::Sample;
-                const int n = width * op.dst.channels;
-                if constexpr (std::is_same_v<T, std::uint8_t> && requires { op.table[0]; }) {
-                    // 8-bit ops that hold their 256 results (scale, gamma): a table lookup.
-                    for (int y = rows.begin(); y != rows.end(); ++y)
-                        cpu::lut8_row(op.table, op.src.template row<const T>(y), op.dst.template row<T>(y), n);
-                } else {
-                    for (int y = rows.begin(); y != rows.end(); ++y)
-                        per_sample_row(op, op.src.template row<const T>(y), op.dst.template row<T>(y), n);
-                }
+    // Tasks of at least 64 KiB: below that a task costs more to hand to another thread than to run.
+    const std::size_t row_bytes = std::max<std::size_t>(op.dst.row_bytes(), 1);
+    const int grain = static_cast<int>(std::max<std::size_t>(1, (std::size_t{1} << 16) / row_bytes));
+    tbb::parallel_for(tbb::blocked_range<int>(0, height, grain), [&](const auto& rows) {
+        if constexpr (kIsColorOp<Op>) {
+            cpu::color_rows(op, rows.begin(), rows.end());  // cpu/color.cpp
+        } else if constexpr (kIsHsvOp<Op>) {
+            cpu::hsv_rows(op, rows.begin(), rows.end());
+        } else if constexpr (kIsBlendOp<Op>) {
+            cpu::blend_rows(op, rows.begin(), rows.end());
+        } else if constexpr (PerSampleOpType<Op>) {
+            // A row is one run of samples (threshold, scale, gamma).
+            using T = typename Op::Sample;
+            const int n = width * op.dst.channels;
+            if constexpr (std::is_same_v<T, std::uint8_t> && requires { op.table[0]; }) {
+                // 8-bit ops that hold their 256 results (scale, gamma): a table lookup.
+                for (int y = rows.begin(); y != rows.end(); ++y)
+                    cpu::lut8_row(op.table, op.src.template row<const T>(y), op.dst.template row<T>(y), n);
             } else {
                 for (int y = rows.begin(); y != rows.end(); ++y)
-                    for (int x = 0; x < width; ++x) op(x, y);
+                    per_sample_row(op, op.src.template row<const T>(y), op.dst.template row<T>(y), n);
             }
-            then(0, width, rows.begin(), rows.end());
-        });
+        } else {
+            for (int y = rows.begin(); y != rows.end(); ++y)
+                for (int x = 0; x < width; ++x) op(x, y);
+        }
+        then(0, width, rows.begin(), rows.end());
+    });
 }
 
 // Walks the schedule's index range with TBB. Each task takes a contiguous
