@@ -143,14 +143,14 @@ public:
     // colour node where its op converts the rows it loads.
     KernelShape kernel_shape(const FilterRun& node, const KernelFormat&) const override {
         if (node.fused_color && category_of(node.filter) == Category::window)
-            return {.fits = window_takes_colour_cpu(node)};
+            return {window_takes_colour_cpu(node), std::nullopt};
         return {};
     }
     // Every node applies a `then` here (cpu/then.hpp); a blend fuses with one
     // stencil of its other operand (the stencil's tasks blend what they store),
     // not with two.
     KernelShape kernel_shape(const BlendRun& node, const KernelFormat&) const override {
-        return {.fits = !(node.a && node.b)};
+        return {!(node.a && node.b), std::nullopt};
     }
 
     std::size_t allocate(const BufferPlan& plan) override {
