@@ -68,9 +68,13 @@ void run_rows(const Op& op, int width, int height, const cpu::Then& then) {
     note_kernel_path(kIsColorOp<Op>   ? KernelPath::cpu_color_rows
                      : kIsBlendOp<Op> ? KernelPath::cpu_blend_rows
                                       : KernelPath::cpu_rows);
-    // Tasks of at least 64 KiB: below that a task costs more to hand to another thread than to run.
+    // Pointwise ops: tasks of at least 64 KiB (below that a task costs more to hand to another thread than to
+    // run). Per-pixel ops (a stencil on naive) cost far more per pixel: 4096 pixels, so that an interrupt, which
+    // cancels between tasks, stops them soon.
+    constexpr bool kCheap = kIsColorOp<Op> || kIsHsvOp<Op> || kIsBlendOp<Op> || PerSampleOpType<Op>;
     const std::size_t row_bytes = std::max<std::size_t>(op.dst.row_bytes(), 1);
-    const int grain = static_cast<int>(std::max<std::size_t>(1, (std::size_t{1} << 16) / row_bytes));
+    const int grain = kCheap ? static_cast<int>(std::max<std::size_t>(1, (std::size_t{1} << 16) / row_bytes))
+                             : std::max(1, 4096 / std::max(width, 1));
     tbb::parallel_for(tbb::blocked_range<int>(0, height, grain), [&](const auto& rows) {
         if constexpr (kIsColorOp<Op>) {
             cpu::color_rows(op, rows.begin(), rows.end());  // cpu/color.cpp
