@@ -88,10 +88,10 @@ Border default_border_of(const Filter& f) {
     });
 }
 
-Expansion expansion_of(const Filter& f, bool cuda) {
-    return visit_kind(f, [cuda](auto kind, const auto& params) {
-        if constexpr (requires { kind.expand(params, cuda); })
-            return kind.expand(params, cuda);
+Expansion expansion_of(const Filter& f, bool per_pixel) {
+    return visit_kind(f, [per_pixel](auto kind, const auto& params) {
+        if constexpr (requires { kind.expand(params, per_pixel); })
+            return kind.expand(params, per_pixel);
         else if constexpr (requires { kind.expand(params); })
             return kind.expand(params);
         else

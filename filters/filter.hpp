@@ -112,9 +112,10 @@ Category category_of(const Filter& f);
 // the function (FilterKind<F>::default_border; reflect101 when it has none).
 Border default_border_of(const Filter& f);
 // The steps a node of `f` runs as (FilterKind<F>::expand); none for kinds
-// whose op computes the node. `cuda`: for the CUDA backend (kinds whose
-// expand takes it split differently for the CPU's row kernels).
-Expansion expansion_of(const Filter& f, bool cuda = true);
+// whose op computes the node. `per_pixel`: for kernels that compute each
+// pixel on its own (CUDA's, the CPU's index-map schedules), else for the
+// CPU's row kernels (kinds whose expand takes it split differently there).
+Expansion expansion_of(const Filter& f, bool per_pixel = true);
 inline bool is_stencil(const Filter& f) {
     return category_of(f) == Category::stencil;
 }

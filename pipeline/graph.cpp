@@ -273,7 +273,13 @@ NodeId add_expanded(Graph& out, const std::string& name, const NodeOp& op, const
     if (const auto* blend = std::get_if<BlendFilter>(&op))
         return out.add_blend(name, *blend, inputs[0], inputs[1], options);
     const Filter& filter = std::get<Filter>(op);
-    const Expansion e = expansion_of(filter, cuda);
+    // The CPU's row kernels run schedule naive (every window kind's CPU default); another schedule that
+    // runs the node computes each pixel on its own, as CUDA's kernels do.
+    const ScheduleChoice& choice = options.schedule ? *options.schedule : out.default_schedule();
+    const auto* fixed = std::get_if<ScheduleSpec>(&choice);
+    const bool per_pixel = cuda || (fixed && fixed->family != ScheduleFamily::naive &&
+                                    supports(*fixed, op, options.border.value_or(Border{})));
+    const Expansion e = expansion_of(filter, per_pixel);
     if (e.steps.empty()) return out.add_filter(name, filter, inputs[0], options);
     std::vector<NodeId> step_ids;
     for (std::size_t k = 0; k < e.steps.size(); ++k) {

@@ -144,7 +144,8 @@ std::string graph_to_json(const Graph& graph);
 // to its node (its last step) in the result. A step takes its fixed border,
 // else the node's own, else the graph's default, else its kind's default;
 // and the node's schedule where that schedule can run it. `cuda`: the steps
-// for the CUDA backend, else for the CPU (expansion_of).
+// for the CUDA backend, else for the CPU: its row kernels, or per pixel
+// where the node's schedule is a fixed one other than naive (expansion_of).
 struct ExpandedGraph {
     Graph graph;
     std::vector<NodeId> ids;

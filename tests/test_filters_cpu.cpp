@@ -1246,6 +1246,39 @@ TEST(CpuMorphology, DefaultBorderEqualsOpenCVBitForBit) {
     }
 }
 
+// open, close, tophat and blackhat of one pass each are one op on the CPU's
+// row kernels (MorphPairOp): its band of first-pass rows bordered as a stored
+// image would be, with elements taller than a task's rows and than the
+// image (rows named by reflect, wrap across the image), a constant border
+// that wins (tophat's difference saturating), every depth; per pixel
+// (an index-map schedule) the same nodes as passes.
+TEST(CpuMorphology, CompoundsInOneOpEqualOpenCVOnEveryBorder) {
+    unsigned seed = 300;
+    for (const char* text : {"open:5", "close:3:rect:3", "tophat:5x41", "blackhat:41x3:cross", "open:3x31:ellipse",
+                             "tophat:7:ellipse", "close:9x61"}) {
+        const Filter filter = parse_filter(text);
+        EXPECT_TRUE(expansion_of(filter, false).steps.empty()) << text << ": one op on the CPU's rows";
+        EXPECT_FALSE(expansion_of(filter, true).steps.empty()) << text << ": passes per pixel";
+        for (const char* border_text : {"default", "replicate", "reflect", "reflect101", "constant:200", "wrap"})
+            for (const Depth depth : kDepths)
+                for (const cv::Size size :
+                     {cv::Size{1, 1}, cv::Size{9, 1}, cv::Size{1, 40}, cv::Size{37, 23}, cv::Size{301, 263}}) {
+                    const Border border = std::string_view(border_text) == "default" ? default_border_of(filter)
+                                                                                     : parse_border(border_text);
+                    const cv::Mat src = random_image(size.width, size.height, 3, depth, seed++);
+                    SCOPED_TRACE(std::string(text) + " " + border_text + " " + depth_name(depth) + " " +
+                                 std::to_string(size.width) + "x" + std::to_string(size.height));
+                    const cv::Mat want = opencv_reference(FilterRun{filter, border, ScheduleSpec{}}, src);
+                    for (const char* schedule : {"naive", "column:32"}) {
+                        if (size.area() > 4096 && std::string_view(schedule) != "naive") continue;
+                        const auto result =
+                            compare(run_cpu(FilterRun{filter, border, parse_schedule(schedule)}, src), want, 0, 0);
+                        EXPECT_TRUE(result.ok) << schedule << ": " << result.where << "; max diff " << result.max_diff;
+                    }
+                }
+    }
+}
+
 // The CPU's row kernels (cpu/rank.hpp) on images tall and wide enough for
 // several tasks, chunks of rows and vector lanes with a ragged end: large
 // rectangles (van Herk, doubling runs), ellipses, iterations, and the median's

@@ -3,6 +3,7 @@
 // so adding a window kind does not rebuild the stencil kernels.
 #include <tbb/blocked_range.h>
 #include <tbb/parallel_for.h>
+#include <tbb/task_arena.h>
 
 #include <algorithm>
 #include <cstdint>
@@ -57,6 +58,8 @@ struct WindowLaunch {
             using T = typename ScratchOf<Op>::type;
             int grain = 8;
             if constexpr (requires { op.row_grain(); }) grain = op.row_grain();
+            if constexpr (requires { op.halo_rows(); })  // rows each task computes beyond its own (MorphPairOp):
+                grain = std::max(grain, std::min(8 * op.halo_rows(), height / tbb::this_task_arena::max_concurrency()));
             tbb::parallel_for(tbb::blocked_range<int>(0, height, grain), [&](const auto& rows) {
                 std::vector<T> scratch(op.scratch_samples());
                 op.rows(rows.begin(), rows.end(), scratch.data());
@@ -88,6 +91,9 @@ struct WindowLaunch {
                     for (int x = 0; x < width; ++x) op(x, y);
                 then(0, width, rows.begin(), rows.end());
             });
+        } else if constexpr (!requires { op(0, 0); }) {
+            // Ops of whole rows only (MorphPairOp): the expansion gives index-map schedules their passes.
+            throw std::logic_error("a window op without a per-pixel form on an index-map schedule");
         } else {
             note_kernel_path(KernelPath::cpu_index_map);
             const auto n = static_cast<std::uint32_t>(width) * static_cast<std::uint32_t>(height);

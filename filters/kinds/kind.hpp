@@ -80,12 +80,13 @@ struct Footprint {
 //   template <class T> static auto op(const F&, const ImageView& src, const ImageView& dst);   (pointwise)
 //   template <class T> static auto op(const F&, const ImageView& src, const Border&, const ImageView& dst);   (window)
 //       an object with operator()(x, y) writing every channel of dst's pixel (x, y); passed by value to
-//       CUDA kernels, so trivially copyable and small
+//       CUDA kernels, so trivially copyable and small (a CPU-only op of whole rows, kCpuOnly and rows(),
+//       may have none: the kind's expand keeps it from per-pixel kernels)
 // and optionally:
 //   static int output_channels(const F&, int channels);   // throws cbi::Error for inputs it cannot take
 //   static Border default_border(const F&);   // without --border (reflect101 when absent), as OpenCV's function
 //   static Expansion expand(const F&);        // compound kinds: the steps; no steps: the kind's own op runs
-//   (or expand(const F&, bool cuda): steps that depend on the backend)
+//   (or expand(const F&, bool per_pixel): steps for per-pixel kernels or the CPU's row kernels)
 //   static std::string refuses_input(const F&, Depth, int channels);   // why it cannot take such an image ("" if it can)
 //   static bool whole_image(const F&);   // each output pixel depends on the whole input (otsu's level):
 //                                        // tiles of an image would not give the whole image's result

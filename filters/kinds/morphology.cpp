@@ -107,17 +107,17 @@ std::string FilterKind<Morphology<Op>>::print(const Morphology<Op>& f) {
 
 namespace {
 
-// The rectangles CUDA folds in one pass: the centred kMorphOnePassSide square. The one-pass kernel
+// The rectangles per-pixel kernels fold in one pass: the centred kMorphOnePassSide square. The one-pass kernel
 // takes 2x2, 2x3, 3x2 and a 3x3 anchored at (2, 2) too, but those forms have not yet run on a GPU
 // (docs/performance.md#new-kinds): they split into the van Herk passes.
-bool cuda_one_pass(int w, int h, int ax, int ay) {
+bool pixel_one_pass(int w, int h, int ax, int ay) {
     return w == kMorphOnePassSide && h == kMorphOnePassSide && ax == w / 2 && ay == h / 2;
 }
 
 // Erosion (dilation) `iterations` times reading step `input`, as passes of
 // one iteration; the last step added is the result.
 template <MorphOp Op>
-void add_passes(std::vector<ExpansionStep>& steps, const Morphology<Op>& f, int input, bool cuda) {
+void add_passes(std::vector<ExpansionStep>& steps, const Morphology<Op>& f, int input, bool per_pixel) {
     static_assert(Op == MorphOp::erode || Op == MorphOp::dilate);
     int from = input;
     const auto add = [&](const Morphology<Op>& pass) {
@@ -131,7 +131,7 @@ void add_passes(std::vector<ExpansionStep>& steps, const Morphology<Op>& f, int 
         w += (passes - 1) * (w - 1), h += (passes - 1) * (h - 1), ax *= passes, ay *= passes, passes = 1;
     }
     for (int p = 0; p < passes; ++p) {
-        if (rect && w > 1 && h > 1 && cuda && !cuda_one_pass(w, h, ax, ay)) {
+        if (rect && w > 1 && h > 1 && per_pixel && !pixel_one_pass(w, h, ax, ay)) {
             // Separable: the row minimum, then the column minimum of those (the centred 3x3: one pass).
             add({w, 1, MorphShape::rect, 1, ax, 0});
             add({1, h, MorphShape::rect, 1, 0, ay});
@@ -143,7 +143,7 @@ void add_passes(std::vector<ExpansionStep>& steps, const Morphology<Op>& f, int 
 
 }  // namespace
 
-StructuringElement gradient_element(MorphShape shape, int w, int h, int iterations) {
+StructuringElement one_pass_element(MorphShape shape, int w, int h, int iterations) {
     if (!all_ones(structuring_element(shape, w, h))) return structuring_element(shape, w, h);
     // As add_passes: k iterations of a rectangle are one rectangle of k(w-1)+1, anchor k times as far.
     const int k = iterations;
@@ -151,52 +151,55 @@ StructuringElement gradient_element(MorphShape shape, int w, int h, int iteratio
 }
 
 template <MorphOp Op>
-Expansion FilterKind<Morphology<Op>>::expand(const Morphology<Op>& f, bool cuda) {
+Expansion FilterKind<Morphology<Op>>::expand(const Morphology<Op>& f, bool per_pixel) {
     Expansion e;
     auto& s = e.steps;
     const auto last = [&] { return static_cast<int>(s.size()) - 1; };
     const Morphology<MorphOp::erode> erode{f.width, f.height, f.shape, f.iterations};
     const Morphology<MorphOp::dilate> dilate{f.width, f.height, f.shape, f.iterations};
     const auto difference = [&](int a, int b) { s.push_back({BlendFilter{1, -1, 0}, {a, b}}); };
+    // The CPU's row kernels run a compound whose operations are one pass each as one op
+    // (MorphGradientOp, MorphPairOp).
+    if (Op != MorphOp::erode && Op != MorphOp::dilate && !per_pixel &&
+        (f.iterations == 1 || all_ones(structuring_element(f.shape, f.width, f.height))))
+        return e;
     switch (Op) {
         case MorphOp::erode:
         case MorphOp::dilate: {
             const StructuringElement se = structuring_element(f.shape, f.width, f.height);
-            // One pass of an element that is not a rectangle of both sides > 1 (the CPU: of a rectangle
-            // too; CUDA: of the centred 3x3): the op itself.
-            const bool one_pass = cuda_one_pass(f.width, f.height, f.width / 2, f.height / 2);
+            // One pass of an element that is not a rectangle of both sides > 1 (the CPU's rows: of a
+            // rectangle too; per pixel: of the centred 3x3): the op itself.
+            const bool one_pass = pixel_one_pass(f.width, f.height, f.width / 2, f.height / 2);
             if (f.iterations == 1 && (!all_ones(se) || f.width == 1 || f.height == 1 ||
-                                      (f.shape == MorphShape::rect && (!cuda || one_pass))))
+                                      (f.shape == MorphShape::rect && (!per_pixel || one_pass))))
                 return e;
-            if constexpr (Op == MorphOp::erode) add_passes(s, erode, kExpansionInput, cuda);
-            if constexpr (Op == MorphOp::dilate) add_passes(s, dilate, kExpansionInput, cuda);
+            if constexpr (Op == MorphOp::erode) add_passes(s, erode, kExpansionInput, per_pixel);
+            if constexpr (Op == MorphOp::dilate) add_passes(s, dilate, kExpansionInput, per_pixel);
             return e;
         }
         case MorphOp::open:
-            add_passes(s, erode, kExpansionInput, cuda);
-            add_passes(s, dilate, last(), cuda);
+            add_passes(s, erode, kExpansionInput, per_pixel);
+            add_passes(s, dilate, last(), per_pixel);
             return e;
         case MorphOp::close:
-            add_passes(s, dilate, kExpansionInput, cuda);
-            add_passes(s, erode, last(), cuda);
+            add_passes(s, dilate, kExpansionInput, per_pixel);
+            add_passes(s, erode, last(), per_pixel);
             return e;
         case MorphOp::gradient: {
-            // The CPU: one op (MorphGradientOp) where each operation is one pass.
-            if (!cuda && (f.iterations == 1 || all_ones(structuring_element(f.shape, f.width, f.height)))) return e;
-            add_passes(s, dilate, kExpansionInput, cuda);
+            add_passes(s, dilate, kExpansionInput, per_pixel);
             const int d = last();
-            add_passes(s, erode, kExpansionInput, cuda);
+            add_passes(s, erode, kExpansionInput, per_pixel);
             difference(d, last());
             return e;
         }
         case MorphOp::tophat:
-            add_passes(s, erode, kExpansionInput, cuda);
-            add_passes(s, dilate, last(), cuda);
+            add_passes(s, erode, kExpansionInput, per_pixel);
+            add_passes(s, dilate, last(), per_pixel);
             difference(kExpansionInput, last());
             return e;
         case MorphOp::blackhat:
-            add_passes(s, dilate, kExpansionInput, cuda);
-            add_passes(s, erode, last(), cuda);
+            add_passes(s, dilate, kExpansionInput, per_pixel);
+            add_passes(s, erode, last(), per_pixel);
             difference(last(), kExpansionInput);
             return e;
     }

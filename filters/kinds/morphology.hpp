@@ -8,16 +8,16 @@
 // maximum for erosion, its lowest for dilation).
 //
 // Erosion and dilation with one iteration are the window op below (the
-// structuring element as a run of columns per row); the others expand to
-// them (FilterKind::expand): a rectangle to a row pass and a column pass
-// on the GPU (the centred kMorphOnePassSide square: one pass), to
-// one pass on the CPU (whose row hook does both passes with the row pass's
-// rows in cache; several iterations of a rectangle to one larger
-// rectangle, as OpenCV does), other
-// shapes to one pass per iteration, open/close to both operations in turn,
-// gradient/tophat/blackhat to a difference of two images (blend:1:-1) --
-// except a gradient on the CPU whose operations are one pass each: one op
-// (MorphGradientOp).
+// structuring element as a run of columns per row). On the CPU's row
+// kernels (schedule naive) a rectangle is one pass (its row hook does both
+// passes with the row pass's rows in cache; several iterations of a
+// rectangle one larger rectangle, as OpenCV does), and a compound whose
+// operations are one pass each is one op (MorphGradientOp, MorphPairOp).
+// Elsewhere (FilterKind::expand) -- CUDA and the CPU's index-map
+// schedules, whose kernels compute each pixel on its own -- a rectangle is
+// a row pass and a column pass (the centred kMorphOnePassSide square: one
+// pass), other shapes one pass per iteration, open/close both operations
+// in turn, gradient/tophat/blackhat a difference of two images (blend:1:-1).
 #include <algorithm>
 #include <cfloat>
 #include <cstddef>
@@ -61,7 +61,7 @@ using BlackhatFilter = Morphology<MorphOp::blackhat>;
 // The largest sides of a rectangle the GPU's one-pass kernel folds
 // (cuda/morph.cuh): up to this its taps cost less than a second pass over an
 // intermediate image. The expansion sends it the centred square only
-// (morphology.cpp, cuda_one_pass).
+// (morphology.cpp, pixel_one_pass).
 inline constexpr int kMorphOnePassSide = 3;
 
 // OpenCV's morphologyDefaultBorderValue() (DBL_MAX): as a constant border's
@@ -343,6 +343,15 @@ struct MorphPassOp {
     }
 };
 
+// cv::morphologyEx's subtract: saturated for integers, exact for floats.
+template <class T>
+T morph_difference(T a, T b) {
+    if constexpr (std::is_floating_point_v<T>)
+        return a - b;
+    else
+        return a > b ? static_cast<T>(a - b) : T{0};
+}
+
 // A gradient whose dilation and erosion are one pass each (one iteration,
 // or a rectangle's iterations folded into one), on the CPU: each task's rows
 // dilated into dst and eroded into a band the thread keeps, then dst minus
@@ -395,19 +404,94 @@ struct MorphGradientOp {
     int row_grain() const { return dilate.row_grain(); }
     std::size_t scratch_samples() const { return dilate.scratch_samples(); }
 
-    // cv::morphologyEx's subtract: saturated for integers (hi >= lo here), exact for floats.
-    static T difference(T hi, T lo) {
-        if constexpr (std::is_floating_point_v<T>)
-            return hi - lo;
-        else
-            return hi > lo ? static_cast<T>(hi - lo) : T{0};
-    }
+    static T difference(T hi, T lo) { return morph_difference(hi, lo); }
 };
 
-// The element of a gradient's one-pass op: a rectangle's iterations folded
-// into one rectangle as OpenCV folds them; other shapes as they are (one
-// iteration: expand leaves the op only those).
-StructuringElement gradient_element(MorphShape shape, int w, int h, int iterations);
+// open, close, tophat and blackhat whose two operations are one pass each,
+// on the CPU's row kernels: each task runs the first operation on the rows
+// the second reads for its rows (its own and the element's height - 1 more)
+// into a band the thread keeps, the rows outside the image bordered as the
+// second pass would border a stored image, then the second from that band
+// into dst, then (tophat, blackhat) the difference with the source while
+// both are in cache: one pass over memory instead of two or three. No
+// per-pixel form: FilterKind::expand keeps the passes as nodes wherever
+// kernels compute pixels one by one (CUDA, the CPU's index-map schedules).
+template <class T, bool kErodeFirst>
+struct MorphPairOp {
+    using Sample = T;
+    MorphPassOp<T, kErodeFirst> first;    // reads the source; its dst gives the geometry only
+    MorphPassOp<T, !kErodeFirst> second;  // writes dst; the same element, border and geometry
+    int subtract = 0;                     // tophat: src - result (1); blackhat: result - src (-1)
+    static constexpr bool kCpuOnly = true;
+
+    void rows(int y0, int y1, T* scratch) const {
+        const StructuringElement& se = second.se;
+        const ImageView& dst = second.dst;
+        const std::size_t n = static_cast<std::size_t>(dst.width) * dst.channels;
+        // The second pass reads the first's rows a .. b - 1; lo .. hi - 1 of them are in the image.
+        const int a = y0 - se.ay, b = y1 + se.height - 1 - se.ay;
+        const int lo = std::max(a, 0), hi = std::min(b, dst.height);
+        static thread_local std::vector<T> kept;
+        std::vector<T> own;
+        std::vector<T>& band = n * (b - a) * sizeof(T) <= MorphPassOp<T, true>::kKeptBytes ? kept : own;
+        if (band.size() < n * (b - a)) band.resize(n * (b - a));
+        const auto view = [&](T* data, int rows) {
+            return ImageView{
+                reinterpret_cast<std::byte*>(data), dst.width, rows, dst.channels, dst.depth, n * sizeof(T)};
+        };
+        const auto run_first = [&](T* into, int r0, int r1) {  // image rows r0 .. r1 - 1 of the first pass
+            MorphPassOp<T, kErodeFirst> p = first;
+            p.dst = view(into, r1 - r0);
+            p.out_y0 = r0;
+            p.rows(r0, r1, scratch);
+        };
+        T* const at_a = band.data();
+        if (lo < hi) run_first(at_a + n * (lo - a), lo, hi);
+        // Rows outside the image: the rows the border names, computed once more where this task has
+        // not (wrap, or an element taller than the task's rows), or the border's constant.
+        const auto named = [&](int v) { return border_index(second.src.mode, v, dst.height); };
+        const auto outside = [&](auto&& f) {
+            for (int v = a; v < lo; ++v) f(v);
+            for (int v = hi; v < b; ++v) f(v);
+        };
+        int extra_lo = dst.height, extra_hi = 0;
+        outside([&](int v) {
+            if (const int m = named(v); m >= 0 && (m < lo || m >= hi))
+                extra_lo = std::min(extra_lo, m), extra_hi = std::max(extra_hi, m + 1);
+        });
+        std::vector<T> extra(extra_lo < extra_hi ? n * (extra_hi - extra_lo) : 0);
+        if (extra_lo < extra_hi) run_first(extra.data(), extra_lo, extra_hi);
+        outside([&](int v) {
+            T* row = at_a + n * (v - a);
+            const int m = named(v);
+            if (m < 0)
+                std::fill(row, row + n, second.src.constant);
+            else
+                std::memcpy(row, m >= lo && m < hi ? at_a + n * (m - a) : extra.data() + n * (m - extra_lo),
+                            n * sizeof(T));
+        });
+        MorphPassOp<T, !kErodeFirst> from_band = second;
+        from_band.src.view = view(at_a, b - a);
+        from_band.out_y0 = se.ay - y0;
+        from_band.rows(se.ay, se.ay + (y1 - y0), scratch);
+        if (subtract == 0) return;
+        for (int y = y0; y < y1; ++y) {
+            T* out = dst.row<T>(y);
+            const T* in = first.src.view.template row<const T>(y);
+            for (std::size_t s = 0; s < n; ++s)
+                out[s] = subtract > 0 ? morph_difference(in[s], out[s]) : morph_difference(out[s], in[s]);
+        }
+    }
+    int row_grain() const { return first.row_grain(); }
+    // The first pass's rows each task computes beyond its own: the CPU's tasks grow to amortise them.
+    int halo_rows() const { return second.se.height - 1; }
+    std::size_t scratch_samples() const { return first.scratch_samples(); }
+};
+
+// The element of the CPU's one-op compounds (MorphGradientOp, MorphPairOp):
+// a rectangle's iterations folded into one rectangle as OpenCV folds them;
+// other shapes as they are (one iteration: expand leaves the op only those).
+StructuringElement one_pass_element(MorphShape shape, int w, int h, int iterations);
 
 struct ExpansionStep;
 
@@ -460,18 +544,22 @@ struct FilterKind<Morphology<Op>> {
         return {passes * (w - 1) + 1, passes * (h - 1) + 1, w == h};
     }
     static Border default_border(const Morphology<Op>&) { return {BorderMode::constant, kMorphologyDefaultBorder}; }
-    static Expansion expand(const Morphology<Op>& f, bool cuda = true);
+    static Expansion expand(const Morphology<Op>& f, bool per_pixel = true);
 
-    // Erosion and dilation of one pass, and the CPU's one-pass gradient
+    // Erosion and dilation of one pass, and the CPU's one-op compounds
     // (expand leaves only those).
     template <class T>
     static auto op(const Morphology<Op>& f, const ImageView& src, const Border& border, const ImageView& dst) {
         if constexpr (Op == MorphOp::gradient) {
-            const StructuringElement se = gradient_element(f.shape, f.width, f.height, f.iterations);
+            const StructuringElement se = one_pass_element(f.shape, f.width, f.height, f.iterations);
             return MorphGradientOp<T>{pass<T, false>(se, src, border, dst), pass<T, true>(se, src, border, dst)};
+        } else if constexpr (Op != MorphOp::erode && Op != MorphOp::dilate) {
+            constexpr bool kErodeFirst = Op == MorphOp::open || Op == MorphOp::tophat;
+            const StructuringElement se = one_pass_element(f.shape, f.width, f.height, f.iterations);
+            const int subtract = Op == MorphOp::tophat ? 1 : Op == MorphOp::blackhat ? -1 : 0;
+            return MorphPairOp<T, kErodeFirst>{pass<T, kErodeFirst>(se, src, border, dst),
+                                               pass<T, !kErodeFirst>(se, src, border, dst), subtract};
         } else {
-            if (Op != MorphOp::erode && Op != MorphOp::dilate)
-                throw std::logic_error(std::string(name) + " runs as the steps it expands to (expand_compound)");
             return pass<T, Op != MorphOp::dilate>(structuring_element(f.shape, f.width, f.height, f.ax, f.ay), src,
                                                   border, dst);
         }
