@@ -478,8 +478,10 @@ struct MorphPairOp {
         for (int y = y0; y < y1; ++y) {
             T* out = dst.row<T>(y);
             const T* in = first.src.view.template row<const T>(y);
-            for (std::size_t s = 0; s < n; ++s)
-                out[s] = subtract > 0 ? morph_difference(in[s], out[s]) : morph_difference(out[s], in[s]);
+            if (subtract > 0)  // two loops: each vectorises
+                for (std::size_t s = 0; s < n; ++s) out[s] = morph_difference(in[s], out[s]);
+            else
+                for (std::size_t s = 0; s < n; ++s) out[s] = morph_difference(out[s], in[s]);
         }
     }
     int row_grain() const { return first.row_grain(); }
