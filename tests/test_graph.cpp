@@ -586,6 +586,13 @@ TEST(Graph, CompoundKindsExpandToTheirSteps) {
     EXPECT_EQ(expand_compound(parse_pipeline("erode:3"), false).graph.nodes().size(), 2u);
 }
 
+TEST(Graph, ColourMatricesTakeRowsSeparatedBySemicolons) {
+    EXPECT_EQ(parse_filter("color:0,0,1;0,1,0;1,0,0"), parse_filter("color:0,0,1,0,1,0,1,0,0"));
+    EXPECT_EQ(parse_filter("color:1,0,0,5;0,1,0,6;0,0,1,7"), parse_filter("color:1,0,0,5,0,1,0,6,0,0,1,7"));
+    for (const char* bad : {"color:1,0,0;0,1;0,0,1,0", "color:1,0,0;0,1,0", "color:1,0,0,0,1,0;0,0,1"})
+        expect_invalid([&] { parse_filter(bad); }, "rows may be separated by ';'");
+}
+
 TEST(Graph, MorphologyArgumentsAreCheckedWithTheForm) {
     expect_invalid([] { parse_filter("erode:0"); }, "erode size '0' must be K or WxH");
     expect_invalid([] { parse_filter("erode:256"); }, "from 1 to 255");

@@ -1,5 +1,7 @@
 #include "filters/kinds/color.hpp"
 
+#include <vector>
+
 #include "filters/error.hpp"
 
 namespace cbi {
@@ -10,11 +12,19 @@ ColorFilter Kind::parse(std::string_view a) {
     if (a == "gray") return {ColorPreset::gray, {}};
     if (a == "sepia") return {ColorPreset::sepia, {}};
     if (a == "ycrcb") return {ColorPreset::ycrcb, {}};
-    const auto parts = args::split(a, ',');
-    if (parts.size() != 9 && parts.size() != 12)
-        args::invalid(
-            "color '" + std::string(a) +
-            "' must be gray, sepia, ycrcb or a matrix of 9 (3x3) or 12 (3x4) comma-separated numbers, rows R',G',B'");
+    // Rows may be separated by ';' (as filter2d's, and Python's 2-D matrices): three of equal length.
+    std::vector<std::string_view> parts;
+    const auto rows = args::split(a, ';');
+    bool even = rows.size() == 1 || rows.size() == 3;
+    for (const std::string_view row : rows) {
+        const auto fields = args::split(row, ',');
+        even = even && fields.size() == args::split(rows[0], ',').size();
+        parts.insert(parts.end(), fields.begin(), fields.end());
+    }
+    if (!even || (parts.size() != 9 && parts.size() != 12))
+        args::invalid("color '" + std::string(a) +
+                      "' must be gray, sepia, ycrcb or a matrix of 9 (3x3) or 12 (3x4) comma-separated numbers, rows "
+                      "R',G',B' (rows may be separated by ';')");
     ColorFilter f{ColorPreset::custom, {}};
     const int cols = parts.size() == 9 ? 3 : 4;
     for (std::size_t i = 0; i < parts.size(); ++i) {

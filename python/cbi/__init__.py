@@ -732,13 +732,22 @@ def _arg_text(kind: str, name: str, v) -> str:
     if isinstance(v, str):
         text = v
     elif isinstance(v, Sequence) or hasattr(v, "tolist"):
+        # A matrix as the pipeline form writes it: rows separated by ';', numbers by ',' (a 2-D array, as
+        # cv2.filter2D's kernel; a pair of 1-D taps, as sepFilter2D's kx and ky; a colour matrix), a 1-D
+        # sequence one row; each row flattened (cv2.getGaussianKernel's Kx1 column is one row of taps).
         values = v.tolist() if hasattr(v, "tolist") else v
         if not isinstance(values, (list, tuple)):
             return _arg_text(kind, name, values)
-        flat = []
-        for row in values:
-            flat.extend(row if isinstance(row, (list, tuple)) else [row])
-        text = ",".join(_arg_text(kind, name, f) for f in flat)
+
+        def flat(row):
+            row = row.tolist() if hasattr(row, "tolist") else row
+            if isinstance(row, (list, tuple)):
+                return [f for item in row for f in flat(item)]
+            return [row]
+
+        nested = any(isinstance(r, (list, tuple)) or hasattr(r, "tolist") for r in values)
+        rows = [flat(r) for r in values] if nested else [list(values)]
+        text = ";".join(",".join(_arg_text(kind, name, f) for f in row) for row in rows)
     else:
         raise InvalidArgument(f"{kind}: {name}={v!r} is not a number, name or matrix")
     if any(c in text for c in ":|@{}") or not text:

@@ -115,6 +115,36 @@ def test_color_matrix(rng):
     np.testing.assert_allclose(cbi.color(x, [[0, 0, 1], [0, 1, 0], [1, 0, 0]]), x[..., ::-1], rtol=1e-6)
 
 
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("channels", CHANNELS)
+def test_filter2d_takes_the_kernel_as_cv2_does(rng, dtype, channels):
+    # A 2-D array's rows are the kernel's rows (not one row of all its taps); a Kx1 column is a vertical kernel.
+    x = random_image(rng, shape_of(channels), dtype)
+    k = rng.uniform(-1, 1, (3, 5)).astype(np.float32)
+    assert_close(cbi.filter2d(x, k), cv2.filter2D(x, -1, k, borderType=R101), dtype)
+    assert_close(cbi.filter2d(x, k.tolist(), border="replicate"),
+                 cv2.filter2D(x, -1, k, borderType=cv2.BORDER_REPLICATE), dtype)
+    g = cv2.getGaussianKernel(7, 2)  # 7x1
+    assert_close(cbi.filter2d(x, g), cv2.filter2D(x, -1, g, borderType=R101), dtype)
+    sharpen = np.array([[0, -1, 0], [-1, 5, -1], [0, -1, 0]])
+    assert_close(cbi.filter2d(x, sharpen), cv2.filter2D(x, -1, sharpen.astype(np.float32), borderType=R101), dtype)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_sepfilter2d_takes_kx_and_ky(rng, dtype):
+    x = random_image(rng, shape_of(3), dtype)
+    kx, ky = cv2.getGaussianKernel(9, 2), np.array([-1.0, 0.0, 1.0])
+    assert_close(cbi.sepfilter2d(x, (kx, ky)), cv2.sepFilter2D(x, -1, kx, ky, borderType=R101), dtype)
+
+
+def test_a_ragged_kernel_is_refused(rng):
+    x = random_image(rng, (20, 30), np.uint8)
+    with pytest.raises(cbi.InvalidArgument, match="filter2d row 2 has 1 taps"):
+        cbi.filter2d(x, [[1, 2], [3]])
+    with pytest.raises(cbi.InvalidArgument, match="color"):
+        cbi.color(random_image(rng, (20, 30, 3), np.uint8), [[1, 0, 0], [0, 1], [0, 0, 1]])
+
+
 @pytest.mark.parametrize("border,cv_border", [("reflect", cv2.BORDER_REFLECT), ("replicate", cv2.BORDER_REPLICATE),
                                               ("constant", cv2.BORDER_CONSTANT), ("reflect101", R101)])
 def test_borders(rng, border, cv_border):
