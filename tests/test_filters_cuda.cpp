@@ -944,6 +944,40 @@ TEST(CudaMedian, ThreeAndFiveOnWordsEqualCpu) {
 // and even sides with zero taps, on images smaller than a tile and ROIs; a
 // stage over 48 KiB (255 x 4 on 4 channels) opts in to more; a column
 // schedule and tiles of other sizes run the per-pixel kernel.
+// The largest 2-D kernel (kMaxFilter2DTaps, 63x63, every tap nonzero):
+// its taps fill the staged kernel's parameters (1 and 3 channels) or, where
+// the stage is over the shared memory (4 channels), the per-pixel op's;
+// CPU = GPU bit for bit.
+TEST(CudaFilter2d, KernelsOf63x63EqualCpu) {
+    REQUIRE_GPU();
+    RunOptions gpu;
+    gpu.device = resolve_device(parse_device("cuda"));
+    std::string k = "filter2d:";
+    for (int j = 0; j < 63; ++j)
+        for (int i = 0; i < 63; ++i)
+            k += std::to_string(((j * 7 + i * 3 + i * j) % 13 - 6) / 64.0 + 1 / 128.0) +
+                 (i == 62 ? (j == 62 ? "" : ";") : ",");
+    unsigned seed = 40;
+    for (const Depth depth : {Depth::u8, Depth::f32})
+        for (const int channels : {1, 3, 4})
+            for (const cv::Size size : {cv::Size{70, 70}, cv::Size{201, 90}})
+                for (const char* schedule : {"tile:128x16", "tile:32x8"}) {
+                    const cv::Mat src = random_image(size.width, size.height, channels, depth, seed++);
+                    const FilterRun node{parse_filter(k), Border{}, parse_schedule(schedule)};
+                    EXPECT_TRUE(gpu_equals_cpu(node, src, gpu)) << schedule << " " << depth_name(depth) << " c"
+                                                                << channels << " " << size.width << "x" << size.height;
+                }
+    for (const int channels : {1, 4}) {
+        const cv::Mat src = random_image(201, 90, channels, Depth::u8, 3);
+        DeviceImage device_src(201, 90, channels, Depth::u8);
+        const Stream stream;
+        upload(view_of(src), device_src.view, stream.get());
+        note_kernel_path(KernelPath::none);
+        run_gpu_poisoned({parse_filter(k), Border{}, parse_schedule("tile:128x16")}, device_src, channels, stream, 256);
+        EXPECT_EQ(last_kernel_path(), channels == 1 ? KernelPath::cuda_staged_window : KernelPath::cuda_index_map);
+    }
+}
+
 TEST(CudaFilter2d, StagedTilesEqualCpu) {
     REQUIRE_GPU();
     RunOptions gpu;

@@ -150,6 +150,9 @@ __global__ void staged(const __grid_constant__ Args<T> a) {
 struct Taps3x3 {
     float w[9];
 };
+// CUDA's limit on a kernel's parameters (12.1 and later, Volta and later).
+static_assert(sizeof(Args<float>) + sizeof(Taps3x3) <= 32764 && sizeof(Args<std::uint16_t>) + sizeof(Taps3x3) <= 32764,
+              "kMaxFilter2DTaps' taps must fit the staged kernels' parameters");
 
 template <class T, int C, int R>
 __global__ void staged3x3(const __grid_constant__ Args<T> a, const __grid_constant__ Taps3x3 k) {

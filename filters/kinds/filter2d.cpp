@@ -49,7 +49,7 @@ Filter2DFilter Kind::parse(std::string_view a) {
     if (f.width * f.height > kMaxFilter2DTaps && !rank_one(f, pr, pc))
         args::invalid("filter2d kernel " + std::to_string(f.width) + "x" + std::to_string(f.height) + " has " +
                       std::to_string(f.width * f.height) + " taps and is not separable (rank 1); at most " +
-                      std::to_string(kMaxFilter2DTaps) + " taps run as a 2-D kernel (32x32 fits)");
+                      std::to_string(kMaxFilter2DTaps) + " taps run as a 2-D kernel (63x63 fits)");
     return f;
 }
 

@@ -9,8 +9,8 @@
 // switches to a DFT for kernels of 50+ or 130+ taps, which rounds
 // differently). Sides 1..255.
 //
-// The taps travel in the op, by value (CUDA kernel parameters): at most
-// kMaxFilter2DTaps (1024, 4 KB; 32x32 fits) for a general kernel. A
+// The taps travel in the op, by value (CUDA kernel parameters, 32 KB at
+// most): kMaxFilter2DTaps (3969, 63x63) for a general kernel. A
 // kernel of rank 1 (every row a multiple of one row: box, Gaussian, Sobel
 // written as 2-D matrices) runs as sepfilter2d with its row and column
 // (FilterKind::expand; any size up to 255x255, the separable machinery and
@@ -31,7 +31,9 @@
 
 namespace cbi {
 
-inline constexpr int kMaxFilter2DTaps = 1024;
+// 63x63: the GPU's staged kernel takes a weight and an offset per tap in its
+// parameters (cuda/filter2d.cuh), under the 32 KB CUDA allows.
+inline constexpr int kMaxFilter2DTaps = 63 * 63;
 
 struct Filter2DFilter {
     int width = 1;
