@@ -731,6 +731,11 @@ def _arg_text(kind: str, name: str, v) -> str:
         return repr(float(v))
     if isinstance(v, str):
         text = v
+    elif name in ("ksize", "size") and isinstance(v, Sequence) and len(v) == 2 and \
+            all(isinstance(s, numbers.Integral) and not isinstance(s, bool) for s in v):
+        # cv2's (width, height): one side where they agree, else the WxH the kind's form takes or refuses.
+        w, h = int(v[0]), int(v[1])
+        text = str(w) if w == h else f"{w}x{h}"
     elif isinstance(v, Sequence) or hasattr(v, "tolist"):
         # A matrix as the pipeline form writes it: rows separated by ';', numbers by ',' (a 2-D array, as
         # cv2.filter2D's kernel; a pair of 1-D taps, as sepFilter2D's kx and ky; a colour matrix), a 1-D

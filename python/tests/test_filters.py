@@ -137,6 +137,16 @@ def test_sepfilter2d_takes_kx_and_ky(rng, dtype):
     assert_close(cbi.sepfilter2d(x, (kx, ky)), cv2.sepFilter2D(x, -1, kx, ky, borderType=R101), dtype)
 
 
+def test_sizes_as_cv2_writes_them(rng):
+    # cv2's (width, height) pairs: one side where they agree, WxH where the kind takes it.
+    x = random_image(rng, (31, 43, 3), np.uint8)
+    np.testing.assert_array_equal(cbi.gaussian(x, (5, 5), 0), cbi.gaussian(x, 5, 0))
+    np.testing.assert_array_equal(cbi.blur(x, (7, 7)), cbi.blur(x, 7))
+    np.testing.assert_array_equal(cbi.erode(x, (7, 3)), cv2.erode(x, np.ones((3, 7), np.uint8)))
+    with pytest.raises(cbi.InvalidArgument, match="blur kernel size '5x3'"):
+        cbi.blur(x, (5, 3))
+
+
 def test_a_ragged_kernel_is_refused(rng):
     x = random_image(rng, (20, 30), np.uint8)
     with pytest.raises(cbi.InvalidArgument, match="filter2d row 2 has 1 taps"):
