@@ -81,6 +81,10 @@ TEST(DefaultTable, EveryNodeGetsASupportedSchedule) {
     EXPECT_EQ(default_schedule(parse_filter("laplacian:1"), {}, {Depth::u8, 3, true}).family, ScheduleFamily::sep);
     EXPECT_EQ(default_schedule(parse_filter("laplacian:3"), {}, {Depth::u8, 3, true}).family, ScheduleFamily::stream);
     EXPECT_EQ(default_schedule(parse_filter("color:sepia"), {}, {Depth::u8, 3, true}).to_string(), "vec:8");
+    // 8-bit 1-channel lookups: 16 bytes a thread.
+    EXPECT_EQ(default_schedule(parse_filter("gamma:2.2"), {}, {Depth::u8, 1, true}).to_string(), "vec:16");
+    EXPECT_EQ(default_schedule(parse_filter("scale:1.5"), {}, {Depth::u8, 1, true}).to_string(), "vec:16");
+    EXPECT_EQ(default_schedule(parse_filter("scale:1.5"), {}, {Depth::u8, 3, true}).to_string(), "vec:8");
 }
 
 TEST(DefaultTable, NodesWithoutASchedulePlanTheTablesChoice) {

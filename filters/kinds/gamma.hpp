@@ -59,6 +59,8 @@ struct FilterKind<GammaFilter> {
     static constexpr std::string_view examples[] = {"2.2", "0.45", "1"};
     static constexpr KindDefault defaults[] = {
         // Runs of N pixels as whole words (cuda/backend.cu vec_samples), as colour.
+        // 8-bit 1-channel rows: 16 bytes a thread (docs/performance.md#new-kinds: lookups gain, threshold level).
+        {true, 0, static_cast<int>(Depth::u8), 1, "vec:16 vec:8"},
         {true, 0, static_cast<int>(Depth::u8), 0, "vec:8 vec:4 vec:16"},
         {true, 0, kAnyDepth, 0, "vec:4 vec:2 vec:8"},
         {false, 0, kAnyDepth, 0, "naive"},
