@@ -10,6 +10,7 @@
 #include <stdexcept>
 #include <unordered_set>
 
+#include "filters/kinds/args.hpp"
 #include "pipeline/error.hpp"
 
 namespace cbi {
@@ -332,7 +333,7 @@ Graph parse_pipeline(std::string_view text, const ScheduleChoice& default_schedu
         const std::string_view token = trim(raw);
         const std::size_t column = start + (token.empty() ? 0 : token.data() - raw.data()) + 1;
         ++stage;
-        const auto where = "stage " + std::to_string(stage) + " '" + std::string(token) + "' (column " +
+        const auto where = "stage " + std::to_string(stage) + " '" + args::excerpt(token) + "' (column " +
                            std::to_string(column) + "): ";
         if (token.empty()) invalid(where + "empty stage; stages are FILTER[@SCHEDULE] separated by '|'");
         try {

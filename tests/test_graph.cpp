@@ -586,6 +586,21 @@ TEST(Graph, CompoundKindsExpandToTheirSteps) {
     EXPECT_EQ(expand_compound(parse_pipeline("erode:3"), false).graph.nodes().size(), 2u);
 }
 
+TEST(Graph, ErrorsQuoteLongStagesShortly) {
+    std::string kernel = "filter2d:";
+    for (int i = 0; i < 64 * 64; ++i)
+        kernel += (i == 0 ? "" : i % 64 == 0 ? ";" : ",") + std::to_string(i % 7 + i / 64);
+    try {
+        parse_pipeline("blur:3 | " + kernel);
+        ADD_FAILURE() << "a 64x64 kernel of rank > 1 was accepted";
+    } catch (const std::invalid_argument& e) {
+        const std::string what = e.what();
+        EXPECT_LT(what.size(), 300u) << what;
+        EXPECT_NE(what.find("stage 2 'filter2d:0,1,2,3,"), std::string::npos) << what;
+        EXPECT_NE(what.find("...' (column 10)"), std::string::npos) << what;
+    }
+}
+
 TEST(Graph, ColourMatricesTakeRowsSeparatedBySemicolons) {
     EXPECT_EQ(parse_filter("color:0,0,1;0,1,0;1,0,0"), parse_filter("color:0,0,1,0,1,0,1,0,0"));
     EXPECT_EQ(parse_filter("color:1,0,0,5;0,1,0,6;0,0,1,7"), parse_filter("color:1,0,0,5,0,1,0,6,0,0,1,7"));

@@ -11,6 +11,7 @@
 #include <variant>
 
 #include "filters/filter.hpp"
+#include "filters/kinds/args.hpp"
 #include "pipeline/error.hpp"
 #include "pipeline/tuning.hpp"
 #include "schedules/registry.hpp"
@@ -43,7 +44,7 @@ cbi::Graph chain_from_flags(const CLI::App& app, const Options& o) {
             const cbi::Filter filter = cbi::parse_filter(values->first + ":" + value);
             last = graph.add_filter("n" + std::to_string(graph.nodes().size()), filter, last);
         } catch (const std::invalid_argument& e) {
-            throw UsageError{name + " " + value, e.what()};
+            throw UsageError{name + " " + cbi::args::excerpt(value), e.what()};
         }
     }
     graph.add_output(last);

@@ -61,4 +61,8 @@ void expect_fields(std::string_view kind, std::string_view args, const std::vect
         invalid(std::string(kind) + " '" + std::string(args) + "' is not of the form " + std::string(form));
 }
 
+std::string excerpt(std::string_view text, std::size_t max) {
+    return text.size() <= max ? std::string(text) : std::string(text.substr(0, max)) + "...";
+}
+
 }  // namespace cbi::args

@@ -26,6 +26,10 @@ int parse_ksize(std::string_view kind, std::string_view text, int max_size);
 // The shortest text that reads back as exactly v: "1.23456789", "0.1", "-0".
 std::string number(double v);
 
+// `text` as an error message quotes it: whole up to `max` characters, else
+// its first `max` and "..." (a 63x63 kernel's text is tens of KB).
+std::string excerpt(std::string_view text, std::size_t max = 60);
+
 // `fields` has at least `min` and at most `max` fields, else invalid()
 // "KIND 'ARGS' is not of the form FORM".
 void expect_fields(std::string_view kind, std::string_view args, const std::vector<std::string_view>& fields,

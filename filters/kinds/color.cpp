@@ -22,7 +22,7 @@ ColorFilter Kind::parse(std::string_view a) {
         parts.insert(parts.end(), fields.begin(), fields.end());
     }
     if (!even || (parts.size() != 9 && parts.size() != 12))
-        args::invalid("color '" + std::string(a) +
+        args::invalid("color '" + args::excerpt(a) +
                       "' must be gray, sepia, ycrcb or a matrix of 9 (3x3) or 12 (3x4) comma-separated numbers, rows "
                       "R',G',B' (rows may be separated by ';')");
     ColorFilter f{ColorPreset::custom, {}};

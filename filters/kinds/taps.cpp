@@ -14,9 +14,8 @@ Rows parse_rows(std::string_view kind, std::string_view text, std::string_view f
     for (const std::string_view row : args::split(text, ';')) {
         const auto fields = args::split(row, ',');
         if (static_cast<int>(fields.size()) > max_taps)
-            args::invalid(std::string(kind) + " list '" + std::string(row.substr(0, 40)) +
-                          (row.size() > 40 ? "...'" : "'") + " has " + std::to_string(fields.size()) +
-                          " taps, at most " + std::to_string(max_taps) + where);
+            args::invalid(std::string(kind) + " list '" + args::excerpt(row, 40) + "' has " +
+                          std::to_string(fields.size()) + " taps, at most " + std::to_string(max_taps) + where);
         std::vector<double>& taps = rows.emplace_back();
         for (const std::string_view field : fields) {
             double v = 0;
