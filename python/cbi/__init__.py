@@ -738,8 +738,8 @@ def _arg_text(kind: str, name: str, v) -> str:
         text = str(w) if w == h else f"{w}x{h}"
     elif isinstance(v, Sequence) or hasattr(v, "tolist"):
         # A matrix as the pipeline form writes it: rows separated by ';', numbers by ',' (a 2-D array, as
-        # cv2.filter2D's kernel; a pair of 1-D taps, as sepFilter2D's kx and ky; a colour matrix), a 1-D
-        # sequence one row; each row flattened (cv2.getGaussianKernel's Kx1 column is one row of taps).
+        # cv2.filter2D's kernel, a Kx1 one K rows; a pair of taps, as sepFilter2D's kx and ky, each row
+        # flattened, so a Kx1 column there is one row; a colour matrix), a 1-D sequence one row.
         values = v.tolist() if hasattr(v, "tolist") else v
         if not isinstance(values, (list, tuple)):
             return _arg_text(kind, name, values)
