@@ -736,6 +736,14 @@ def _arg_text(kind: str, name: str, v) -> str:
         # cv2's (width, height): one side where they agree, else the WxH the kind's form takes or refuses.
         w, h = int(v[0]), int(v[1])
         text = str(w) if w == h else f"{w}x{h}"
+    elif name == "size" and (hasattr(v, "tolist") or isinstance(v, Sequence)) and _is_rows(v):
+        # cv2.erode's kernel: a rectangle of ones is that size (a cross or an ellipse is named by its shape).
+        rows = v.tolist() if hasattr(v, "tolist") else [list(r) for r in v]
+        h, w = len(rows), len(rows[0]) if rows else 0
+        if not h or not w or any(len(r) != w or any(e != 1 for e in r) for r in rows):
+            raise InvalidArgument(f"{kind}: a structuring element array must be all ones (a rectangle); pass the "
+                                  f"size and shape for the others ({kind}(x, 5, 'ellipse'), {kind}(x, '7x5', 'cross'))")
+        text = str(w) if w == h else f"{w}x{h}"
     elif isinstance(v, Sequence) or hasattr(v, "tolist"):
         # A matrix as the pipeline form writes it: rows separated by ';', numbers by ',' (a 2-D array, as
         # cv2.filter2D's kernel, a Kx1 one K rows; a pair of taps, as sepFilter2D's kx and ky, each row
@@ -758,6 +766,14 @@ def _arg_text(kind: str, name: str, v) -> str:
     if any(c in text for c in ":|@{}") or not text:
         raise InvalidArgument(f"{kind}: {name}={v!r} is not a valid argument")
     return text
+
+
+def _is_rows(v) -> bool:
+    """Whether v is 2-D: rows of numbers (a NumPy array of 2 dimensions, or a sequence of sequences)."""
+    ndim = getattr(v, "ndim", None)
+    if ndim is not None:
+        return ndim == 2
+    return len(v) > 0 and all(isinstance(r, Sequence) and not isinstance(r, str) for r in v)
 
 
 def _make_eager(info: dict):

@@ -145,6 +145,12 @@ def test_sizes_as_cv2_writes_them(rng):
     np.testing.assert_array_equal(cbi.erode(x, (7, 3)), cv2.erode(x, np.ones((3, 7), np.uint8)))
     with pytest.raises(cbi.InvalidArgument, match="blur kernel size '5x3'"):
         cbi.blur(x, (5, 3))
+    # cv2.erode's kernel of ones is its rectangle; other masks are named by size and shape.
+    np.testing.assert_array_equal(cbi.erode(x, np.ones((5, 5), np.uint8)), cv2.erode(x, np.ones((5, 5), np.uint8)))
+    np.testing.assert_array_equal(cbi.dilate(x, np.ones((3, 7), np.uint8), "rect", 2),
+                                  cv2.dilate(x, np.ones((3, 7), np.uint8), iterations=2))
+    with pytest.raises(cbi.InvalidArgument, match="structuring element array must be all ones"):
+        cbi.erode(x, cv2.getStructuringElement(cv2.MORPH_ELLIPSE, (5, 5)))
 
 
 def test_a_ragged_kernel_is_refused(rng):
