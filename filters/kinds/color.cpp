@@ -16,9 +16,10 @@ ColorFilter Kind::parse(std::string_view a) {
     std::vector<std::string_view> parts;
     const auto rows = args::split(a, ';');
     bool even = rows.size() == 1 || rows.size() == 3;
+    const std::size_t width = args::split(rows[0], ',').size();
     for (const std::string_view row : rows) {
         const auto fields = args::split(row, ',');
-        even = even && fields.size() == args::split(rows[0], ',').size();
+        even = even && fields.size() == width;
         parts.insert(parts.end(), fields.begin(), fields.end());
     }
     if (!even || (parts.size() != 9 && parts.size() != 12))

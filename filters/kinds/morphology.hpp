@@ -331,6 +331,10 @@ struct MorphPassOp {
     }
 
     T* out_row(int y) const { return dst.row<T>(y - out_y0); }
+    // `rows` rows of dst's width and format packed at `data` (the CPU compounds' bands).
+    ImageView packed(T* data, int rows) const {
+        return {reinterpret_cast<std::byte*>(data), dst.width, rows, dst.channels, dst.depth, dst.row_bytes()};
+    }
 
     static CBI_HOST_DEVICE T fold(T acc, T v) { return kMin ? (v < acc ? v : acc) : (acc < v ? v : acc); }
 
@@ -355,10 +359,10 @@ T morph_difference(T a, T b) {
 // A gradient whose dilation and erosion are one pass each (one iteration,
 // or a rectangle's iterations folded into one), on the CPU: each task's rows
 // dilated into dst and eroded into a band the thread keeps, then dst minus
-// the band while both are in cache -- one pass over memory instead of three
-// (FilterKind::expand keeps the three nodes on CUDA, whose morphology
-// kernels run the passes). The difference is never negative: both read the
-// same samples.
+// the band while both are in cache -- one pass over memory instead of three.
+// No per-pixel form: FilterKind::expand keeps the three nodes wherever
+// kernels compute pixels one by one (CUDA, the CPU's index-map schedules).
+// The difference is never negative: both read the same samples.
 template <class T>
 struct MorphGradientOp {
     using Sample = T;
@@ -366,24 +370,6 @@ struct MorphGradientOp {
     MorphPassOp<T, true> erode;    // the same image and element, its own border constant
     static constexpr bool kCpuOnly = true;
 
-    // Per pixel (index-map schedules).
-    void operator()(int x, int y) const {
-        const StructuringElement& se = dilate.se;
-        const int cn = dilate.dst.channels;
-        T hi[4], lo[4];
-        for (int c = 0; c < cn; ++c) hi[c] = dilate.neutral(), lo[c] = erode.neutral();
-        for (int j = 0; j < se.height; ++j) {
-            const T* row = dilate.src.row(y + j - se.ay);
-            const int i0 = se.rect ? 0 : se.begin[j], i1 = se.rect ? se.width : se.end[j];
-            for (int i = i0; i < i1; ++i)
-                for (int c = 0; c < cn; ++c) {
-                    hi[c] = dilate.fold(hi[c], dilate.src.at(row, x + i - se.ax, c));
-                    lo[c] = erode.fold(lo[c], erode.src.at(row, x + i - se.ax, c));
-                }
-        }
-        T* out = dilate.dst.template row<T>(y) + x * cn;
-        for (int c = 0; c < cn; ++c) out[c] = difference(hi[c], lo[c]);
-    }
     void rows(int y0, int y1, T* scratch) const {
         dilate.rows(y0, y1, scratch);
         const ImageView& dst = dilate.dst;
@@ -391,20 +377,17 @@ struct MorphGradientOp {
         static thread_local std::vector<T> band;
         band.resize(n * (y1 - y0));
         MorphPassOp<T, true> into_band = erode;
-        into_band.dst = {
-            reinterpret_cast<std::byte*>(band.data()), dst.width, y1 - y0, dst.channels, dst.depth, n * sizeof(T)};
+        into_band.dst = dilate.packed(band.data(), y1 - y0);
         into_band.out_y0 = y0;
         into_band.rows(y0, y1, scratch);
         for (int y = y0; y < y1; ++y) {
             T* out = dst.template row<T>(y);
             const T* lo = band.data() + n * (y - y0);
-            for (std::size_t s = 0; s < n; ++s) out[s] = difference(out[s], lo[s]);
+            for (std::size_t s = 0; s < n; ++s) out[s] = morph_difference(out[s], lo[s]);
         }
     }
     int row_grain() const { return dilate.row_grain(); }
     std::size_t scratch_samples() const { return dilate.scratch_samples(); }
-
-    static T difference(T hi, T lo) { return morph_difference(hi, lo); }
 };
 
 // open, close, tophat and blackhat whose two operations are one pass each,
@@ -435,13 +418,9 @@ struct MorphPairOp {
         std::vector<T> own;
         std::vector<T>& band = n * (b - a) * sizeof(T) <= MorphPassOp<T, true>::kKeptBytes ? kept : own;
         if (band.size() < n * (b - a)) band.resize(n * (b - a));
-        const auto view = [&](T* data, int rows) {
-            return ImageView{
-                reinterpret_cast<std::byte*>(data), dst.width, rows, dst.channels, dst.depth, n * sizeof(T)};
-        };
         const auto run_first = [&](T* into, int r0, int r1) {  // image rows r0 .. r1 - 1 of the first pass
             MorphPassOp<T, kErodeFirst> p = first;
-            p.dst = view(into, r1 - r0);
+            p.dst = second.packed(into, r1 - r0);
             p.out_y0 = r0;
             p.rows(r0, r1, scratch);
         };
@@ -471,7 +450,7 @@ struct MorphPairOp {
                             n * sizeof(T));
         });
         MorphPassOp<T, !kErodeFirst> from_band = second;
-        from_band.src.view = view(at_a, b - a);
+        from_band.src.view = second.packed(at_a, b - a);
         from_band.out_y0 = se.ay - y0;
         from_band.rows(se.ay, se.ay + (y1 - y0), scratch);
         if (subtract == 0) return;
