@@ -978,6 +978,50 @@ TEST(CudaFilter2d, KernelsOf63x63EqualCpu) {
     }
 }
 
+// Past kMaxFilter2DTaps nonzero taps (up to 255x255) the per-pixel kernel
+// runs every schedule with the taps in device memory: bit for bit the CPU's
+// direct sum (its index-map schedules; its naive one runs cv::filter2D).
+TEST(CudaFilter2d, KernelsPast63x63RunPerPixelEqualCpu) {
+    REQUIRE_GPU();
+    RunOptions gpu;
+    gpu.device = resolve_device(parse_device("cuda"));
+    const auto kernel = [](int w, int h) {
+        std::string k = "filter2d:";
+        for (int j = 0; j < h; ++j)
+            for (int i = 0; i < w; ++i)
+                k += std::to_string(((j * 7 + i * 3 + i * j) % 13 - 6) / 64.0 + 1 / 256.0) +
+                     (i == w - 1 ? (j == h - 1 ? "" : ";") : ",");
+        return k;
+    };
+    unsigned seed = 80;
+    for (const cv::Size k : {cv::Size{64, 64}, cv::Size{101, 70}, cv::Size{255, 255}})
+        for (const Depth depth : kDepths)
+            for (const int channels : {1, 3, 4}) {
+                const cv::Mat src = random_image(k.width == 255 ? 40 : 90, 33, channels, depth, seed++);
+                const FilterRun cpu_node{parse_filter(kernel(k.width, k.height)), parse_border("wrap"),
+                                         parse_schedule("column:32")};
+                const FilterRun cpu_nodes[] = {cpu_node};
+                const cv::Mat want = as_mat(run_sequence(cpu_nodes, view_of(src), RunOptions{}).view()).clone();
+                for (const char* schedule : {"tile:128x16", "naive", "column:32"}) {
+                    FilterRun node = cpu_node;
+                    node.schedule = parse_schedule(schedule);
+                    const FilterRun nodes[] = {node};
+                    const cv::Mat got = as_mat(run_sequence(nodes, view_of(src), gpu).view());
+                    EXPECT_EQ(cv::norm(got, want, cv::NORM_INF), 0)
+                        << k << " " << schedule << " " << depth_name(depth) << " c" << channels;
+                }
+            }
+    // A tile the image holds, a stage the shared memory holds: the taps alone send it per pixel.
+    const cv::Mat src = random_image(300, 140, 1, Depth::u8, 3);
+    DeviceImage device_src(300, 140, 1, Depth::u8);
+    const Stream stream;
+    upload(view_of(src), device_src.view, stream.get());
+    note_kernel_path(KernelPath::none);
+    run_gpu_poisoned({parse_filter(kernel(64, 64)), Border{}, parse_schedule("tile:128x16")}, device_src, 1, stream,
+                     256);
+    EXPECT_EQ(last_kernel_path(), KernelPath::cuda_index_map);
+}
+
 TEST(CudaFilter2d, StagedTilesEqualCpu) {
     REQUIRE_GPU();
     RunOptions gpu;

@@ -588,11 +588,11 @@ TEST(Graph, CompoundKindsExpandToTheirSteps) {
 
 TEST(Graph, ErrorsQuoteLongStagesShortly) {
     std::string kernel = "filter2d:";
-    for (int i = 0; i < 64 * 64; ++i)
+    for (int i = 0; i < 64 * 64 - 1; ++i)  // the last row a tap short
         kernel += (i == 0 ? "" : i % 64 == 0 ? ";" : ",") + std::to_string(i % 7 + i / 64);
     try {
         parse_pipeline("blur:3 | " + kernel);
-        ADD_FAILURE() << "a 64x64 kernel of rank > 1 was accepted";
+        ADD_FAILURE() << "a ragged 64x64 kernel was accepted";
     } catch (const std::invalid_argument& e) {
         const std::string what = e.what();
         EXPECT_LT(what.size(), 300u) << what;

@@ -69,6 +69,13 @@ struct WindowLaunch {
             // Ops with a band form (filter2d): each task its rows with its scratch. Bands of 8 to 16
             // rows: each pads the kernel's height - 1 source rows more than it outputs.
             note_kernel_path(KernelPath::cpu_rows);
+            if constexpr (requires { op.whole(); })
+                if (op.whole()) {  // a kernel the op hands to OpenCV whole
+                    if (then)
+                        tbb::parallel_for(tbb::blocked_range<int>(0, height, 16),
+                                          [&](const auto& rows) { then(0, width, rows.begin(), rows.end()); });
+                    return;
+                }
             tbb::parallel_for(tbb::blocked_range<int>(0, height, 16), [&](const auto& rows) {
                 std::vector<float> scratch(static_cast<std::size_t>(op.band_scratch(width)));
                 op.band(rows.begin(), rows.end(), width, scratch.data());

@@ -9,7 +9,9 @@
 // per launch on the host and copied to shared memory by each block; 3x3
 // kernels on integer images have a kernel of their own (staged3x3). The
 // per-pixel kernel resolved the border, converted the sample and tested the
-// tap at every tap of every output. Each output sums the taps in
+// tap at every tap of every output (it still runs what the staged kernels
+// do not take: more than kMaxFilter2DTaps nonzero taps, a stage over the
+// shared memory, other schedules). Each output sums the taps in
 // Filter2DOp's order with the same roundings: the results are bit-identical.
 #include <cuda_runtime.h>
 
@@ -192,6 +194,7 @@ bool launch(const TileSchedule& schedule, const Filter2DOp<T>& op, cudaStream_t 
     const unsigned gx = (op.dst.width + tw - 1) / tw, gy = (op.dst.height + th - 1) / th;
     if (gy > 65535) return false;
     constexpr auto kernel = staged<T, C, R>;
+    if (op.k.nonzero() > kMaxFilter2DTaps) return false;  // more than the parameters hold
     Args<T> a{op.src, op.dst, kw, kh, {}};
     a.taps.count = 0;
     for (int j = 0; j < kh; ++j)
@@ -234,6 +237,26 @@ bool launch_rows(const TileSchedule& schedule, const Filter2DOp<T>& op, cudaStre
 }
 
 }  // namespace filter2d
+
+// The op with its taps in device memory, for the per-pixel kernel: copied
+// on `stream` (from pageable memory: the call returns once they are staged)
+// and freed in stream order after the launches before the destructor.
+template <class T>
+struct DeviceTaps {
+    Filter2DOp<T> op;
+    cudaStream_t stream;
+    float* taps = nullptr;
+    DeviceTaps(const Filter2DOp<T>& host, cudaStream_t s) : op(host), stream(s) {
+        const std::size_t bytes = sizeof(float) * host.k.width * host.k.height;
+        CBI_CUDA_CHECK(cudaMallocAsync(&taps, bytes, stream), "cudaMallocAsync of filter2d's taps");
+        CBI_CUDA_CHECK(cudaMemcpyAsync(taps, host.k.w, bytes, cudaMemcpyHostToDevice, stream),
+                       "copy filter2d's taps to the device");
+        op.k.w = taps;
+    }
+    DeviceTaps(const DeviceTaps&) = delete;
+    DeviceTaps& operator=(const DeviceTaps&) = delete;
+    ~DeviceTaps() { cudaFreeAsync(taps, stream); }
+};
 
 // False where the schedule is not a plain tile of the block or of four
 // blocks' threads (zigzag rows, columns, other sizes), a tile larger than

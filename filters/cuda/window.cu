@@ -41,7 +41,12 @@ struct WindowLaunch {
         if constexpr (std::is_same_v<Schedule, TileSchedule> &&
                       requires { cuda::filter2d_pass(schedule, op, block, stream); })
             if (cuda::filter2d_pass(schedule, op, block, stream)) return;
-        cuda::launch_per_pixel(schedule, op, width, height, stream, block, "window kernel");
+        if constexpr (requires { cuda::DeviceTaps(op, stream); }) {
+            const cuda::DeviceTaps taps(op, stream);  // the op's taps are in host memory
+            cuda::launch_per_pixel(schedule, taps.op, width, height, stream, block, "window kernel");
+        } else {
+            cuda::launch_per_pixel(schedule, op, width, height, stream, block, "window kernel");
+        }
     }
 };
 

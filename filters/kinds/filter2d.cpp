@@ -1,6 +1,8 @@
 #include "filters/kinds/filter2d.hpp"
 
 #include <cmath>
+#include <stdexcept>
+#include <utility>
 
 #include "filters/filter.hpp"
 
@@ -34,22 +36,20 @@ Filter2DFilter Kind::parse(std::string_view a) {
     const auto rows = taps::parse_rows(name, a, form, kMaxKernel);
     if (rows.size() > static_cast<std::size_t>(kMaxKernel))
         args::invalid("filter2d kernel has " + std::to_string(rows.size()) + " rows, at most 255 (filter2d:ROWS)");
-    Filter2DFilter f;
-    f.width = static_cast<int>(rows[0].size());
-    f.height = static_cast<int>(rows.size());
-    f.taps.clear();
+    std::vector<double> taps;
     for (std::size_t r = 0; r < rows.size(); ++r) {
         if (rows[r].size() != rows[0].size())
             args::invalid("filter2d row " + std::to_string(r + 1) + " has " + std::to_string(rows[r].size()) +
                           " taps, row 1 has " + std::to_string(rows[0].size()) +
                           ": every row needs as many (filter2d:ROWS, rows separated by ';', taps by ',')");
-        f.taps.insert(f.taps.end(), rows[r].begin(), rows[r].end());
+        taps.insert(taps.end(), rows[r].begin(), rows[r].end());
     }
-    int pr = 0, pc = 0;
-    if (f.width * f.height > kMaxFilter2DTaps && !rank_one(f, pr, pc))
-        args::invalid("filter2d kernel " + std::to_string(f.width) + "x" + std::to_string(f.height) + " has " +
-                      std::to_string(f.width * f.height) + " taps and is not separable (rank 1); at most " +
-                      std::to_string(kMaxFilter2DTaps) + " taps run as a 2-D kernel (63x63 fits)");
+    return filter2d_filter(static_cast<int>(rows[0].size()), static_cast<int>(rows.size()), std::move(taps));
+}
+
+Filter2DFilter filter2d_filter(int width, int height, std::vector<double> taps) {
+    Filter2DFilter f{width, height, std::move(taps), {}};
+    f.weights.assign(f.taps.begin(), f.taps.end());
     return f;
 }
 
@@ -62,13 +62,11 @@ std::string Kind::print(const Filter2DFilter& f) {
 }
 
 Filter2DTaps filter2d_taps(const Filter2DFilter& f) {
-    if (f.width < 1 || f.height < 1 || f.width * f.height > kMaxFilter2DTaps ||
-        f.taps.size() != static_cast<std::size_t>(f.width) * f.height)
-        args::invalid("filter2d kernel " + std::to_string(f.width) + "x" + std::to_string(f.height) +
-                      " does not fit a 2-D kernel of at most " + std::to_string(kMaxFilter2DTaps) + " taps");
-    Filter2DTaps k{f.width, f.height, {}};
-    for (std::size_t i = 0; i < f.taps.size(); ++i) k.w[i] = static_cast<float>(f.taps[i]);
-    return k;
+    const auto n = static_cast<std::size_t>(f.width) * f.height;
+    if (f.width < 1 || f.height < 1 || f.taps.size() != n || f.weights.size() != n)
+        throw std::logic_error("filter2d kernel " + std::to_string(f.width) + "x" + std::to_string(f.height) +
+                               " not made by filter2d_filter");
+    return {f.width, f.height, f.weights.data()};
 }
 
 bool filter2d_rank_one(const Filter2DFilter& f, std::vector<double>& row, std::vector<double>& column) {

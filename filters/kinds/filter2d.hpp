@@ -9,13 +9,17 @@
 // switches to a DFT for kernels of 50+ or 130+ taps, which rounds
 // differently). Sides 1..255.
 //
-// The taps travel in the op, by value (CUDA kernel parameters, 32 KB at
-// most): kMaxFilter2DTaps (3969, 63x63) for a general kernel. A
-// kernel of rank 1 (every row a multiple of one row: box, Gaussian, Sobel
-// written as 2-D matrices) runs as sepfilter2d with its row and column
-// (FilterKind::expand; any size up to 255x255, the separable machinery and
-// its tile schedules); a larger kernel of higher rank is refused when
-// parsed, with one line.
+// The op holds a pointer to the kernel's float taps (Filter2DFilter::
+// weights, uploaded for the GPU's per-pixel kernel). On the CPU's naive
+// schedule a kernel of more than kDirectFilter2DTaps nonzero taps runs
+// cv::filter2D itself (its DFT: O(log) per pixel where the direct sum is
+// O(taps); cpu/filter2d.cpp), equal to OpenCV; other schedules and the GPU
+// sum directly. The GPU's staged kernels take the nonzero taps in their
+// parameters (32 KB): kMaxFilter2DTaps (3969, 63x63); larger kernels run its
+// per-pixel kernel. A kernel of rank 1 (every row a multiple of one row:
+// box, Gaussian, Sobel written as 2-D matrices) runs as sepfilter2d with its
+// row and column (FilterKind::expand; the separable machinery and its tile
+// schedules).
 #include <climits>
 #include <string>
 #include <string_view>
@@ -31,28 +35,49 @@
 
 namespace cbi {
 
-// 63x63: the GPU's staged kernel takes a weight and an offset per tap in its
-// parameters (cuda/filter2d.cuh), under the 32 KB CUDA allows.
+// 63x63: the GPU's staged kernel takes a weight and an offset per nonzero
+// tap in its parameters (cuda/filter2d.cuh), under the 32 KB CUDA allows.
 inline constexpr int kMaxFilter2DTaps = 63 * 63;
+// Above this many nonzero taps cv::filter2D's DFT is faster on the CPU than
+// the direct sum (about 32x32; docs/performance.md#cpu-filter2d).
+inline constexpr int kDirectFilter2DTaps = 1024;
 
 struct Filter2DFilter {
     int width = 1;
     int height = 1;
-    std::vector<double> taps{1.0};  // row-major, height rows of width taps
+    std::vector<double> taps{1.0};    // row-major, height rows of width taps, as written
+    std::vector<float> weights{1.f};  // the same as the op sums them (filter2d_filter makes both)
     friend bool operator==(const Filter2DFilter&, const Filter2DFilter&) = default;
 };
+Filter2DFilter filter2d_filter(int width, int height, std::vector<double> taps);
 
-// The kernel as the op holds it: taps row-major, at most kMaxFilter2DTaps.
+// The kernel as the op holds it: width x height taps row-major, in the
+// memory of the side that runs the op.
 struct Filter2DTaps {
     int width, height;
-    float w[kMaxFilter2DTaps];
+    const float* w;
+    CBI_HOST_DEVICE int nonzero() const {
+        int n = 0;
+        for (int i = 0; i < width * height; ++i) n += w[i] != 0.f;
+        return n;
+    }
 };
-// Throws std::invalid_argument for a kernel with more taps.
+// Throws std::logic_error for a filter filter2d_filter did not make.
 Filter2DTaps filter2d_taps(const Filter2DFilter& f);
 
 // The row and column of a kernel of rank 1 (kernel[j][i] = column[j] *
 // row[i] up to rounding), or false.
 bool filter2d_rank_one(const Filter2DFilter& f, std::vector<double>& row, std::vector<double>& column);
+
+template <class T>
+struct Filter2DOp;
+#if !defined(__CUDACC__)
+namespace cpu {
+// The whole image by cv::filter2D (cpu/filter2d.cpp).
+template <class T>
+void filter2d_by_opencv(const Filter2DOp<T>& op);
+}  // namespace cpu
+#endif
 
 template <class T>
 struct Filter2DOp {
@@ -82,13 +107,21 @@ struct Filter2DOp {
     // (cpu::offset_taps_row): the results are bit-identical. Host only;
     // `scratch` holds band_scratch(width) floats.
 #if !defined(__CUDACC__)
+    // The naive schedule's whole-image form for kernels whose direct sum
+    // costs more than OpenCV's DFT: runs it and says so, else false.
+    bool whole() const {
+        if (k.nonzero() <= kDirectFilter2DTaps) return false;
+        cpu::filter2d_by_opencv(*this);
+        return true;
+    }
     int band_scratch(int width) const {
         return k.height * (width + k.width - 1) * dst.channels;
     }
     void band(int y0, int y1, int width, float* scratch) const {
         const int channels = dst.channels, len = width + k.width - 1, pitch = len * channels;
-        float w[kMaxFilter2DTaps];
-        int row_of[kMaxFilter2DTaps], col_of[kMaxFilter2DTaps], off[kMaxFilter2DTaps];
+        const int n = k.width * k.height;
+        std::vector<float> w(n);
+        std::vector<int> row_of(n), col_of(n), off(n);
         bool used[kMaxKernel] = {};  // kernel rows with a nonzero tap
         int taps = 0;
         for (int j = 0; j < k.height; ++j)
@@ -112,7 +145,7 @@ struct Filter2DOp {
                 held[slot(ys)] = ys;
             }
             for (int t = 0; t < taps; ++t) off[t] = slot(y + top + row_of[t]) * pitch + col_of[t];
-            cpu::offset_taps_row(dst.row<T>(y), scratch, w, off, taps, width * channels);
+            cpu::offset_taps_row(dst.row<T>(y), scratch, w.data(), off.data(), taps, width * channels);
         }
     }
 #endif

@@ -1,0 +1,59 @@
+// filter2d's large kernels on the CPU's naive schedule: OpenCV's own
+// cv::filter2D, which correlates through a DFT from 50-130 taps on (the
+// direct sum costs a pass over the band per tap). Its result is OpenCV's:
+// constant borders (filter2D takes no value) and wrap (its filter engine
+// refuses it) pad the image first, as apps/reference's with_border does.
+#include <opencv2/core.hpp>
+#include <opencv2/imgproc.hpp>
+
+#include <algorithm>
+#include <cstdint>
+
+#include "filters/kinds/filter2d.hpp"
+
+namespace cbi::cpu {
+namespace {
+
+int cv_depth(Depth d) {
+    return d == Depth::u8 ? CV_8U : d == Depth::u16 ? CV_16U : CV_32F;
+}
+
+int cv_border(BorderMode m) {
+    switch (m) {
+        case BorderMode::reflect101: return cv::BORDER_REFLECT_101;
+        case BorderMode::reflect: return cv::BORDER_REFLECT;
+        case BorderMode::replicate: return cv::BORDER_REPLICATE;
+        case BorderMode::constant: return cv::BORDER_CONSTANT;
+        case BorderMode::wrap: return cv::BORDER_WRAP;
+    }
+    return cv::BORDER_DEFAULT;
+}
+
+cv::Mat header(const ImageView& v) {
+    return {v.height, v.width, CV_MAKETYPE(cv_depth(v.depth), v.channels), static_cast<void*>(v.data), v.stride};
+}
+
+}  // namespace
+
+template <class T>
+void filter2d_by_opencv(const Filter2DOp<T>& op) {
+    const cv::Mat kernel(op.k.height, op.k.width, CV_32F, const_cast<float*>(op.k.w));
+    const cv::Mat src = header(op.src.view);
+    cv::Mat dst = header(op.dst);  // the right size and type: filter2D writes into it
+    if (op.src.mode != BorderMode::wrap && op.src.mode != BorderMode::constant) {
+        cv::filter2D(src, dst, -1, kernel, {-1, -1}, 0, cv_border(op.src.mode));
+        return;
+    }
+    // Every tap of an output lies in the padding; the padded image's own border reaches none.
+    const int r = std::max(op.k.width, op.k.height) / 2 + 1;
+    cv::Mat padded, full;
+    cv::copyMakeBorder(src, padded, r, r, r, r, cv_border(op.src.mode), cv::Scalar::all(op.src.constant));
+    cv::filter2D(padded, full, -1, kernel, {-1, -1}, 0, cv::BORDER_REPLICATE);
+    full(cv::Rect(r, r, src.cols, src.rows)).copyTo(dst);
+}
+
+template void filter2d_by_opencv(const Filter2DOp<std::uint8_t>&);
+template void filter2d_by_opencv(const Filter2DOp<std::uint16_t>&);
+template void filter2d_by_opencv(const Filter2DOp<float>&);
+
+}  // namespace cbi::cpu
