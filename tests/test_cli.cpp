@@ -177,6 +177,57 @@ TEST(Cli, OtsuThresholdFlagTextAndJsonEqualOpenCVAndRefuseColour) {
     EXPECT_EQ(chained.code, 0) << chained.err;
 }
 
+// --NAME @FILE reads the value from a file: rows a line each (numpy.savetxt's
+// spaces, a CSV's commas, '#' comments), for kernels longer than a command
+// line takes. A 101x101 kernel of full rank equals cv::filter2D; a missing
+// file is exit 1 naming it, a ragged one exit 2 naming the flag; no output.
+TEST(Cli, FlagValuesFromAFileGiveKernelsOfAnySize) {
+    TempDir dir;
+    cv::Mat kernel(101, 101, CV_32F);
+    cv::RNG rng(7);
+    rng.fill(kernel, cv::RNG::UNIFORM, -1.0, 1.0);
+    kernel /= cv::sum(kernel)[0];
+    {
+        std::ofstream txt(dir / "k.txt");
+        txt << "# a 101x101 kernel, as numpy.savetxt writes one\n";
+        for (int r = 0; r < kernel.rows; ++r) {
+            for (int c = 0; c < kernel.cols; ++c) txt << (c ? (c % 2 ? " " : ", ") : "") << kernel.at<float>(r, c);
+            txt << "\n\n";
+        }
+    }
+    const cv::Mat photo = cv::imread(kPhoto, cv::IMREAD_COLOR);
+    cv::Mat want;
+    const fs::path out = dir / "out.png";
+    const auto run = run_cli(
+        {kPhoto, "--device", "cpu", "--filter2d", "@" + (dir / "k.txt").string(), "-o", out.string()}, dir.path());
+    ASSERT_EQ(run.code, 0) << run.err;
+    // The text form of the taps as the file wrote them (6 digits), as the CLI read them.
+    std::ifstream back(dir / "k.txt");
+    std::string line;
+    std::getline(back, line);
+    for (int r = 0; r < kernel.rows; ++r)
+        for (int c = 0; c < kernel.cols; ++c) back >> kernel.at<float>(r, c), back.ignore(1, ',');
+    cv::filter2D(photo, want, -1, kernel, {-1, -1}, 0, cv::BORDER_REFLECT_101);
+    EXPECT_EQ(cv::norm(decoded(out), want, cv::NORM_INF), 0);
+    fs::remove(out);
+
+    std::ofstream(dir / "ragged.txt") << "1 2 3\n4 5\n";
+    const std::string missing = (dir / "missing.txt").string(), ragged = (dir / "ragged.txt").string();
+    const struct {
+        std::string value;
+        int code;
+        std::string says;
+    } bad[] = {{"@" + missing, 1, missing + ": cannot open the file of --filter2d @" + missing},
+               {"@" + ragged, 2, "--filter2d @" + ragged + ": filter2d row 2 has 2 taps"}};
+    for (const auto& b : bad) {
+        const auto r = run_cli({kPhoto, "--device", "cpu", "--filter2d", b.value, "-o", out.string()}, dir.path());
+        EXPECT_EQ(r.code, b.code) << r.err;
+        EXPECT_NE(r.err.find(b.says), std::string::npos) << r.err;
+        EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+        EXPECT_FALSE(fs::exists(out));
+    }
+}
+
 // On the CPU --fuse-stencils runs the chain through line buffers (one
 // kernel, nothing intermediate stored): the same file as --no-fuse.
 TEST(Cli, FuseStencilsOnTheCpuWritesTheSameFileThroughLineBuffers) {

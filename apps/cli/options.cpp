@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <bit>
+#include <fstream>
 #include <iostream>
 #include <limits>
 #include <memory>
@@ -22,6 +23,35 @@ namespace fs = std::filesystem;
 
 namespace {
 
+// A flag's value read from a file (--filter2d @kernel.txt), for kernels too
+// long for a command line (Linux takes 128 KiB an argument: about 100x100
+// taps): each line that is not blank or a '#' comment is a row (';'), its
+// numbers separated by spaces, tabs or commas (',') — what numpy.savetxt,
+// a CSV or MATLAB's writematrix write. cbi::Error (exit 1) naming the file
+// where it cannot be read.
+std::string value_from_file(const std::string& flag, const std::string& value) {
+    const std::string path = value.substr(1);
+    std::ifstream in(path, std::ios::binary);
+    if (!in) throw cbi::Error(path, "cannot open the file of " + flag + " " + value);
+    std::error_code ec;
+    if (fs::file_size(path, ec) > (16u << 20) && !ec)  // a 255x255 kernel written with 25 digits is 1.6 MB
+        throw cbi::Error(path, "over 16 MiB: not the text of a kernel (" + flag + " " + value + ")");
+    std::string rows, line;
+    while (std::getline(in, line)) {
+        std::string row;
+        for (std::size_t i = 0; i < line.size();) {
+            const std::size_t start = line.find_first_not_of(" \t\r,", i);
+            if (start == std::string::npos || line[start] == '#') break;
+            const std::size_t end = std::min(line.find_first_of(" \t\r,", start), line.size());
+            row += (row.empty() ? "" : ",") + line.substr(start, end - start);
+            i = end;
+        }
+        if (!row.empty()) rows += (rows.empty() ? "" : ";") + row;
+    }
+    if (in.bad()) throw cbi::Error(path, "cannot read the file of " + flag + " " + value);
+    return rows;
+}
+
 // The filter flags as a chain in command-line order; the nodes take the
 // graph's default schedule and border.
 cbi::Graph chain_from_flags(const CLI::App& app, const Options& o) {
@@ -37,14 +67,15 @@ cbi::Graph chain_from_flags(const CLI::App& app, const Options& o) {
             last = graph.add_filter("n" + std::to_string(graph.nodes().size()), cbi::parse_filter(values->first), last);
             continue;
         }
-        const std::string& value = values->second[seen[opt]++];
-        if (value.empty()) throw UsageError{name, "needs a value (see --help)"};
+        const std::string& given = values->second[seen[opt]++];
+        if (given.empty()) throw UsageError{name, "needs a value (see --help)"};
+        const std::string value = given.starts_with('@') ? value_from_file(name, given) : given;
         try {
             // --NAME ARGS is the pipeline stage NAME:ARGS.
             const cbi::Filter filter = cbi::parse_filter(values->first + ":" + value);
             last = graph.add_filter("n" + std::to_string(graph.nodes().size()), filter, last);
         } catch (const std::invalid_argument& e) {
-            throw UsageError{name + " " + cbi::args::excerpt(value), e.what()};
+            throw UsageError{name + " " + cbi::args::excerpt(given), e.what()};
         }
     }
     graph.add_output(last);
