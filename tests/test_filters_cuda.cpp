@@ -1006,7 +1006,7 @@ TEST(CudaFilter2d, KernelsPast63x63RunPerPixelEqualCpu) {
                     FilterRun node = cpu_node;
                     node.schedule = parse_schedule(schedule);
                     const FilterRun nodes[] = {node};
-                    const cv::Mat got = as_mat(run_sequence(nodes, view_of(src), gpu).view());
+                    const cv::Mat got = as_mat(run_sequence(nodes, view_of(src), gpu).view()).clone();
                     EXPECT_EQ(cv::norm(got, want, cv::NORM_INF), 0)
                         << k << " " << schedule << " " << depth_name(depth) << " c" << channels;
                 }
@@ -1020,6 +1020,57 @@ TEST(CudaFilter2d, KernelsPast63x63RunPerPixelEqualCpu) {
     run_gpu_poisoned({parse_filter(kernel(64, 64)), Border{}, parse_schedule("tile:128x16")}, device_src, 1, stream,
                      256);
     EXPECT_EQ(last_kernel_path(), KernelPath::cuda_index_map);
+}
+
+// 3x3 kernels of taps n / 2^s (n in -128..127, s in 0..7) on 8-bit images
+// sum in integers on the default tiles (staged3x3_int: dp4a, rounded as
+// saturate_round): CPU = GPU bit for bit, rounding ties included (halves),
+// saturation both ways, the extremes of n and s, 1, 3 and 4 channels, rows
+// of a length not a multiple of 4 bytes, device views not on a 4-byte
+// boundary (the float kernel), every border.
+TEST(CudaFilter2d, IntegerTaps3x3EqualCpu) {
+    REQUIRE_GPU();
+    RunOptions gpu;
+    gpu.device = resolve_device(parse_device("cuda"));
+    const char* kernels[] = {"filter2d:0,-1,0;-1,5,-1;0,-1,0",
+                             "filter2d:1,1,1;1,-8,1;1,1,1",
+                             "filter2d:0.25,0.5,0.25;0.5,-3,0.5;0.25,0.5,0.25",
+                             "filter2d:0.5,0,0.5;0,1.5,0;-0.5,0,0.5",
+                             "filter2d:127,-128,0;0,1,0;0,3,-1",
+                             "filter2d:0.0078125,-1,0;0.5,0.9921875,0.125;0,0,-0.0078125",
+                             "filter2d:-2,-1,0;-1,1,1;0,1,2",
+                             "filter2d:0.125,0.1,0;0,1,0;0,0,0"};  // 0.1: not such a tap, the float kernel
+    const cv::Size sizes[] = {{130, 45}, {201, 90}, {1001, 37}};
+    unsigned seed = 120;
+    for (const int channels : {1, 3, 4})
+        for (const char* text : kernels)
+            for (const cv::Size size : sizes)
+                for (const char* schedule : {"tile:128x16", "tile:64x32", "tile:32x64"}) {
+                    const cv::Mat src = random_image(size.width, size.height, channels, Depth::u8, seed++);
+                    for (const char* border : {"", "constant:7", "constant", "replicate", "wrap", "reflect"}) {
+                        const FilterRun node{parse_filter(text), *border ? parse_border(border) : Border{},
+                                             parse_schedule(schedule)};
+                        ASSERT_TRUE(gpu_equals_cpu(node, src, gpu))
+                            << text << " " << schedule << " " << border << " c" << channels << " " << size;
+                    }
+                }
+    // Views one byte into their rows, as a device ROI is: the general kernel, the same result.
+    for (const int channels : {1, 3}) {
+        const cv::Mat src = random_image(300, 40, channels, Depth::u8, 9);
+        DeviceImage device_src(301, 40, channels, Depth::u8);
+        const Stream stream;
+        const ImageView inner = device_src.view.crop(1, 0, 300, 40);
+        upload(view_of(src), inner, stream.get());
+        DeviceImage device_dst(300, 40, channels, Depth::u8);
+        const FilterRun node{parse_filter(kernels[0]), Border{}, parse_schedule("tile:128x16")};
+        run_node_cuda(node, inner, device_dst.view, stream.get(), 256);
+        cv::Mat got(40, 300, src.type());
+        download(device_dst.view, view_of(got), stream.get());
+        stream.synchronize("test");
+        const FilterRun nodes[] = {node};
+        const cv::Mat want = as_mat(run_sequence(nodes, view_of(src), RunOptions{}).view()).clone();
+        EXPECT_EQ(cv::norm(got, want, cv::NORM_INF), 0) << channels;
+    }
 }
 
 TEST(CudaFilter2d, StagedTilesEqualCpu) {

@@ -7,7 +7,8 @@
 // many more bytes in flight and reads each tap's weight once for all its
 // sums. The nonzero taps, with their offsets in the stage, are listed once
 // per launch on the host and copied to shared memory by each block; 3x3
-// kernels on integer images have a kernel of their own (staged3x3). The
+// kernels on integer images have a kernel of their own (staged3x3), and
+// those with taps n / 2^s on 8-bit images one in integers (staged3x3_int). The
 // per-pixel kernel resolved the border, converted the sample and tested the
 // tap at every tap of every output (it still runs what the staged kernels
 // do not take: more than kMaxFilter2DTaps nonzero taps, a stage over the
@@ -15,6 +16,7 @@
 // Filter2DOp's order with the same roundings: the results are bit-identical.
 #include <cuda_runtime.h>
 
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <type_traits>
@@ -186,6 +188,147 @@ __global__ void staged3x3(const __grid_constant__ Args<T> a, const __grid_consta
     }
 }
 
+// A 3x3 kernel whose taps are n / 2^s with integers n in [-128, 127] and s
+// in 0..7 (sharpen, Laplacian, emboss, the 1/16 Gaussian) on an 8-bit image:
+// every product and partial sum of Filter2DOp's float sum is then an
+// integer times 2^-s below 2^24 in magnitude, exact in float, so its result
+// is the exact sum rounded once. This kernel forms that sum in integers,
+// a row of three taps per dp4a (four bytes times four signed bytes, added),
+// and rounds it as saturate_round does: bit-identical, about a sixth of the
+// instructions per output. A thread computes 4 consecutive samples (one
+// 32-bit word of a row) on 2 rows; the block's tile:WxH is W samples wide.
+struct Taps3x3Int {
+    std::uint32_t row[3];  // kernel row j's n as signed bytes 0..2, byte 3 zero
+    int shift;             // s
+};
+
+// Taps3x3Int for `w` (row-major), or false where a tap is not such an n / 2^s.
+inline bool integer_taps(const float* w, Taps3x3Int& k) {
+    for (int s = 0; s < 8; ++s) {
+        bool fits = true;
+        std::uint32_t row[3] = {};
+        for (int t = 0; t < 9 && fits; ++t) {
+            const float n = w[t] * static_cast<float>(1 << s);  // exact: a power of two
+            fits = n == std::nearbyint(n) && n >= -128.f && n <= 127.f;
+            row[t / 3] |= (static_cast<std::uint32_t>(static_cast<int>(n)) & 0xffu) << (8 * (t % 3));
+        }
+        if (fits) {
+            k = {{row[0], row[1], row[2]}, s};
+            return true;
+        }
+    }
+    return false;
+}
+
+__device__ __forceinline__ int dot3(std::uint32_t samples, std::uint32_t taps, int acc) {
+    int d;
+    asm("dp4a.u32.s32 %0, %1, %2, %3;" : "=r"(d) : "r"(samples), "r"(taps), "r"(acc));
+    return d;
+}
+
+// Bytes K - C, K, K + C of the 12 bytes l, m, r (byte K of m is the
+// output's sample), in bytes 0..2.
+template <int C, int K>
+__device__ __forceinline__ std::uint32_t window(std::uint32_t l, std::uint32_t m, std::uint32_t r) {
+    constexpr int a = K - C + 4, b = K + 4, c = K + C + 4;  // positions in l|m|r
+    if constexpr (c < 8) {
+        return __byte_perm(l, m, a | b << 4 | c << 8);
+    } else if constexpr (a >= 4) {
+        return __byte_perm(m, r, (a - 4) | (b - 4) << 4 | (c - 4) << 8);
+    } else {  // a in l, c in r: l|m first, then r's byte
+        const std::uint32_t lm = __byte_perm(l, m, a | (b < 8 ? b : 0) << 4);
+        return __byte_perm(lm, r, 0 | (b < 8 ? 1 : b - 4) << 4 | (c - 4) << 8);
+    }
+}
+
+// Four bytes of a row from byte x on, each through the border.
+template <int C>
+__device__ __forceinline__ std::uint32_t gather(const AnyBorderSource<std::uint8_t>& src, const std::uint8_t* row,
+                                                int x) {
+    std::uint32_t v = 0;
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+        const int b = x + i, p = b >= 0 ? b / C : -((C - 1 - b) / C);
+        v |= static_cast<std::uint32_t>(src.at(row, p, b - p * C)) << (8 * i);
+    }
+    return v;
+}
+
+__device__ __forceinline__ std::uint32_t rounded(int sum, int shift) {
+    if (shift > 0) {  // to nearest, ties to even, as saturate_round
+        const int q = sum >> shift, rem = sum - (q << shift), half = 1 << (shift - 1);
+        sum = q + ((rem > half) | ((rem == half) & q));
+    }
+    return static_cast<std::uint32_t>(min(max(sum, 0), 255));
+}
+
+template <int C>
+__global__ void staged3x3_int(const AnyBorderSource<std::uint8_t> src, const ImageView dst, const Taps3x3Int k) {
+    constexpr int R = 2;
+    const int x = (blockIdx.x * blockDim.x + threadIdx.x) * 4;  // the thread's first byte in its rows
+    const int y0 = blockIdx.y * blockDim.y * R + threadIdx.y * R;
+    const int bytes = dst.width * C;
+    if (x >= bytes || y0 >= dst.height) return;
+    const bool inside = x >= 4 && x + 8 <= bytes;  // l, m and r are the row's own words
+    int sum[R][4] = {};
+#pragma unroll
+    for (int s = 0; s < R + 2; ++s) {  // source row y0 - 1 + s: kernel row s - o of output row o
+        const std::uint8_t* row = src.row(y0 - 1 + s);
+        std::uint32_t l, m, r;
+        if (inside && row != nullptr) {
+            const auto* w = reinterpret_cast<const std::uint32_t*>(row + x);
+            l = __ldg(w - 1);
+            m = __ldg(w);
+            r = __ldg(w + 1);
+        } else {
+            l = gather<C>(src, row, x - 4);
+            m = gather<C>(src, row, x);
+            r = gather<C>(src, row, x + 4);
+        }
+        const std::uint32_t win[4] = {window<C, 0>(l, m, r), window<C, 1>(l, m, r), window<C, 2>(l, m, r),
+                                      window<C, 3>(l, m, r)};
+#pragma unroll
+        for (int j = 0; j < 3; ++j) {
+            const int o = s - j;
+            if (o < 0 || o >= R) continue;
+#pragma unroll
+            for (int q = 0; q < 4; ++q) sum[o][q] = dot3(win[q], k.row[j], sum[o][q]);
+        }
+    }
+#pragma unroll
+    for (int o = 0; o < R; ++o) {
+        if (y0 + o >= dst.height) break;
+        std::uint8_t* out = dst.template row<std::uint8_t>(y0 + o) + x;
+        const std::uint32_t v0 = rounded(sum[o][0], k.shift), v1 = rounded(sum[o][1], k.shift),
+                            v2 = rounded(sum[o][2], k.shift), v3 = rounded(sum[o][3], k.shift);
+        if (x + 4 <= bytes) {
+            *reinterpret_cast<std::uint32_t*>(out) = v0 | v1 << 8 | v2 << 16 | v3 << 24;
+        } else {
+            const std::uint32_t v[4] = {v0, v1, v2, v3};
+            for (int q = 0; q < bytes - x; ++q) out[q] = static_cast<std::uint8_t>(v[q]);
+        }
+    }
+}
+
+// staged3x3_int where it takes the op: integer taps (integer_taps), a tile
+// of 4-sample words on pairs of rows, rows starting on 4-byte boundaries.
+template <int C>
+bool launch_integer3x3(const TileSchedule& schedule, const Filter2DOp<std::uint8_t>& op, cudaStream_t stream) {
+    Taps3x3Int k{};
+    const int tw = schedule.tile_width, th = schedule.tile_height;
+    const auto aligned = [](const ImageView& v) {
+        return reinterpret_cast<std::uintptr_t>(v.data) % 4 == 0 && v.stride % 4 == 0;
+    };
+    if (tw % 4 != 0 || th % 2 != 0 || !aligned(op.src.view) || !aligned(op.dst) || !integer_taps(op.k.w, k))
+        return false;
+    const unsigned gx = (op.dst.width * C + tw - 1) / tw, gy = (op.dst.height + th - 1) / th;
+    if (gy > 65535) return false;
+    staged3x3_int<C><<<dim3(gx, gy), dim3(tw / 4, th / 2), 0, stream>>>(op.src, op.dst, k);
+    CBI_CUDA_CHECK(cudaGetLastError(), "launch filter2d");
+    note_kernel_path(KernelPath::cuda_staged_window);
+    return true;
+}
+
 template <class T, int C, int R>
 bool launch(const TileSchedule& schedule, const Filter2DOp<T>& op, cudaStream_t stream) {
     const int tw = schedule.tile_width, th = schedule.tile_height;
@@ -214,6 +357,8 @@ bool launch(const TileSchedule& schedule, const Filter2DOp<T>& op, cudaStream_t 
             if (three) allow_shared_memory<staged3x3<T, C, R>>(device);
         if (!three) allow_shared_memory<kernel>(device);
     }
+    if constexpr (std::is_same_v<T, std::uint8_t> && kHas3x3)
+        if (three && launch_integer3x3<C>(schedule, op, stream)) return true;
     if constexpr (kHas3x3)
         if (three) {
             Taps3x3 k{};
