@@ -978,9 +978,10 @@ TEST(CudaFilter2d, KernelsOf63x63EqualCpu) {
     }
 }
 
-// Past kMaxFilter2DTaps nonzero taps (up to 255x255) the per-pixel kernel
-// runs every schedule with the taps in device memory: bit for bit the CPU's
-// direct sum (its index-map schedules; its naive one runs cv::filter2D).
+// Past kMaxFilter2DTaps nonzero taps (up to 255x255) the taps go to device
+// memory: the staged kernel's where its stage fits the shared memory, else
+// the per-pixel kernel's. Bit for bit the CPU's direct sum (its index-map
+// schedules; its naive one runs cv::filter2D).
 TEST(CudaFilter2d, KernelsPast63x63RunPerPixelEqualCpu) {
     REQUIRE_GPU();
     RunOptions gpu;
@@ -997,7 +998,9 @@ TEST(CudaFilter2d, KernelsPast63x63RunPerPixelEqualCpu) {
     for (const cv::Size k : {cv::Size{64, 64}, cv::Size{101, 70}, cv::Size{255, 255}})
         for (const Depth depth : kDepths)
             for (const int channels : {1, 3, 4}) {
-                const cv::Mat src = random_image(k.width == 255 ? 40 : 90, 33, channels, depth, seed++);
+                // Tiles of 128 fit the smaller kernels' images: the staged kernel on tile:128x16.
+                const cv::Mat src = k.width == 255 ? random_image(40, 33, channels, depth, seed++)
+                                                   : random_image(300, 140, channels, depth, seed++);
                 const FilterRun cpu_node{parse_filter(kernel(k.width, k.height)), parse_border("wrap"),
                                          parse_schedule("column:32")};
                 const FilterRun cpu_nodes[] = {cpu_node};
@@ -1011,15 +1014,17 @@ TEST(CudaFilter2d, KernelsPast63x63RunPerPixelEqualCpu) {
                         << k << " " << schedule << " " << depth_name(depth) << " c" << channels;
                 }
             }
-    // A tile the image holds, a stage the shared memory holds: the taps alone send it per pixel.
-    const cv::Mat src = random_image(300, 140, 1, Depth::u8, 3);
-    DeviceImage device_src(300, 140, 1, Depth::u8);
+    // A tile the image holds: 64x64 stages (60 KiB), 255x255 would need 412 KiB and runs per pixel.
+    const cv::Mat src = random_image(300, 300, 1, Depth::u8, 3);
+    DeviceImage device_src(300, 300, 1, Depth::u8);
     const Stream stream;
     upload(view_of(src), device_src.view, stream.get());
-    note_kernel_path(KernelPath::none);
-    run_gpu_poisoned({parse_filter(kernel(64, 64)), Border{}, parse_schedule("tile:128x16")}, device_src, 1, stream,
-                     256);
-    EXPECT_EQ(last_kernel_path(), KernelPath::cuda_index_map);
+    for (const int side : {64, 255}) {
+        note_kernel_path(KernelPath::none);
+        run_gpu_poisoned({parse_filter(kernel(side, side)), Border{}, parse_schedule("tile:128x16")}, device_src, 1,
+                         stream, 256);
+        EXPECT_EQ(last_kernel_path(), side == 64 ? KernelPath::cuda_staged_window : KernelPath::cuda_index_map);
+    }
 }
 
 // 3x3 kernels of taps n / 2^s (n in -128..127, s in 0..7) on 8-bit images

@@ -19,7 +19,9 @@
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <type_traits>
+#include <vector>
 
 #include "filters/cuda/check.hpp"
 #include "filters/cuda/launch.cuh"
@@ -44,6 +46,9 @@ struct Args {
     ImageView dst;
     int kw, kh;
     Taps taps;
+    // More nonzero taps than the parameters hold: taps.count of them here
+    // (device memory, weights then offsets), taps' arrays unused.
+    const float* device_taps;
 };
 
 // The block's source tile and halo into `stage` (tw x th outputs, a kernel
@@ -103,9 +108,11 @@ __global__ void staged(const __grid_constant__ Args<T> a) {
     const int n = a.taps.count;
     float* weights = stage + pitch * (th + a.kh - 1);
     int* offsets = reinterpret_cast<int*>(weights + n);
+    const float* w = a.device_taps ? a.device_taps : a.taps.w;
+    const int* off = a.device_taps ? reinterpret_cast<const int*>(a.device_taps + n) : a.taps.off;
     for (int t = threadIdx.y * tw + threadIdx.x; t < n; t += tw * blockDim.y) {
-        weights[t] = a.taps.w[t];
-        offsets[t] = a.taps.off[t];
+        weights[t] = w[t];
+        offsets[t] = off[t];
     }
     stage_tile<T, C>(a.src, stage, x0, y0, tw, th, a.kw, a.kh);
     __syncthreads();
@@ -269,24 +276,40 @@ __global__ void staged3x3_int(const AnyBorderSource<std::uint8_t> src, const Ima
     const int y0 = blockIdx.y * blockDim.y * R + threadIdx.y * R;
     const int bytes = dst.width * C;
     if (x >= bytes || y0 >= dst.height) return;
-    const bool inside = x >= 4 && x + 8 <= bytes;  // l, m and r are the row's own words
+    // Each source row's words left of, at and right of the thread's: l, m, r.
+    std::uint32_t l[R + 2], m[R + 2], r[R + 2];
+    const bool inside = x >= 4 && x + 8 <= bytes;  // the row's own words
+    if (inside && y0 >= 1 && y0 + R < src.view.height) {
+        // Every row inside the image: all loads issued before any is used.
+        const std::byte* first = reinterpret_cast<const std::byte*>(src.view.row<const std::uint8_t>(y0 - 1) + x);
+#pragma unroll
+        for (int s = 0; s < R + 2; ++s) {
+            const auto* w = reinterpret_cast<const std::uint32_t*>(first + s * src.view.stride);
+            l[s] = __ldg(w - 1);
+            m[s] = __ldg(w);
+            r[s] = __ldg(w + 1);
+        }
+    } else {
+#pragma unroll
+        for (int s = 0; s < R + 2; ++s) {
+            const std::uint8_t* row = src.row(y0 - 1 + s);
+            if (inside && row != nullptr) {
+                const auto* w = reinterpret_cast<const std::uint32_t*>(row + x);
+                l[s] = __ldg(w - 1);
+                m[s] = __ldg(w);
+                r[s] = __ldg(w + 1);
+            } else {
+                l[s] = gather<C>(src, row, x - 4);
+                m[s] = gather<C>(src, row, x);
+                r[s] = gather<C>(src, row, x + 4);
+            }
+        }
+    }
     int sum[R][4] = {};
 #pragma unroll
     for (int s = 0; s < R + 2; ++s) {  // source row y0 - 1 + s: kernel row s - o of output row o
-        const std::uint8_t* row = src.row(y0 - 1 + s);
-        std::uint32_t l, m, r;
-        if (inside && row != nullptr) {
-            const auto* w = reinterpret_cast<const std::uint32_t*>(row + x);
-            l = __ldg(w - 1);
-            m = __ldg(w);
-            r = __ldg(w + 1);
-        } else {
-            l = gather<C>(src, row, x - 4);
-            m = gather<C>(src, row, x);
-            r = gather<C>(src, row, x + 4);
-        }
-        const std::uint32_t win[4] = {window<C, 0>(l, m, r), window<C, 1>(l, m, r), window<C, 2>(l, m, r),
-                                      window<C, 3>(l, m, r)};
+        const std::uint32_t win[4] = {window<C, 0>(l[s], m[s], r[s]), window<C, 1>(l[s], m[s], r[s]),
+                                      window<C, 2>(l[s], m[s], r[s]), window<C, 3>(l[s], m[s], r[s])};
 #pragma unroll
         for (int j = 0; j < 3; ++j) {
             const int o = s - j;
@@ -309,6 +332,27 @@ __global__ void staged3x3_int(const AnyBorderSource<std::uint8_t> src, const Ima
         }
     }
 }
+
+// `size` floats of device memory for `stream`'s launches, filled from host
+// memory with copy() (from pageable memory: each call returns once the
+// bytes are staged) and freed in stream order after the launches before the
+// destructor.
+struct DeviceTapList {
+    float* data = nullptr;
+    cudaStream_t stream;
+    DeviceTapList(std::size_t size, cudaStream_t s) : stream(s) {
+        CBI_CUDA_CHECK(cudaMallocAsync(&data, size * sizeof(float), stream), "cudaMallocAsync of filter2d's taps");
+    }
+    template <class V>  // float or int: 4 bytes each
+    void copy(std::size_t at, const V* host, std::size_t n) {
+        static_assert(sizeof(V) == sizeof(float));
+        CBI_CUDA_CHECK(cudaMemcpyAsync(data + at, host, n * sizeof(V), cudaMemcpyHostToDevice, stream),
+                       "copy filter2d's taps to the device");
+    }
+    DeviceTapList(const DeviceTapList&) = delete;
+    DeviceTapList& operator=(const DeviceTapList&) = delete;
+    ~DeviceTapList() { cudaFreeAsync(data, stream); }
+};
 
 // staged3x3_int where it takes the op: integer taps (integer_taps), a tile
 // of 4-sample words on pairs of rows, rows starting on 4-byte boundaries.
@@ -337,14 +381,20 @@ bool launch(const TileSchedule& schedule, const Filter2DOp<T>& op, cudaStream_t 
     const unsigned gx = (op.dst.width + tw - 1) / tw, gy = (op.dst.height + th - 1) / th;
     if (gy > 65535) return false;
     constexpr auto kernel = staged<T, C, R>;
-    if (op.k.nonzero() > kMaxFilter2DTaps) return false;  // more than the parameters hold
-    Args<T> a{op.src, op.dst, kw, kh, {}};
+    Args<T> a{op.src, op.dst, kw, kh, {}, nullptr};
+    const int count = op.k.nonzero();
+    // Past the parameters' room the list goes to device memory: the weights, then the offsets.
+    const bool far = count > kMaxFilter2DTaps;
+    std::vector<float> far_weights(far ? count : 0);
+    std::vector<int> far_offsets(far ? count : 0);
+    float* weights = far ? far_weights.data() : a.taps.w;
+    int* offsets = far ? far_offsets.data() : a.taps.off;
     a.taps.count = 0;
     for (int j = 0; j < kh; ++j)
         for (int i = 0; i < kw; ++i)
             if (const float w = op.k.w[j * kw + i]; w != 0.f) {
-                a.taps.w[a.taps.count] = w;
-                a.taps.off[a.taps.count++] = j * pitch + i * C;
+                weights[a.taps.count] = w;
+                offsets[a.taps.count++] = j * pitch + i * C;
             }
     bytes += static_cast<std::size_t>(a.taps.count) * (sizeof(float) + sizeof(int));
     // The default tiles on 8- and 16-bit images (float ones gained nothing from it: each tap also needs a select).
@@ -365,7 +415,15 @@ bool launch(const TileSchedule& schedule, const Filter2DOp<T>& op, cudaStream_t 
             for (int t = 0; t < 9; ++t) k.w[t] = op.k.w[t];
             staged3x3<T, C, R><<<dim3(gx, gy), dim3(tw, th / R), bytes, stream>>>(a, k);
         }
-    if (!three) kernel<<<dim3(gx, gy), dim3(tw, th / R), bytes, stream>>>(a);
+    if (!three) {
+        std::optional<DeviceTapList> device;
+        if (far) {
+            a.device_taps = device.emplace(count * 2, stream).data;
+            device->copy(0, far_weights.data(), count);
+            device->copy(count, far_offsets.data(), count);
+        }
+        kernel<<<dim3(gx, gy), dim3(tw, th / R), bytes, stream>>>(a);
+    }
     CBI_CUDA_CHECK(cudaGetLastError(), "launch filter2d");
     note_kernel_path(KernelPath::cuda_staged_window);
     return true;
@@ -383,24 +441,16 @@ bool launch_rows(const TileSchedule& schedule, const Filter2DOp<T>& op, cudaStre
 
 }  // namespace filter2d
 
-// The op with its taps in device memory, for the per-pixel kernel: copied
-// on `stream` (from pageable memory: the call returns once they are staged)
-// and freed in stream order after the launches before the destructor.
+// The op with its taps in device memory, for the per-pixel kernel.
 template <class T>
 struct DeviceTaps {
     Filter2DOp<T> op;
-    cudaStream_t stream;
-    float* taps = nullptr;
-    DeviceTaps(const Filter2DOp<T>& host, cudaStream_t s) : op(host), stream(s) {
-        const std::size_t bytes = sizeof(float) * host.k.width * host.k.height;
-        CBI_CUDA_CHECK(cudaMallocAsync(&taps, bytes, stream), "cudaMallocAsync of filter2d's taps");
-        CBI_CUDA_CHECK(cudaMemcpyAsync(taps, host.k.w, bytes, cudaMemcpyHostToDevice, stream),
-                       "copy filter2d's taps to the device");
-        op.k.w = taps;
+    filter2d::DeviceTapList taps;
+    DeviceTaps(const Filter2DOp<T>& host, cudaStream_t stream)
+        : op(host), taps(static_cast<std::size_t>(host.k.width) * host.k.height, stream) {
+        taps.copy(0, host.k.w, static_cast<std::size_t>(host.k.width) * host.k.height);
+        op.k.w = taps.data;
     }
-    DeviceTaps(const DeviceTaps&) = delete;
-    DeviceTaps& operator=(const DeviceTaps&) = delete;
-    ~DeviceTaps() { cudaFreeAsync(taps, stream); }
 };
 
 // False where the schedule is not a plain tile of the block or of four
