@@ -11,8 +11,8 @@
 // those with taps n / 2^s on 8-bit images one in integers (staged3x3_int). The
 // per-pixel kernel resolved the border, converted the sample and tested the
 // tap at every tap of every output (it still runs what the staged kernels
-// do not take: more than kMaxFilter2DTaps nonzero taps, a stage over the
-// shared memory, other schedules). Each output sums the taps in
+// do not take: a stage and tap list over the shared memory, other
+// schedules). Each output sums the taps in
 // Filter2DOp's order with the same roundings: the results are bit-identical.
 #include <cuda_runtime.h>
 
@@ -196,13 +196,13 @@ __global__ void staged3x3(const __grid_constant__ Args<T> a, const __grid_consta
 }
 
 // A 3x3 kernel whose taps are n / 2^s with integers n in [-128, 127] and s
-// in 0..7 (sharpen, Laplacian, emboss, the 1/16 Gaussian) on an 8-bit image:
+// in 0..7 (sharpen, Laplacian, emboss, dyadic smoothing) on an 8-bit image:
 // every product and partial sum of Filter2DOp's float sum is then an
 // integer times 2^-s below 2^24 in magnitude, exact in float, so its result
 // is the exact sum rounded once. This kernel forms that sum in integers,
 // a row of three taps per dp4a (four bytes times four signed bytes, added),
-// and rounds it as saturate_round does: bit-identical, about a sixth of the
-// instructions per output. A thread computes 4 consecutive samples (one
+// and rounds it as saturate_round does: bit-identical, without staging or
+// float conversions. A thread computes 4 consecutive samples (one
 // 32-bit word of a row) on 2 rows; the block's tile:WxH is W samples wide.
 struct Taps3x3Int {
     std::uint32_t row[3];  // kernel row j's n as signed bytes 0..2, byte 3 zero

@@ -10,13 +10,15 @@
 // differently). Sides 1..255.
 //
 // The op holds a pointer to the kernel's float taps (Filter2DFilter::
-// weights, uploaded for the GPU's per-pixel kernel). On the CPU's naive
-// schedule a kernel of more than kDirectFilter2DTaps nonzero taps runs
-// cv::filter2D itself (its DFT: O(log) per pixel where the direct sum is
-// O(taps); cpu/filter2d.cpp), equal to OpenCV; other schedules and the GPU
-// sum directly. The GPU's staged kernels take the nonzero taps in their
-// parameters (32 KB): kMaxFilter2DTaps (3969, 63x63); larger kernels run its
-// per-pixel kernel. A kernel of rank 1 (every row a multiple of one row:
+// weights; the GPU's kernels get a copy in their parameters or in device
+// memory). On the CPU's naive schedule a kernel of more than
+// kDirectFilter2DTaps nonzero taps runs cv::filter2D itself (its DFT: about
+// the same time at any kernel size, where the direct sum costs every tap;
+// cpu/filter2d.cpp), equal to OpenCV; other schedules and the GPU sum
+// directly. The GPU's staged kernels take up to kMaxFilter2DTaps (3969,
+// 63x63) nonzero taps in their parameters, more from device memory, and the
+// per-pixel kernel runs what their shared memory cannot hold
+// (cuda/filter2d.cuh). A kernel of rank 1 (every row a multiple of one row:
 // box, Gaussian, Sobel written as 2-D matrices) runs as sepfilter2d with its
 // row and column (FilterKind::expand; the separable machinery and its tile
 // schedules).
