@@ -319,7 +319,7 @@ TEST(Filter2D, FullRankKernelsUpTo255x255EqualOpenCV) {
         const std::string f = random_kernel(k.width, k.height, seed++);
         EXPECT_TRUE(expansion_of(parse_filter(f)).steps.empty()) << k;
         for (const Depth depth : {Depth::u8, Depth::u16, Depth::f32})
-            for (const int channels : {1, 3}) {
+            for (const int channels : {1, 3, 4}) {
                 const cv::Mat src = random_image(k.width == 255 ? 300 : 131, 97, channels, depth, seed++);
                 for (const char* border : {"reflect101", "replicate", "constant:3", "wrap", "reflect", "constant"}) {
                     const cv::Mat want = reference::opencv_reference(parse_filter(f), parse_border(border), src);
