@@ -340,7 +340,16 @@ Graph parse_pipeline(std::string_view text, const ScheduleChoice& default_schedu
             const auto at = token.find('@');
             NodeOptions options;
             // Spaces around '@' as around '|'.
-            if (at != std::string_view::npos) options.schedule = parse_schedule_choice(trim(token.substr(at + 1)));
+            if (at != std::string_view::npos) {
+                try {
+                    options.schedule = parse_schedule_choice(trim(token.substr(at + 1)));
+                } catch (const std::invalid_argument& e) {
+                    if (!trim(token.substr(0, at)).ends_with(':')) throw;
+                    throw std::invalid_argument(std::string(e.what()) +  // filter2d:@kernel.txt
+                                                "; a value read from a file is a flag's form (--NAME @FILE), or "
+                                                "write the stage into a --pipeline-file");
+                }
+            }
             const Filter filter = parse_filter(trim(token.substr(0, at)));
             last = g.add_filter("n" + std::to_string(stage), filter, last, options);
         } catch (const std::invalid_argument& e) {

@@ -601,6 +601,14 @@ TEST(Graph, ErrorsQuoteLongStagesShortly) {
     }
 }
 
+// NAME:@FILE is the flags' file form; in a pipeline '@' starts a schedule, which the error says.
+TEST(Graph, AFileAfterAColonSaysWhereFilesAreRead) {
+    expect_invalid([] { parse_pipeline("blur:3 | filter2d:@kernel.txt"); }, "stage 2 'filter2d:@kernel.txt'");
+    expect_invalid([] { parse_pipeline("filter2d: @ kernel.txt"); }, "(--NAME @FILE)");
+    EXPECT_NO_THROW(parse_pipeline("blur:3@column:32"));
+    EXPECT_NO_THROW(parse_pipeline("sobel:@tile:32x8"));  // sobel's defaults, a schedule
+}
+
 TEST(Graph, ColourMatricesTakeRowsSeparatedBySemicolons) {
     EXPECT_EQ(parse_filter("color:0,0,1;0,1,0;1,0,0"), parse_filter("color:0,0,1,0,1,0,1,0,0"));
     EXPECT_EQ(parse_filter("color:1,0,0,5;0,1,0,6;0,0,1,7"), parse_filter("color:1,0,0,5,0,1,0,6,0,0,1,7"));
