@@ -710,10 +710,10 @@ void suite_matmul(const Options& o, Gpu& gpu, Report& report) {
 // for both (cv::setNumThreads, tbb::global_control). std::chrono medians.
 // OpenCV's filters take these borders themselves (constant and wrap would
 // time cv::copyMakeBorder too).
-int opencv_border(BorderMode m) {
+int opencv_filter_border(BorderMode m) {
     if (m != BorderMode::replicate && m != BorderMode::reflect && m != BorderMode::reflect101)
         throw std::invalid_argument("--suite cpu: OpenCV's filters take reflect101, reflect or replicate");
-    return reference::cv_border(m);
+    return cbi::opencv_border(m);
 }
 
 void suite_cpu(const Options& o, Report& report) {
@@ -721,7 +721,7 @@ void suite_cpu(const Options& o, Report& report) {
     cv::setNumThreads(threads);
     tbb::global_control limit(tbb::global_control::max_allowed_parallelism, static_cast<std::size_t>(threads));
     const Border border = parse_border(o.border);
-    opencv_border(border.mode);
+    opencv_filter_border(border.mode);
     int w = 0, h = 0;
     parse_size(o.quick ? "512x512" : o.cpu_size, w, h);
     auto time_cpu = [&](const std::function<void()>& f) {

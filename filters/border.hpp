@@ -22,6 +22,10 @@ struct Border {
     friend bool operator==(const Border&, const Border&) = default;
 };
 
+// OpenCV's cv::BORDER_* for a mode (filters/filter.cpp): where cbi hands
+// work to OpenCV, and OpenCV's side of the tests and benchmarks.
+int opencv_border(BorderMode mode);
+
 // Index of the pixel that stands in for coordinate p of an axis of length n,
 // or -1 for a constant border outside the image.
 template <BorderMode mode>

@@ -1,5 +1,7 @@
 #include "filters/filter.hpp"
 
+#include <opencv2/core/base.hpp>
+
 #include <array>
 #include <cctype>
 #include <charconv>
@@ -274,6 +276,17 @@ int output_channels(const Filter& f, int channels) {
         else
             return channels;
     });
+}
+
+int opencv_border(BorderMode mode) {
+    switch (mode) {
+        case BorderMode::reflect101: return cv::BORDER_REFLECT_101;
+        case BorderMode::reflect: return cv::BORDER_REFLECT;
+        case BorderMode::replicate: return cv::BORDER_REPLICATE;
+        case BorderMode::constant: return cv::BORDER_CONSTANT;
+        case BorderMode::wrap: return cv::BORDER_WRAP;
+    }
+    return cv::BORDER_DEFAULT;
 }
 
 }  // namespace cbi

@@ -81,7 +81,6 @@ inline std::vector<std::pair<std::string, cv::Mat>> otsu_images() {
 
 using reference::compare;
 using reference::Comparison;
-using reference::cv_border;
 using reference::dump_failure;
 using reference::keep_alpha;
 using reference::peak_magnitude;

@@ -30,17 +30,6 @@
 
 namespace cbi::reference {
 
-inline int cv_border(BorderMode m) {
-    switch (m) {
-        case BorderMode::reflect101: return cv::BORDER_REFLECT_101;
-        case BorderMode::reflect: return cv::BORDER_REFLECT;
-        case BorderMode::replicate: return cv::BORDER_REPLICATE;
-        case BorderMode::constant: return cv::BORDER_CONSTANT;
-        case BorderMode::wrap: return cv::BORDER_WRAP;
-    }
-    return cv::BORDER_DEFAULT;
-}
-
 // Random samples over the depth's whole range (floats in [-1, 2)), never all zeros.
 inline cv::Mat random_image(int width, int height, int channels, Depth depth, unsigned seed) {
     cv::Mat m(height, width, cv_type(depth, channels));
@@ -62,11 +51,11 @@ inline cv::Mat random_image(int width, int height, int channels, Depth depth, un
 template <class F>
 void with_border(const cv::Mat& src, const Border& border, int radius, cv::Mat& out, F&& filter) {
     if (border.mode != BorderMode::constant && border.mode != BorderMode::wrap) {
-        filter(src, out, cv_border(border.mode));
+        filter(src, out, opencv_border(border.mode));
         return;
     }
     cv::Mat padded, full;
-    cv::copyMakeBorder(src, padded, radius, radius, radius, radius, cv_border(border.mode),
+    cv::copyMakeBorder(src, padded, radius, radius, radius, radius, opencv_border(border.mode),
                        cv::Scalar::all(border.value));
     filter(padded, full, cv::BORDER_REPLICATE);  // every tap of the centre lies inside the padding
     full(cv::Rect(radius, radius, src.cols, src.rows)).copyTo(out);
@@ -166,7 +155,7 @@ void reference(const Morphology<Op>& f, const Border& border, const cv::Mat& src
     constexpr int ops[] = {cv::MORPH_ERODE,    cv::MORPH_DILATE, cv::MORPH_OPEN,    cv::MORPH_CLOSE,
                            cv::MORPH_GRADIENT, cv::MORPH_TOPHAT, cv::MORPH_BLACKHAT};
     if (border.mode != BorderMode::wrap) {
-        cv::morphologyEx(src, out, ops[static_cast<int>(Op)], se, anchor, f.iterations, cv_border(border.mode),
+        cv::morphologyEx(src, out, ops[static_cast<int>(Op)], se, anchor, f.iterations, opencv_border(border.mode),
                          cv::Scalar::all(border.value));
         return;
     }
@@ -359,7 +348,7 @@ inline void reference(const MedianFilter& f, const Border& border, const cv::Mat
     }
     const int r = f.ksize / 2;
     cv::Mat padded;
-    cv::copyMakeBorder(src, padded, r, r, r, r, cv_border(border.mode), cv::Scalar::all(border.value));
+    cv::copyMakeBorder(src, padded, r, r, r, r, opencv_border(border.mode), cv::Scalar::all(border.value));
     if (opencv_takes) {
         cv::Mat full;
         cv::medianBlur(padded, full, f.ksize);
@@ -410,7 +399,7 @@ inline void reference(const BilateralFilter& f, const Border& border, const cv::
         return;
     }
     cv::Mat padded;
-    cv::copyMakeBorder(src, padded, r, r, r, r, cv_border(border.mode), cv::Scalar::all(border.value));
+    cv::copyMakeBorder(src, padded, r, r, r, r, opencv_border(border.mode), cv::Scalar::all(border.value));
     out.create(src.size(), src.type());
     switch (src.depth()) {
         case CV_8U: bilateral_brute_force<std::uint8_t>(f, padded, r, out); break;

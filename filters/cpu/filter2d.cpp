@@ -20,17 +20,6 @@ int cv_depth(Depth d) {
     return d == Depth::u8 ? CV_8U : d == Depth::u16 ? CV_16U : CV_32F;
 }
 
-int cv_border(BorderMode m) {
-    switch (m) {
-        case BorderMode::reflect101: return cv::BORDER_REFLECT_101;
-        case BorderMode::reflect: return cv::BORDER_REFLECT;
-        case BorderMode::replicate: return cv::BORDER_REPLICATE;
-        case BorderMode::constant: return cv::BORDER_CONSTANT;
-        case BorderMode::wrap: return cv::BORDER_WRAP;
-    }
-    return cv::BORDER_DEFAULT;
-}
-
 cv::Mat header(const ImageView& v) {
     return {v.height, v.width, CV_MAKETYPE(cv_depth(v.depth), v.channels), static_cast<void*>(v.data), v.stride};
 }
@@ -45,13 +34,13 @@ void filter2d_by_opencv(const Filter2DOp<T>& op) {
     const BorderMode mode = op.src.mode;
     const auto plane = [&](const cv::Mat& s, cv::Mat& d) {
         if (mode != BorderMode::wrap && mode != BorderMode::constant) {
-            cv::filter2D(s, d, -1, kernel, {-1, -1}, 0, cv_border(mode));
+            cv::filter2D(s, d, -1, kernel, {-1, -1}, 0, opencv_border(mode));
             return;
         }
         // Every tap of an output lies in the padding; the padded image's own border reaches none.
         const int r = std::max(op.k.width, op.k.height) / 2 + 1;
         cv::Mat padded, full;
-        cv::copyMakeBorder(s, padded, r, r, r, r, cv_border(mode), cv::Scalar::all(op.src.constant));
+        cv::copyMakeBorder(s, padded, r, r, r, r, opencv_border(mode), cv::Scalar::all(op.src.constant));
         cv::filter2D(padded, full, -1, kernel, {-1, -1}, 0, cv::BORDER_REPLICATE);
         full(cv::Rect(r, r, s.cols, s.rows)).copyTo(d);
     };
