@@ -34,8 +34,9 @@ public:
     bool fuses() const override { return true; }
     KernelShape kernel_shape(const FilterRun& node, const KernelFormat& f) const override {
         use_device(device_);
-        // Window kinds' kernels read stored images only.
-        const bool fits = !(node.fused_color && category_of(node.filter) == Category::window) &&
+        // Window kinds' kernels read stored images, but a median through a colour node.
+        const bool fits = !(node.fused_color && category_of(node.filter) == Category::window &&
+                            !cuda_window_takes_colour(node, f.channels)) &&
                           (!node.then || cuda_applies_then(node, f.depth)) &&
                           (!node.fused_stencil || cuda_chain_fits(node, f.depth, f.src_channels, f.channels, device_));
         const int h = cuda_strip_height(node, f.depth, f.src_channels, f.channels, f.width, f.height, device_, block_);

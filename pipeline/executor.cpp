@@ -820,10 +820,13 @@ std::string GraphExecutor::describe() const {
             std::string sides;
             for (NodeId in : n.inputs)
                 if (plan_->fused_into[in] == id) sides += (sides.empty() ? "" : " and ") + nodes[in].name;
-            // The GPU's kernel walks line buffers; the CPU's stencil blends each tile as it stores it.
+            // The GPU's stream kernel walks line buffers; sep:WxH's (and the CPU's) stencil blends each tile as it
+            // stores it.
+            const bool lines =
+                options_.device.cuda && plan_->fused_blend[id]->schedule.family == ScheduleFamily::stream;
             s << "  (fused: computes " << sides
-              << (options_.device.cuda ? " in one kernel through line buffers" : " and blends each tile it stores")
-              << ", reading " << nodes[plan_->reads[id][0]].name << ")";
+              << (lines ? " in one kernel through line buffers" : " and blends each tile it stores") << ", reading "
+              << nodes[plan_->reads[id][0]].name << ")";
         } else if (plan_ && plan_->fused_color[id]) {
             s << "  (fused: reads " << nodes[plan_->reads[id][0]].name << " through "
               << to_string(Filter(*plan_->fused_color[id])) << ")";

@@ -52,7 +52,7 @@ struct Capabilities {
         false;  // computes a stencil pair in one kernel, with a colour node before it (GPU; not with the wrap border)
     bool fuses_blend =
         false;  // computes the blend that reads its stencil (of its input and the stencil, or of two stencils of it) in one kernel
-    // (GPU: stream, 8-bit; CPU: sep and smem, one stencil; Backend::kernel_shape says which)
+    // (GPU: stream, 8-bit; sep, one stencil; CPU: sep and smem, one stencil; Backend::kernel_shape says which)
     bool takes_order = false;  // walks its tiles or strips in a TileOrder (+ORDER)
 };
 

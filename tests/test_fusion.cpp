@@ -22,6 +22,7 @@
 #include "pipeline/opencv.hpp"
 #include "reference.hpp"
 #if CBI_HAVE_CUDA
+#include "filters/cuda/backend.hpp"
 #include "pipeline/cuda_runtime.hpp"
 #endif
 
@@ -326,7 +327,9 @@ TEST(Fusion, BlendsOfAStencilAndItsSourceEqualTheUnfusedNodesOnTheCpu) {
                                 EXPECT_TRUE(same_bytes(first_output(one, src), first_output(two, src)));
                                 const bool blended =
                                     one.describe().find("blends each tile it stores") != std::string::npos;
-                                if (*schedule) EXPECT_TRUE(blended) << one.describe();
+                                if (*schedule) {
+                                    EXPECT_TRUE(blended) << one.describe();
+                                }
                                 fused += blended;
                             }
                     }
@@ -902,6 +905,151 @@ TEST(Fusion, BlendsFuseWithTheirStencilsOnTheGpu) {
             EXPECT_EQ(cv::norm(a, b, cv::NORM_INF), 0.0);
             EXPECT_EQ(cv::norm(a, first_output(cpu, src), cv::NORM_INF), 0.0);
         }
+}
+
+// A blend of one stencil and its source on sep:WxH (any kind, depth and
+// channel count): the stencil's sep kernel blends each output with the
+// staged source sample as it stores it, then applies a per-sample node.
+TEST(Fusion, BlendsOfAStencilAndItsSourceFuseIntoTheSepKernelOnTheGpu) {
+    std::string why;
+    if (!has_gpu(why)) GTEST_SKIP() << "no CUDA device: " << why;
+    int fused = 0;
+    for_each_kind([&]<class F>(std::type_identity<F>) {
+        using Kind = FilterKind<F>;
+        if (Kind::category != Category::stencil) return;
+        for (const std::string_view example : {Kind::examples[0], std::end(Kind::examples)[-1]}) {
+            const Filter filter = parse_filter(std::string(Kind::name) + ":" + std::string(example));
+            for (const char* schedule : {"sep:16x8", "sep:64x32"})
+                for (const Depth depth : {Depth::u8, Depth::u16, Depth::f32})
+                    for (const int channels : {1, 3, 4}) {
+                        if (!refuses_input(filter, depth, channels).empty()) continue;
+                        for (const auto& size : {std::array{37, 23}, std::array{1, 1}, std::array{131, 70}}) {
+                            const cv::Mat src = random_image(size[0], size[1], channels, depth, 9);
+                            for (const bool stencil_first : {false, true})
+                                for (const bool threshold : {false, true}) {
+                                    SCOPED_TRACE(to_string(filter) + "@" + schedule + " " + depth_name(depth) + "x" +
+                                                 std::to_string(channels) + " " + std::to_string(size[0]) + "x" +
+                                                 std::to_string(size[1]) + (stencil_first ? " stencil first" : "") +
+                                                 (threshold ? " | threshold" : ""));
+                                    Graph g;
+                                    NodeOptions o;
+                                    o.schedule = parse_schedule(schedule);
+                                    if (depth == Depth::u16) o.border = Border{BorderMode::constant, 1000};
+                                    const NodeId s = g.add_filter("s", filter, Graph::input(), o);
+                                    const BlendFilter b = parse_blend(stencil_first ? "1.5:-0.5:3" : "1:-1:2");
+                                    NodeId out = stencil_first ? g.add_blend("b", b, s, Graph::input())
+                                                               : g.add_blend("b", b, Graph::input(), s);
+                                    if (threshold)
+                                        out = g.add_filter(
+                                            "t", parse_filter(depth == Depth::f32 ? "threshold:0.1" : "threshold:3"),
+                                            out);
+                                    g.add_output(out);
+                                    GraphExecutor one(g, options(true, true)), two(g, options(false, true)),
+                                        cpu(g, options(false));
+                                    const cv::Mat a = first_output(one, src);
+                                    EXPECT_EQ(last_kernel_path(), KernelPath::cuda_sep);
+                                    EXPECT_TRUE(same_bytes(a, first_output(two, src)));
+                                    if (depth != Depth::f32) {
+                                        EXPECT_TRUE(same_bytes(a, first_output(cpu, src)));
+                                    }
+                                    const std::string d = one.describe();
+                                    EXPECT_NE(d.find("(1 stencil fused into a blend)"), std::string::npos) << d;
+                                    EXPECT_NE(d.find("blends each tile it stores"), std::string::npos) << d;
+                                    if (threshold) {
+                                        EXPECT_NE(d.find("(1 per-sample node applied by the kernel before)"),
+                                                  std::string::npos)
+                                            << d;
+                                    }
+                                    ++fused;
+                                }
+                        }
+                    }
+        }
+    });
+    EXPECT_GT(fused, 500);
+}
+
+// The adaptive threshold's Gaussian mean, difference and threshold are one
+// kernel on the GPU (its Gaussian on sep:WxH), equal to OpenCV.
+TEST(Fusion, AnAdaptiveThresholdIsOneKernelOnTheGpu) {
+    std::string why;
+    if (!has_gpu(why)) GTEST_SKIP() << "no CUDA device: " << why;
+    for (const char* text :
+         {"adaptive:255:gaussian:11:2", "adaptive:200:gaussian:31:-3:binary_inv", "adaptive:255:mean:15:4"})
+        for (const auto& size : {std::array{301, 197}, std::array{5, 3}}) {
+            SCOPED_TRACE(std::string(text) + " " + std::to_string(size[0]) + "x" + std::to_string(size[1]));
+            const cv::Mat src = random_image(size[0], size[1], 1, Depth::u8, 21);
+            const Graph g = parse_pipeline(text);
+            GraphExecutor gpu(g, options(true, true)), cpu(g, options(true));
+            const cv::Mat a = first_output(gpu, src);
+            const std::string d = gpu.describe();
+            EXPECT_NE(d.find("1 kernel runs"), std::string::npos) << d;
+            EXPECT_TRUE(same_bytes(a, first_output(cpu, src)));
+            const AdaptiveFilter f = std::get<AdaptiveFilter>(parse_filter(text));
+            cv::Mat want;
+            cv::adaptiveThreshold(src, want, f.maxval,
+                                  f.gaussian ? cv::ADAPTIVE_THRESH_GAUSSIAN_C : cv::ADAPTIVE_THRESH_MEAN_C,
+                                  f.inverse ? cv::THRESH_BINARY_INV : cv::THRESH_BINARY, f.block, f.c);
+            EXPECT_TRUE(same_bytes(a, want));
+        }
+}
+
+// On the GPU a colour node of one output channel (gray) read only by
+// median:5 is converted as the median's word kernel stages its window: equal
+// to the two nodes and to the CPU, every depth, border and size; other K,
+// colour outputs of 3 or 4 channels and erosion keep the colour node. A
+// destination off whole words runs the two nodes in scratch.
+TEST(Fusion, AColourNodeBeforeAMedianIsConvertedAsItStagesOnTheGpu) {
+    std::string why;
+    if (!has_gpu(why)) GTEST_SKIP() << "no CUDA device: " << why;
+    int fused = 0;
+    for (const char* colour : {"gray", "ycrcb", "0.2,0.3,0.5,1,0.5,0.25,0.125,-3,0,0,1,0"})
+        for (const char* median : {"median:3", "median:5", "median:7", "erode:3"})
+            for (const char* border : {"", "reflect", "wrap", "constant:7"})
+                for (const Depth depth : {Depth::u8, Depth::u16, Depth::f32})
+                    for (const int channels : {3, 4})
+                        for (const auto& size :
+                             {std::array{41, 19}, std::array{1, 1}, std::array{3, 2}, std::array{133, 37}}) {
+                            const std::string text = std::string("color:") + colour + " | " + median +
+                                                     (*border ? std::string("@naive") : "") +
+                                                     (depth == Depth::u8 ? " | threshold:100" : "");
+                            SCOPED_TRACE(text + " border " + border + " " + depth_name(depth) + "x" +
+                                         std::to_string(channels) + " " + std::to_string(size[0]) + "x" +
+                                         std::to_string(size[1]));
+                            Graph g = parse_pipeline(text);
+                            if (*border) g.set_default_border(parse_border(border));
+                            const cv::Mat src = random_image(size[0], size[1], channels, depth, 13);
+                            GraphExecutor one(g, options(true, true)), two(g, options(false, true)),
+                                cpu(g, options(false));
+                            const cv::Mat a = first_output(one, src);
+                            EXPECT_TRUE(same_bytes(a, first_output(two, src)));
+                            EXPECT_TRUE(same_bytes(a, first_output(cpu, src)));
+                            const bool through = one.describe().find("through color:") != std::string::npos;
+                            const bool gray = std::string(colour) == "gray";
+                            const bool takes = std::string(median) == "median:5" && gray;
+                            EXPECT_EQ(through, takes) << one.describe();
+                            fused += through;
+                        }
+    EXPECT_EQ(fused, 4 * 3 * 4 * 2);
+
+    // A destination whose rows do not start on whole words.
+    const Stream stream;
+    for (const Depth depth : {Depth::u8, Depth::u16}) {
+        const cv::Mat src = random_image(57, 21, 3, depth, 5);
+        const FilterRun node{parse_filter("median:5"), parse_border("replicate"), parse_schedule("naive"),
+                             std::get<ColorFilter>(parse_filter("color:gray"))};
+        DeviceImage in(src.cols, src.rows, 3, depth), out(src.cols + 1, src.rows, 1, depth);
+        upload(view_of(src), in.view, stream.get());
+        ImageView shifted = out.view;
+        shifted.data += depth_bytes(depth);
+        shifted.width = src.cols;
+        run_node_cuda(node, in.view, shifted, stream.get(), 256);
+        cv::Mat got(src.rows, src.cols, depth == Depth::u8 ? CV_8UC1 : CV_16UC1);
+        download(shifted, view_of(got), stream.get());
+        stream.synchronize("median through colour, off whole words");
+        GraphExecutor cpu(parse_pipeline("color:gray | median:5"), options(false));
+        EXPECT_TRUE(same_bytes(got, first_output(cpu, src))) << depth_name(depth);
+    }
 }
 
 TEST(Fusion, BlendsOutsideTheKernelRunUnfusedOnTheGpu) {

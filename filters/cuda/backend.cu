@@ -8,6 +8,7 @@
 #include <utility>
 
 #include "filters/cuda/check.hpp"
+#include "filters/cuda/lanes.cuh"
 #include "filters/cuda/launch.cuh"
 #include "filters/cuda/order.cuh"
 #include "filters/cuda/strip.cuh"
@@ -129,7 +130,8 @@ void launch_smem(const SmemTileSchedule& tile, const TileOrder& order, const Op&
 //  3. sep_column_pass: each thread takes a run of kSepRun outputs down one
 //     sample column and sums the row sums the same way (sep_column_sums);
 //  4. sep_finish: the op's finish of the run, stored (lanes along the row:
-//     coalesced stores).
+//     coalesced stores), through SepStore: a blend with the staged source
+//     sample first, where the kernel computes a BlendRun.
 // Weighted sums add their taps through weighted_step in weighted_sum's order,
 // so results are bit-identical to the per-pixel path. Box filters slide
 // running sums instead (cost independent of k): integer sums are exact; float
@@ -138,6 +140,24 @@ void launch_smem(const SmemTileSchedule& tile, const TileOrder& order, const Op&
 // recomputed directly from the stage, so non-finite inputs behave as in the
 // per-pixel path.
 constexpr int kSepRun = 8;
+
+// What sep:WxH does to each output as it stores it: in the kernels made
+// with kBlend, the blend of the output (weight `stencil_weight`) and the
+// source sample at the same place (a BlendRun of one stencil and its input:
+// an unsharp mask, an adaptive threshold's difference); then `then`
+// (FilterRun::then, BlendRun::then). blend(x, s) with (alpha, beta) is
+// blend(s, x) with (beta, alpha) bit for bit: the two products are added
+// first. The blend is a template argument: a run-time test in every
+// kernel cost the 8-bit ones 8-10 % (docs/performance.md#sep-blend).
+template <class T>
+struct SepStore {
+    ThenSamples<T> then{};
+    float stencil_weight = 0, source_weight = 0, gamma = 0;
+
+    __device__ T blend(T out, T source) const {
+        return BlendOp<T>{{}, {}, {}, stencil_weight, source_weight, gamma}.sample(out, source);
+    }
+};
 
 // n / d for a tile's unit and element indices. A run-time integer division
 // costs about 20 instructions; with magic = ceil(2^32 / d) it is
@@ -474,11 +494,11 @@ __device__ __forceinline__ void sep_column_sums(const Op& op, const SepLayout& L
 
 // Step 4: the op's finish of each of the run's first `outputs` outputs
 // (tile rows ty0 .., tile column tx, channel c), stored.
-template <class Op>
+template <bool kBlend, class Op>
 __device__ __forceinline__ void sep_finish(const Op& op, const SepLayout& L, const SepStorage<Op>& st,
                                            const typename Op::Acc (&acc)[Op::kMaxPasses][kSepRun], int x0, int y0,
                                            int tx, int c, int ty0, int outputs, int lead,
-                                           const ThenSamples<typename Op::Sample>& then) {
+                                           const SepStore<typename Op::Sample>& store) {
     using T = typename Op::Sample;
     using Acc = typename Op::Acc;
     using W = typename Op::W;
@@ -505,16 +525,19 @@ __device__ __forceinline__ void sep_finish(const Op& op, const SepLayout& L, con
                 });
             }
         }
-        *reinterpret_cast<T*>(out) = then(op.finish(v));
+        T result = op.finish(v);
+        if constexpr (kBlend)  // with the source sample under the output: the stage's centre tap
+            result = store.blend(result, st.stage[(ty + L.halo) * L.stage_stride + lead + (tx + L.halo) * C + c]);
+        *reinterpret_cast<T*>(out) = store.then(result);
     }
 }
 
 // Step 3: units (run of R rows, sample column), sample columns fastest
 // (coalesced stores); each unit inside the tile and the image sums its
 // columns and finishes.
-template <class Op>
+template <bool kBlend, class Op>
 __device__ __forceinline__ void sep_column_pass(const Op& op, const SepLayout& L, const SepStorage<Op>& st, int x0,
-                                                int y0, int lead, const ThenSamples<typename Op::Sample>& then) {
+                                                int y0, int lead, const SepStore<typename Op::Sample>& store) {
     using Acc = typename Op::Acc;
     constexpr int R = kSepRun;
     const int C = op.src.view.channels;
@@ -530,7 +553,7 @@ __device__ __forceinline__ void sep_column_pass(const Op& op, const SepLayout& L
         if (tx >= L.tile_w || x0 + tx >= width || outputs <= 0) continue;
         Acc acc[Op::kMaxPasses][R];
         sep_column_sums(op, L, st, sc, ty0, acc);
-        sep_finish(op, L, st, acc, x0, y0, tx, c, ty0, outputs, lead, then);
+        sep_finish<kBlend>(op, L, st, acc, x0, y0, tx, c, ty0, outputs, lead, store);
     }
 }
 
@@ -539,9 +562,9 @@ __device__ __forceinline__ void sep_column_pass(const Op& op, const SepLayout& L
 // gaussian 32f, one block fewer per SM): blocks take L.per_block
 // consecutive tiles of L.order from their linear index instead of tile
 // column blockIdx.x, tile rows blockIdx.y, + gridDim.y, ...
-template <class Op, bool kOrdered>
+template <class Op, bool kOrdered, bool kBlend>
 __device__ __forceinline__ void sep_tiles(const Op& op, const SepLayout& L,
-                                          const ThenSamples<typename Op::Sample>& then) {
+                                          const SepStore<typename Op::Sample>& store) {
     extern __shared__ __align__(16) unsigned char smem[];
     const SepStorage<Op> st = SepStorage<Op>::carve(smem, L.smem);
     if constexpr (!UnitWeightOp<Op>) sep_load_weights(op, L, st);
@@ -573,16 +596,16 @@ __device__ __forceinline__ void sep_tiles(const Op& op, const SepLayout& L,
         __syncthreads();
         sep_row_pass(op, L, st, column.lead);
         __syncthreads();
-        sep_column_pass(op, L, st, x0, y0, column.lead, then);
+        sep_column_pass<kBlend>(op, L, st, x0, y0, column.lead, store);
         __syncthreads();  // the next tile reuses the stage and the sums
     }
 }
 
-// `then`: a per-sample node applied as each output is stored (FilterRun::then).
-template <class Op, bool kOrdered>
+// `store`: a per-sample node (and with kBlend a blend) applied as each output is stored (SepStore).
+template <class Op, bool kOrdered, bool kBlend = false>
 __global__ void sep_stencil(const __grid_constant__ Op op, const SepLayout L,
-                            const __grid_constant__ ThenSamples<typename Op::Sample> then) {
-    sep_tiles<Op, kOrdered>(op, L, then);
+                            const __grid_constant__ SepStore<typename Op::Sample> store) {
+    sep_tiles<Op, kOrdered, kBlend>(op, L, store);
 }
 
 // 8-bit box filters keep their running sums in 48 registers, room for five
@@ -593,13 +616,15 @@ __global__ void sep_stencil(const __grid_constant__ Op op, const SepLayout L,
 template <class Op, bool kOrdered>
 __global__ void __launch_bounds__(256, 5)
     sep_stencil_five_blocks(const __grid_constant__ Op op, const SepLayout L,
-                            const __grid_constant__ ThenSamples<typename Op::Sample> then) {
-    sep_tiles<Op, kOrdered>(op, L, then);
+                            const __grid_constant__ SepStore<typename Op::Sample> store) {
+    sep_tiles<Op, kOrdered, false>(op, L, store);
 }
 
-template <class Op, bool kOrdered>
+template <class Op, bool kOrdered, bool kBlend = false>
 constexpr auto sep_kernel() {
-    if constexpr (UnitWeightOp<Op> && sizeof(typename Op::Sample) == 1)
+    if constexpr (kBlend)
+        return sep_stencil<Op, false, true>;
+    else if constexpr (UnitWeightOp<Op> && sizeof(typename Op::Sample) == 1)
         return sep_stencil_five_blocks<Op, kOrdered>;
     else
         return sep_stencil<Op, kOrdered>;
@@ -637,26 +662,27 @@ SepLayout sep_layout(const SepTileSchedule& tile, const TileOrder& order, const 
     return L;
 }
 
-template <class Op>
+// kBlend: the kernel that blends each output with its source (SepStore),
+// made for the row-major order only (an order moves tiles, not results).
+template <bool kBlend = false, class Op>
 void launch_sep(const SepTileSchedule& tile, const TileOrder& order, const Op& op, cudaStream_t stream, int block,
-                const ThenSamples<typename Op::Sample>& then) {
+                const SepStore<typename Op::Sample>& store) {
     if (op.dst.width <= 0 || op.dst.height <= 0) return;
-    const SepLayout L = sep_layout(tile, order, op);
+    const SepLayout L = sep_layout(tile, kBlend ? TileOrder{} : order, op);
     const int device = cuda::current_device();
     cuda::require_shared_memory(L.smem.bytes, device, tile_text("sep", L.tile_w, L.tile_h, L.halo),
                                 "use a smaller tile");
-    const bool ordered = !order.row_major();
-    constexpr auto row_major_kernel = sep_kernel<Op, false>();
-    constexpr auto ordered_kernel = sep_kernel<Op, true>();
-    const auto kernel = ordered ? ordered_kernel : row_major_kernel;
-    if (L.smem.bytes > 48 * 1024) {
-        if (ordered)
-            cuda::allow_shared_memory<ordered_kernel>(device);
-        else
-            cuda::allow_shared_memory<row_major_kernel>(device);
+    constexpr auto row_major_kernel = sep_kernel<Op, false, kBlend>();
+    if (kBlend || order.row_major()) {
+        if (L.smem.bytes > 48 * 1024) cuda::allow_shared_memory<row_major_kernel>(device);
+        row_major_kernel<<<L.grid(), block_threads<row_major_kernel>(block), L.smem.bytes, stream>>>(op, L, store);
+        return;
     }
-    const int threads = ordered ? block_threads<ordered_kernel>(block) : block_threads<row_major_kernel>(block);
-    kernel<<<L.grid(), threads, L.smem.bytes, stream>>>(op, L, then);
+    if constexpr (!kBlend) {
+        constexpr auto ordered_kernel = sep_kernel<Op, true>();
+        if (L.smem.bytes > 48 * 1024) cuda::allow_shared_memory<ordered_kernel>(device);
+        ordered_kernel<<<L.grid(), block_threads<ordered_kernel>(block), L.smem.bytes, stream>>>(op, L, store);
+    }
 }
 
 // ------------------------------------------------------------------- vec:N
@@ -894,6 +920,7 @@ struct CudaLaunch {
     const char* what;  // for error messages
     TileOrder order;   // the order smem, sep and stream blocks take tiles in
     const std::optional<Filter>& then;  // applied as outputs are stored: sep and stream only (cuda_applies_then)
+    const BlendRun* blend = nullptr;    // a blend of the stencil and its source, applied before `then`: sep only
 
     template <class Schedule, class Op>
     void operator()(Schedule schedule, const Op& op) const {
@@ -902,15 +929,30 @@ struct CudaLaunch {
                                (std::is_same_v<Schedule, VecSchedule> && kIsBlendOp<Op>);
         if constexpr (!kThen)
             if (then) throw std::logic_error(std::string(what) + ": this kernel does not apply a per-sample node");
+        constexpr bool kSep = std::is_same_v<Schedule, SepTileSchedule> && SeparableOp<Op>;
+        if constexpr (!kSep)
+            if (blend) throw std::logic_error(std::string(what) + ": only sep:WxH blends a stencil with its source");
         // One kernel per (schedule family, op): the generic index-map kernel is
         // not instantiated for the tiled families' stencils.
         if constexpr (std::is_same_v<Schedule, SmemTileSchedule> && SeparableOp<Op>) {
             note_kernel_path(KernelPath::cuda_smem);
             launch_smem(schedule, order, op, stream, block);
             CBI_CUDA_CHECK(cudaGetLastError(), std::string("launch ") + what + " (smem)");
-        } else if constexpr (std::is_same_v<Schedule, SepTileSchedule> && SeparableOp<Op>) {
+        } else if constexpr (kSep) {
             note_kernel_path(KernelPath::cuda_sep);
-            launch_sep(schedule, order, op, stream, block, then_samples<typename Op::Sample>(then, op.dst));
+            SepStore<typename Op::Sample> store{then_samples<typename Op::Sample>(then, op.dst)};
+            if (!blend) {
+                launch_sep(schedule, order, op, stream, block, store);
+            } else if constexpr (std::remove_cvref_t<decltype(op.src)>::kStored) {
+                const auto w = [](double v) { return static_cast<float>(v); };  // as BlendOp's weights
+                store.stencil_weight = w(blend->a ? blend->blend.alpha : blend->blend.beta);
+                store.source_weight = w(blend->a ? blend->blend.beta : blend->blend.alpha);
+                store.gamma = w(blend->blend.gamma);
+                // One kernel for all borders (the source's rule a run-time value, as stream's).
+                launch_sep<true>(schedule, order, cuda::any_border(op), stream, block, store);
+            } else {
+                throw std::logic_error("a fused blend reads a stored image");
+            }
             CBI_CUDA_CHECK(cudaGetLastError(), std::string("launch ") + what + " (sep)");
         } else if constexpr (std::is_same_v<Schedule, StreamSchedule> && SeparableOp<Op>) {
             // The executor fuses colour nodes into smem and sep only: stream reads stored images.
@@ -957,13 +999,16 @@ struct StreamStripHeight {
 };
 
 // Otsu's threshold on the device, on the node's stream and without a host
-// synchronisation: the histogram of the whole input (each block's bins in
-// shared memory, then added into the scratch's), the level from it in one
-// thread (otsu_level_of, the host's arithmetic), then the threshold with
-// the node's schedule, every thread reading the level the kernel before wrote.
+// synchronisation: the histogram of the whole input (each warp's bins in
+// shared memory, rows read as 16-byte words, each block's bins then added
+// into the scratch's); the last block to finish computes the level from it
+// (otsu_level_of's steps, the host's arithmetic: the sums that carry from bin
+// to bin in one thread, each bin's variance in a thread of its own); then the
+// threshold, every thread reading the level the kernel before wrote.
 struct OtsuScratch {
     std::uint32_t hist[kOtsuBins];
     int level;
+    unsigned blocks_done;
 };
 
 struct OtsuApplyOp {
@@ -976,24 +1021,101 @@ struct OtsuApplyOp {
     }
 };
 
-constexpr int kOtsuThreads = 256;
+constexpr int kOtsuThreads = 256, kOtsuWarps = kOtsuThreads / 32;
 
-__global__ void __launch_bounds__(kOtsuThreads) otsu_histogram(const ImageView src, std::uint32_t* hist) {
-    __shared__ std::uint32_t bins[kOtsuBins];
-    for (int i = threadIdx.x; i < kOtsuBins; i += blockDim.x) bins[i] = 0;
+__global__ void __launch_bounds__(kOtsuThreads)
+    otsu_histogram(const ImageView src, OtsuScratch* scratch, double pixels, unsigned blocks) {
+    __shared__ std::uint32_t bins[kOtsuWarps][kOtsuBins];  // a warp's own bins: fewer lanes on one address
+    __shared__ bool last;
+    for (int i = threadIdx.x; i < kOtsuWarps * kOtsuBins; i += blockDim.x) bins[i / kOtsuBins][i % kOtsuBins] = 0;
     __syncthreads();
+    std::uint32_t* const mine = bins[threadIdx.x / 32];
+    const bool words = (src.stride & 15) == 0 && (reinterpret_cast<std::uintptr_t>(src.data) & 15) == 0;
+    const int across = gridDim.x * blockDim.x, first = blockIdx.x * blockDim.x + threadIdx.x;
     for (int y = blockIdx.y; y < src.height; y += gridDim.y) {
         const std::uint8_t* row = src.row<const std::uint8_t>(y);
-        for (int x = blockIdx.x * blockDim.x + threadIdx.x; x < src.width; x += gridDim.x * blockDim.x)
-            atomicAdd(&bins[row[x]], 1u);
+        int done = 0;
+        if (words) {
+            const int n = src.width / 16;
+            for (int i = first; i < n; i += across) {
+                const uint4 w = __ldg(reinterpret_cast<const uint4*>(row) + i);
+                const std::uint32_t ws[4] = {w.x, w.y, w.z, w.w};
+#pragma unroll
+                for (int q = 0; q < 16; ++q) atomicAdd(&mine[(ws[q / 4] >> (8 * (q % 4))) & 0xFF], 1u);
+            }
+            done = n * 16;
+        }
+        for (int x = done + first; x < src.width; x += across) atomicAdd(&mine[row[x]], 1u);
     }
     __syncthreads();
-    for (int i = threadIdx.x; i < kOtsuBins; i += blockDim.x)
-        if (bins[i] != 0) atomicAdd(&hist[i], bins[i]);
+    for (int i = threadIdx.x; i < kOtsuBins; i += blockDim.x) {
+        std::uint32_t sum = 0;
+#pragma unroll
+        for (int w = 0; w < kOtsuWarps; ++w) sum += bins[w][i];
+        if (sum != 0) atomicAdd(&scratch->hist[i], sum);
+    }
+    // The last block computes the level (the threadFenceReduction pattern):
+    // every block's adds are visible before its count is.
+    __threadfence();
+    __syncthreads();
+    if (threadIdx.x == 0) last = atomicAdd(&scratch->blocks_done, 1u) == blocks - 1;
+    __syncthreads();
+    if (!last) return;
+    std::uint32_t* const hist = bins[0];
+    for (int i = threadIdx.x; i < kOtsuBins; i += blockDim.x) hist[i] = __ldcg(&scratch->hist[i]);  // not L1's copy
+    __syncthreads();
+    // otsu_level_of's steps: what carries from bin to bin in one thread, each
+    // bin's variance in its own, the first largest kept in one thread.
+    using namespace otsu_detail;
+    __shared__ Carry carry[kOtsuBins];
+    __shared__ double sigmas[kOtsuBins], mu;
+    if (threadIdx.x == 0) {
+        const double scale = div(1.0, pixels);
+        mu = mean_level(hist, scale);
+        Carry c;
+        for (int i = 0; i < kOtsuBins; ++i) {
+            step(c, mul(static_cast<double>(hist[i]), scale), i);
+            carry[i] = c;
+        }
+    }
+    __syncthreads();
+    for (int i = threadIdx.x; i < kOtsuBins; i += blockDim.x) sigmas[i] = carry[i].skip ? 0.0 : sigma(carry[i], mu);
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        double max_sigma = 0;
+        int level = 0;
+        for (int i = 0; i < kOtsuBins; ++i)
+            if (sigmas[i] > max_sigma) {  // a skipped bin's 0 never is
+                max_sigma = sigmas[i];
+                level = i;
+            }
+        scratch->level = level;
+    }
 }
 
-__global__ void otsu_level_kernel(OtsuScratch* scratch, double pixels) {
-    scratch->level = otsu_level_of(scratch->hist, pixels);
+// vec:N's threshold at the level: N samples a thread, moved as whole words,
+// compared four at a time.
+template <int N>
+__global__ void otsu_apply(const ImageView src, const ImageView dst, const int* level, std::uint8_t hi,
+                           std::uint8_t lo) {
+    const int x0 = (blockIdx.x * blockDim.x + threadIdx.x) * N;
+    if (x0 >= dst.width) return;
+    const int count = min(N, dst.width - x0);
+    const std::uint32_t at = cuda::splat<std::uint32_t>(static_cast<std::uint8_t>(*level)),
+                        hi4 = cuda::splat<std::uint32_t>(hi), lo4 = cuda::splat<std::uint32_t>(lo);
+    for (int y = blockIdx.y; y < dst.height; y += gridDim.y) {
+        std::uint8_t v[N];
+        load_run(src.row<const std::uint8_t>(y) + x0, v, count);
+#pragma unroll
+        for (int i = 0; i < N; i += 4) {
+            std::uint32_t w = 0;
+            memcpy(&w, v + i, min(4, N - i));
+            const std::uint32_t above = __vcmpgtu4(w, at);  // 0xFF in each byte above the level
+            w = (above & hi4) | (~above & lo4);
+            memcpy(v + i, &w, min(4, N - i));
+        }
+        store_run(dst.row<std::uint8_t>(y) + x0, v, count);
+    }
 }
 
 bool is_otsu(const Filter& f) {
@@ -1018,16 +1140,26 @@ void run_otsu_cuda(const FilterRun& node, const ImageView& src, const ImageView&
     std::optional<StreamScratch> owned;
     if (scratch == nullptr) scratch = owned.emplace(sizeof(OtsuScratch), stream).data;
     auto* s = static_cast<OtsuScratch*>(scratch);
-    CBI_CUDA_CHECK(cudaMemsetAsync(s->hist, 0, sizeof s->hist, stream), "cudaMemsetAsync of Otsu's histogram");
-    // A few blocks across a row, up to 512 in all: each adds its 256 bins once.
-    const int gx = std::min((src.width + kOtsuThreads - 1) / kOtsuThreads, 4);
+    CBI_CUDA_CHECK(cudaMemsetAsync(s, 0, sizeof(OtsuScratch), stream), "cudaMemsetAsync of Otsu's histogram");
+    // A few blocks across a row (a thread a 16-byte word), up to 512 in all: each adds its 256 bins once.
+    const int gx = std::min((src.width + 16 * kOtsuThreads - 1) / (16 * kOtsuThreads), 4);
     const int gy = std::min(src.height, std::max(1, 512 / gx));
-    otsu_histogram<<<dim3(gx, gy), kOtsuThreads, 0, stream>>>(src, s->hist);
+    otsu_histogram<<<dim3(gx, gy), kOtsuThreads, 0, stream>>>(src, s, static_cast<double>(src.pixels()),
+                                                              static_cast<unsigned>(gx * gy));
     CBI_CUDA_CHECK(cudaGetLastError(), "launch Otsu's histogram kernel");
-    otsu_level_kernel<<<1, 1, 0, stream>>>(s, static_cast<double>(src.pixels()));
-    CBI_CUDA_CHECK(cudaGetLastError(), "launch Otsu's level kernel");
     const auto& f = std::get<ThresholdFilter>(node.filter);
     const ThresholdOp<std::uint8_t> at = threshold_op<std::uint8_t>(at_otsu_level(f, 0), src, dst);
+    if (node.schedule.family == ScheduleFamily::vec) {
+        with_vec_pixels(node.schedule.width, [&](auto n) {
+            constexpr auto kernel = otsu_apply<n()>;
+            const int threads = block_threads<kernel>(block);
+            kernel<<<vec_grid(dst.width, dst.height, n(), threads), threads, 0, stream>>>(src, dst, &s->level, at.hi,
+                                                                                          at.lo);
+        });
+        note_kernel_path(KernelPath::cuda_vec);
+        CBI_CUDA_CHECK(cudaGetLastError(), "launch Otsu's threshold kernel (vec)");
+        return;
+    }
     const OtsuApplyOp op{src, dst, &s->level, at.hi, at.lo};
     const CudaLaunch launch{dst.width,           dst.height, stream, block, "otsu threshold kernel",
                             node.schedule.order, kNoThen};
@@ -1102,6 +1234,21 @@ int cuda_strip_height(const FilterRun& node, Depth depth, int src_channels, int 
 
 bool cuda_blend_applies_then(const ScheduleSpec& schedule, Depth depth, const Filter& then) {
     return schedule.family == ScheduleFamily::vec && !(depth == Depth::u8 && looks_up_8bit(then));
+}
+
+bool cuda_sep_blend_fits(const BlendRun& node) {
+    return node.schedule.family == ScheduleFamily::sep && node.a.has_value() != node.b.has_value() &&
+           is_stencil(node.a ? *node.a : *node.b);
+}
+
+void run_blend_of_stencil_cuda(const BlendRun& node, const ImageView& src, const ImageView& dst, cudaStream_t stream,
+                               int block) {
+    if (!cuda_sep_blend_fits(node)) throw std::logic_error("sep:WxH blends one stencil with its source only");
+    check_block(block);
+    const FilterRun stencil{node.a ? *node.a : *node.b, node.border, node.schedule, {}, {}, node.then};
+    dispatch_node(
+        stencil, src, dst,
+        CudaLaunch{dst.width, dst.height, stream, block, "fused blend kernel", node.schedule.order, node.then, &node});
 }
 
 void run_blend_cuda(const BlendFilter& blend, const ScheduleSpec& schedule, const ImageView& a, const ImageView& b,

@@ -28,6 +28,10 @@ void run_node_cuda(const FilterRun& node, const ImageView& src, const ImageView&
 
 // A node of a window kind (cuda/window.cu; run_node_cuda passes them there).
 void run_window_cuda(const FilterRun& node, const ImageView& src, const ImageView& dst, cudaStream_t stream, int block);
+// Whether that kernel reads through the node's fused_color for a colour
+// output of `channels` (the executor asks before it fuses): median:5 on
+// the naive schedule, 1-channel colour outputs (gray).
+bool cuda_window_takes_colour(const FilterRun& node, int channels);
 
 // A node with a fused_stencil: both stencils in one kernel (cuda/pair.cu).
 // run_node_cuda passes such nodes here.
@@ -56,12 +60,20 @@ void run_blend_cuda(const BlendFilter& blend, const ScheduleSpec& schedule, cons
                     const std::optional<Filter>& then = std::nullopt);
 bool cuda_blend_applies_then(const ScheduleSpec& schedule, Depth depth, const Filter& then);
 
-// A blend with the stencils it reads in one kernel (cuda/blend.cu): src is
+// A blend with the stencils it reads in one kernel (cuda/blend.cu: the 8-bit
+// stream kernel; one stencil on sep:WxH, any depth: run_blend_of_stencil_cuda): src is
 // the stencils' input. cuda_blend_fits: whether that kernel takes the node
 // for an input of `channels` (the executor asks before it fuses).
 void run_blend_fused_cuda(const BlendRun& node, const ImageView& src, const ImageView& dst, cudaStream_t stream,
                           int block);
 bool cuda_blend_fits(const BlendRun& node, Depth depth, int channels);
+// A blend of one stencil and the stencil's input on sep:WxH (cuda/backend.cu;
+// run_blend_fused_cuda passes such nodes here): the stencil's sep kernel
+// blends each output with the staged source sample under it as it stores.
+// Any stencil kind, depth and channel count.
+bool cuda_sep_blend_fits(const BlendRun& node);
+void run_blend_of_stencil_cuda(const BlendRun& node, const ImageView& src, const ImageView& dst, cudaStream_t stream,
+                               int block);
 // The strip height that kernel runs best at (as cuda_strip_height); 0 where it does not take the node.
 int cuda_blend_strip_height(const BlendRun& node, Depth depth, int channels, int width, int height, int device,
                             int block);

@@ -1,7 +1,8 @@
 // The CUDA side of blends fused with the stencils they read (BlendRun):
 // the 8-bit stream kernel (cuda/strip8.cuh) runs BlendedStencils (ops.hpp),
 // so an unsharp mask or a difference of Gaussians reads its input once and
-// writes its output once.
+// writes its output once; one stencil on sep:WxH runs its sep kernel, which
+// blends as it stores (cuda/backend.cu).
 #include "filters/cuda/backend.hpp"
 #include "filters/kernel_path.hpp"
 
@@ -76,6 +77,7 @@ bool blend_kernel_takes(const Op& op) {
 }  // namespace
 
 bool cuda_blend_fits(const BlendRun& node, Depth depth, int channels) {
+    if (cuda_sep_blend_fits(node)) return true;
     if (depth != Depth::u8 || node.schedule.family != ScheduleFamily::stream) return false;
     const ImageView probe{nullptr, 1, 1, channels, depth, 0};
     bool takes = false;
@@ -126,6 +128,7 @@ int cuda_blend_strip_height(const BlendRun& node, Depth depth, int channels, int
 
 void run_blend_fused_cuda(const BlendRun& node, const ImageView& src, const ImageView& dst, cudaStream_t stream,
                           int block) {
+    if (cuda_sep_blend_fits(node)) return run_blend_of_stencil_cuda(node, src, dst, stream, block);
     const StreamSchedule strip = stream_schedule(node.schedule.width, node.schedule.height);
     const bool takes = with_blend_kernel(node, src, dst, [&](const auto& op, auto kc, auto cc, auto pc, auto kbc) {
         cuda::launch_stream8_kernel<kc(), cc(), pc(), kbc()>(strip, op, stream, block, node.schedule.order,

@@ -6,10 +6,12 @@
 // maximum: four 8-bit or two 16-bit samples a word; floats one per word as
 // their rank keys. Threads whose window leaves the row select per sample,
 // as the per-pixel op does. A median is one of the samples, so every path
-// gives the same result.
+// gives the same result. Through a fused colour node (color:gray | median:5)
+// a block stages its window's converted samples once (median_coloured_pass).
 #include <cuda_runtime.h>
 
 #include <cstdint>
+#include <cstring>
 #include <type_traits>
 #include <utility>
 
@@ -104,6 +106,70 @@ __global__ void median_words(const __grid_constant__ MedianOp<T> op, int words) 
     }
 }
 
+// The word kernel reading through a fused colour node (color:gray |
+// median:5; any K, made for K = 5): a block of 32 x 8 output words first stages the converted
+// samples of its window, words kD either side and K / 2 rows above and
+// below, each converted once (ColorOp::sample through the border rule, as
+// the stored colour image would give them); then each thread runs the
+// network on its K x K shifted words from the stage. Words at the row's end
+// store only their samples inside it.
+constexpr int kColouredWords = 32, kColouredRows = 8;  // a block's output words x rows
+
+template <class T, int K, int C>
+__global__ void __launch_bounds__(kColouredWords* kColouredRows)
+    median_words_coloured(const __grid_constant__ MedianOp<T> op, const __grid_constant__ AnyBorderColorSource<T> src,
+                          int words) {
+    constexpr int kR = K / 2, kPerWord = 4 / sizeof(T);
+    constexpr int kReach = kR * C * static_cast<int>(sizeof(T)), kD = (kReach + 3) / 4;
+    constexpr int kRows = kColouredRows + 2 * kR, kCols = kColouredWords + 2 * kD;
+    __shared__ std::uint32_t stage[kRows][kCols];
+    __shared__ const T* rows[kRows];
+    const int g0 = blockIdx.x * kColouredWords, y0 = blockIdx.y * kColouredRows;
+    const int me = threadIdx.y * blockDim.x + threadIdx.x, nthreads = blockDim.x * blockDim.y;
+    for (int r = me; r < kRows; r += nthreads) rows[r] = src.row(y0 - kR + r);
+    __syncthreads();
+    for (int i = me; i < kRows * kCols; i += nthreads) {
+        const int r = i / kCols, q = i - r * kCols;
+        T v[kPerWord];
+#pragma unroll
+        for (int k = 0; k < kPerWord; ++k) {
+            const int s = (g0 - kD + q) * kPerWord + k;  // sample of the row; negative left of it
+            const int x = s >= 0 ? s / C : -((-s + C - 1) / C);
+            v[k] = src.at(rows[r], x, s - x * C);
+        }
+        std::uint32_t w;
+        memcpy(&w, v, 4);
+        stage[r][q] = w;
+    }
+    __syncthreads();
+    const int g = g0 + threadIdx.x, y = y0 + threadIdx.y;
+    if (g >= words || y >= op.dst.height) return;
+    std::uint32_t v[K * K];
+#pragma unroll
+    for (int j = 0; j < K; ++j)
+#pragma unroll
+        for (int i = 0; i < K; ++i) {
+            // As median_words: the word shifted by (i - R) pixels, from the stage's words of row y + j - R.
+            constexpr int kBase = 4 * kD;
+            const int at = kBase + (i - kR) * C * static_cast<int>(sizeof(T));
+            const int q = at / 4, shift = at % 4;
+            const std::uint32_t* w = stage[threadIdx.y + j] + threadIdx.x;
+            v[j * K + i] = lanes_of<T>(shift == 0 ? w[q] : __funnelshift_r(w[q], w[q + 1], 8 * shift));
+        }
+    network<T, K * K>(v, std::make_integer_sequence<int, kMedianNetwork<K * K>.count>{});
+    std::uint32_t m = v[kMedianNetwork<K * K>.median];
+    if constexpr (std::is_same_v<T, float>) m = __float_as_uint(from_rank_key<float>(m));
+    T* out = op.dst.template row<T>(y);
+    const int n = op.dst.width * C;
+    if ((g + 1) * kPerWord <= n) {
+        reinterpret_cast<std::uint32_t*>(out)[g] = m;
+    } else {
+        T samples[kPerWord];
+        memcpy(samples, &m, 4);
+        for (int k = 0; k < kPerWord && g * kPerWord + k < n; ++k) out[g * kPerWord + k] = samples[k];
+    }
+}
+
 template <class T, int K, int C>
 void launch(const MedianOp<T>& op, cudaStream_t stream) {
     const int n = op.dst.width * C;
@@ -123,7 +189,39 @@ bool launch_channels(const MedianOp<T>& op, cudaStream_t stream) {
     }
 }
 
+template <class T, int K, int C>
+void launch_coloured(const MedianOp<T>& op, const AnyBorderColorSource<T>& src, cudaStream_t stream) {
+    const int words = (op.dst.width * C * static_cast<int>(sizeof(T)) + 3) / 4;
+    const dim3 block(kColouredWords, kColouredRows),
+        grid((words + kColouredWords - 1) / kColouredWords, (op.dst.height + kColouredRows - 1) / kColouredRows);
+    median_words_coloured<T, K, C><<<grid, block, 0, stream>>>(op, src, words);
+    CBI_CUDA_CHECK(cudaGetLastError(), "launch median through a colour node");
+}
+
 }  // namespace median
+
+// Whether median_coloured_pass takes a median of `ksize` reading a fused
+// colour node of `channels` output channels (the executor asks before it
+// fuses): K = 5 on 1-channel colour outputs (gray). At K = 3, and on 3
+// channels, the staged conversions cost more than the colour image's pass
+// saves (docs/performance.md#median-colour).
+inline bool median_takes_colour(int ksize, int channels) {
+    return ksize == 5 && channels == 1;
+}
+
+// median:5 through a fused colour node on the word kernel
+// (op.dst's rows on whole words; the grid's rows within range); false for
+// the rest, which the caller runs as the two nodes.
+template <class T>
+bool median_coloured_pass(const MedianOp<T>& op, const AnyBorderColorSource<T>& src, cudaStream_t stream) {
+    const ImageView& dst = op.dst;
+    if (dst.empty() || !median_takes_colour(op.ksize, dst.channels)) return false;
+    if (reinterpret_cast<std::uintptr_t>(dst.data) % 4 != 0 || dst.stride % 4 != 0) return false;
+    if ((dst.height + median::kColouredRows - 1) / median::kColouredRows > 65535) return false;
+    median::launch_coloured<T, 5, 1>(op, src, stream);
+    note_kernel_path(KernelPath::cuda_median);
+    return true;
+}
 
 // median:3 and median:5 on their word kernel (images whose rows start on
 // whole words); false for the rest, which runs per pixel.

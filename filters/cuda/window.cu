@@ -1,17 +1,23 @@
 // Window kinds on CUDA (dispatch_window): the kind's op, one thread per
 // pixel through the schedule's map; on the naive schedule morphology passes
 // run their own kernels (cuda/morph.cuh), on a tile schedule filter2d stages
-// its blocks' tiles (cuda/filter2d.cuh). A translation unit of its own, so
+// its blocks' tiles (cuda/filter2d.cuh), and a median may read through a
+// fused colour node (cuda/median.cuh: median:5). A translation unit of its own, so
 // adding a window kind does not rebuild the stencil kernels.
+#include <cstddef>
 #include <stdexcept>
+#include <type_traits>
+#include <variant>
 
 #include "filters/cuda/backend.hpp"
 #include "filters/cuda/bilateral.cuh"
+#include "filters/cuda/check.hpp"
 #include "filters/cuda/filter2d.cuh"
 #include "filters/cuda/launch.cuh"
 #include "filters/cuda/median.cuh"
 #include "filters/cuda/morph.cuh"
 #include "filters/dispatch.hpp"
+#include "filters/kinds/color.hpp"
 
 namespace cbi {
 namespace {
@@ -50,11 +56,49 @@ struct WindowLaunch {
     }
 };
 
+// A median reading through a fused colour node (the executor fused it where
+// cuda_window_takes_colour): src is the colour node's input. The word kernel
+// converts as it stages; where it cannot run (a view off whole words), the
+// two nodes run, the colour image in stream-ordered scratch.
+void run_median_through_colour(const FilterRun& node, const ImageView& src, const ImageView& dst, cudaStream_t stream,
+                               int block) {
+    const auto* median = std::get_if<MedianFilter>(&node.filter);
+    if (median == nullptr) throw std::logic_error("on CUDA only a median reads through a colour node");
+    const ColorFilter& colour = *node.fused_color;
+    const ImageView colored{nullptr,   src.width, src.height, output_channels(Filter(colour), src.channels),
+                            src.depth, 0};
+    with_depth(src.depth, [&](auto sample) {
+        using T = std::remove_cvref_t<decltype(sample)>;
+        const MedianOp<T> op = FilterKind<MedianFilter>::template op<T>(*median, colored, node.border, dst);
+        const AnyBorderColorSource<T> through{
+            {colored, src, storage_matrix(colour, src.depth, src.channels), op.src.constant}, op.src.mode};
+        if (cuda::median_coloured_pass(op, through, stream)) return;
+        void* scratch = nullptr;
+        CBI_CUDA_CHECK(cudaMallocAsync(&scratch, colored.row_bytes() * colored.height, stream),
+                       "cudaMallocAsync of a colour image");
+        ImageView stored = colored;
+        stored.data = static_cast<std::byte*>(scratch);
+        stored.stride = colored.row_bytes();
+        run_node_cuda(FilterRun{Filter(colour), Border{}, ScheduleSpec{}}, src, stored, stream, block);
+        FilterRun plain = node;
+        plain.fused_color.reset();
+        run_window_cuda(plain, stored, dst, stream, block);
+        CBI_CUDA_CHECK(cudaFreeAsync(scratch, stream), "cudaFreeAsync of a colour image");
+    });
+}
+
 }  // namespace
+
+bool cuda_window_takes_colour(const FilterRun& node, int channels) {
+    const auto* median = std::get_if<MedianFilter>(&node.filter);
+    return median != nullptr && node.schedule.family == ScheduleFamily::naive && !node.then &&
+           cuda::median_takes_colour(median->ksize, channels);
+}
 
 void run_window_cuda(const FilterRun& node, const ImageView& src, const ImageView& dst, cudaStream_t stream,
                      int block) {
     try {
+        if (node.fused_color) return run_median_through_colour(node, src, dst, stream, block);
         dispatch_window(node, src, dst, WindowLaunch{dst.width, dst.height, stream, block});
     } catch (const DeviceLost& e) {
         throw DeviceLost(to_string(node.filter) + "@" + node.schedule.to_string(), e.what());

@@ -106,6 +106,38 @@ CBI_HOST_DEVICE double div(double a, double b) {
     return a / b;
 #endif
 }
+inline constexpr double kEps = 1.1920928955078125e-07;  // FLT_EPSILON, as OpenCV compares with it
+
+// The image's mean level from a histogram and 1 / its pixels.
+CBI_HOST_DEVICE double mean_level(const std::uint32_t* hist, double scale) {
+    double mu = 0;
+    for (int i = 0; i < kOtsuBins; ++i) mu = add(mu, mul(static_cast<double>(i), static_cast<double>(hist[i])));
+    return mul(mu, scale);
+}
+
+// What carries from bin to bin in OpenCV's loop: after step(c, p_i, i), the
+// lower class's share q1 and mean mu1 up to bin i; `skip`: a class is
+// nearly empty at i (OpenCV's continue: mu1 stays scaled by q1).
+struct Carry {
+    double q1 = 0, mu1 = 0;
+    bool skip = true;
+};
+CBI_HOST_DEVICE void step(Carry& c, double p_i, int i) {
+    c.mu1 = mul(c.mu1, c.q1);
+    c.q1 = add(c.q1, p_i);
+    const double q2 = sub(1.0, c.q1);
+    const double lo = q2 < c.q1 ? q2 : c.q1, hi = c.q1 < q2 ? q2 : c.q1;  // std::min, std::max
+    c.skip = lo < kEps || hi > sub(1.0, kEps);
+    if (!c.skip) c.mu1 = div(add(c.mu1, mul(static_cast<double>(i), p_i)), c.q1);
+}
+
+// The between-class variance at a bin step() did not skip; mu: mean_level.
+CBI_HOST_DEVICE double sigma(const Carry& c, double mu) {
+    const double q2 = sub(1.0, c.q1);
+    const double mu2 = div(sub(mu, mul(c.q1, c.mu1)), q2);
+    const double d = sub(c.mu1, mu2);
+    return mul(mul(mul(c.q1, q2), d), d);
+}
 }  // namespace otsu_detail
 
 // OpenCV's getThreshVal_Otsu_8u on a histogram of `pixels` samples, step by
@@ -113,29 +145,22 @@ CBI_HOST_DEVICE double div(double a, double b) {
 // device through the _rn intrinsics, the host built with -ffp-contract=off:
 // call otsu_level there), bins where a class is nearly empty skipped as
 // OpenCV skips them (its mu1 still scaled), the first largest between-class
-// variance kept (`>`). Returns the level: samples above it are the upper class.
+// variance kept (`>`). Returns the level: samples above it are the upper
+// class. The GPU runs the same steps, the variances side by side
+// (cuda/backend.cu, otsu_histogram).
 CBI_HOST_DEVICE int otsu_level_of(const std::uint32_t* hist, double pixels) {
     using namespace otsu_detail;
-    constexpr double eps = 1.1920928955078125e-07;  // FLT_EPSILON, as OpenCV compares with it
     const double scale = div(1.0, pixels);
-    double mu = 0;
-    for (int i = 0; i < kOtsuBins; ++i) mu = add(mu, mul(static_cast<double>(i), static_cast<double>(hist[i])));
-    mu = mul(mu, scale);
-    double mu1 = 0, q1 = 0, max_sigma = 0;
+    const double mu = mean_level(hist, scale);
+    Carry c;
+    double max_sigma = 0;
     int level = 0;
     for (int i = 0; i < kOtsuBins; ++i) {
-        const double p_i = mul(static_cast<double>(hist[i]), scale);
-        mu1 = mul(mu1, q1);
-        q1 = add(q1, p_i);
-        const double q2 = sub(1.0, q1);
-        const double lo = q2 < q1 ? q2 : q1, hi = q1 < q2 ? q2 : q1;  // std::min, std::max
-        if (lo < eps || hi > sub(1.0, eps)) continue;
-        mu1 = div(add(mu1, mul(static_cast<double>(i), p_i)), q1);
-        const double mu2 = div(sub(mu, mul(q1, mu1)), q2);
-        const double d = sub(mu1, mu2);
-        const double sigma = mul(mul(mul(q1, q2), d), d);
-        if (sigma > max_sigma) {
-            max_sigma = sigma;
+        step(c, mul(static_cast<double>(hist[i]), scale), i);
+        if (c.skip) continue;
+        const double s = sigma(c, mu);
+        if (s > max_sigma) {
+            max_sigma = s;
             level = i;
         }
     }
