@@ -969,13 +969,15 @@ TEST(Fusion, BlendsOfAStencilAndItsSourceFuseIntoTheSepKernelOnTheGpu) {
     EXPECT_GT(fused, 500);
 }
 
-// The adaptive threshold's Gaussian mean, difference and threshold are one
-// kernel on the GPU (its Gaussian on sep:WxH), equal to OpenCV.
+// The adaptive threshold's mean, difference and threshold are one kernel on
+// the GPU (a Gaussian or a large box on sep:WxH, a box up to 9 on the 8-bit
+// stream kernel), equal to OpenCV.
 TEST(Fusion, AnAdaptiveThresholdIsOneKernelOnTheGpu) {
     std::string why;
     if (!has_gpu(why)) GTEST_SKIP() << "no CUDA device: " << why;
     for (const char* text :
-         {"adaptive:255:gaussian:11:2", "adaptive:200:gaussian:31:-3:binary_inv", "adaptive:255:mean:15:4"})
+         {"adaptive:255:gaussian:11:2", "adaptive:200:gaussian:31:-3:binary_inv", "adaptive:255:gaussian:5:0.5",
+          "adaptive:255:mean:15:4", "adaptive:255:mean:7:-1:binary_inv"})
         for (const auto& size : {std::array{301, 197}, std::array{5, 3}}) {
             SCOPED_TRACE(std::string(text) + " " + std::to_string(size[0]) + "x" + std::to_string(size[1]));
             const cv::Mat src = random_image(size[0], size[1], 1, Depth::u8, 21);
