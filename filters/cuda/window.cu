@@ -64,6 +64,7 @@ void run_median_through_colour(const FilterRun& node, const ImageView& src, cons
                                int block) {
     const auto* median = std::get_if<MedianFilter>(&node.filter);
     if (median == nullptr) throw std::logic_error("on CUDA only a median reads through a colour node");
+    if (dst.empty()) return;
     const ColorFilter& colour = *node.fused_color;
     const ImageView colored{nullptr,   src.width, src.height, output_channels(Filter(colour), src.channels),
                             src.depth, 0};
