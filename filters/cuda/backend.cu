@@ -148,7 +148,7 @@ constexpr int kSepRun = 8;
 // (FilterRun::then, BlendRun::then). blend(x, s) with (alpha, beta) is
 // blend(s, x) with (beta, alpha) bit for bit: the two products are added
 // first. The blend is a template argument: a run-time test in every
-// kernel cost the 8-bit ones 8-10 % (docs/performance.md#sep-blend).
+// kernel slowed the 8-bit ones (docs/performance.md#sep-blend).
 template <class T>
 struct SepStore {
     ThenSamples<T> then{};
