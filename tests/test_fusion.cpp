@@ -294,6 +294,21 @@ TEST(Fusion, PerSampleNodesAppliedByTheKernelBeforeEqualTheTwoNodesOnTheCpu) {
 // nodes run on their own, for every stencil kind, the stencil as either
 // operand, every depth and 1 or 3 channels, on the default and staged
 // schedules, with and without a border that reads outside.
+// blend(input, s) (or blend(s, input): stencil_first) of the stencil s = filter(input) on `schedule` (none: the
+// default), then a threshold when asked: the graph both backends' blend fusions are tested on.
+Graph stencil_blend_graph(const Filter& filter, const char* schedule, Depth depth, bool stencil_first, bool threshold) {
+    Graph g;
+    NodeOptions o;
+    if (*schedule) o.schedule = parse_schedule(schedule);
+    if (depth == Depth::u16) o.border = Border{BorderMode::constant, 1000};
+    const NodeId s = g.add_filter("s", filter, Graph::input(), o);
+    const BlendFilter b = parse_blend(stencil_first ? "1.5:-0.5:3" : "1:-1:2");
+    NodeId out = stencil_first ? g.add_blend("b", b, s, Graph::input()) : g.add_blend("b", b, Graph::input(), s);
+    if (threshold) out = g.add_filter("t", parse_filter(depth == Depth::f32 ? "threshold:0.1" : "threshold:3"), out);
+    g.add_output(out);
+    return g;
+}
+
 TEST(Fusion, BlendsOfAStencilAndItsSourceEqualTheUnfusedNodesOnTheCpu) {
     int fused = 0;
     for_each_kind([&]<class F>(std::type_identity<F>) {
@@ -311,18 +326,7 @@ TEST(Fusion, BlendsOfAStencilAndItsSourceEqualTheUnfusedNodesOnTheCpu) {
                                 SCOPED_TRACE(to_string(filter) + "@" + schedule + " " + depth_name(depth) + "x" +
                                              std::to_string(channels) + (stencil_first ? " stencil first" : "") +
                                              (threshold ? " | threshold" : ""));
-                                Graph g;
-                                NodeOptions o;
-                                if (*schedule) o.schedule = parse_schedule(schedule);
-                                if (depth == Depth::u16) o.border = Border{BorderMode::constant, 1000};
-                                const NodeId s = g.add_filter("s", filter, Graph::input(), o);
-                                const BlendFilter b = parse_blend(stencil_first ? "1.5:-0.5:3" : "1:-1:2");
-                                NodeId out = stencil_first ? g.add_blend("b", b, s, Graph::input())
-                                                           : g.add_blend("b", b, Graph::input(), s);
-                                if (threshold)
-                                    out = g.add_filter(
-                                        "t", parse_filter(depth == Depth::f32 ? "threshold:0.1" : "threshold:3"), out);
-                                g.add_output(out);
+                                const Graph g = stencil_blend_graph(filter, schedule, depth, stencil_first, threshold);
                                 GraphExecutor one(g, options(true)), two(g, options(false));
                                 EXPECT_TRUE(same_bytes(first_output(one, src), first_output(two, src)));
                                 const bool blended =
@@ -931,19 +935,8 @@ TEST(Fusion, BlendsOfAStencilAndItsSourceFuseIntoTheSepKernelOnTheGpu) {
                                                  std::to_string(channels) + " " + std::to_string(size[0]) + "x" +
                                                  std::to_string(size[1]) + (stencil_first ? " stencil first" : "") +
                                                  (threshold ? " | threshold" : ""));
-                                    Graph g;
-                                    NodeOptions o;
-                                    o.schedule = parse_schedule(schedule);
-                                    if (depth == Depth::u16) o.border = Border{BorderMode::constant, 1000};
-                                    const NodeId s = g.add_filter("s", filter, Graph::input(), o);
-                                    const BlendFilter b = parse_blend(stencil_first ? "1.5:-0.5:3" : "1:-1:2");
-                                    NodeId out = stencil_first ? g.add_blend("b", b, s, Graph::input())
-                                                               : g.add_blend("b", b, Graph::input(), s);
-                                    if (threshold)
-                                        out = g.add_filter(
-                                            "t", parse_filter(depth == Depth::f32 ? "threshold:0.1" : "threshold:3"),
-                                            out);
-                                    g.add_output(out);
+                                    const Graph g =
+                                        stencil_blend_graph(filter, schedule, depth, stencil_first, threshold);
                                     GraphExecutor one(g, options(true, true)), two(g, options(false, true)),
                                         cpu(g, options(false));
                                     const cv::Mat a = first_output(one, src);
