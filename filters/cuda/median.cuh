@@ -3,8 +3,8 @@
 // thread computes a word of a row's samples at once: the K x K words around
 // it (aligned loads, shifted by whole pixels with funnel shifts) through the
 // median network of filters/select.hpp, lane by lane in SIMD minimum and
-// maximum: four 8-bit or two 16-bit samples a word; floats one per word as
-// their rank keys. Threads whose window leaves the row select per sample,
+// maximum: two 16-bit samples a word (8-bit words widened to two); floats
+// one per word as their rank keys. Threads whose window leaves the row select per sample,
 // as the per-pixel op does. A median is one of the samples, so every path
 // gives the same result. Through a fused colour node (color:gray | median:5)
 // a block stages its window's converted samples once (median_coloured_pass).
@@ -34,6 +34,28 @@ __device__ __forceinline__ void network(std::uint32_t* v, std::integer_sequence<
             v[b] = lanes_fold<T, false>(x, y);
         }(),
         ...);
+}
+
+// The median of N words (lanes), lane by lane: 8-bit lanes widened, so the
+// network runs twice on 16-bit lanes (wide_fold's reason).
+template <class T, int N>
+__device__ __forceinline__ std::uint32_t median_word(std::uint32_t* v) {
+    constexpr auto comparators = std::make_integer_sequence<int, kMedianNetwork<N>.count>{};
+    constexpr int m = kMedianNetwork<N>.median;
+    if constexpr (sizeof(T) == 1) {
+        std::uint32_t even[N], odd[N];
+#pragma unroll
+        for (int i = 0; i < N; ++i) {
+            const Wide8 w = widen8(v[i]);
+            even[i] = w.even, odd[i] = w.odd;
+        }
+        network<std::uint16_t, N>(even, comparators);
+        network<std::uint16_t, N>(odd, comparators);
+        return narrow8({even[m], odd[m]});
+    } else {
+        network<T, N>(v, comparators);
+        return v[m];
+    }
 }
 
 // A word of a source row as the network's lanes: floats as rank keys.
@@ -85,8 +107,7 @@ __global__ void median_words(const __grid_constant__ MedianOp<T> op, int words) 
                 v[j * K + i] = lanes_of<T>(shift == 0 ? w[q] : __funnelshift_r(w[q], w[q + 1], 8 * shift));
             }
         }
-        network<T, K * K>(v, std::make_integer_sequence<int, kMedianNetwork<K * K>.count>{});
-        const std::uint32_t m = v[kMedianNetwork<K * K>.median];
+        const std::uint32_t m = median_word<T, K * K>(v);
         reinterpret_cast<std::uint32_t*>(out)[g] =
             std::is_same_v<T, float> ? __float_as_uint(from_rank_key<float>(m)) : m;
         return;
@@ -156,8 +177,7 @@ __global__ void __launch_bounds__(kColouredWords* kColouredRows)
             const std::uint32_t* w = stage[threadIdx.y + j] + threadIdx.x;
             v[j * K + i] = lanes_of<T>(shift == 0 ? w[q] : __funnelshift_r(w[q], w[q + 1], 8 * shift));
         }
-    network<T, K * K>(v, std::make_integer_sequence<int, kMedianNetwork<K * K>.count>{});
-    std::uint32_t m = v[kMedianNetwork<K * K>.median];
+    std::uint32_t m = median_word<T, K * K>(v);
     if constexpr (std::is_same_v<T, float>) m = __float_as_uint(from_rank_key<float>(m));
     T* out = op.dst.template row<T>(y);
     const int n = op.dst.width * C;

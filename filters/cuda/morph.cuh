@@ -7,8 +7,7 @@
 // and a prefix run (m .. s + K - 1, scanned forwards once), so S outputs
 // read S + K - 1 samples. Narrow windows fold their samples directly.
 // Columns: each thread a word of samples (four 8-bit or two 16-bit lanes
-// through the SIMD video minimum) down a run of rows, coalesced across the
-// warp; rows: a block stages its rows plus halo in shared memory. Min and max
+// through the SIMD minimum) down a run of rows, coalesced across the warp; rows: a block stages its rows plus halo in shared memory. Min and max
 // are exact, so the results equal the per-pixel op's bit for bit. Other
 // elements (ellipse, cross) fold two runs of 2^l samples per element row
 // from levels a block builds in shared memory for each source row (runs).
@@ -35,10 +34,12 @@ inline constexpr int kThreads = 256;
 // The shared memory a row pass block uses at most.
 inline constexpr std::size_t kRowShared = 48 * 1024;
 
-// A word of samples: packs of 8-bit and 16-bit lanes fold lane-wise.
+// A word of samples: packs of 8-bit (widened) and 16-bit lanes fold lane-wise.
 template <class P, class T, bool kMin>
 __device__ __forceinline__ P fold(P acc, P v) {
-    if constexpr (std::is_same_v<P, std::uint32_t> && sizeof(T) < 4)
+    if constexpr (std::is_same_v<P, Wide8>)
+        return wide_fold<kMin>(acc, v);
+    else if constexpr (std::is_same_v<P, std::uint32_t> && sizeof(T) < 4)
         return lanes_fold<T, kMin>(acc, v);
     else
         return MorphPassOp<T, kMin>::fold(acc, v);  // the per-pixel op's own rule (floats: which zero wins)
@@ -95,6 +96,8 @@ __global__ void columns(AnyBorderSource<T> src, std::size_t offset, std::byte* d
     const auto store = [&](int i, P v) {
         reinterpret_cast<P*>(dst + static_cast<std::size_t>(y0 + i) * dst_stride + offset)[g] = v;
     };
+    // 8-bit words stay packed here: widened (Wide8), the runs' suffix minima
+    // take twice the registers and the pass measured slower.
     if (k > kDirect) return van_herk<P, T, kMin>(y0 - a, count, k, load, store);
     for (int i = 0; i < count; ++i) {
         P acc = load(y0 + i - a);
@@ -345,7 +348,7 @@ bool launch_runs(const MorphPassOp<T, kMin>& op, cudaStream_t stream) {
 // Words that are not whole words of the row (its ends, the border beyond
 // them, rows not on 4-byte words) are built sample by sample through the
 // per-pixel op's border, so every output takes the same folds.
-inline constexpr int kOnePassRows = 16;
+inline constexpr int kOnePassRows = 8;
 
 template <class T>
 using OnePassWord = std::conditional_t<std::is_same_v<T, float>, float, std::uint32_t>;
@@ -390,10 +393,13 @@ __device__ __forceinline__ P with_sample(P word, int k, T v) {
         return word | static_cast<P>(v) << (8 * sizeof(T) * k);
 }
 
-// The fold of taps -L .. R pixels (C samples apart) of a row of words, v this lane's.
-template <class T, int C, bool kMin, int L, int R, class P>
-__device__ __forceinline__ P across(P v) {
+// The fold of taps -L .. R pixels (C samples apart) of a row of words, held
+// this lane's word as the kernel folds it (Held: 8-bit words widened).
+template <class T, int C, bool kMin, int L, int R, class V>
+__device__ __forceinline__ V across(V held_word) {
+    using P = OnePassWord<T>;
     constexpr int kL = reach_words<T, C>(L), kR = reach_words<T, C>(R);
+    const P v = stored<P>(held_word);
     P w[kL + kR + 1];
 #pragma unroll
     for (int q = -kL; q <= kR; ++q)
@@ -401,15 +407,15 @@ __device__ __forceinline__ P across(P v) {
             w[kL] = v;
         else if (tap_word<T, C, L, R>(q))
             w[kL + q] = q < 0 ? __shfl_up_sync(~0u, v, -q) : __shfl_down_sync(~0u, v, q);
-    P acc = v;
+    V acc = held_word;
 #pragma unroll
     for (int i = -L; i <= R; ++i) {
         const int s = i * C * static_cast<int>(sizeof(T)), q = floor4(s), r = s - 4 * q;
         if (i == 0) continue;
         if constexpr (std::is_same_v<P, float>)
-            acc = fold<P, T, kMin>(acc, w[kL + q]);  // whole words
+            acc = fold<V, T, kMin>(acc, w[kL + q]);  // whole words
         else
-            acc = fold<P, T, kMin>(acc, r == 0 ? w[kL + q] : __funnelshift_r(w[kL + q], w[kL + q + 1], 8 * r));
+            acc = fold<V, T, kMin>(acc, held<V>(r == 0 ? w[kL + q] : __funnelshift_r(w[kL + q], w[kL + q + 1], 8 * r)));
     }
     return acc;
 }
@@ -443,13 +449,15 @@ __global__ void __launch_bounds__(kThreads)
             }
         return word;
     };
-    P older{}, last{};  // the two source rows before the next (older: h == 3)
+    using V = Held<T, P>;
+    V older{}, last{};  // the two source rows before the next (older: h == 3)
     std::byte* to = dst_data + static_cast<std::size_t>(y0) * dst_stride;
     // Folds the next source row into the next output row (inside: a whole word of the row).
-    const auto step = [&](P next, auto inside) {
-        const P v = fold<P, T, kMin>(fold<P, T, kMin>(h == 3 ? older : last, last), next);
+    const auto step = [&](P next_word, auto inside) {
+        const V next = held<V>(next_word);
+        const V v = fold<V, T, kMin>(fold<V, T, kMin>(h == 3 ? older : last, last), next);
         older = last, last = next;
-        const P out = across<T, C, kMin, L, R>(v);
+        const P out = stored<P>(across<T, C, kMin, L, R>(v));
         T* row = reinterpret_cast<T*>(to);
         to += dst_stride;
         if (!owner) return;
@@ -469,14 +477,14 @@ __global__ void __launch_bounds__(kThreads)
             from += stride;
             return v;
         };
-        if (h == 3) older = word();
-        last = word();
+        if (h == 3) older = held<V>(word());
+        last = held<V>(word());
 #pragma unroll
         for (int i = 0; i < kOnePassRows; ++i) step(word(), std::true_type{});
     } else {
         int t = t0;
-        if (h == 3) older = load(t++);
-        last = load(t++);
+        if (h == 3) older = held<V>(load(t++));
+        last = held<V>(load(t++));
         for (int i = 0; i < count; ++i) step(load(t++), std::false_type{});
     }
 }
