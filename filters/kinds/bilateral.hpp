@@ -147,31 +147,53 @@ struct BilateralOp : BilateralArgs {
             for (int c = 0; c < CN; ++c) sum[c] = v0[c];
             wsum = 1;
         }
-        const int r = radius;
+        // A tap of samples v and space weight `space`.
+        const auto tap = [&](const V* v, float space) {
+            V d = 0;
+            CBI_UNROLL
+            for (int c = 0; c < CN; ++c) {
+                if constexpr (kFloat) {
+                    const float diff = add_rn(v[c], -v0[c]);
+                    d = add_rn(d, diff < 0.f ? -diff : diff);
+                } else {
+                    d += v[c] < v0[c] ? v0[c] - v[c] : v[c] - v0[c];
+                }
+            }
+            const float w = mul_rn(space, color_w<CN>(d, colors));
+            CBI_UNROLL
+            for (int c = 0; c < CN; ++c) sum[c] = add_rn(sum[c], mul_rn(static_cast<float>(v[c]), w));
+            wsum = add_rn(wsum, w);
+        };
+        const int r = radius, width = src.view.width;
         for (int dy = -r; dy <= r; ++dy) {
             const int h = half_width[dy < 0 ? -dy : dy];
             const T* row = src.row(y + dy);
-            // Inside the image (all of the row's taps): plain loads.
-            const bool inside = row != nullptr && x - h >= 0 && x + h < src.view.width;
-            for (int dx = -h; dx <= h; ++dx) {
-                if constexpr (kFloat)
-                    if (dx == 0 && dy == 0) continue;
+            // Taps dx = a .. b of the row: inside the image, plain loads and the
+            // squared distance stepped ((dx + 1)^2 = dx^2 + 2 dx + 1); else through the border.
+            const auto taps = [&](int a, int b) {
                 V v[CN];
-                V d = 0;
-                CBI_UNROLL
-                for (int c = 0; c < CN; ++c) {
-                    v[c] = static_cast<V>(inside ? row[(x + dx) * CN + c] : src.at(row, x + dx, c));
-                    if constexpr (kFloat) {
-                        const float diff = add_rn(v[c], -v0[c]);
-                        d = add_rn(d, diff < 0.f ? -diff : diff);
-                    } else {
-                        d += v[c] < v0[c] ? v0[c] - v[c] : v[c] - v0[c];
+                if (row != nullptr && x + a >= 0 && x + b < width) {
+                    const T* p = row + (x + a) * CN;
+                    int n = a * a + dy * dy;
+                    for (int dx = a; dx <= b; ++dx, p += CN) {
+                        CBI_UNROLL
+                        for (int c = 0; c < CN; ++c) v[c] = static_cast<V>(p[c]);
+                        tap(v, space_w(n, spaces));
+                        n += 2 * dx + 1;
+                    }
+                } else {
+                    for (int dx = a; dx <= b; ++dx) {
+                        CBI_UNROLL
+                        for (int c = 0; c < CN; ++c) v[c] = static_cast<V>(src.at(row, x + dx, c));
+                        tap(v, space_w(dx * dx + dy * dy, spaces));
                     }
                 }
-                const float w = mul_rn(space_w(dx * dx + dy * dy, spaces), color_w<CN>(d, colors));
-                CBI_UNROLL
-                for (int c = 0; c < CN; ++c) sum[c] = add_rn(sum[c], mul_rn(static_cast<float>(v[c]), w));
-                wsum = add_rn(wsum, w);
+            };
+            if (kFloat && dy == 0) {  // the centre is in already
+                taps(-h, -1);
+                taps(1, h);
+            } else {
+                taps(-h, h);
             }
         }
         const float inv = reciprocal_rn(wsum);
