@@ -1246,6 +1246,30 @@ TEST(CpuMorphology, DefaultBorderEqualsOpenCVBitForBit) {
     }
 }
 
+// The centred 3x3 gradient is one op per pixel too (MorphGradientOp's
+// operator(): both extremes of the window, then their difference), on an
+// index-map schedule equal to OpenCV on every border, depth and tiny size.
+TEST(CpuMorphology, TheThreeByThreeGradientPerPixelEqualsOpenCV) {
+    const Filter filter = parse_filter("gradient:3");
+    EXPECT_TRUE(expansion_of(filter, true).steps.empty());
+    EXPECT_FALSE(expansion_of(parse_filter("gradient:3:ellipse"), true).steps.empty());
+    unsigned seed = 900;
+    for (const char* border_text : {"default", "replicate", "reflect", "reflect101", "constant:200", "wrap"})
+        for (const Depth depth : kDepths)
+            for (const int channels : {1, 3, 4})
+                for (const cv::Size size : {cv::Size{1, 1}, cv::Size{2, 1}, cv::Size{1, 5}, cv::Size{37, 23}}) {
+                    const Border border = std::string_view(border_text) == "default" ? default_border_of(filter)
+                                                                                     : parse_border(border_text);
+                    const cv::Mat src = random_image(size.width, size.height, channels, depth, seed++);
+                    SCOPED_TRACE(std::string(border_text) + " " + depth_name(depth) + " c" + std::to_string(channels) +
+                                 " " + std::to_string(size.width) + "x" + std::to_string(size.height));
+                    const cv::Mat want = opencv_reference(FilterRun{filter, border, ScheduleSpec{}}, src);
+                    const auto result =
+                        compare(run_cpu(FilterRun{filter, border, parse_schedule("column:32")}, src), want, 0, 0);
+                    EXPECT_TRUE(result.ok) << result.where << "; max diff " << result.max_diff;
+                }
+}
+
 // open, close, tophat and blackhat of one pass each are one op on the CPU's
 // row kernels (MorphPairOp): its band of first-pass rows bordered as a stored
 // image would be, with elements taller than a task's rows and than the

@@ -745,7 +745,8 @@ TEST(CudaMorphology, RectanglesOfEverySizeEqualCpuOnTheVanHerkKernels) {
 }
 
 // The one-pass kernel for rectangles of both sides up to kMorphOnePassSide
-// (cuda/morph.cuh, one_pass; the expansion sends it the centred 3x3 only): a
+// (cuda/morph.cuh, one_pass; the expansion sends it the centred 3x3 only,
+// and the centred 3x3 gradient, both folds in one kernel): a
 // word of samples per thread down a run of rows, the taps from its
 // neighbours' words through shuffles; words past a row's whole words (its
 // ends, the border, rows not on 4-byte words) sample by sample. Through the
@@ -758,6 +759,8 @@ TEST(CudaMorphology, RectanglesOfEverySizeEqualCpuOnTheVanHerkKernels) {
 TEST(CudaMorphology, SmallRectanglesInOnePassEqualCpu) {
     REQUIRE_GPU();
     EXPECT_TRUE(expansion_of(parse_filter("erode:3"), true).steps.empty());  // one step on CUDA
+    EXPECT_TRUE(expansion_of(parse_filter("gradient:3"), true).steps.empty());          // both folds in one pass
+    EXPECT_EQ(expansion_of(parse_filter("gradient:3:rect:2"), true).steps.size(), 5u);  // 5x5: two passes each
     EXPECT_EQ(expansion_of(parse_filter("dilate:2x3"), true).steps.size(), 2u);  // not yet proven in one pass
     EXPECT_EQ(expansion_of(parse_filter("erode:4x3"), true).steps.size(), 2u);
     RunOptions gpu;
@@ -789,8 +792,9 @@ TEST(CudaMorphology, SmallRectanglesInOnePassEqualCpu) {
     // word), 701 wide (8- and 16-bit strides off a word); into a whole poisoned image and into a view at
     // (1, 1) of a poisoned canvas, whose other bytes must stay.
     const Stream stream;
-    const Filter passes[] = {parse_filter("erode:3"), parse_filter("dilate:2"), parse_filter("erode:2x3"),
-                             parse_filter("dilate:3x2"), Filter{DilateFilter{3, 3, MorphShape::rect, 1, 2, 2}}};
+    const Filter passes[] = {parse_filter("erode:3"),    parse_filter("dilate:2"),
+                             parse_filter("erode:2x3"),  parse_filter("dilate:3x2"),
+                             parse_filter("gradient:3"), Filter{DilateFilter{3, 3, MorphShape::rect, 1, 2, 2}}};
     for (const Depth depth : kDepths)
         for (const int channels : {1, 3, 4}) {
             const cv::Mat big = random_image(704, 41, channels, depth, seed++);

@@ -423,10 +423,26 @@ __device__ __forceinline__ V across(V held_word) {
 // Output words g < words of rows y0 .. y0 + kOnePassRows - 1, an element of
 // h <= 3 rows anchored at row ay and pixels -L .. R; `full`: the row's
 // whole words both images can load and store (0: rows not on 4 bytes).
-template <class T, int C, bool kMin, int L, int R>
+// The last two source rows a fold down the rows holds (older: h == 3).
+template <class V, class T, bool kMin>
+struct HeldRows {
+    V older{}, last{};
+    // The vertical fold with the next row, which it then holds.
+    __device__ __forceinline__ V push(V next, int h) {
+        const V v = fold<V, T, kMin>(fold<V, T, kMin>(h == 3 ? older : last, last), next);
+        older = last, last = next;
+        return v;
+    }
+};
+
+// kGradient: the dilation minus the erosion of the same window (a centred
+// 3x3 gradient); src is the erosion's source, src_max the dilation's (their
+// border constants differ), and both folds' maximum >= minimum in every
+// lane, so the words subtract without borrows.
+template <class T, int C, bool kMin, int L, int R, bool kGradient = false>
 __global__ void __launch_bounds__(kThreads)
-    one_pass(const __grid_constant__ AnyBorderSource<T> src, std::byte* dst_data, std::size_t dst_stride, int h, int ay,
-             int full, int words) {
+    one_pass(const __grid_constant__ AnyBorderSource<T> src, const __grid_constant__ AnyBorderSource<T> src_max,
+             std::byte* dst_data, std::size_t dst_stride, int h, int ay, int full, int words) {
     using P = OnePassWord<T>;
     constexpr int kPer = sizeof(P) / sizeof(T), kL = reach_words<T, C>(L), kOut = kOnePassOut<T, C, L, R>;
     const int lane = threadIdx.x % 32, warp = (blockIdx.x * blockDim.x + threadIdx.x) / 32;
@@ -437,27 +453,42 @@ __global__ void __launch_bounds__(kThreads)
     const bool owner = lane >= kL && lane < kL + kOut && g < words;
     const bool needed = g >= -kL && g < words + reach_words<T, C>(R);
     // Word g of source row y: a constant border's row is its value in every lane.
-    const auto load = [&](int y) -> P {
-        const T* row = src.row(y);
-        if (row == nullptr) return splat<P>(src.constant);
+    const auto load_from = [&](const AnyBorderSource<T>& from, int y) -> P {
+        const T* row = from.row(y);
+        if (row == nullptr) return splat<P>(from.constant);
         if (g >= 0 && g < full) return __ldg(reinterpret_cast<const P*>(row) + g);
         P word{};
         if (needed)
             for (int k = 0; k < kPer; ++k) {
                 const int s = g * kPer + k, x = s >= 0 ? s / C : -((C - 1 - s) / C);
-                word = with_sample<T>(word, k, src.at(row, x, s - x * C));
+                word = with_sample<T>(word, k, from.at(row, x, s - x * C));
             }
         return word;
     };
     using V = Held<T, P>;
-    V older{}, last{};  // the two source rows before the next (older: h == 3)
+    HeldRows<V, T, kMin || kGradient> pass_rows;  // the pass's (gradient: the erosion's)
+    HeldRows<V, T, false> max_rows;               // gradient: the dilation's
+    // Both sources' word of row y (one load where they read the same samples).
+    const auto hold = [&](P word, P word_max) {
+        if constexpr (kGradient) max_rows.push(held<V>(word_max), 3);
+        pass_rows.push(held<V>(word), 3);
+    };
+    struct Words {
+        P word, max;
+    };
+    const auto load = [&](int y) {
+        const P word = load_from(src, y);
+        return Words{word, kGradient ? load_from(src_max, y) : word};
+    };
     std::byte* to = dst_data + static_cast<std::size_t>(y0) * dst_stride;
     // Folds the next source row into the next output row (inside: a whole word of the row).
-    const auto step = [&](P next_word, auto inside) {
-        const V next = held<V>(next_word);
-        const V v = fold<V, T, kMin>(fold<V, T, kMin>(h == 3 ? older : last, last), next);
-        older = last, last = next;
-        const P out = stored<P>(across<T, C, kMin, L, R>(v));
+    const auto step = [&](P next_word, P next_max, auto inside) {
+        P out;
+        if constexpr (kGradient)
+            out = stored<P>(across<T, C, false, L, R>(max_rows.push(held<V>(next_max), h))) -
+                  stored<P>(across<T, C, true, L, R>(pass_rows.push(held<V>(next_word), h)));
+        else
+            out = stored<P>(across<T, C, kMin, L, R>(pass_rows.push(held<V>(next_word), h)));
         T* row = reinterpret_cast<T*>(to);
         to += dst_stride;
         if (!owner) return;
@@ -477,20 +508,31 @@ __global__ void __launch_bounds__(kThreads)
             from += stride;
             return v;
         };
-        if (h == 3) older = held<V>(word());
-        last = held<V>(word());
+        for (int i = 3 - h; i < 2; ++i) {
+            const P v = word();
+            hold(v, v);
+        }
 #pragma unroll
-        for (int i = 0; i < kOnePassRows; ++i) step(word(), std::true_type{});
+        for (int i = 0; i < kOnePassRows; ++i) {
+            const P v = word();
+            step(v, v, std::true_type{});
+        }
     } else {
         int t = t0;
-        if (h == 3) older = held<V>(load(t++));
-        last = held<V>(load(t++));
-        for (int i = 0; i < count; ++i) step(load(t++), std::false_type{});
+        for (int i = 3 - h; i < 2; ++i) {
+            const Words v = load(t++);
+            hold(v.word, v.max);
+        }
+        for (int i = 0; i < count; ++i) {
+            const Words v = load(t++);
+            step(v.word, v.max, std::false_type{});
+        }
     }
 }
 
-template <class T, bool kMin, int C, int L, int R>
-void launch_words(const MorphPassOp<T, kMin>& op, cudaStream_t stream) {
+// src_max: a gradient's dilation source (kGradient; op is its erosion).
+template <class T, bool kMin, int C, int L, int R, bool kGradient = false>
+void launch_words(const MorphPassOp<T, kMin>& op, cudaStream_t stream, const AnyBorderSource<T>* src_max = nullptr) {
     const ImageView& dst = op.dst;
     constexpr int kPer = sizeof(OnePassWord<T>) / sizeof(T), kOut = kOnePassOut<T, C, L, R>;
     const int n = dst.width * C, words = (n + kPer - 1) / kPer;
@@ -501,8 +543,8 @@ void launch_words(const MorphPassOp<T, kMin>& op, cudaStream_t stream) {
     const int full = aligned ? n / kPer : 0;
     const int warps = (words + kOut - 1) / kOut;
     const dim3 grid((warps * 32 + kThreads - 1) / kThreads, (dst.height + kOnePassRows - 1) / kOnePassRows);
-    one_pass<T, C, kMin, L, R>
-        <<<grid, kThreads, 0, stream>>>(op.src, dst.data, dst.stride, op.se.height, op.se.ay, full, words);
+    one_pass<T, C, kMin, L, R, kGradient><<<grid, kThreads, 0, stream>>>(
+        op.src, src_max != nullptr ? *src_max : op.src, dst.data, dst.stride, op.se.height, op.se.ay, full, words);
     CBI_CUDA_CHECK(cudaGetLastError(), "launch morphology one pass");
 }
 
@@ -540,6 +582,25 @@ bool launch_one_pass(const MorphPassOp<T, kMin>& op, cudaStream_t stream) {
 }
 
 }  // namespace morph
+
+// The centred 3x3 gradient in one pass (both folds of each window in the
+// one-pass kernel); false for other elements, which expand never leaves
+// whole, and rows taller than a grid's.
+template <class T>
+bool morphology_gradient_pass(const MorphGradientOp<T>& op, cudaStream_t stream) {
+    const StructuringElement& se = op.erode.se;
+    const ImageView& dst = op.dilate.dst;
+    if (dst.empty() || !se.rect || se.width != 3 || se.height != 3 || se.ax != 1 || se.ay != 1) return false;
+    if ((dst.height + morph::kOnePassRows - 1) / morph::kOnePassRows > 65535) return false;
+    switch (dst.channels) {
+        case 1: morph::launch_words<T, true, 1, 1, 1, true>(op.erode, stream, &op.dilate.src); break;
+        case 3: morph::launch_words<T, true, 3, 1, 1, true>(op.erode, stream, &op.dilate.src); break;
+        case 4: morph::launch_words<T, true, 4, 1, 1, true>(op.erode, stream, &op.dilate.src); break;
+        default: return false;
+    }
+    note_kernel_path(KernelPath::cuda_morph);
+    return true;
+}
 
 // Runs a rectangle's row or column pass (an element one sample tall or
 // wide) on its van Herk kernel, a small rectangle on its one-pass kernel and

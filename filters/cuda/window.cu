@@ -29,7 +29,7 @@ struct WindowLaunch {
 
     template <class Schedule, class Op>
     void operator()(Schedule schedule, const Op& op) const {
-        // CPU-only ops (the one-pass gradient): CUDA's expansion never makes them; no kernels for them.
+        // CPU-only ops (MorphPairOp): CUDA's expansion never makes them; no kernels for them.
         if constexpr (requires { Op::kCpuOnly; })
             throw std::logic_error("a CPU-only window op on CUDA");
         else
@@ -40,6 +40,9 @@ struct WindowLaunch {
         // The naive schedule runs an op's own row form where it has one (as on the CPU).
         if constexpr (std::is_same_v<Schedule, NaiveSchedule> && requires { cuda::morphology_pass(op, stream); })
             if (cuda::morphology_pass(op, stream)) return;
+        if constexpr (std::is_same_v<Schedule, NaiveSchedule> &&
+                      requires { cuda::morphology_gradient_pass(op, stream); })
+            if (cuda::morphology_gradient_pass(op, stream)) return;
         if constexpr (std::is_same_v<Schedule, NaiveSchedule> && requires { cuda::median_pass(op, stream); })
             if (cuda::median_pass(op, stream)) return;
         if constexpr (std::is_same_v<Schedule, NaiveSchedule> && requires { cuda::bilateral_pass(op, stream); })

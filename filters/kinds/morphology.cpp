@@ -163,6 +163,11 @@ Expansion FilterKind<Morphology<Op>>::expand(const Morphology<Op>& f, bool per_p
     if (Op != MorphOp::erode && Op != MorphOp::dilate && !per_pixel &&
         (f.iterations == 1 || all_ones(structuring_element(f.shape, f.width, f.height))))
         return e;
+    // Per pixel, the centred 3x3 gradient folds both extremes of its window at once (MorphGradientOp).
+    if (Op == MorphOp::gradient && per_pixel && f.iterations == 1 &&
+        all_ones(structuring_element(f.shape, f.width, f.height)) &&
+        pixel_one_pass(f.width, f.height, f.width / 2, f.height / 2))
+        return e;
     switch (Op) {
         case MorphOp::erode:
         case MorphOp::dilate: {

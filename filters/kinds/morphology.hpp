@@ -17,7 +17,8 @@
 // schedules, whose kernels compute each pixel on its own -- a rectangle is
 // a row pass and a column pass (the centred kMorphOnePassSide square: one
 // pass), other shapes one pass per iteration, open/close both operations
-// in turn, gradient/tophat/blackhat a difference of two images (blend:1:-1).
+// in turn, gradient/tophat/blackhat a difference of two images (blend:1:-1);
+// the centred 3x3 gradient one op (MorphGradientOp).
 #include <algorithm>
 #include <cfloat>
 #include <cstddef>
@@ -106,6 +107,13 @@ struct MorphPassOp {
     template <int C>
     CBI_HOST_DEVICE void pixel(int x, int y) const {
         T acc[C];
+        window<C>(x, y, acc);
+        T* out = dst.row<T>(y) + x * C;
+        for (int c = 0; c < C; ++c) out[c] = acc[c];
+    }
+    // The minimum (maximum) of each channel under the element at (x, y).
+    template <int C>
+    CBI_HOST_DEVICE void window(int x, int y, T* acc) const {
         for (int c = 0; c < C; ++c) acc[c] = neutral();
         for (int j = 0; j < se.height; ++j) {
             const T* row = src.row(y + j - se.ay);
@@ -113,8 +121,6 @@ struct MorphPassOp {
             for (int i = i0; i < i1; ++i)
                 for (int c = 0; c < C; ++c) acc[c] = fold(acc[c], src.at(row, x + i - se.ax, c));
         }
-        T* out = dst.row<T>(y) + x * C;
-        for (int c = 0; c < C; ++c) out[c] = acc[c];
     }
     // The CPU's naive schedule: rows [y0, y1) at once, whole rows through
     // the vector kernels of cpu/rank.hpp: a rectangle's row pass by runs
@@ -349,7 +355,7 @@ struct MorphPassOp {
 
 // cv::morphologyEx's subtract: saturated for integers, exact for floats.
 template <class T>
-T morph_difference(T a, T b) {
+CBI_HOST_DEVICE T morph_difference(T a, T b) {
     if constexpr (std::is_floating_point_v<T>)
         return a - b;
     else
@@ -360,15 +366,34 @@ T morph_difference(T a, T b) {
 // or a rectangle's iterations folded into one), on the CPU: each task's rows
 // dilated into dst and eroded into a band the thread keeps, then dst minus
 // the band while both are in cache -- one pass over memory instead of three.
-// No per-pixel form: FilterKind::expand keeps the three nodes wherever
-// kernels compute pixels one by one (CUDA, the CPU's index-map schedules).
-// The difference is never negative: both read the same samples.
+// Wherever kernels compute pixels one by one (CUDA, the CPU's index-map
+// schedules), FilterKind::expand keeps the three nodes except for the
+// centred 3x3, which runs per pixel (CUDA: both folds in its one-pass
+// kernel). The difference is never negative: both read the same samples.
 template <class T>
 struct MorphGradientOp {
     using Sample = T;
     MorphPassOp<T, false> dilate;  // writes dst
     MorphPassOp<T, true> erode;    // the same image and element, its own border constant
-    static constexpr bool kCpuOnly = true;
+
+    // Per pixel (the expansion leaves the centred 3x3 to kernels that compute
+    // pixels one by one: CUDA's one-pass kernel, the CPU's index-map schedules).
+    CBI_HOST_DEVICE void operator()(int x, int y) const {
+        if (dilate.dst.channels == 1)
+            pixel<1>(x, y);
+        else if (dilate.dst.channels == 3)
+            pixel<3>(x, y);
+        else
+            pixel<4>(x, y);
+    }
+    template <int C>
+    CBI_HOST_DEVICE void pixel(int x, int y) const {
+        T hi[C], lo[C];
+        dilate.template window<C>(x, y, hi);
+        erode.template window<C>(x, y, lo);
+        T* out = dilate.dst.template row<T>(y) + x * C;
+        for (int c = 0; c < C; ++c) out[c] = morph_difference(hi[c], lo[c]);
+    }
 
     void rows(int y0, int y1, T* scratch) const {
         dilate.rows(y0, y1, scratch);
