@@ -427,10 +427,11 @@ __device__ __forceinline__ V across(V held_word) {
 template <class V, class T, bool kMin>
 struct HeldRows {
     V older{}, last{};
+    __device__ __forceinline__ void take(V next) { older = last, last = next; }
     // The vertical fold with the next row, which it then holds.
     __device__ __forceinline__ V push(V next, int h) {
         const V v = fold<V, T, kMin>(fold<V, T, kMin>(h == 3 ? older : last, last), next);
-        older = last, last = next;
+        take(next);
         return v;
     }
 };
@@ -470,8 +471,8 @@ __global__ void __launch_bounds__(kThreads)
     HeldRows<V, T, false> max_rows;               // gradient: the dilation's
     // Both sources' word of row y (one load where they read the same samples).
     const auto hold = [&](P word, P word_max) {
-        if constexpr (kGradient) max_rows.push(held<V>(word_max), 3);
-        pass_rows.push(held<V>(word), 3);
+        if constexpr (kGradient) max_rows.take(held<V>(word_max));
+        pass_rows.take(held<V>(word));
     };
     struct Words {
         P word, max;
@@ -508,10 +509,11 @@ __global__ void __launch_bounds__(kThreads)
             from += stride;
             return v;
         };
-        for (int i = 3 - h; i < 2; ++i) {
-            const P v = word();
-            hold(v, v);
-        }
+        for (int i = 0; i < 2; ++i)
+            if (i == 1 || h == 3) {
+                const P w = word();
+                hold(w, w);
+            }
 #pragma unroll
         for (int i = 0; i < kOnePassRows; ++i) {
             const P v = word();
@@ -519,10 +521,11 @@ __global__ void __launch_bounds__(kThreads)
         }
     } else {
         int t = t0;
-        for (int i = 3 - h; i < 2; ++i) {
-            const Words v = load(t++);
-            hold(v.word, v.max);
-        }
+        for (int i = 0; i < 2; ++i)
+            if (i == 1 || h == 3) {
+                const Words w = load(t++);
+                hold(w.word, w.max);
+            }
         for (int i = 0; i < count; ++i) {
             const Words v = load(t++);
             step(v.word, v.max, std::false_type{});
