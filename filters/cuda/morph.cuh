@@ -7,7 +7,8 @@
 // and a prefix run (m .. s + K - 1, scanned forwards once), so S outputs
 // read S + K - 1 samples. Narrow windows fold their samples directly.
 // Columns: each thread a word of samples (four 8-bit or two 16-bit lanes
-// through the SIMD minimum) down a run of rows, coalesced across the warp; rows: a block stages its rows plus halo in shared memory. Min and max
+// through the SIMD minimum) down a run of rows, coalesced across the warp;
+// rows: a block stages its rows plus halo in shared memory. Min and max
 // are exact, so the results equal the per-pixel op's bit for bit. Other
 // elements (ellipse, cross) fold two runs of 2^l samples per element row
 // from levels a block builds in shared memory for each source row (runs).
