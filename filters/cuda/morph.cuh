@@ -421,9 +421,6 @@ __device__ __forceinline__ V across(V held_word) {
     return acc;
 }
 
-// Output words g < words of rows y0 .. y0 + kOnePassRows - 1, an element of
-// h <= 3 rows anchored at row ay and pixels -L .. R; `full`: the row's
-// whole words both images can load and store (0: rows not on 4 bytes).
 // The last two source rows a fold down the rows holds (older: h == 3).
 template <class V, class T, bool kMin>
 struct HeldRows {
@@ -437,6 +434,9 @@ struct HeldRows {
     }
 };
 
+// Output words g < words of rows y0 .. y0 + kOnePassRows - 1, an element of
+// h <= 3 rows anchored at row ay and pixels -L .. R; `full`: the row's
+// whole words both images can load and store (0: rows not on 4 bytes).
 // kGradient: the dilation minus the erosion of the same window (a centred
 // 3x3 gradient); src is the erosion's source, src_max the dilation's (their
 // border constants differ), and both folds' maximum >= minimum in every
