@@ -288,12 +288,6 @@ TEST(Fusion, PerSampleNodesAppliedByTheKernelBeforeEqualTheTwoNodesOnTheCpu) {
     EXPECT_GT(fused, 500);
 }
 
-// On the CPU a blend of a stencil and the stencil's source (an unsharp mask,
-// an adaptive threshold's difference) is applied by the stencil's tasks to
-// what they store (cpu::Then), a per-sample node after it too: equal to the
-// nodes run on their own, for every stencil kind, the stencil as either
-// operand, every depth and 1 or 3 channels, on the default and staged
-// schedules, with and without a border that reads outside.
 // blend(input, s) (or blend(s, input): stencil_first) of the stencil s = filter(input) on `schedule` (none: the
 // default), then a threshold when asked: the graph both backends' blend fusions are tested on.
 Graph stencil_blend_graph(const Filter& filter, const char* schedule, Depth depth, bool stencil_first, bool threshold) {
@@ -309,6 +303,12 @@ Graph stencil_blend_graph(const Filter& filter, const char* schedule, Depth dept
     return g;
 }
 
+// On the CPU a blend of a stencil and the stencil's source (an unsharp mask,
+// an adaptive threshold's difference) is applied by the stencil's tasks to
+// what they store (cpu::Then), a per-sample node after it too: equal to the
+// nodes run on their own, for every stencil kind, the stencil as either
+// operand, every depth and 1 or 3 channels, on the default and staged
+// schedules, with and without a border that reads outside.
 TEST(Fusion, BlendsOfAStencilAndItsSourceEqualTheUnfusedNodesOnTheCpu) {
     int fused = 0;
     for_each_kind([&]<class F>(std::type_identity<F>) {
