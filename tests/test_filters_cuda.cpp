@@ -732,10 +732,47 @@ TEST(CudaMorphology, RectanglesOfEverySizeEqualCpuOnTheVanHerkKernels) {
                             << size.width << "x" << size.height;
                     }
                 }
+    // The row pass on device views, as the column test below does for the
+    // one-pass kernel: rows on 4 bytes (the packed pass moves whole words, a
+    // tile inside the image starting 0..3 samples past a word), from pixel 1
+    // and 701 wide (8- and 16-bit rows off a word: sample by sample), an odd
+    // height (the last row pair half outside), into a view at (1, 1) of a
+    // poisoned canvas (destination rows off a word), whose other bytes must stay.
+    const Stream stream;
+    for (const Depth depth : kDepths)
+        for (const int channels : {1, 3, 4}) {
+            const cv::Mat big = random_image(704, 41, channels, depth, seed++);
+            DeviceImage device_big(704, 41, channels, depth), device_odd(701, 41, channels, depth);
+            upload(view_of(big), device_big.view, stream.get());
+            upload(view_of(big(cv::Rect(0, 0, 701, 41))), device_odd.view, stream.get());
+            const std::pair<ImageView, cv::Mat> inputs[] = {
+                {device_big.view, big},
+                {device_big.view.crop(1, 0, 703, 41), big(cv::Rect(1, 0, 703, 41))},
+                {device_odd.view, big(cv::Rect(0, 0, 701, 41))}};
+            for (const auto& [in, host] : inputs)
+                for (const char* text : {"dilate:4x1", "erode:5x1", "dilate:8x1", "erode:61x1", "dilate:151x1"})
+                    for (const char* border : {"", "reflect101", "wrap"})
+                        for (const int pad : {0, 1}) {
+                            const Filter filter = parse_filter(text);
+                            const FilterRun node{filter, *border ? parse_border(border) : default_border_of(filter),
+                                                 parse_schedule("naive")};
+                            SCOPED_TRACE(std::string(text) + " " + border + " " + depth_name(depth) + " c" +
+                                         std::to_string(channels) + " " + std::to_string(in.width) + " wide, pad " +
+                                         std::to_string(pad));
+                            cv::Mat cpu(host.size(), host.type());
+                            run_node_cpu(node, view_of(host), view_of(cpu));
+                            const cv::Rect inner(pad, pad, in.width, in.height);
+                            note_kernel_path(KernelPath::none);
+                            cv::Mat all = run_gpu_in_canvas(node, in, {in.width + 2 * pad, in.height + 2 * pad}, inner,
+                                                            channels, stream, 256);
+                            EXPECT_EQ(last_kernel_path(), KernelPath::cuda_morph);
+                            ASSERT_EQ(cv::norm(all(inner), cpu, cv::NORM_INF), 0.0);
+                            ASSERT_EQ(bytes_outside(all, inner), 0) << "a byte outside the output view was written";
+                        }
+        }
     // One pass alone records its kernel.
     const cv::Mat src = random_image(64, 48, 3, Depth::u8, 3);
     DeviceImage device_src(64, 48, 3, Depth::u8);
-    const Stream stream;
     upload(view_of(src), device_src.view, stream.get());
     for (const char* text : {"erode:9x1", "dilate:1x9", "erode:1x3"}) {
         note_kernel_path(KernelPath::none);

@@ -8,7 +8,8 @@
 // read S + K - 1 samples. Narrow windows fold their samples directly.
 // Columns: each thread a word of samples (four 8-bit or two 16-bit lanes
 // through the SIMD minimum) down a run of rows, coalesced across the warp;
-// rows: a block stages its rows plus halo in shared memory. Min and max
+// rows: a block stages its rows plus halo in shared memory, integer rows in
+// pairs, one 16-bit lane each, folded through the SIMD minimum. Min and max
 // are exact, so the results equal the per-pixel op's bit for bit. Other
 // elements (ellipse, cross) fold two runs of 2^l samples per element row
 // from levels a block builds in shared memory for each source row (runs).
@@ -68,7 +69,7 @@ __device__ __forceinline__ void van_herk(int s0, int count, int k, Load&& load, 
             part[i] = r;
         }
     P p = load(m);  // samples m .. s0 + i + k - 1 for output i
-#pragma unroll 4
+#pragma unroll 8
     for (int t = m + 1; t <= s0 + k - 1; ++t) p = fold<P, T, kMin>(p, load(t));
 #pragma unroll
     for (int i = 0; i < kRun; ++i)
@@ -99,7 +100,19 @@ __global__ void columns(AnyBorderSource<T> src, std::size_t offset, std::byte* d
     };
     // 8-bit words stay packed here: widened (Wide8), the runs' suffix minima
     // take twice the registers and the pass measured slower.
-    if (k > kDirect) return van_herk<P, T, kMin>(y0 - a, count, k, load, store);
+    if (k > kDirect) {
+        const int s0 = y0 - a;
+        if (s0 < 0 || s0 + count + k - 1 > height) return van_herk<P, T, kMin>(s0, count, k, load, store);
+        // Every row in the image: plain addresses, so that the loads need no
+        // border call between them and go out together; whole runs unpredicated.
+        const std::byte* base = src.view.data + offset;
+        const std::size_t stride = src.view.stride;
+        const auto inner = [&](int y) {
+            return __ldg(reinterpret_cast<const P*>(base + static_cast<std::size_t>(y) * stride) + g);
+        };
+        if (count == kRun) return van_herk<P, T, kMin>(s0, kRun, k, inner, store);
+        return van_herk<P, T, kMin>(s0, count, k, inner, store);
+    }
     for (int i = 0; i < count; ++i) {
         P acc = load(y0 + i - a);
 #pragma unroll
@@ -109,9 +122,10 @@ __global__ void columns(AnyBorderSource<T> src, std::size_t offset, std::byte* d
     }
 }
 
-// The row pass: a block's rows, its tile of `tile` outputs plus the window's
-// halo staged in shared memory (the border resolved there), each work item a
-// channel of a run of `strip` outputs of a row; then stored coalesced.
+// The row pass for float samples (and integer windows too wide for
+// packed_rows): a block's rows, its tile of `tile` outputs plus the window's
+// halo staged in shared memory (the border resolved there), each work item
+// a channel of a run of `strip` outputs of a row; then stored coalesced.
 template <class T, int C, bool kMin>
 __global__ void rows(const T* __restrict__ src_data, std::size_t src_stride, int width, int height, T* dst_data,
                      std::size_t dst_stride, int k, int a, BorderMode mode, T constant, int tile, int block_rows,
@@ -186,8 +200,177 @@ int odd_pitch(int samples) {
     return words * per_word;
 }
 
+// The row pass for integer samples: a block's rows packed in pairs, row
+// y0 + 2g's sample s and row y0 + 2g + 1's in the low and high 16-bit lanes
+// of word [g][s] (8-bit samples widened), staged with the window's halo, so
+// that van Herk folds two rows at once, each step one SIMD minimum of 16-bit
+// lanes (one instruction on sm_90; four 8-bit lanes take several). Rows on
+// 4-byte words move as words, regrouped by byte permutes; the ends of the
+// image and other rows sample by sample.
+// The shared memory a packed block uses at most (an opt-in above 48 KiB).
+inline constexpr std::size_t kPackedShared = 96 * 1024;
+// Most row pairs a block takes.
+inline constexpr int kPackedGroups = 32;
+
+// A 4-byte word of each of two rows (samples s .. s + n - 1, n = 4 / sizeof(T))
+// as n words of the two rows' sample s + i in 16-bit lanes, and back.
+template <class T>
+struct PairWords {
+    static constexpr int n = 4 / static_cast<int>(sizeof(T));
+    __device__ __forceinline__ static void split(std::uint32_t r0, std::uint32_t r1, std::uint32_t (&w)[n]) {
+        if constexpr (n == 4) {
+            const std::uint32_t lo = __byte_perm(r0, r1, 0x5140), hi = __byte_perm(r0, r1, 0x7362);
+            w[0] = __byte_perm(lo, 0, 0x4140), w[1] = __byte_perm(lo, 0, 0x4342);
+            w[2] = __byte_perm(hi, 0, 0x4140), w[3] = __byte_perm(hi, 0, 0x4342);
+        } else {
+            w[0] = __byte_perm(r0, r1, 0x5410), w[1] = __byte_perm(r0, r1, 0x7632);
+        }
+    }
+    __device__ __forceinline__ static void join(const std::uint32_t (&w)[n], std::uint32_t& r0, std::uint32_t& r1) {
+        if constexpr (n == 4) {
+            const std::uint32_t a = __byte_perm(w[0], w[1], 0x6240), b = __byte_perm(w[2], w[3], 0x6240);
+            r0 = __byte_perm(a, b, 0x5410), r1 = __byte_perm(a, b, 0x7632);
+        } else {
+            r0 = __byte_perm(w[0], w[1], 0x5410), r1 = __byte_perm(w[0], w[1], 0x7632);
+        }
+    }
+};
+
+template <class T, int C, bool kMin>
+__global__ void __launch_bounds__(kThreads)
+    packed_rows(const T* __restrict__ src_data, std::size_t src_stride, int width, int height, T* dst_data,
+                std::size_t dst_stride, int k, int a, BorderMode mode, T constant, int tile, int groups, int strip,
+                int in_pitch, int out_pitch) {
+    using Pair = PairWords<T>;
+    constexpr int n = Pair::n;
+    extern __shared__ std::uint32_t packed_words[];
+    std::uint32_t* in = packed_words;
+    std::uint32_t* out = in + static_cast<std::size_t>(groups) * in_pitch;
+    const int x0 = blockIdx.x * tile, y0 = blockIdx.y * groups * 2;
+    const int tw = min(tile, width - x0), ngroups = min(groups, (height - y0 + 1) / 2);
+    const int in_len = (tw + k - 1) * C, out_len = tw * C;
+    const int lane = threadIdx.x % 32, warp = threadIdx.x / 32, warps = kThreads / 32;
+    const auto src_row = [&](int y) {  // a row past the image repeats its last (its outputs are not stored)
+        return reinterpret_cast<const T*>(reinterpret_cast<const std::byte*>(src_data) +
+                                          static_cast<std::size_t>(min(y, height - 1)) * src_stride);
+    };
+    const auto dst_row = [&](int y) {
+        return reinterpret_cast<T*>(reinterpret_cast<std::byte*>(dst_data) + static_cast<std::size_t>(y) * dst_stride);
+    };
+    // Staged sample j is sample base - d + j of each row; d aligns word moves.
+    const int first = x0 - a, base = first * C;
+    const bool inside = first >= 0 && first + tw + k - 1 <= width;
+    const bool words_in = inside && reinterpret_cast<std::uintptr_t>(src_data) % 4 == 0 && src_stride % 4 == 0 &&
+                          (base / n + (base % n + in_len + n - 1) / n) * n <= width * C;
+    const int d = words_in ? base % n : 0;
+    if (words_in) {
+        const int count = (d + in_len + n - 1) / n;
+        for (int g = warp; g < ngroups; g += warps) {
+            const auto* r0 = reinterpret_cast<const std::uint32_t*>(src_row(y0 + 2 * g)) + base / n;
+            const auto* r1 = reinterpret_cast<const std::uint32_t*>(src_row(y0 + 2 * g + 1)) + base / n;
+            std::uint32_t* to = in + static_cast<std::size_t>(g) * in_pitch;
+            for (int q = lane; q < count; q += 32) {
+                std::uint32_t w[n];
+                Pair::split(r0[q], r1[q], w);
+#pragma unroll
+                for (int i = 0; i < n; ++i) to[q * n + i] = w[i];
+            }
+        }
+    } else {
+        for (int j = threadIdx.x; j < in_len; j += kThreads) {
+            int s = base + j;  // the sample of each row staged at j (< 0: the constant)
+            if (!inside) {
+                const int xx = border_index(mode, first + j / C, width);
+                s = xx < 0 ? -1 : xx * C + j % C;
+            }
+            for (int g = 0; g < ngroups; ++g) {
+                const std::uint32_t lo = s < 0 ? constant : src_row(y0 + 2 * g)[s];
+                const std::uint32_t hi = s < 0 ? constant : src_row(y0 + 2 * g + 1)[s];
+                in[static_cast<std::size_t>(g) * in_pitch + j] = lo | hi << 16;
+            }
+        }
+    }
+    __syncthreads();
+    if (k <= kDirect) {
+        for (int j = threadIdx.x; j < out_len; j += kThreads)
+            for (int g = 0; g < ngroups; ++g) {
+                const std::uint32_t* from = in + static_cast<std::size_t>(g) * in_pitch + d + j;
+                std::uint32_t acc = from[0];
+#pragma unroll
+                for (int t = 1; t < kDirect; ++t)
+                    if (t < k) acc = fold<std::uint32_t, std::uint16_t, kMin>(acc, from[t * C]);
+                out[static_cast<std::size_t>(g) * out_pitch + j] = acc;
+            }
+    } else {
+        const int strips = (tw + strip - 1) / strip, items = ngroups * C * strips;
+        for (int i = threadIdx.x; i < items; i += kThreads) {
+            // Neighbouring threads take neighbouring row pairs (odd pitches: different banks).
+            const int g = i % ngroups, rest = i / ngroups, c = rest % C, st = rest / C;
+            const int i0 = st * strip, count = min(strip, tw - i0);
+            const std::uint32_t* from = in + static_cast<std::size_t>(g) * in_pitch + d + c;
+            std::uint32_t* to = out + static_cast<std::size_t>(g) * out_pitch + c;
+            const auto load = [&](int t) { return from[t * C]; };
+            const auto store = [&](int o, std::uint32_t v) { to[(i0 + o) * C] = v; };
+            if (count == kRun)
+                van_herk<std::uint32_t, std::uint16_t, kMin>(i0, kRun, k, load, store);  // unpredicated
+            else
+                van_herk<std::uint32_t, std::uint16_t, kMin>(i0, count, k, load, store);
+        }
+    }
+    __syncthreads();
+    // Whole words of both rows where the destination allows them; the rest sample by sample.
+    const bool words_out = reinterpret_cast<std::uintptr_t>(dst_data) % 4 == 0 && dst_stride % 4 == 0;
+    const int whole = words_out ? out_len / n : 0;
+    for (int g = warp; g < ngroups; g += warps) {
+        const int y = y0 + 2 * g;
+        const std::uint32_t* from = out + static_cast<std::size_t>(g) * out_pitch;
+        auto* to0 = reinterpret_cast<std::uint32_t*>(dst_row(y) + x0 * C);
+        auto* to1 = reinterpret_cast<std::uint32_t*>(dst_row(y + 1) + x0 * C);
+        for (int q = lane; q < whole; q += 32) {
+            std::uint32_t w[n], r0, r1;
+#pragma unroll
+            for (int i = 0; i < n; ++i) w[i] = from[q * n + i];
+            Pair::join(w, r0, r1);
+            to0[q] = r0;
+            if (y + 1 < height) to1[q] = r1;
+        }
+        for (int j = whole * n + lane; j < out_len; j += 32) {
+            dst_row(y)[x0 * C + j] = static_cast<T>(from[j]);
+            if (y + 1 < height) dst_row(y + 1)[x0 * C + j] = static_cast<T>(from[j] >> 16);
+        }
+    }
+}
+
+template <class T, bool kMin, int C>
+bool launch_packed_rows(const MorphPassOp<T, kMin>& op, cudaStream_t stream) {
+    const ImageView& dst = op.dst;
+    const int k = op.se.width, a = op.se.ax;
+    // Tiles start on 4-byte words of the rows (a multiple of 4 samples).
+    const int tile = (std::max(256, 2 * k) + 3) / 4 * 4, strip = std::min(k, kRun);
+    // Room for the word moves: up to 3 samples before the first, 3 after the last.
+    const int in_pitch = static_cast<int>(odd_pitch<std::uint32_t>((tile + k - 1) * C + 6));
+    const int out_pitch = static_cast<int>(odd_pitch<std::uint32_t>(tile * C));
+    const std::size_t group_bytes = 4 * static_cast<std::size_t>(in_pitch + out_pitch);
+    const int pairs = (dst.height + 1) / 2;
+    const int groups =
+        static_cast<int>(std::min<std::size_t>(std::min(kPackedGroups, pairs), kPackedShared / group_bytes));
+    if (groups < 1) return false;
+    const std::size_t shared = group_bytes * groups;
+    const dim3 grid((dst.width + tile - 1) / tile, (pairs + groups - 1) / groups);
+    if (grid.y > 65535) return false;
+    if (shared > 48 * 1024) allow_shared_memory<packed_rows<T, C, kMin>>(current_device());
+    note_kernel_path(KernelPath::cuda_morph);
+    packed_rows<T, C, kMin><<<grid, kThreads, shared, stream>>>(
+        op.src.view.template row<const T>(0), op.src.view.stride, dst.width, dst.height, dst.template row<T>(0),
+        dst.stride, k, a, op.src.mode, op.src.constant, tile, groups, strip, in_pitch, out_pitch);
+    CBI_CUDA_CHECK(cudaGetLastError(), "launch morphology packed row pass");
+    return true;
+}
+
 template <class T, bool kMin, int C>
 bool launch_rows(const MorphPassOp<T, kMin>& op, cudaStream_t stream) {
+    if constexpr (!std::is_same_v<T, float>)
+        if (launch_packed_rows<T, kMin, C>(op, stream)) return true;
     const ImageView& dst = op.dst;
     const int k = op.se.width, a = op.se.ax;
     const int tile = std::max(128, 2 * k), strip = std::min(k, kRun);
