@@ -148,6 +148,18 @@ inline constexpr int kMedianNetworkA = kMedianNetwork<N>.a[I];
 template <int N, int I>
 inline constexpr int kMedianNetworkB = kMedianNetwork<N>.b[I];
 
+// The comparators of kMedianNetwork<N> that come before its first reading
+// input `shared` or later (it reads its inputs in index order): two windows
+// whose first `shared` inputs are the same samples run these once, then
+// each the rest on a copy (the GPU's median of two rows at once).
+template <int N>
+constexpr int median_network_prefix(int shared) {
+    const auto& net = kMedianNetwork<N>;
+    for (int i = 0; i < net.count; ++i)
+        if (net.a[i] >= shared || net.b[i] >= shared) return i;
+    return net.count;
+}
+
 template <int N, int I>
 CBI_HOST_DEVICE void median_network_step(std::uint32_t* v) {
     constexpr int a = kMedianNetworkA<N, I>, b = kMedianNetworkB<N, I>;

@@ -15,6 +15,7 @@
 #include <initializer_list>
 #include <iterator>
 #include <limits>
+#include <random>
 #include <tuple>
 #include <utility>
 #include <vector>
@@ -855,6 +856,11 @@ TEST(CpuParse, FilterStringsRoundTripAndBadOnesAreRejected) {
 
 // Window kinds: the median and the bilateral filter.
 
+void median_step_at(std::uint32_t* v, int a, int b) {
+    const std::uint32_t x = v[a], y = v[b];
+    v[a] = std::min(x, y), v[b] = std::max(x, y);
+}
+
 // The selection networks give the median of every 0-1 input (and so of
 // every input: the 0-1 principle), 64 inputs at a time in the bits of a word.
 template <int N>
@@ -888,6 +894,38 @@ TEST(CpuMedian, NetworksSelectTheMedianOfEveryZeroOneInput) {
     expect_network_selects_the_median<25>();
     EXPECT_LE(kMedianNetwork<9>.count, 20);
     EXPECT_LE(kMedianNetwork<25>.count, 132);
+}
+
+// Two windows sharing their first S inputs (the GPU's two rows a thread:
+// K x (K - 1) samples): the network's comparators before
+// median_network_prefix(S) read only those, so running them once and the
+// rest on each window's copy gives both medians.
+template <int N, int S>
+void expect_shared_prefix_gives_both_medians() {
+    constexpr int p = median_network_prefix<N>(S);
+    const auto& net = kMedianNetwork<N>;
+    for (int c = 0; c < p; ++c) ASSERT_TRUE(net.a[c] < S && net.b[c] < S);
+    std::mt19937 random(N);
+    for (int trial = 0; trial < 2000; ++trial) {
+        std::uint32_t v[N], u[N], a[N], b[N];
+        for (int i = 0; i < N; ++i) v[i] = a[i] = random() % 7;
+        for (int i = 0; i < N; ++i) u[i] = b[i] = i < S ? v[i] : random() % 7;
+        for (int c = 0; c < p; ++c) median_step_at(v, net.a[c], net.b[c]);
+        for (int i = 0; i < S; ++i) u[i] = v[i];
+        for (int c = p; c < net.count; ++c)
+            median_step_at(v, net.a[c], net.b[c]), median_step_at(u, net.a[c], net.b[c]);
+        std::sort(a, a + N), std::sort(b, b + N);
+        ASSERT_EQ(v[net.median], a[N / 2]);
+        ASSERT_EQ(u[net.median], b[N / 2]);
+    }
+}
+
+TEST(CpuMedian, NetworksSharePrefixesBetweenNeighbouringRows) {
+    expect_shared_prefix_gives_both_medians<9, 6>();
+    expect_shared_prefix_gives_both_medians<25, 20>();
+    // Most of the work is shared: for 25 samples 103 of 132 comparators.
+    EXPECT_GE(median_network_prefix<9>(6), 7);
+    EXPECT_GE(median_network_prefix<25>(20), 100);
 }
 
 TEST(CpuMedian, FloatKeysFollowTheTotalOrderAndReadBack) {

@@ -1,8 +1,9 @@
 #pragma once
 // median:3 and median:5 on CUDA (what the naive schedule runs for them): a
-// thread computes a word of a row's samples at once: the K x K words around
-// it (aligned loads, shifted by whole pixels with funnel shifts) through the
-// median network of filters/select.hpp, lane by lane in SIMD minimum and
+// thread computes a word of two rows' samples at once: the K x K words around
+// each (aligned loads, shifted by whole pixels with funnel shifts) through the
+// median network of filters/select.hpp (the comparators reading only the
+// rows both windows share run once), lane by lane in SIMD minimum and
 // maximum: two 16-bit samples a word (8-bit words widened to two); floats
 // one per word as their rank keys. Threads whose window leaves the row select per sample,
 // as the per-pixel op does. A median is one of the samples, so every path
@@ -24,11 +25,12 @@ namespace cbi::cuda {
 
 namespace median {
 
-template <class T, int N, int... I>
+// Comparators From + I of the median network of N inputs.
+template <class T, int N, int From = 0, int... I>
 __device__ __forceinline__ void network(std::uint32_t* v, std::integer_sequence<int, I...>) {
     (
         [&] {
-            constexpr int a = kMedianNetworkA<N, I>, b = kMedianNetworkB<N, I>;
+            constexpr int a = kMedianNetworkA<N, From + I>, b = kMedianNetworkB<N, From + I>;
             const std::uint32_t x = v[a], y = v[b];
             v[a] = lanes_fold<T, true>(x, y);
             v[b] = lanes_fold<T, false>(x, y);
@@ -58,6 +60,48 @@ __device__ __forceinline__ std::uint32_t median_word(std::uint32_t* v) {
     }
 }
 
+// The medians of two windows of N words whose first S are the same words
+// (v[0, S) = u[0, S); v and u are reordered): the comparators that read
+// only those run once (median_network_prefix), the rest on each window.
+template <class T, int N, int S>
+__device__ __forceinline__ void median_word_pair(std::uint32_t* v, std::uint32_t* u, std::uint32_t& mv,
+                                                 std::uint32_t& mu) {
+    constexpr int p = median_network_prefix<N>(S), count = kMedianNetwork<N>.count;
+    constexpr int m = kMedianNetwork<N>.median;
+    constexpr auto shared = std::make_integer_sequence<int, p>{};
+    constexpr auto rest = std::make_integer_sequence<int, count - p>{};
+    if constexpr (sizeof(T) == 1) {
+        std::uint32_t ve[N], vo[N], ue[N], uo[N];
+#pragma unroll
+        for (int i = 0; i < N; ++i) {
+            const Wide8 w = widen8(v[i]);
+            ve[i] = w.even, vo[i] = w.odd;
+            if (i >= S) {
+                const Wide8 x = widen8(u[i]);
+                ue[i] = x.even, uo[i] = x.odd;
+            }
+        }
+        network<std::uint16_t, N>(ve, shared);
+        network<std::uint16_t, N>(vo, shared);
+#pragma unroll
+        for (int i = 0; i < S; ++i) ue[i] = ve[i], uo[i] = vo[i];
+        network<std::uint16_t, N, p>(ve, rest);
+        network<std::uint16_t, N, p>(vo, rest);
+        network<std::uint16_t, N, p>(ue, rest);
+        network<std::uint16_t, N, p>(uo, rest);
+        mv = narrow8({ve[m], vo[m]});
+        mu = narrow8({ue[m], uo[m]});
+    } else {
+        network<T, N>(v, shared);
+#pragma unroll
+        for (int i = 0; i < S; ++i) u[i] = v[i];
+        network<T, N, p>(v, rest);
+        network<T, N, p>(u, rest);
+        mv = v[m];
+        mu = u[m];
+    }
+}
+
 // A word of a source row as the network's lanes: floats as rank keys.
 template <class T>
 __device__ __forceinline__ std::uint32_t lanes_of(std::uint32_t w) {
@@ -67,21 +111,25 @@ __device__ __forceinline__ std::uint32_t lanes_of(std::uint32_t w) {
         return w;
 }
 
-// Output words g of row y (each 4 bytes of the row), a K x K window of C-channel pixels.
+// Output words g of rows y and y + 1 (each 4 bytes of the row), a K x K
+// window of C-channel pixels: the two windows share K - 1 rows, whose part
+// of the network runs once (median_word_pair).
 template <class T, int K, int C>
 __global__ void median_words(const __grid_constant__ MedianOp<T> op, int words) {
-    const int g = blockIdx.x * blockDim.x + threadIdx.x, y = blockIdx.y * blockDim.y + threadIdx.y;
+    const int g = blockIdx.x * blockDim.x + threadIdx.x, y = 2 * (blockIdx.y * blockDim.y + threadIdx.y);
     if (g >= words || y >= op.dst.height) return;
-    constexpr int kR = K / 2, kPerWord = 4 / sizeof(T);
+    constexpr int kR = K / 2, kPerWord = 4 / sizeof(T), kShared = K * (K - 1);
     // Bytes the window reaches either side of the word, and the words that covers.
     constexpr int kReach = kR * C * static_cast<int>(sizeof(T)), kD = (kReach + 3) / 4;
     const int n = op.dst.width * C;      // samples of a row
     const int full = n * sizeof(T) / 4;  // words wholly inside a row
-    T* out = op.dst.template row<T>(y);
+    const bool second = y + 1 < op.dst.height;
     if (g >= kD && g + kD < full && g < full) {
-        std::uint32_t v[K * K];
+        // Source rows y - R .. y + R + 1: the first is row y's alone, the
+        // last row y + 1's; the K - 1 between are both windows' first inputs.
+        std::uint32_t v[K * K], u[K * K];
 #pragma unroll
-        for (int j = 0; j < K; ++j) {
+        for (int j = 0; j <= K; ++j) {
             const T* row = op.src.row(y + j - kR);
             std::uint32_t w[2 * kD + 1];
             if (row == nullptr) {
@@ -104,26 +152,38 @@ __global__ void median_words(const __grid_constant__ MedianOp<T> op, int words) 
                 constexpr int kBase = 4 * kD;
                 const int at = kBase + (i - kR) * C * static_cast<int>(sizeof(T));
                 const int q = at / 4, shift = at % 4;
-                v[j * K + i] = lanes_of<T>(shift == 0 ? w[q] : __funnelshift_r(w[q], w[q + 1], 8 * shift));
+                const std::uint32_t x = lanes_of<T>(shift == 0 ? w[q] : __funnelshift_r(w[q], w[q + 1], 8 * shift));
+                if (j == 0)
+                    v[kShared + i] = x;
+                else if (j == K)
+                    u[kShared + i] = x;
+                else
+                    v[(j - 1) * K + i] = x;
             }
         }
-        const std::uint32_t m = median_word<T, K * K>(v);
-        reinterpret_cast<std::uint32_t*>(out)[g] =
-            std::is_same_v<T, float> ? __float_as_uint(from_rank_key<float>(m)) : m;
+        std::uint32_t mv, mu;
+        median_word_pair<T, K * K, kShared>(v, u, mv, mu);
+        if constexpr (std::is_same_v<T, float>)
+            mv = __float_as_uint(from_rank_key<float>(mv)), mu = __float_as_uint(from_rank_key<float>(mu));
+        reinterpret_cast<std::uint32_t*>(op.dst.template row<T>(y))[g] = mv;
+        if (second) reinterpret_cast<std::uint32_t*>(op.dst.template row<T>(y + 1))[g] = mu;
         return;
     }
     // Near the row's ends: each sample of the word by itself.
-    const T* rows[K];
+    for (int yy = y; yy < y + (second ? 2 : 1); ++yy) {
+        const T* rows[K];
 #pragma unroll
-    for (int j = 0; j < K; ++j) rows[j] = op.src.row(y + j - kR);
-    for (int s = g * kPerWord; s < min(n, (g + 1) * kPerWord); ++s) {
-        const int x = s / C, c = s - x * C;
-        std::uint32_t v[K * K];
+        for (int j = 0; j < K; ++j) rows[j] = op.src.row(yy + j - kR);
+        T* out = op.dst.template row<T>(yy);
+        for (int s = g * kPerWord; s < min(n, (g + 1) * kPerWord); ++s) {
+            const int x = s / C, c = s - x * C;
+            std::uint32_t v[K * K];
 #pragma unroll
-        for (int j = 0; j < K; ++j)
+            for (int j = 0; j < K; ++j)
 #pragma unroll
-            for (int i = 0; i < K; ++i) v[j * K + i] = rank_key(op.src.at(rows[j], x + i - kR, c));
-        out[s] = from_rank_key<T>(median_of<K * K>(v));
+                for (int i = 0; i < K; ++i) v[j * K + i] = rank_key(op.src.at(rows[j], x + i - kR, c));
+            out[s] = from_rank_key<T>(median_of<K * K>(v));
+        }
     }
 }
 
@@ -194,7 +254,7 @@ template <class T, int K, int C>
 void launch(const MedianOp<T>& op, cudaStream_t stream) {
     const int n = op.dst.width * C;
     const int words = (n * static_cast<int>(sizeof(T)) + 3) / 4;
-    const dim3 block(32, 8), grid((words + 31) / 32, (op.dst.height + 7) / 8);
+    const dim3 block(32, 8), grid((words + 31) / 32, (op.dst.height + 15) / 16);  // two rows a thread
     median_words<T, K, C><<<grid, block, 0, stream>>>(op, words);
     CBI_CUDA_CHECK(cudaGetLastError(), "launch median");
 }
@@ -253,7 +313,7 @@ bool median_pass(const MedianOp<T>& op, cudaStream_t stream) {
                          reinterpret_cast<std::uintptr_t>(dst.data) % 4 == 0 && op.src.view.stride % 4 == 0 &&
                          dst.stride % 4 == 0;
     if (!aligned) return false;
-    if ((dst.height + 7) / 8 > 65535) return false;
+    if ((dst.height + 15) / 16 > 65535) return false;
     if (!(op.ksize == 3 ? median::launch_channels<T, 3>(op, stream) : median::launch_channels<T, 5>(op, stream)))
         return false;
     note_kernel_path(KernelPath::cuda_median);
