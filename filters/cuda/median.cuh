@@ -188,24 +188,25 @@ __global__ void median_words(const __grid_constant__ MedianOp<T> op, int words) 
 }
 
 // The word kernel reading through a fused colour node (color:gray |
-// median:5; any K, made for K = 5): a block of 32 x 8 output words first stages the converted
-// samples of its window, words kD either side and K / 2 rows above and
-// below, each converted once (ColorOp::sample through the border rule, as
-// the stored colour image would give them); then each thread runs the
-// network on its K x K shifted words from the stage. Words at the row's end
-// store only their samples inside it.
-constexpr int kColouredWords = 32, kColouredRows = 8;  // a block's output words x rows
+// median:5; any K, made for K = 5): a block of 32 output words x 8 pairs of
+// rows first stages the converted samples of its window, words kD either
+// side and K / 2 rows above and below, each converted once
+// (ColorOp::sample through the border rule, as the stored colour image
+// would give them); then each thread runs the network on the K x K shifted
+// words of its two rows from the stage, as median_words. Words at the row's
+// end store only their samples inside it.
+constexpr int kColouredWords = 32, kColouredPairs = 8;  // a block's output words x pairs of rows
 
 template <class T, int K, int C>
-__global__ void __launch_bounds__(kColouredWords* kColouredRows)
+__global__ void __launch_bounds__(kColouredWords* kColouredPairs)
     median_words_coloured(const __grid_constant__ MedianOp<T> op, const __grid_constant__ AnyBorderColorSource<T> src,
                           int words) {
-    constexpr int kR = K / 2, kPerWord = 4 / sizeof(T);
+    constexpr int kR = K / 2, kPerWord = 4 / sizeof(T), kShared = K * (K - 1);
     constexpr int kReach = kR * C * static_cast<int>(sizeof(T)), kD = (kReach + 3) / 4;
-    constexpr int kRows = kColouredRows + 2 * kR, kCols = kColouredWords + 2 * kD;
+    constexpr int kRows = 2 * kColouredPairs + 2 * kR, kCols = kColouredWords + 2 * kD;
     __shared__ std::uint32_t stage[kRows][kCols];
     __shared__ const T* rows[kRows];
-    const int g0 = blockIdx.x * kColouredWords, y0 = blockIdx.y * kColouredRows;
+    const int g0 = blockIdx.x * kColouredWords, y0 = blockIdx.y * 2 * kColouredPairs;
     const int me = threadIdx.y * blockDim.x + threadIdx.x, nthreads = blockDim.x * blockDim.y;
     for (int r = me; r < kRows; r += nthreads) rows[r] = src.row(y0 - kR + r);
     __syncthreads();
@@ -223,30 +224,39 @@ __global__ void __launch_bounds__(kColouredWords* kColouredRows)
         stage[r][q] = w;
     }
     __syncthreads();
-    const int g = g0 + threadIdx.x, y = y0 + threadIdx.y;
+    const int g = g0 + threadIdx.x, y = y0 + 2 * threadIdx.y;
     if (g >= words || y >= op.dst.height) return;
-    std::uint32_t v[K * K];
+    std::uint32_t v[K * K], u[K * K];
 #pragma unroll
-    for (int j = 0; j < K; ++j)
+    for (int j = 0; j <= K; ++j)
 #pragma unroll
         for (int i = 0; i < K; ++i) {
             // As median_words: the word shifted by (i - R) pixels, from the stage's words of row y + j - R.
             constexpr int kBase = 4 * kD;
             const int at = kBase + (i - kR) * C * static_cast<int>(sizeof(T));
             const int q = at / 4, shift = at % 4;
-            const std::uint32_t* w = stage[threadIdx.y + j] + threadIdx.x;
-            v[j * K + i] = lanes_of<T>(shift == 0 ? w[q] : __funnelshift_r(w[q], w[q + 1], 8 * shift));
+            const std::uint32_t* w = stage[2 * threadIdx.y + j] + threadIdx.x;
+            const std::uint32_t x = lanes_of<T>(shift == 0 ? w[q] : __funnelshift_r(w[q], w[q + 1], 8 * shift));
+            if (j == 0)
+                v[kShared + i] = x;
+            else if (j == K)
+                u[kShared + i] = x;
+            else
+                v[(j - 1) * K + i] = x;
         }
-    std::uint32_t m = median_word<T, K * K>(v);
-    if constexpr (std::is_same_v<T, float>) m = __float_as_uint(from_rank_key<float>(m));
-    T* out = op.dst.template row<T>(y);
+    std::uint32_t m[2];
+    median_word_pair<T, K * K, kShared>(v, u, m[0], m[1]);
     const int n = op.dst.width * C;
-    if ((g + 1) * kPerWord <= n) {
-        reinterpret_cast<std::uint32_t*>(out)[g] = m;
-    } else {
-        T samples[kPerWord];
-        memcpy(samples, &m, 4);
-        for (int k = 0; k < kPerWord && g * kPerWord + k < n; ++k) out[g * kPerWord + k] = samples[k];
+    for (int r = 0; r < 2 && y + r < op.dst.height; ++r) {
+        if constexpr (std::is_same_v<T, float>) m[r] = __float_as_uint(from_rank_key<float>(m[r]));
+        T* out = op.dst.template row<T>(y + r);
+        if ((g + 1) * kPerWord <= n) {
+            reinterpret_cast<std::uint32_t*>(out)[g] = m[r];
+        } else {
+            T samples[kPerWord];
+            memcpy(samples, &m[r], 4);
+            for (int k = 0; k < kPerWord && g * kPerWord + k < n; ++k) out[g * kPerWord + k] = samples[k];
+        }
     }
 }
 
@@ -272,8 +282,9 @@ bool launch_channels(const MedianOp<T>& op, cudaStream_t stream) {
 template <class T, int K, int C>
 void launch_coloured(const MedianOp<T>& op, const AnyBorderColorSource<T>& src, cudaStream_t stream) {
     const int words = (op.dst.width * C * static_cast<int>(sizeof(T)) + 3) / 4;
-    const dim3 block(kColouredWords, kColouredRows),
-        grid((words + kColouredWords - 1) / kColouredWords, (op.dst.height + kColouredRows - 1) / kColouredRows);
+    constexpr int kBlockRows = 2 * kColouredPairs;
+    const dim3 block(kColouredWords, kColouredPairs),
+        grid((words + kColouredWords - 1) / kColouredWords, (op.dst.height + kBlockRows - 1) / kBlockRows);
     median_words_coloured<T, K, C><<<grid, block, 0, stream>>>(op, src, words);
     CBI_CUDA_CHECK(cudaGetLastError(), "launch median through a colour node");
 }
@@ -297,7 +308,7 @@ bool median_coloured_pass(const MedianOp<T>& op, const AnyBorderColorSource<T>& 
     const ImageView& dst = op.dst;
     if (dst.empty() || !median_takes_colour(op.ksize, dst.channels)) return false;
     if (reinterpret_cast<std::uintptr_t>(dst.data) % 4 != 0 || dst.stride % 4 != 0) return false;
-    if ((dst.height + median::kColouredRows - 1) / median::kColouredRows > 65535) return false;
+    if ((dst.height + 2 * median::kColouredPairs - 1) / (2 * median::kColouredPairs) > 65535) return false;
     median::launch_coloured<T, 5, 1>(op, src, stream);
     note_kernel_path(KernelPath::cuda_median);
     return true;
