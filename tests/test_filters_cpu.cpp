@@ -976,9 +976,10 @@ TEST(CpuMedian, RadixSelectionEqualsNthElementForOneAndEightBitDigits) {
 // nth_element), 8u at K >= 7 (OpenCV's histograms), K larger than the image,
 // 1x1 and single rows and columns, every border.
 TEST(CpuMedian, AnyKernelSizeDepthAndBorderEqualsTheReference) {
-    const cv::Size sizes[] = {{1, 1}, {1, 9}, {9, 1}, {23, 19}, {5, 4}};
+    // Heights of odd and even rows a task (K = 5 takes two output rows at once).
+    const cv::Size sizes[] = {{1, 1}, {1, 9}, {9, 1}, {23, 19}, {5, 4}, {37, 2}, {40, 13}};
     unsigned seed = 4000;
-    for (const int k : {1, 7, 9, 11, 31})
+    for (const int k : {1, 3, 5, 7, 9, 11, 31})
         for (const Depth depth : kDepths)
             for (const int channels : {1, 3, 4})
                 for (const char* border_text : kBorders)

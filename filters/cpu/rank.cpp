@@ -73,9 +73,10 @@ CBI_CPU_INLINE void network_step(X* v) {
     v[a] = x < y ? x : y;
     v[b] = x < y ? y : x;
 }
-template <int N, class X, int... I>
+// Comparators From + I of the network of N inputs.
+template <int N, int From = 0, class X, int... I>
 CBI_CPU_INLINE void network(X* v, std::integer_sequence<int, I...>) {
-    (network_step<N, I>(v), ...);
+    (network_step<N, From + I>(v), ...);
 }
 
 // `count` medians (keys) to out: floats back from their rank keys.
@@ -113,6 +114,32 @@ CBI_CPU_CLONES void network_row(const Key* const* rows, int cn, T* out, int n) {
         }
         network<K * K>(v, std::make_integer_sequence<int, kMedianNetwork<K * K>.count>{});
         store_median<Key>(out + s, v[kMedianNetwork<K * K>.median], std::min(L, n - s));
+    }
+}
+
+// Two rows of medians, of rows[0 .. K - 1] into out0 and rows[1 .. K] into
+// out1: the K - 1 rows both windows read go in first, so the network's
+// comparators before median_network_prefix read only them and run once.
+template <int K, class Key, class T>
+CBI_CPU_CLONES void network_row_pair(const Key* const* rows, int cn, T* out0, T* out1, int n) {
+    constexpr int L = kLanes<Key>, N = K * K, S = K * (K - 1);
+    constexpr int p = median_network_prefix<N>(S), m = kMedianNetwork<N>.median;
+    for (int s = 0; s < n; s += L) {
+        V<Key> v[N], u[N];
+        CBI_UNROLL
+        for (int j = 1; j < K; ++j) {
+            CBI_UNROLL
+            for (int i = 0; i < K; ++i) v[(j - 1) * K + i] = load(rows[j] + s + i * cn);
+        }
+        CBI_UNROLL
+        for (int i = 0; i < K; ++i) v[S + i] = load(rows[0] + s + i * cn), u[S + i] = load(rows[K] + s + i * cn);
+        network<N>(v, std::make_integer_sequence<int, p>{});
+        CBI_UNROLL
+        for (int i = 0; i < S; ++i) u[i] = v[i];
+        network<N, p>(v, std::make_integer_sequence<int, kMedianNetwork<N>.count - p>{});
+        network<N, p>(u, std::make_integer_sequence<int, kMedianNetwork<N>.count - p>{});
+        store_median<Key>(out0 + s, v[m], std::min(L, n - s));
+        store_median<Key>(out1 + s, u[m], std::min(L, n - s));
     }
 }
 
@@ -403,9 +430,17 @@ void fold_window_row(T* out, T* prefix, const T* prefix_in, const T* row, const 
     window_impl<T, kMin>(out, prefix, prefix_in, row, suffix, n);
 }
 
+template <class Key, class T>
+void median5_row_pair(const Key* const* rows, int cn, T* out0, T* out1, int n) {
+    network_row_pair<5>(rows, cn, out0, out1, n);
+}
+
 template void median_network_row(int, const std::uint8_t* const*, int, std::uint8_t*, int);
 template void median_network_row(int, const std::uint16_t* const*, int, std::uint16_t*, int);
 template void median_network_row(int, const std::uint32_t* const*, int, float*, int);
+template void median5_row_pair(const std::uint8_t* const*, int, std::uint8_t*, std::uint8_t*, int);
+template void median5_row_pair(const std::uint16_t* const*, int, std::uint16_t*, std::uint16_t*, int);
+template void median5_row_pair(const std::uint32_t* const*, int, float*, float*, int);
 
 #define CBI_RANK_FOLDS(T, kMin)                                                 \
     template void fold_rows<T, kMin>(T*, const T* const*, int, int);            \

@@ -15,6 +15,10 @@ namespace cbi::cpu {
 // rows[j][n - 1 + (k - 1) * cn].
 template <class Key, class T>
 void median_network_row(int k, const Key* const* rows, int cn, T* out, int n);
+// Two rows of 5 x 5 medians at once: out0 from rows[0 .. 4], out1 from
+// rows[1 .. 5] (the network's part over the four rows both read runs once).
+template <class Key, class T>
+void median5_row_pair(const Key* const* rows, int cn, T* out0, T* out1, int n);
 
 // out: a row of `width` pixels, each sample the median of the k x k samples
 // rows[j][(x + i) * cn + c] (any odd k), from a 256-bin histogram that

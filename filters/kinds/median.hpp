@@ -152,9 +152,9 @@ struct MedianOp {
 #endif
 
     // The CPU's naive schedule: rows [y0, y1), each source row's keys
-    // bordered once into a ring of K rows in `scratch`, then whole rows at
-    // a time (cpu/rank.hpp); other depths and sizes pixel by pixel. Every
-    // path selects the same sample.
+    // bordered once into a ring of K + 1 rows in `scratch`, then whole rows
+    // at a time (cpu/rank.hpp; K = 5 two rows at once); other depths and
+    // sizes pixel by pixel. Every path selects the same sample.
     void rows(int y0, int y1, Scratch* scratch) const {
         const int k = ksize, r = k / 2, cn = dst.channels;
         if constexpr (std::is_same_v<T, float>)
@@ -165,13 +165,20 @@ struct MedianOp {
             return;
         }
         const std::size_t pitch = row_pitch();
-        const auto slot = [&](int rel) { return scratch + static_cast<std::size_t>(rel % k) * pitch; };
-        // Ring slot of source row y0 - r + rel: rel % k.
+        // Ring slot of source row y0 - r + rel: rel % (k + 1), room for two output rows' windows.
+        const auto slot = [&](int rel) { return scratch + static_cast<std::size_t>(rel % (k + 1)) * pitch; };
         for (int rel = 0; rel < k - 1; ++rel) extend(y0 - r + rel, slot(rel));
-        const Scratch* rows[255];
+        const Scratch* rows[256];
         for (int y = y0; y < y1; ++y) {
             extend(y + r, slot(y - y0 + k - 1));
             for (int j = 0; j < k; ++j) rows[j] = slot(y - y0 + j);
+            if (k == 5 && y + 1 < y1) {  // two rows at once: their windows share four rows
+                extend(y + 1 + r, slot(y - y0 + k));
+                rows[k] = slot(y - y0 + k);
+                cpu::median5_row_pair(rows, cn, dst.row<T>(y), dst.row<T>(y + 1), dst.width * cn);
+                ++y;
+                continue;
+            }
             T* out = dst.row<T>(y);
             if constexpr (sizeof(Scratch) <= 2)
                 if (k > 5) {
@@ -212,7 +219,7 @@ struct MedianOp {
     }
     std::size_t scratch_samples() const {
         if (std::is_same_v<T, float> && ksize > 5) return 0;  // rows_by_rank keeps its own band
-        return ksize * row_pitch();
+        return (ksize + 1) * row_pitch();
     }
     // Source row y's keys from pixel -K/2 to width + K/2 - 1, into e.
     void extend(int y, Scratch* e) const {
