@@ -38,28 +38,6 @@ __device__ __forceinline__ void network(std::uint32_t* v, std::integer_sequence<
         ...);
 }
 
-// The median of N words (lanes), lane by lane: 8-bit lanes widened, so the
-// network runs twice on 16-bit lanes (wide_fold's reason).
-template <class T, int N>
-__device__ __forceinline__ std::uint32_t median_word(std::uint32_t* v) {
-    constexpr auto comparators = std::make_integer_sequence<int, kMedianNetwork<N>.count>{};
-    constexpr int m = kMedianNetwork<N>.median;
-    if constexpr (sizeof(T) == 1) {
-        std::uint32_t even[N], odd[N];
-#pragma unroll
-        for (int i = 0; i < N; ++i) {
-            const Wide8 w = widen8(v[i]);
-            even[i] = w.even, odd[i] = w.odd;
-        }
-        network<std::uint16_t, N>(even, comparators);
-        network<std::uint16_t, N>(odd, comparators);
-        return narrow8({even[m], odd[m]});
-    } else {
-        network<T, N>(v, comparators);
-        return v[m];
-    }
-}
-
 // The medians of two windows of N words whose first S are the same words
 // (v[0, S) = u[0, S); v and u are reordered): the comparators that read
 // only those run once (median_network_prefix), the rest on each window.
