@@ -89,6 +89,29 @@ __device__ __forceinline__ std::uint32_t lanes_of(std::uint32_t w) {
         return w;
 }
 
+// Source row j of a thread's two windows (rows y - R .. y + R + 1): from its
+// words w (the output word's kD either side), the K words shifted by
+// (i - R) pixels into v and u as median_word_pair takes them. Row 0 is row
+// y's alone, row K row y + 1's; the K - 1 between are both windows' first inputs.
+template <class T, int K, int C>
+__device__ __forceinline__ void take_row(const std::uint32_t* w, int j, std::uint32_t* v, std::uint32_t* u) {
+    constexpr int kR = K / 2, kShared = K * (K - 1);
+    constexpr int kD = (kR * C * static_cast<int>(sizeof(T)) + 3) / 4;
+#pragma unroll
+    for (int i = 0; i < K; ++i) {
+        // The word shifted by (i - R) pixels: bytes 4 kD + offset .. + 4 of w.
+        const int at = 4 * kD + (i - kR) * C * static_cast<int>(sizeof(T));
+        const int q = at / 4, shift = at % 4;
+        const std::uint32_t x = lanes_of<T>(shift == 0 ? w[q] : __funnelshift_r(w[q], w[q + 1], 8 * shift));
+        if (j == 0)
+            v[kShared + i] = x;
+        else if (j == K)
+            u[kShared + i] = x;
+        else
+            v[(j - 1) * K + i] = x;
+    }
+}
+
 // Output words g of rows y and y + 1 (each 4 bytes of the row), a K x K
 // window of C-channel pixels: the two windows share K - 1 rows, whose part
 // of the network runs once (median_word_pair).
@@ -103,9 +126,7 @@ __global__ void median_words(const __grid_constant__ MedianOp<T> op, int words) 
     const int full = n * sizeof(T) / 4;  // words wholly inside a row
     const bool second = y + 1 < op.dst.height;
     if (g >= kD && g + kD < full && g < full) {
-        // Source rows y - R .. y + R + 1: the first is row y's alone, the
-        // last row y + 1's; the K - 1 between are both windows' first inputs.
-        std::uint32_t v[K * K], u[K * K];
+        std::uint32_t v[K * K], u[K * K];  // take_row's two windows
 #pragma unroll
         for (int j = 0; j <= K; ++j) {
             const T* row = op.src.row(y + j - kR);
@@ -124,20 +145,7 @@ __global__ void median_words(const __grid_constant__ MedianOp<T> op, int words) 
 #pragma unroll
                 for (int q = 0; q < 2 * kD + 1; ++q) w[q] = __ldg(words_of_row + q);
             }
-#pragma unroll
-            for (int i = 0; i < K; ++i) {
-                // The word shifted by (i - R) pixels: bytes 4 kD + offset .. + 4 of w.
-                constexpr int kBase = 4 * kD;
-                const int at = kBase + (i - kR) * C * static_cast<int>(sizeof(T));
-                const int q = at / 4, shift = at % 4;
-                const std::uint32_t x = lanes_of<T>(shift == 0 ? w[q] : __funnelshift_r(w[q], w[q + 1], 8 * shift));
-                if (j == 0)
-                    v[kShared + i] = x;
-                else if (j == K)
-                    u[kShared + i] = x;
-                else
-                    v[(j - 1) * K + i] = x;
-            }
+            take_row<T, K, C>(w, j, v, u);
         }
         std::uint32_t mv, mu;
         median_word_pair<T, K * K, kShared>(v, u, mv, mu);
@@ -206,22 +214,7 @@ __global__ void __launch_bounds__(kColouredWords* kColouredPairs)
     if (g >= words || y >= op.dst.height) return;
     std::uint32_t v[K * K], u[K * K];
 #pragma unroll
-    for (int j = 0; j <= K; ++j)
-#pragma unroll
-        for (int i = 0; i < K; ++i) {
-            // As median_words: the word shifted by (i - R) pixels, from the stage's words of row y + j - R.
-            constexpr int kBase = 4 * kD;
-            const int at = kBase + (i - kR) * C * static_cast<int>(sizeof(T));
-            const int q = at / 4, shift = at % 4;
-            const std::uint32_t* w = stage[2 * threadIdx.y + j] + threadIdx.x;
-            const std::uint32_t x = lanes_of<T>(shift == 0 ? w[q] : __funnelshift_r(w[q], w[q + 1], 8 * shift));
-            if (j == 0)
-                v[kShared + i] = x;
-            else if (j == K)
-                u[kShared + i] = x;
-            else
-                v[(j - 1) * K + i] = x;
-        }
+    for (int j = 0; j <= K; ++j) take_row<T, K, C>(stage[2 * threadIdx.y + j] + threadIdx.x, j, v, u);
     std::uint32_t m[2];
     median_word_pair<T, K * K, kShared>(v, u, m[0], m[1]);
     const int n = op.dst.width * C;
