@@ -10,6 +10,7 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <span>
 #include <string_view>
 #include <tuple>
 #include <utility>
@@ -694,6 +695,46 @@ TEST(CudaOtsu, RefusesImagesOtherThan8Bit1Channel) {
     stream.synchronize("after the refusals");
 }
 
+// Each morphology pass on the naive schedule on device views of every
+// depth and 1/3/4 channels: whole (704 wide: rows on 4 bytes), from pixel 1
+// (8- and 16-bit rows off a word), 701 wide (8- and 16-bit strides off a
+// word), 41 rows; into a whole poisoned image and into a view at (1, 1) of a
+// poisoned canvas, whose other bytes must stay; three borders; against the
+// CPU bit for bit, on the morphology kernels.
+void expect_passes_on_device_views(std::span<const Filter> passes, unsigned& seed) {
+    const Stream stream;
+    for (const Depth depth : kDepths)
+        for (const int channels : {1, 3, 4}) {
+            const cv::Mat big = random_image(704, 41, channels, depth, seed++);
+            DeviceImage device_big(704, 41, channels, depth), device_odd(701, 41, channels, depth);
+            upload(view_of(big), device_big.view, stream.get());
+            upload(view_of(big(cv::Rect(0, 0, 701, 41))), device_odd.view, stream.get());
+            const std::pair<ImageView, cv::Mat> inputs[] = {
+                {device_big.view, big},
+                {device_big.view.crop(1, 0, 703, 41), big(cv::Rect(1, 0, 703, 41))},
+                {device_odd.view, big(cv::Rect(0, 0, 701, 41))}};
+            for (const auto& [in, host] : inputs)
+                for (const Filter& filter : passes)
+                    for (const char* border : {"", "reflect101", "wrap"})
+                        for (const int pad : {0, 1}) {
+                            const FilterRun node{filter, *border ? parse_border(border) : default_border_of(filter),
+                                                 parse_schedule("naive")};
+                            SCOPED_TRACE(to_string(filter) + " " + border + " " + depth_name(depth) + " c" +
+                                         std::to_string(channels) + " " + std::to_string(in.width) + " wide, pad " +
+                                         std::to_string(pad));
+                            cv::Mat cpu(host.size(), host.type());
+                            run_node_cpu(node, view_of(host), view_of(cpu));
+                            const cv::Rect inner(pad, pad, in.width, in.height);
+                            note_kernel_path(KernelPath::none);
+                            cv::Mat all = run_gpu_in_canvas(node, in, {in.width + 2 * pad, in.height + 2 * pad}, inner,
+                                                            channels, stream, 256);
+                            EXPECT_EQ(last_kernel_path(), KernelPath::cuda_morph);
+                            ASSERT_EQ(cv::norm(all(inner), cpu, cv::NORM_INF), 0.0);
+                            ASSERT_EQ(bytes_outside(all, inner), 0) << "a byte outside the output view was written";
+                        }
+        }
+}
+
 // Rectangles' row and column passes on the naive schedule run the van Herk
 // kernels (cuda/morph.cuh): narrow windows fold directly, wider ones split
 // runs of outputs at one sample. Every width and height class, windows wider
@@ -732,45 +773,15 @@ TEST(CudaMorphology, RectanglesOfEverySizeEqualCpuOnTheVanHerkKernels) {
                             << size.width << "x" << size.height;
                     }
                 }
-    // The row pass on device views, as the column test below does for the
-    // one-pass kernel: rows on 4 bytes (the packed pass moves whole words, a
-    // tile inside the image starting 0..3 samples past a word), from pixel 1
-    // and 701 wide (8- and 16-bit rows off a word: sample by sample), an odd
-    // height (the last row pair half outside), into a view at (1, 1) of a
-    // poisoned canvas (destination rows off a word), whose other bytes must stay.
-    const Stream stream;
-    for (const Depth depth : kDepths)
-        for (const int channels : {1, 3, 4}) {
-            const cv::Mat big = random_image(704, 41, channels, depth, seed++);
-            DeviceImage device_big(704, 41, channels, depth), device_odd(701, 41, channels, depth);
-            upload(view_of(big), device_big.view, stream.get());
-            upload(view_of(big(cv::Rect(0, 0, 701, 41))), device_odd.view, stream.get());
-            const std::pair<ImageView, cv::Mat> inputs[] = {
-                {device_big.view, big},
-                {device_big.view.crop(1, 0, 703, 41), big(cv::Rect(1, 0, 703, 41))},
-                {device_odd.view, big(cv::Rect(0, 0, 701, 41))}};
-            for (const auto& [in, host] : inputs)
-                for (const char* text : {"dilate:4x1", "erode:5x1", "dilate:8x1", "erode:61x1", "dilate:151x1"})
-                    for (const char* border : {"", "reflect101", "wrap"})
-                        for (const int pad : {0, 1}) {
-                            const Filter filter = parse_filter(text);
-                            const FilterRun node{filter, *border ? parse_border(border) : default_border_of(filter),
-                                                 parse_schedule("naive")};
-                            SCOPED_TRACE(std::string(text) + " " + border + " " + depth_name(depth) + " c" +
-                                         std::to_string(channels) + " " + std::to_string(in.width) + " wide, pad " +
-                                         std::to_string(pad));
-                            cv::Mat cpu(host.size(), host.type());
-                            run_node_cpu(node, view_of(host), view_of(cpu));
-                            const cv::Rect inner(pad, pad, in.width, in.height);
-                            note_kernel_path(KernelPath::none);
-                            cv::Mat all = run_gpu_in_canvas(node, in, {in.width + 2 * pad, in.height + 2 * pad}, inner,
-                                                            channels, stream, 256);
-                            EXPECT_EQ(last_kernel_path(), KernelPath::cuda_morph);
-                            ASSERT_EQ(cv::norm(all(inner), cpu, cv::NORM_INF), 0.0);
-                            ASSERT_EQ(bytes_outside(all, inner), 0) << "a byte outside the output view was written";
-                        }
-        }
+    // The row pass on device views: rows on 4 bytes (the packed pass moves
+    // whole words, a tile inside the image starting 0..3 samples past a
+    // word), rows off a word (sample by sample), an odd height (the last row
+    // pair half outside), destination rows off a word.
+    const Filter row_passes[] = {parse_filter("dilate:4x1"), parse_filter("erode:5x1"), parse_filter("dilate:8x1"),
+                                 parse_filter("erode:61x1"), parse_filter("dilate:151x1")};
+    ASSERT_NO_FATAL_FAILURE(expect_passes_on_device_views(row_passes, seed));
     // One pass alone records its kernel.
+    const Stream stream;
     const cv::Mat src = random_image(64, 48, 3, Depth::u8, 3);
     DeviceImage device_src(64, 48, 3, Depth::u8);
     upload(view_of(src), device_src.view, stream.get());
@@ -825,43 +836,11 @@ TEST(CudaMorphology, SmallRectanglesInOnePassEqualCpu) {
                             << size.width << "x" << size.height;
                     }
                 }
-    // One pass on device views: whole (704 wide: rows on 4 bytes), from pixel 1 (8- and 16-bit rows off a
-    // word), 701 wide (8- and 16-bit strides off a word); into a whole poisoned image and into a view at
-    // (1, 1) of a poisoned canvas, whose other bytes must stay.
-    const Stream stream;
+    // Each form on the kernel directly, on device views.
     const Filter passes[] = {parse_filter("erode:3"),    parse_filter("dilate:2"),
                              parse_filter("erode:2x3"),  parse_filter("dilate:3x2"),
                              parse_filter("gradient:3"), Filter{DilateFilter{3, 3, MorphShape::rect, 1, 2, 2}}};
-    for (const Depth depth : kDepths)
-        for (const int channels : {1, 3, 4}) {
-            const cv::Mat big = random_image(704, 41, channels, depth, seed++);
-            DeviceImage device_big(704, 41, channels, depth), device_odd(701, 41, channels, depth);
-            upload(view_of(big), device_big.view, stream.get());
-            upload(view_of(big(cv::Rect(0, 0, 701, 41))), device_odd.view, stream.get());
-            const std::pair<ImageView, cv::Mat> inputs[] = {
-                {device_big.view, big},
-                {device_big.view.crop(1, 0, 703, 41), big(cv::Rect(1, 0, 703, 41))},
-                {device_odd.view, big(cv::Rect(0, 0, 701, 41))}};
-            for (const auto& [in, host] : inputs)
-                for (const Filter& filter : passes)
-                    for (const char* border : {"", "reflect101", "wrap"})
-                        for (const int pad : {0, 1}) {
-                            const FilterRun node{filter, *border ? parse_border(border) : default_border_of(filter),
-                                                 parse_schedule("naive")};
-                            SCOPED_TRACE(to_string(filter) + " " + border + " " + depth_name(depth) + " c" +
-                                         std::to_string(channels) + " " + std::to_string(in.width) + " wide, pad " +
-                                         std::to_string(pad));
-                            cv::Mat cpu(host.size(), host.type());
-                            run_node_cpu(node, view_of(host), view_of(cpu));
-                            const cv::Rect inner(pad, pad, in.width, in.height);
-                            note_kernel_path(KernelPath::none);
-                            cv::Mat all = run_gpu_in_canvas(node, in, {in.width + 2 * pad, in.height + 2 * pad}, inner,
-                                                            channels, stream, 256);
-                            EXPECT_EQ(last_kernel_path(), KernelPath::cuda_morph);
-                            ASSERT_EQ(cv::norm(all(inner), cpu, cv::NORM_INF), 0.0);
-                            ASSERT_EQ(bytes_outside(all, inner), 0) << "a byte outside the output view was written";
-                        }
-        }
+    ASSERT_NO_FATAL_FAILURE(expect_passes_on_device_views(passes, seed));
 }
 
 // Other elements (ellipse, cross) on the naive schedule run the run kernel
