@@ -23,7 +23,7 @@ enum class KernelPath {
     cuda_chain_stream,   // a fused stencil pair, strips through line buffers (cuda/pair_strip.cuh)
     cuda_blend_stream8,  // a blend with its stencils, on the 8-bit streaming kernel (cuda/blend.cu)
     cuda_morph,          // morphology: van Herk / Gil-Werman passes, small rectangles in one, runs (cuda/morph.cuh)
-    cuda_median,         // median 3 or 5, a word of samples per thread (cuda/median.cuh)
+    cuda_median,         // median 3 or 5 a word of samples per thread, 8-bit K >= 7 histograms (cuda/median.cuh)
     cuda_staged_window,  // a block's tile staged in shared memory (cuda/bilateral.cuh, cuda/filter2d.cuh)
 };
 

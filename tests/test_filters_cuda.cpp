@@ -958,6 +958,39 @@ TEST(CudaMedian, ThreeAndFiveOnWordsEqualCpu) {
     EXPECT_EQ(last_kernel_path(), KernelPath::cuda_staged_window);
 }
 
+// 8-bit medians of K >= 7 on the naive schedule slide a histogram per sample
+// column down a strip of rows (cuda/median.cuh): CPU = GPU bit for bit on
+// images narrower and shorter than the window, ROIs off a word, strips'
+// ends, every border (a constant's rows enter the histogram whole).
+TEST(CudaMedian, HistogramsAtLargeKEqualCpu) {
+    REQUIRE_GPU();
+    RunOptions gpu;
+    gpu.device = resolve_device(parse_device("cuda"));
+    const cv::Size sizes[] = {{1, 1}, {3, 200}, {200, 3}, {150, 130}};
+    unsigned seed = 90;
+    for (const int channels : {1, 3, 4})
+        for (const char* text : {"median:7", "median:15", "median:31", "median:101", "median:255"})
+            for (const cv::Size size : sizes)
+                for (const int offset : {0, 1}) {
+                    const cv::Mat big = random_image(size.width + 1, size.height + 1, channels, Depth::u8, seed++);
+                    const cv::Mat src = big(cv::Rect(offset, offset, size.width, size.height));
+                    for (const char* border : {"", "constant:7", "reflect101", "reflect", "wrap"}) {
+                        const FilterRun node{parse_filter(text), *border ? parse_border(border) : Border{},
+                                             parse_schedule("naive")};
+                        ASSERT_TRUE(gpu_equals_cpu(node, src, gpu)) << text << " " << border << " c" << channels
+                                                                    << " " << size.width << "x" << size.height
+                                                                    << " offset " << offset;
+                    }
+                }
+    const cv::Mat src = random_image(70, 90, 3, Depth::u8, 3);
+    DeviceImage device_src(70, 90, 3, Depth::u8);
+    const Stream stream;
+    upload(view_of(src), device_src.view, stream.get());
+    note_kernel_path(KernelPath::none);
+    run_gpu_poisoned({parse_filter("median:9"), Border{}, parse_schedule("naive")}, device_src, 3, stream, 256);
+    EXPECT_EQ(last_kernel_path(), KernelPath::cuda_median);
+}
+
 // filter2d on a tile:WxH schedule stages each block's tile in shared memory
 // (cuda/filter2d.cuh), with 1, 4 or 8 outputs a thread and 3x3 kernels on
 // their own kernel: CPU = GPU bit for bit at every depth, for kernels of odd

@@ -11,6 +11,7 @@
 // a block stages its window's converted samples once (median_coloured_pass).
 #include <cuda_runtime.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
 #include <type_traits>
@@ -260,6 +261,75 @@ void launch_coloured(const MedianOp<T>& op, const AnyBorderColorSource<T>& src, 
     CBI_CUDA_CHECK(cudaGetLastError(), "launch median through a colour node");
 }
 
+// 8-bit medians of K >= kHistogramFrom: a thread owns a sample column (one
+// channel of a pixel column) over a strip of rows and keeps its window's
+// 256-bin histogram in shared memory, sliding it down a row at a time: K
+// samples out, K in (Huang's method down the column, O(K) an output where
+// radix selection is O(K^2)). The median bin m is tracked with the count of
+// samples below it and moves only as far as the counts say. Bin b of thread
+// t sits at b * kHistogramThreads + t: a warp's 32 threads read 16 words of
+// 16 banks whatever their bins, so there are no bank conflicts; no thread
+// reads another's bins, so there are no barriers.
+constexpr int kHistogramFrom = 7, kHistogramThreads = 64;
+
+// The strip's rows: the window is filled from scratch once a strip (K^2
+// samples, against 2K a row down), so twice K rows or more, rounded to 8.
+inline int histogram_strip(int ksize) {
+    return std::max(32, (2 * ksize + 7) / 8 * 8);
+}
+
+template <int C>
+__global__ void __launch_bounds__(kHistogramThreads)
+    median_histogram(const __grid_constant__ MedianOp<std::uint8_t> op, int strip) {
+    __shared__ std::uint16_t bins[256 * kHistogramThreads];
+    std::uint16_t* h = bins + threadIdx.x;
+    const int j = blockIdx.x * kHistogramThreads + threadIdx.x, width = op.dst.width;
+    if (j >= width * C) return;
+    const int x = j / C, c = j % C, k = op.ksize, r = k / 2, rank = k * k / 2;
+    const int y0 = blockIdx.y * strip, y1 = min(y0 + strip, op.dst.height);
+    const bool inside = x >= r && x + r < width;
+    // Sample i (0 .. K - 1) of the window's row `row`: read-only loads, so
+    // that they need not wait for the bins' stores.
+    const auto sample = [&](const std::uint8_t* row, int i) -> int {
+        if (inside) return __ldg(row + (x - r + i) * C + c);
+        return op.src.at(row, x - r + i, c);
+    };
+    for (int b = 0; b < 256; ++b) h[b * kHistogramThreads] = 0;
+    for (int dy = -r; dy <= r; ++dy) {
+        const std::uint8_t* row = op.src.row(y0 + dy);
+        if (row == nullptr) {  // a constant border's row: K copies of the constant
+            h[op.src.constant * kHistogramThreads] += k;
+            continue;
+        }
+        for (int i = 0; i < k; ++i) ++h[sample(row, i) * kHistogramThreads];
+    }
+    int m = 0, below = 0;  // samples below bin m
+    for (int y = y0;;) {
+        while (below > rank) below -= h[--m * kHistogramThreads];
+        while (below + h[m * kHistogramThreads] <= rank) below += h[m++ * kHistogramThreads];
+        op.dst.row<std::uint8_t>(y)[j] = static_cast<std::uint8_t>(m);
+        if (++y == y1) return;
+        // Down a row: source row y - 1 - r leaves, y + r enters.
+        const std::uint8_t *out = op.src.row(y - 1 - r), *in = op.src.row(y + r);
+        for (int i = 0; i < k; ++i) {
+            const int v = out != nullptr ? sample(out, i) : op.src.constant;
+            const int u = in != nullptr ? sample(in, i) : op.src.constant;
+            --h[v * kHistogramThreads];
+            ++h[u * kHistogramThreads];
+            below += (u < m) - (v < m);
+        }
+    }
+}
+
+template <int C>
+void launch_histogram(const MedianOp<std::uint8_t>& op, cudaStream_t stream) {
+    const int strip = histogram_strip(op.ksize);
+    const dim3 grid((op.dst.width * C + kHistogramThreads - 1) / kHistogramThreads,
+                    (op.dst.height + strip - 1) / strip);
+    median_histogram<C><<<grid, kHistogramThreads, 0, stream>>>(op, strip);
+    CBI_CUDA_CHECK(cudaGetLastError(), "launch median histogram");
+}
+
 }  // namespace median
 
 // Whether median_coloured_pass takes a median of `ksize` reading a fused
@@ -286,11 +356,26 @@ bool median_coloured_pass(const MedianOp<T>& op, const AnyBorderColorSource<T>& 
 }
 
 // median:3 and median:5 on their word kernel (images whose rows start on
-// whole words); false for the rest, which runs per pixel.
+// whole words), 8-bit medians of K >= 7 on the histogram kernel; false for
+// the rest, which runs per pixel.
 template <class T>
 bool median_pass(const MedianOp<T>& op, cudaStream_t stream) {
     const ImageView& dst = op.dst;
-    if (dst.empty() || (op.ksize != 3 && op.ksize != 5)) return false;
+    if (dst.empty()) return false;
+    if constexpr (std::is_same_v<T, std::uint8_t>)
+        if (op.ksize >= median::kHistogramFrom) {
+            if ((dst.height + median::histogram_strip(op.ksize) - 1) / median::histogram_strip(op.ksize) > 65535)
+                return false;
+            switch (dst.channels) {
+                case 1: median::launch_histogram<1>(op, stream); break;
+                case 3: median::launch_histogram<3>(op, stream); break;
+                case 4: median::launch_histogram<4>(op, stream); break;
+                default: return false;
+            }
+            note_kernel_path(KernelPath::cuda_median);
+            return true;
+        }
+    if (op.ksize != 3 && op.ksize != 5) return false;
     const bool aligned = reinterpret_cast<std::uintptr_t>(op.src.view.data) % 4 == 0 &&
                          reinterpret_cast<std::uintptr_t>(dst.data) % 4 == 0 && op.src.view.stride % 4 == 0 &&
                          dst.stride % 4 == 0;

@@ -16,7 +16,8 @@
 // digits (O(1) memory per thread: 8, 16 or 32 passes, fewer when the
 // window's smallest and largest keys share top bits). O(K^2) per pixel.
 // The GPU's naive schedule runs K 3 and 5 a word of samples per thread
-// (cuda/median.cuh): the same networks in SIMD lanes.
+// (cuda/median.cuh): the same networks in SIMD lanes; 8-bit K >= 7 a
+// histogram per sample column sliding down the rows: O(K) per pixel.
 // The CPU's naive schedule runs whole rows instead (MedianOp::rows): K 3
 // and 5 through the same networks on vectors of a row's samples, 8u and 16u
 // at larger K through a histogram sliding along the row (cpu/rank.hpp; 16u
@@ -303,8 +304,9 @@ struct FilterKind<MedianFilter> {
     static constexpr Category category = Category::window;
     static constexpr std::string_view examples[] = {"3", "5", "9"};
     static constexpr KindDefault defaults[] = {
-        // naive: K 3 and 5 on their word kernel (cuda/median.cuh); larger K per pixel
+        // naive: K 3 and 5 on their word kernel, 8-bit K >= 7 on histograms (cuda/median.cuh); the rest per pixel
         {true, 5, kAnyDepth, 0, "naive tile:32x8"},
+        {true, 0, static_cast<int>(Depth::u8), 0, "naive tile:32x8"},
         {true, 0, kAnyDepth, 0, "tile:32x8 tile:16x16 column:32"},
         {false, 0, kAnyDepth, 0, "naive"},
     };
