@@ -12,6 +12,7 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstdint>
 #include <cstring>
 #include <type_traits>
@@ -19,6 +20,7 @@
 
 #include "filters/cuda/check.hpp"
 #include "filters/cuda/lanes.cuh"
+#include "filters/cuda/launch.cuh"
 #include "filters/kernel_path.hpp"
 #include "filters/kinds/median.hpp"
 
@@ -267,10 +269,10 @@ void launch_coloured(const MedianOp<T>& op, const AnyBorderColorSource<T>& src, 
 // samples out, K in (Huang's method down the column, O(K) an output where
 // radix selection is O(K^2)). The median bin m is tracked with the count of
 // samples below it and moves only as far as the counts say. Bin b of thread
-// t sits at b * kHistogramThreads + t: a warp's 32 threads read 16 words of
-// 16 banks whatever their bins, so there are no bank conflicts; no thread
-// reads another's bins, so there are no barriers.
-constexpr int kHistogramFrom = 7, kHistogramThreads = 64;
+// t sits at b * kHistogramThreads + t; no thread reads another's bins, so
+// there are no barriers. Counts are bytes while K^2 < 256 (K <= 15): half
+// the shared memory, twice the threads an SM holds.
+constexpr int kHistogramFrom = 7, kHistogramThreads = 64, kByteCountsTo = 15;
 
 // The strip's rows: the window is filled from scratch once a strip (K^2
 // samples, against 2K a row down), so twice K rows or more, rounded to 8.
@@ -278,32 +280,35 @@ inline int histogram_strip(int ksize) {
     return std::max(32, (2 * ksize + 7) / 8 * 8);
 }
 
-template <int C>
+template <int C, class Count>
 __global__ void __launch_bounds__(kHistogramThreads)
     median_histogram(const __grid_constant__ MedianOp<std::uint8_t> op, int strip) {
-    __shared__ std::uint16_t bins[256 * kHistogramThreads];
-    std::uint16_t* h = bins + threadIdx.x;
+    __shared__ Count bins[256 * kHistogramThreads];
+    Count* h = bins + threadIdx.x;
     const int j = blockIdx.x * kHistogramThreads + threadIdx.x, width = op.dst.width;
     if (j >= width * C) return;
     const int x = j / C, c = j % C, k = op.ksize, r = k / 2, rank = k * k / 2;
     const int y0 = blockIdx.y * strip, y1 = min(y0 + strip, op.dst.height);
     const bool inside = x >= r && x + r < width;
-    // Sample i (0 .. K - 1) of the window's row `row`: read-only loads, so
-    // that they need not wait for the bins' stores.
+    const std::uint8_t constant = op.src.constant;
+    // Sample i (0 .. K - 1) of the window's row `row` (null: a constant border's).
     const auto sample = [&](const std::uint8_t* row, int i) -> int {
+        if (row == nullptr) return constant;
         if (inside) return __ldg(row + (x - r + i) * C + c);
         return op.src.at(row, x - r + i, c);
     };
     for (int b = 0; b < 256; ++b) h[b * kHistogramThreads] = 0;
     for (int dy = -r; dy <= r; ++dy) {
         const std::uint8_t* row = op.src.row(y0 + dy);
-        if (row == nullptr) {  // a constant border's row: K copies of the constant
-            h[op.src.constant * kHistogramThreads] += k;
-            continue;
-        }
         for (int i = 0; i < k; ++i) ++h[sample(row, i) * kHistogramThreads];
     }
     int m = 0, below = 0;  // samples below bin m
+    // Samples v leave the window and u enter it.
+    const auto swap_in = [&](int v, int u) {
+        --h[v * kHistogramThreads];
+        ++h[u * kHistogramThreads];
+        below += (u < m) - (v < m);
+    };
     for (int y = y0;;) {
         while (below > rank) below -= h[--m * kHistogramThreads];
         while (below + h[m * kHistogramThreads] <= rank) below += h[m++ * kHistogramThreads];
@@ -311,23 +316,51 @@ __global__ void __launch_bounds__(kHistogramThreads)
         if (++y == y1) return;
         // Down a row: source row y - 1 - r leaves, y + r enters.
         const std::uint8_t *out = op.src.row(y - 1 - r), *in = op.src.row(y + r);
-        for (int i = 0; i < k; ++i) {
-            const int v = out != nullptr ? sample(out, i) : op.src.constant;
-            const int u = in != nullptr ? sample(in, i) : op.src.constant;
-            --h[v * kHistogramThreads];
-            ++h[u * kHistogramThreads];
-            below += (u < m) - (v < m);
+        int i = 0;
+        if (inside && out != nullptr && in != nullptr) {  // plain loads, four of each ahead of their bins
+            const std::uint8_t *po = out + (x - r) * C + c, *pi = in + (x - r) * C + c;
+            for (; i + 4 <= k; i += 4) {
+                int v[4], u[4];
+#pragma unroll
+                for (int q = 0; q < 4; ++q) {
+                    v[q] = __ldg(po + (i + q) * C);
+                    u[q] = __ldg(pi + (i + q) * C);
+                }
+#pragma unroll
+                for (int q = 0; q < 4; ++q) swap_in(v[q], u[q]);
+            }
+            for (; i < k; ++i) swap_in(__ldg(po + i * C), __ldg(pi + i * C));
+        } else {
+            for (; i < k; ++i) swap_in(sample(out, i), sample(in, i));
         }
     }
 }
 
-template <int C>
+template <int C, class Count>
 void launch_histogram(const MedianOp<std::uint8_t>& op, cudaStream_t stream) {
+    // A block's bins: as many blocks an SM as all its shared memory holds
+    // (the carveout is a hint, asked once per device).
+    static std::atomic<bool> carved[kCachedDevices];
+    const int device = current_device();
+    if (device < kCachedDevices && !carved[device].load(std::memory_order_relaxed)) {
+        CBI_CUDA_CHECK(cudaFuncSetAttribute(median_histogram<C, Count>, cudaFuncAttributePreferredSharedMemoryCarveout,
+                                            cudaSharedmemCarveoutMaxShared),
+                       "cudaFuncSetAttribute(PreferredSharedMemoryCarveout)");
+        carved[device].store(true, std::memory_order_relaxed);
+    }
     const int strip = histogram_strip(op.ksize);
     const dim3 grid((op.dst.width * C + kHistogramThreads - 1) / kHistogramThreads,
                     (op.dst.height + strip - 1) / strip);
-    median_histogram<C><<<grid, kHistogramThreads, 0, stream>>>(op, strip);
+    median_histogram<C, Count><<<grid, kHistogramThreads, 0, stream>>>(op, strip);
     CBI_CUDA_CHECK(cudaGetLastError(), "launch median histogram");
+}
+
+template <int C>
+void launch_histogram(const MedianOp<std::uint8_t>& op, cudaStream_t stream) {
+    if (op.ksize <= kByteCountsTo)
+        launch_histogram<C, std::uint8_t>(op, stream);
+    else
+        launch_histogram<C, std::uint16_t>(op, stream);
 }
 
 }  // namespace median
