@@ -23,6 +23,7 @@
 #include <tbb/task_arena.h>
 
 #include "filters/cpu/backend.hpp"
+#include "filters/cpu/bilateral.hpp"
 #include "filters/cpu/color.hpp"
 #include "filters/cpu/rank.hpp"
 #include "filters/cpu/separable.hpp"
@@ -1138,6 +1139,50 @@ TEST(CpuBilateral, ExpPolynomialIsCloseToStdExp) {
     EXPECT_LT(worst, 4e-6);
     EXPECT_LT(worst_near, 7e-7);
     EXPECT_GT(exp_nonpositive(-86.89f), 0.f);
+}
+
+// The bilateral rows the naive schedule runs (8-bit and float, 1 and 3
+// channels: vectors of 8 or 16 pixels a tap, then the op for each row's
+// rest) against BilateralOp<T>::operator() pixel by pixel, bit for bit:
+// widths around the vector steps, a view inside a larger image, radii
+// whose space weights leave the table (r > 12), three borders; float with
+// NaN, +-inf and -0 samples (NaNs compare as NaN, as same_sample says).
+template <class T>
+void expect_bilateral_rows_match_per_pixel(Depth depth) {
+    unsigned seed = 60;
+    for (const char* text : {"bilateral:5:0.4:2", "bilateral:9:75:75", "bilateral:0:30:9"})
+        for (const int channels : {1, 3})
+            for (const int width : {1, 7, 8, 9, 16, 17, 33, 70})
+                for (const char* border : {"reflect101", "constant:7", "wrap"}) {
+                    const cv::Mat big = random_image(width + 3, 9, channels, depth, seed++);
+                    cv::Mat src = big(cv::Rect(1, 1, width, 7));
+                    if constexpr (std::is_same_v<T, float>) {
+                        const float special[] = {std::numeric_limits<float>::quiet_NaN(),
+                                                 std::numeric_limits<float>::infinity(),
+                                                 -std::numeric_limits<float>::infinity(), -0.f};
+                        if (width > 8) src.ptr<float>(3)[5 * channels] = special[seed % 4];
+                    }
+                    const BilateralFilter f = std::get<BilateralFilter>(parse_filter(text));
+                    cv::Mat got(7, width, src.type(), cv::Scalar::all(3)), want = got.clone();
+                    const auto op = [&](cv::Mat& out) {
+                        return FilterKind<BilateralFilter>::op<T>(f, view_of(src), parse_border(border), view_of(out));
+                    };
+                    if (!cpu::bilateral_rows(op(got), 0, 7)) GTEST_SKIP() << "this CPU has no AVX2";
+                    const BilateralOp<T> per_pixel = op(want);
+                    for (int y = 0; y < 7; ++y)
+                        for (int x = 0; x < width; ++x) per_pixel(x, y);
+                    for (int y = 0; y < 7; ++y)
+                        for (int i = 0; i < width * channels; ++i)
+                            ASSERT_TRUE(same_sample(got.ptr<T>(y)[i], want.ptr<T>(y)[i]))
+                                << text << " " << border << " " << depth_name(depth) << " c" << channels << " width "
+                                << width << " at row " << y << " sample " << i << ": " << +got.ptr<T>(y)[i] << " vs "
+                                << +want.ptr<T>(y)[i];
+                }
+}
+
+TEST(CpuBilateral, RowsMatchPerPixelBitForBit) {
+    expect_bilateral_rows_match_per_pixel<std::uint8_t>(Depth::u8);
+    expect_bilateral_rows_match_per_pixel<float>(Depth::f32);
 }
 
 // 16u, 4 channels, and the 32f path with 4 channels (OpenCV refuses them):

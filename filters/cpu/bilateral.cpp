@@ -1,9 +1,10 @@
-// The 8-bit bilateral filter a band of rows at a time, as OpenCV's
-// bilateralFilter_8u_Invoker: per tap a vector of pixels, its colour
-// weights gathered from the distance table. The taps of the disc go in
-// operator()'s order (row by row) with the same separately rounded products
-// and sums, so each output equals op(x, y) bit for bit. AVX-512 where the
-// CPU has it, AVX2 for the rest of a row (or all of it).
+// The 8-bit and float bilateral filters a band of rows at a time, as
+// OpenCV's bilateralFilter_8u/32f_Invoker: per tap a vector of pixels, 8-bit
+// colour weights gathered from the distance table, float ones computed
+// (exp_nonpositive lane by lane). The taps of the disc go in operator()'s
+// order (row by row) with the same separately rounded products and sums, so
+// each output equals op(x, y) bit for bit. 8-bit: AVX-512 where the CPU has
+// it, AVX2 for the rest of a row (or all of it); float: AVX2.
 #include "filters/cpu/opencv_avx2.hpp"
 
 #include "filters/cpu/bilateral.hpp"
@@ -47,9 +48,10 @@ CBI_AVX2 int deinterleave3_avx2(const std::uint8_t* in, float* const* out, int o
 // The source rows of a band as planar float rows padded by the radius on
 // both sides (border samples through op.src.at), in a ring of 2r + 1 rows:
 // each source row is converted once per band.
+template <class T>
 class PaddedRows {
 public:
-    PaddedRows(const Op8& op, int channels)
+    PaddedRows(const BilateralOp<T>& op, int channels)
         : op_(op),
           channels_(channels),
           len_(op.dst.width + 2 * op.radius),
@@ -63,7 +65,7 @@ public:
 
     void load(int y) {
         const int r = op_.radius, width = op_.src.view.width;
-        const std::uint8_t* row = op_.src.row(y);
+        const T* row = op_.src.row(y);
         float* out[3];
         for (int c = 0; c < channels_; ++c)
             out[c] = data_.data() + (static_cast<std::size_t>(slot(y)) * channels_ + c) * len_;
@@ -80,11 +82,14 @@ public:
     }
 
 private:
-    int deinterleave3(const std::uint8_t* row, float* const* out, int width) const {
-        return deinterleave3_avx2(row, out, op_.radius, width);
+    int deinterleave3(const T* row, float* const* out, int width) const {
+        if constexpr (std::is_same_v<T, std::uint8_t>)
+            return deinterleave3_avx2(row, out, op_.radius, width);
+        else
+            return 0;
     }
     int slot(int y) const { return ((y % rows_) + rows_) % rows_; }
-    const Op8& op_;
+    const BilateralOp<T>& op_;
     int channels_, len_, rows_;
     std::vector<float> data_;
 };
@@ -197,7 +202,7 @@ void rows8(const Op8& op, int y0, int y1) {
     }
     const int taps = static_cast<int>(space.size());
     std::vector<const float*> tap(static_cast<std::size_t>(taps) * CN);
-    PaddedRows rows(op, CN);
+    PaddedRows<std::uint8_t> rows(op, CN);
     for (int y = y0 - r; y < y0 + r; ++y) rows.load(y);
     for (int y = y0; y < y1; ++y) {
         rows.load(y + r);
@@ -212,6 +217,97 @@ void rows8(const Op8& op, int y0, int y1) {
         for (; x < width; ++x) op(x, y);
     }
 }
+
+using OpF = BilateralOp<float>;
+
+// exp_nonpositive on 8 lanes: the same operations, so the same bits.
+CBI_AVX2 __m256 exp_nonpositive8(__m256 x) {
+    const __m256 t = _mm256_mul_ps(x, _mm256_set1_ps(1.44269504f));
+    const __m256 j = _mm256_add_ps(t, _mm256_set1_ps(12582912.f));
+    const __m256 f = _mm256_sub_ps(t, _mm256_add_ps(j, _mm256_set1_ps(-12582912.f)));
+    __m256 p = _mm256_set1_ps(1.32647145e-3f);
+    p = _mm256_add_ps(_mm256_mul_ps(p, f), _mm256_set1_ps(9.67151392e-3f));
+    p = _mm256_add_ps(_mm256_mul_ps(p, f), _mm256_set1_ps(5.55073395e-2f));
+    p = _mm256_add_ps(_mm256_mul_ps(p, f), _mm256_set1_ps(2.40222424e-1f));
+    p = _mm256_add_ps(_mm256_mul_ps(p, f), _mm256_set1_ps(6.93147004e-1f));
+    p = _mm256_add_ps(_mm256_mul_ps(p, f), _mm256_set1_ps(1.f));
+    const __m256 e =
+        _mm256_castsi256_ps(_mm256_add_epi32(_mm256_castps_si256(p), _mm256_slli_epi32(_mm256_castps_si256(j), 23)));
+    // Below -86.9: 0; NaN stays NaN.
+    const __m256 in_range = _mm256_cmp_ps(x, _mm256_set1_ps(-86.9f), _CMP_GE_OQ);
+    const __m256 nan = _mm256_and_ps(_mm256_cmp_ps(x, x, _CMP_UNORD_Q), x);
+    return _mm256_blendv_ps(nan, e, in_range);
+}
+
+// Float outputs [x, x + 8 B) of row y, as bilateral_block: the centre's
+// weight 1 first, then the taps (which leave the centre out).
+template <int CN, int B>
+CBI_AVX2 void bilateral_block_f32(const OpF& op, const float* const* tap, const float* space, int taps,
+                                  const float* const* centre, float* out, int x) {
+    const __m256 sign = _mm256_set1_ps(-0.f), zero = _mm256_setzero_ps(), coeff = _mm256_set1_ps(op.color_coeff);
+    __m256 v0[B][CN], sum[B][CN], wsum[B];
+    for (int b = 0; b < B; ++b) {
+        for (int c = 0; c < CN; ++c) sum[b][c] = v0[b][c] = _mm256_loadu_ps(centre[c] + x + 8 * b);
+        wsum[b] = _mm256_set1_ps(1.f);
+    }
+    for (int t = 0; t < taps; ++t) {
+        const __m256 sw = _mm256_set1_ps(space[t]);
+        for (int b = 0; b < B; ++b) {
+            __m256 v[CN], d = zero;
+            for (int c = 0; c < CN; ++c) {
+                v[c] = _mm256_loadu_ps(tap[t * CN + c] + x + 8 * b);
+                const __m256 diff = _mm256_sub_ps(v[c], v0[b][c]);
+                // diff < 0 ? -diff : diff, as the op (NaN and -0 kept as they are)
+                const __m256 a =
+                    _mm256_blendv_ps(diff, _mm256_xor_ps(diff, sign), _mm256_cmp_ps(diff, zero, _CMP_LT_OQ));
+                d = c == 0 ? a : _mm256_add_ps(d, a);
+            }
+            const __m256 w = _mm256_mul_ps(sw, exp_nonpositive8(_mm256_mul_ps(_mm256_mul_ps(d, d), coeff)));
+            for (int c = 0; c < CN; ++c) sum[b][c] = _mm256_add_ps(sum[b][c], _mm256_mul_ps(v[c], w));
+            wsum[b] = _mm256_add_ps(wsum[b], w);
+        }
+    }
+    for (int b = 0; b < B; ++b) {
+        const __m256 inv = _mm256_div_ps(_mm256_set1_ps(1.f), wsum[b]);
+        alignas(32) float q[CN][8];
+        for (int c = 0; c < CN; ++c) _mm256_store_ps(q[c], _mm256_mul_ps(sum[b][c], inv));
+        for (int i = 0; i < 8; ++i)
+            for (int c = 0; c < CN; ++c) out[(x + 8 * b + i) * CN + c] = q[c][i];
+    }
+}
+
+template <int CN>
+void rows_f32(const OpF& op, int y0, int y1) {
+    const int r = op.radius, width = op.dst.width;
+    // The disc's taps in operator()'s order less the centre, with their space weights.
+    std::vector<int> tdy, tdx;
+    std::vector<float> space;
+    for (int dy = -r; dy <= r; ++dy) {
+        const int h = op.half_width[dy < 0 ? -dy : dy];
+        for (int dx = -h; dx <= h; ++dx) {
+            if (dx == 0 && dy == 0) continue;
+            tdy.push_back(dy);
+            tdx.push_back(dx);
+            space.push_back(op.space_w(dx * dx + dy * dy, op.space_weight));
+        }
+    }
+    const int taps = static_cast<int>(space.size());
+    std::vector<const float*> tap(static_cast<std::size_t>(taps) * CN);
+    PaddedRows<float> rows(op, CN);
+    for (int y = y0 - r; y < y0 + r; ++y) rows.load(y);
+    for (int y = y0; y < y1; ++y) {
+        rows.load(y + r);
+        for (int t = 0; t < taps; ++t)
+            for (int c = 0; c < CN; ++c) tap[t * CN + c] = rows.plane(y + tdy[t], c) + r + tdx[t];
+        const float* centre[CN];
+        for (int c = 0; c < CN; ++c) centre[c] = rows.plane(y, c) + r;
+        float* out = op.dst.row<float>(y);
+        int x = 0;
+        for (; x + 16 <= width; x += 16) bilateral_block_f32<CN, 2>(op, tap.data(), space.data(), taps, centre, out, x);
+        for (; x + 8 <= width; x += 8) bilateral_block_f32<CN, 1>(op, tap.data(), space.data(), taps, centre, out, x);
+        for (; x < width; ++x) op(x, y);
+    }
+}
 #endif
 
 }  // namespace
@@ -223,6 +319,11 @@ bool bilateral_rows(const BilateralOp<T>& op, int y0, int y1) {
         if (!has_avx2()) return false;
         if (op.src.view.channels == 3) return rows8<3>(op, y0, y1), true;
         if (op.src.view.channels == 1) return rows8<1>(op, y0, y1), true;
+    }
+    if constexpr (std::is_same_v<T, float>) {
+        if (!has_avx2()) return false;
+        if (op.src.view.channels == 3) return rows_f32<3>(op, y0, y1), true;
+        if (op.src.view.channels == 1) return rows_f32<1>(op, y0, y1), true;
     }
 #endif
     return false;
