@@ -186,38 +186,6 @@ CBI_AVX2 int bilateral_row_avx2(const Op8& op, const float* const* tap, const fl
     return x;
 }
 
-template <int CN>
-void rows8(const Op8& op, int y0, int y1) {
-    const int r = op.radius, width = op.dst.width;
-    // The disc's taps in operator()'s order, with their space weights.
-    std::vector<int> tdy, tdx;
-    std::vector<float> space;
-    for (int dy = -r; dy <= r; ++dy) {
-        const int h = op.half_width[dy < 0 ? -dy : dy];
-        for (int dx = -h; dx <= h; ++dx) {
-            tdy.push_back(dy);
-            tdx.push_back(dx);
-            space.push_back(op.space_w(dx * dx + dy * dy, op.space_weight));
-        }
-    }
-    const int taps = static_cast<int>(space.size());
-    std::vector<const float*> tap(static_cast<std::size_t>(taps) * CN);
-    PaddedRows<std::uint8_t> rows(op, CN);
-    for (int y = y0 - r; y < y0 + r; ++y) rows.load(y);
-    for (int y = y0; y < y1; ++y) {
-        rows.load(y + r);
-        for (int t = 0; t < taps; ++t)
-            for (int c = 0; c < CN; ++c) tap[t * CN + c] = rows.plane(y + tdy[t], c) + r + tdx[t];
-        const float* centre[CN];
-        for (int c = 0; c < CN; ++c) centre[c] = rows.plane(y, c) + r;
-        static const bool avx512 = __builtin_cpu_supports("avx512f");
-        std::uint8_t* out = op.dst.row<std::uint8_t>(y);
-        int x = avx512 ? bilateral_row_avx512<CN>(op, tap.data(), space.data(), taps, centre, out, width) : 0;
-        x = bilateral_row_avx2<CN>(op, tap.data(), space.data(), taps, centre, out, x, width);
-        for (; x < width; ++x) op(x, y);
-    }
-}
-
 using OpF = BilateralOp<float>;
 
 // exp_nonpositive on 8 lanes: the same operations, so the same bits.
@@ -276,16 +244,20 @@ CBI_AVX2 void bilateral_block_f32(const OpF& op, const float* const* tap, const 
     }
 }
 
-template <int CN>
-void rows_f32(const OpF& op, int y0, int y1) {
+// Rows [y0, y1) of an 8-bit or float op: its taps in operator()'s order
+// (float leaves the centre out: its weight 1 goes first), each source row
+// converted once into the ring, then the row's outputs a vector at a time
+// and the op for the rest.
+template <class T, int CN>
+void rows(const BilateralOp<T>& op, int y0, int y1) {
+    constexpr bool kFloat = std::is_same_v<T, float>;
     const int r = op.radius, width = op.dst.width;
-    // The disc's taps in operator()'s order less the centre, with their space weights.
     std::vector<int> tdy, tdx;
     std::vector<float> space;
     for (int dy = -r; dy <= r; ++dy) {
         const int h = op.half_width[dy < 0 ? -dy : dy];
         for (int dx = -h; dx <= h; ++dx) {
-            if (dx == 0 && dy == 0) continue;
+            if (kFloat && dx == 0 && dy == 0) continue;
             tdy.push_back(dy);
             tdx.push_back(dx);
             space.push_back(op.space_w(dx * dx + dy * dy, op.space_weight));
@@ -293,18 +265,26 @@ void rows_f32(const OpF& op, int y0, int y1) {
     }
     const int taps = static_cast<int>(space.size());
     std::vector<const float*> tap(static_cast<std::size_t>(taps) * CN);
-    PaddedRows<float> rows(op, CN);
-    for (int y = y0 - r; y < y0 + r; ++y) rows.load(y);
+    PaddedRows<T> ring(op, CN);
+    for (int y = y0 - r; y < y0 + r; ++y) ring.load(y);
     for (int y = y0; y < y1; ++y) {
-        rows.load(y + r);
+        ring.load(y + r);
         for (int t = 0; t < taps; ++t)
-            for (int c = 0; c < CN; ++c) tap[t * CN + c] = rows.plane(y + tdy[t], c) + r + tdx[t];
+            for (int c = 0; c < CN; ++c) tap[t * CN + c] = ring.plane(y + tdy[t], c) + r + tdx[t];
         const float* centre[CN];
-        for (int c = 0; c < CN; ++c) centre[c] = rows.plane(y, c) + r;
-        float* out = op.dst.row<float>(y);
+        for (int c = 0; c < CN; ++c) centre[c] = ring.plane(y, c) + r;
+        T* out = op.dst.template row<T>(y);
         int x = 0;
-        for (; x + 16 <= width; x += 16) bilateral_block_f32<CN, 2>(op, tap.data(), space.data(), taps, centre, out, x);
-        for (; x + 8 <= width; x += 8) bilateral_block_f32<CN, 1>(op, tap.data(), space.data(), taps, centre, out, x);
+        if constexpr (kFloat) {
+            for (; x + 16 <= width; x += 16)
+                bilateral_block_f32<CN, 2>(op, tap.data(), space.data(), taps, centre, out, x);
+            for (; x + 8 <= width; x += 8)
+                bilateral_block_f32<CN, 1>(op, tap.data(), space.data(), taps, centre, out, x);
+        } else {
+            static const bool avx512 = __builtin_cpu_supports("avx512f");
+            if (avx512) x = bilateral_row_avx512<CN>(op, tap.data(), space.data(), taps, centre, out, width);
+            x = bilateral_row_avx2<CN>(op, tap.data(), space.data(), taps, centre, out, x, width);
+        }
         for (; x < width; ++x) op(x, y);
     }
 }
@@ -315,15 +295,10 @@ void rows_f32(const OpF& op, int y0, int y1) {
 template <class T>
 bool bilateral_rows(const BilateralOp<T>& op, int y0, int y1) {
 #if CBI_BILATERAL_AVX2
-    if constexpr (std::is_same_v<T, std::uint8_t>) {
+    if constexpr (std::is_same_v<T, std::uint8_t> || std::is_same_v<T, float>) {
         if (!has_avx2()) return false;
-        if (op.src.view.channels == 3) return rows8<3>(op, y0, y1), true;
-        if (op.src.view.channels == 1) return rows8<1>(op, y0, y1), true;
-    }
-    if constexpr (std::is_same_v<T, float>) {
-        if (!has_avx2()) return false;
-        if (op.src.view.channels == 3) return rows_f32<3>(op, y0, y1), true;
-        if (op.src.view.channels == 1) return rows_f32<1>(op, y0, y1), true;
+        if (op.src.view.channels == 3) return rows<T, 3>(op, y0, y1), true;
+        if (op.src.view.channels == 1) return rows<T, 1>(op, y0, y1), true;
     }
 #endif
     return false;

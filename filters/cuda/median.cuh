@@ -9,6 +9,8 @@
 // as the per-pixel op does. A median is one of the samples, so every path
 // gives the same result. Through a fused colour node (color:gray | median:5)
 // a block stages its window's converted samples once (median_coloured_pass).
+// 8-bit medians of K >= 7 slide a histogram down each sample column
+// (median_histogram): O(K) per pixel where the per-pixel op is O(K^2).
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -397,8 +399,8 @@ bool median_pass(const MedianOp<T>& op, cudaStream_t stream) {
     if (dst.empty()) return false;
     if constexpr (std::is_same_v<T, std::uint8_t>)
         if (op.ksize >= median::kHistogramFrom) {
-            if ((dst.height + median::histogram_strip(op.ksize) - 1) / median::histogram_strip(op.ksize) > 65535)
-                return false;
+            const int strip = median::histogram_strip(op.ksize);
+            if ((dst.height + strip - 1) / strip > 65535) return false;
             switch (dst.channels) {
                 case 1: median::launch_histogram<1>(op, stream); break;
                 case 3: median::launch_histogram<3>(op, stream); break;
