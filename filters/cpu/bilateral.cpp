@@ -10,6 +10,7 @@
 #include "filters/cpu/bilateral.hpp"
 
 #include <cstdint>
+#include <initializer_list>
 #include <type_traits>
 #include <vector>
 
@@ -188,21 +189,18 @@ CBI_AVX2 int bilateral_row_avx2(const Op8& op, const float* const* tap, const fl
 
 using OpF = BilateralOp<float>;
 
-// exp_nonpositive on 8 lanes: the same operations, so the same bits.
+// exp_nonpositive on 8 lanes: the same operations and constants, so the same bits.
 CBI_AVX2 __m256 exp_nonpositive8(__m256 x) {
-    const __m256 t = _mm256_mul_ps(x, _mm256_set1_ps(1.44269504f));
-    const __m256 j = _mm256_add_ps(t, _mm256_set1_ps(12582912.f));
-    const __m256 f = _mm256_sub_ps(t, _mm256_add_ps(j, _mm256_set1_ps(-12582912.f)));
-    __m256 p = _mm256_set1_ps(1.32647145e-3f);
-    p = _mm256_add_ps(_mm256_mul_ps(p, f), _mm256_set1_ps(9.67151392e-3f));
-    p = _mm256_add_ps(_mm256_mul_ps(p, f), _mm256_set1_ps(5.55073395e-2f));
-    p = _mm256_add_ps(_mm256_mul_ps(p, f), _mm256_set1_ps(2.40222424e-1f));
-    p = _mm256_add_ps(_mm256_mul_ps(p, f), _mm256_set1_ps(6.93147004e-1f));
-    p = _mm256_add_ps(_mm256_mul_ps(p, f), _mm256_set1_ps(1.f));
+    const __m256 t = _mm256_mul_ps(x, _mm256_set1_ps(kExpLog2e));
+    const __m256 j = _mm256_add_ps(t, _mm256_set1_ps(kExpRound));
+    const __m256 f = _mm256_sub_ps(t, _mm256_add_ps(j, _mm256_set1_ps(-kExpRound)));
+    __m256 p = _mm256_set1_ps(kExpP5);
+    for (const float c : {kExpP4, kExpP3, kExpP2, kExpP1, 1.f})
+        p = _mm256_add_ps(_mm256_mul_ps(p, f), _mm256_set1_ps(c));
     const __m256 e =
         _mm256_castsi256_ps(_mm256_add_epi32(_mm256_castps_si256(p), _mm256_slli_epi32(_mm256_castps_si256(j), 23)));
-    // Below -86.9: 0; NaN stays NaN.
-    const __m256 in_range = _mm256_cmp_ps(x, _mm256_set1_ps(-86.9f), _CMP_GE_OQ);
+    // Below kExpLowest: 0; NaN stays NaN.
+    const __m256 in_range = _mm256_cmp_ps(x, _mm256_set1_ps(kExpLowest), _CMP_GE_OQ);
     const __m256 nan = _mm256_and_ps(_mm256_cmp_ps(x, x, _CMP_UNORD_Q), x);
     return _mm256_blendv_ps(nan, e, in_range);
 }

@@ -51,19 +51,24 @@ int bilateral_radius(const BilateralFilter& f);
 // e^x for x <= 0 as 2^t, t = x log2(e): round(t) goes into the exponent of
 // a degree-5 minimax polynomial of 2^f, f = t - round(t) in [-1/2, 1/2]
 // (within 4e-6 of e^x relative, 7e-7 for x >= -10, where the weights that
-// count lie); 0 below -86.9, where 2^round(t) would leave the normal floats;
-// NaN gives NaN. Separately rounded multiplies and adds only: the same bits
-// on both backends.
+// count lie); 0 below kExpLowest, where 2^round(t) would leave the normal
+// floats; NaN gives NaN. Separately rounded multiplies and adds only: the
+// same bits on both backends (and in exp_nonpositive8, cpu/bilateral.cpp,
+// which takes these constants).
+inline constexpr float kExpLowest = -86.9f, kExpLog2e = 1.44269504f;
+inline constexpr float kExpRound = 12582912.f;  // 1.5 * 2^23: t + this has round(t) in its low mantissa bits
+inline constexpr float kExpP5 = 1.32647145e-3f, kExpP4 = 9.67151392e-3f, kExpP3 = 5.55073395e-2f,
+                       kExpP2 = 2.40222424e-1f, kExpP1 = 6.93147004e-1f;  // and 1
 CBI_HOST_DEVICE float exp_nonpositive(float x) {
-    if (!(x >= -86.9f)) return x != x ? x : 0.f;
-    const float t = mul_rn(x, 1.44269504f);
-    const float j = add_rn(t, 12582912.f);               // 1.5 * 2^23: round(t) lands in the low mantissa bits
-    const float f = add_rn(t, -add_rn(j, -12582912.f));  // exact
-    float p = 1.32647145e-3f;
-    p = add_rn(mul_rn(p, f), 9.67151392e-3f);
-    p = add_rn(mul_rn(p, f), 5.55073395e-2f);
-    p = add_rn(mul_rn(p, f), 2.40222424e-1f);
-    p = add_rn(mul_rn(p, f), 6.93147004e-1f);
+    if (!(x >= kExpLowest)) return x != x ? x : 0.f;
+    const float t = mul_rn(x, kExpLog2e);
+    const float j = add_rn(t, kExpRound);
+    const float f = add_rn(t, -add_rn(j, -kExpRound));  // exact
+    float p = kExpP5;
+    p = add_rn(mul_rn(p, f), kExpP4);
+    p = add_rn(mul_rn(p, f), kExpP3);
+    p = add_rn(mul_rn(p, f), kExpP2);
+    p = add_rn(mul_rn(p, f), kExpP1);
     p = add_rn(mul_rn(p, f), 1.f);
     // + round(t) << 23: j's low 9 bits are round(t) in two's complement.
 #if defined(__CUDA_ARCH__)
